@@ -1,0 +1,298 @@
+package orgadmin
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Dive is a saved interactive view that can be embedded.
+type Dive struct {
+	// ID is a UUID.
+	ID    string
+	Title string
+	// Version is the latest version, from 1; zero means 1.
+	Version int
+	// RequiredResources are the databases the Dive declares it needs.
+	RequiredResources []Resource
+}
+
+// Resource is a database an embedded Dive needs.
+type Resource struct {
+	// URL is at least 1 character.
+	URL string
+	// Alias is optional.
+	Alias string
+}
+
+// Limits of Dives and embed sessions.
+const (
+	MaxResourcesJSON    = 8192
+	MaxInitialStateJSON = 64 << 10
+	maxDiveTitle        = MaxDescriptionLen
+)
+
+// checkResources adds every problem of rs under path, including a total size
+// over MaxResourcesJSON bytes of JSON.
+func checkResources(is *issues, rs []Resource, path ...any) {
+	size := 2 // []
+	for i, r := range rs {
+		at := func(field string) []any { return append(slices.Clip(path), i, field) }
+		is.checkString(r.URL, 1, maxShortString, at("url")...)
+		is.checkString(r.Alias, 0, maxShortString, at("alias")...)
+		b, _ := json.Marshal(struct {
+			URL   string `json:"url"`
+			Alias string `json:"alias,omitempty"`
+		}{r.URL, r.Alias})
+		size += len(b) + 1
+	}
+	if size > MaxResourcesJSON {
+		is.add(IssueTooBig, "required_resources must be at most 8192 bytes of JSON", path...)
+	}
+}
+
+// canonicalUUID returns the canonical lower-case form of a UUID written as
+// 36 characters, and false for anything else.
+func canonicalUUID(s string) (string, bool) {
+	if len(s) != 36 {
+		return "", false
+	}
+	id, err := uuid.Parse(s)
+	if err != nil {
+		return "", false
+	}
+	return id.String(), true
+}
+
+// RegisterDive creates or replaces a Dive of org (which must exist). It
+// fails with BAD_REQUEST when d breaks a rule and NOT_FOUND when org does
+// not exist.
+func (s *Service) RegisterDive(ctx context.Context, org string, d Dive) error {
+	if err := validateDive(d); err != nil {
+		return err
+	}
+	id, _ := canonicalUUID(d.ID)
+	if d.Version == 0 {
+		d.Version = 1
+	}
+	rec := storage.Dive{ID: id, Org: org, Title: d.Title, Version: d.Version, RequiredResources: resourceRecords(d.RequiredResources)}
+	if err := s.store.PutDive(ctx, rec); err != nil {
+		return s.storeErr("put dive", err, "organization")
+	}
+	return nil
+}
+
+const maxInt32 = 1<<31 - 1
+
+func validateDive(d Dive) error {
+	var is issues
+	if _, ok := canonicalUUID(d.ID); !ok {
+		is.add(IssueInvalidString, "Invalid uuid", "id")
+	}
+	is.checkString(d.Title, 0, maxDiveTitle, "title")
+	if d.Version != 0 {
+		is.checkRange(int64(d.Version), 1, maxInt32, "version")
+	}
+	checkResources(&is, d.RequiredResources, "required_resources")
+	return is.err()
+}
+
+func resourceRecords(rs []Resource) []storage.Resource {
+	out := make([]storage.Resource, len(rs))
+	for i, r := range rs {
+		out[i] = storage.Resource{URL: r.URL, Alias: r.Alias}
+	}
+	return out
+}
+
+func resourcesFromRecords(rs []storage.Resource) []Resource {
+	out := make([]Resource, len(rs))
+	for i, r := range rs {
+		out[i] = Resource{URL: r.URL, Alias: r.Alias}
+	}
+	return out
+}
+
+// CreateEmbedSessionInput is the body of create embed session.
+type CreateEmbedSessionInput struct {
+	// Username names the service account the session is minted for.
+	Username string
+	// SessionName, at least 1 character, makes equal requests share one
+	// read-scaling session.
+	SessionName *string
+	// SessionHint is the deprecated alias of SessionName, ignored when
+	// SessionName is set.
+	SessionHint *string
+	// RequiredResources, when not nil, replaces the Dive's own.
+	RequiredResources []Resource
+	// InitialState, when not nil, is a JSON object of at most 64 KiB.
+	InitialState json.RawMessage
+	// Version pins the Dive version, from 1 to the latest.
+	Version *int
+}
+
+// ValidateCreateEmbedSession returns a BAD_REQUEST error listing every
+// problem of in, or nil.
+func ValidateCreateEmbedSession(in CreateEmbedSessionInput) error {
+	var is issues
+	is.checkString(in.Username, 1, MaxUsernameLen, "username")
+	is.checkOptString(in.SessionName, 1, maxShortString, "session_name")
+	is.checkOptString(in.SessionHint, 1, maxShortString, "session_hint")
+	checkResources(&is, in.RequiredResources, "required_resources")
+	if in.InitialState != nil {
+		var buf bytes.Buffer
+		switch err := json.Compact(&buf, in.InitialState); {
+		case err != nil || buf.Len() == 0 || buf.Bytes()[0] != '{':
+			is.add(IssueInvalidType, "Expected object", "initial_state")
+		case buf.Len() > MaxInitialStateJSON:
+			is.add(IssueTooBig, "initial_state must be at most 65536 bytes of JSON", "initial_state")
+		}
+	}
+	if in.Version != nil {
+		is.checkRange(int64(*in.Version), 1, maxInt32, "version")
+	}
+	return is.err()
+}
+
+// EmbedSession is what a renderer needs to show an embedded Dive.
+type EmbedSession struct {
+	Org     string
+	DiveID  string
+	Version int
+	// Username is the service account the session renders for.
+	Username string
+	// RequiredResources are the request's, else the Dive's.
+	RequiredResources []Resource
+	// InitialState is a JSON object, or nil.
+	InitialState json.RawMessage
+	// AffinityKey is equal for sessions of equal (org, username, session
+	// name), so they reuse one read-scaling session.
+	AffinityKey string
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
+}
+
+// CreateEmbedSession mints an embed session of the Dive diveID for a service
+// account of the caller's org and returns its opaque value. It fails with
+// FORBIDDEN unless the caller is an Admin; BAD_REQUEST for a malformed Dive
+// id or body, or a username that is not a service account; NOT_FOUND for a
+// missing Dive, version or user.
+func (s *Service) CreateEmbedSession(ctx context.Context, c Caller, diveID string, in CreateEmbedSessionInput) (string, error) {
+	if err := s.Authorize(c, OpCreateEmbedSession, ""); err != nil {
+		return "", err
+	}
+	id, ok := canonicalUUID(diveID)
+	if !ok {
+		var is issues
+		is.add(IssueInvalidString, "Invalid uuid", "dive_id")
+		// Report body problems too, all at once.
+		if err := ValidateCreateEmbedSession(in); err != nil {
+			is = append(is, err.(*Error).Issues...)
+		}
+		return "", is.err()
+	}
+	if err := ValidateCreateEmbedSession(in); err != nil {
+		return "", err
+	}
+	dive, err := s.store.GetDive(ctx, c.Org, id)
+	if err != nil {
+		return "", s.storeErr("get dive", err, "dive", "dive_id")
+	}
+	version := dive.Version
+	if in.Version != nil {
+		if *in.Version > dive.Version {
+			return "", notFound("dive version", "version")
+		}
+		version = *in.Version
+	}
+	u, err := s.resolveUser(ctx, c.Org, in.Username)
+	if err != nil {
+		return "", err
+	}
+	if !u.IsServiceAccount {
+		return "", badRequest(Issue{Message: "Embed sessions can only be created for service accounts", Path: []any{"username"}, Code: IssueNotAllowed})
+	}
+	value, err := newSecret(s.rand, sessionPrefix)
+	if err != nil {
+		return "", internal("mint session", err)
+	}
+	now := s.clock()
+	rec := storage.EmbedSession{
+		Digest:    sha256.Sum256([]byte(value)),
+		Org:       c.Org,
+		DiveID:    id,
+		Version:   version,
+		UserID:    u.ID,
+		Username:  u.Username,
+		Resources: dive.RequiredResources,
+		CreatedAt: now,
+		ExpiresAt: now.Add(s.sessionTTL),
+	}
+	if in.RequiredResources != nil {
+		rec.Resources = resourceRecords(in.RequiredResources)
+	}
+	if in.InitialState != nil {
+		var buf bytes.Buffer
+		_ = json.Compact(&buf, in.InitialState) // validated above
+		rec.InitialState = buf.Bytes()
+	}
+	name := in.SessionName
+	if name == nil {
+		name = in.SessionHint
+	}
+	if name != nil {
+		sum := sha256.Sum256([]byte(c.Org + "\x00" + u.FoldedUsername + "\x00" + *name))
+		rec.AffinityKey = hex.EncodeToString(sum[:16])
+	} else {
+		rec.AffinityKey = hex.EncodeToString(rec.Digest[16:])
+	}
+	if err := s.store.CreateEmbedSession(ctx, rec); err != nil {
+		return "", s.storeErr("create embed session", err, "user", "username")
+	}
+	return value, nil
+}
+
+// ResolveEmbedSession returns the embed session a value names, for the
+// renderer. It fails with NOT_FOUND when the value is unknown, expired, or
+// its user was deleted.
+func (s *Service) ResolveEmbedSession(ctx context.Context, value string) (EmbedSession, error) {
+	if len(value) == 0 || len(value) > maxTokenLen {
+		return EmbedSession{}, notFound("embed session")
+	}
+	rec, err := s.store.EmbedSessionByDigest(ctx, sha256.Sum256([]byte(value)))
+	if err != nil {
+		return EmbedSession{}, s.storeErr("get embed session", err, "embed session")
+	}
+	if !s.now().Before(rec.ExpiresAt) {
+		return EmbedSession{}, notFound("embed session")
+	}
+	// Deleting a user ends its sessions; check the user as well, so a
+	// session can never outlive it whatever the store.
+	u, err := s.store.GetUser(ctx, rec.Org, FoldUsername(rec.Username))
+	if err != nil || u.ID != rec.UserID {
+		if err == nil || errors.Is(err, storage.ErrNotFound) {
+			return EmbedSession{}, notFound("embed session")
+		}
+		return EmbedSession{}, internal("get embed session user", err)
+	}
+	return EmbedSession{
+		Org:               rec.Org,
+		DiveID:            rec.DiveID,
+		Version:           rec.Version,
+		Username:          rec.Username,
+		RequiredResources: resourcesFromRecords(rec.Resources),
+		InitialState:      rec.InitialState,
+		AffinityKey:       rec.AffinityKey,
+		CreatedAt:         rec.CreatedAt,
+		ExpiresAt:         rec.ExpiresAt,
+	}, nil
+}

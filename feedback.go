@@ -1,0 +1,54 @@
+package orgadmin
+
+import (
+	"context"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// FeedbackInput is one page-feedback submission.
+type FeedbackInput struct {
+	// PagePath is the page the feedback is about; required.
+	PagePath string
+	// Text is the feedback, 1 to 2000 characters.
+	Text string
+	// PageTitle is optional.
+	PageTitle string
+	// Source identifies the submitting interface; optional.
+	Source string
+}
+
+// Limits of feedback fields.
+const (
+	maxFeedbackPath  = 2048
+	maxFeedbackTitle = maxShortString
+	maxFeedbackSrc   = 255
+)
+
+// SubmitFeedback records page feedback and returns its id (a UUID). It
+// needs no caller. It fails with BAD_REQUEST when in breaks a rule.
+func (s *Service) SubmitFeedback(ctx context.Context, in FeedbackInput) (string, error) {
+	if err := ValidateFeedback(in); err != nil {
+		return "", err
+	}
+	id, err := s.newID()
+	if err != nil {
+		return "", err
+	}
+	f := storage.Feedback{ID: id, PagePath: in.PagePath, Text: in.Text, PageTitle: in.PageTitle, Source: in.Source, CreatedAt: s.clock()}
+	if err := s.store.AddFeedback(ctx, f); err != nil {
+		return "", internal("add feedback", err)
+	}
+	return id, nil
+}
+
+// ValidateFeedback returns a BAD_REQUEST error listing every problem of in,
+// or nil.
+func ValidateFeedback(in FeedbackInput) error {
+	var is issues
+	is.checkString(in.PagePath, 1, maxFeedbackPath, "page_path")
+	is.checkString(in.Text, 1, MaxFeedbackText, "text")
+	is.checkString(in.PageTitle, 0, maxFeedbackTitle, "page_title")
+	is.checkString(in.Source, 0, maxFeedbackSrc, "source")
+	return is.err()
+}

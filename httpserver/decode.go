@@ -1,0 +1,221 @@
+package httpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/orgadmin/orgadmin"
+)
+
+// object is a decoded JSON object whose values are still raw.
+type object map[string]json.RawMessage
+
+// decoder reads request bodies field by field, collecting an issue (with
+// its path) for every field of the wrong JSON type instead of stopping at
+// the first. Ranges, lengths and enumerations are the Service's business.
+type decoder struct {
+	issues []orgadmin.Issue
+}
+
+func (d *decoder) add(code, msg string, path []any) {
+	d.issues = append(d.issues, orgadmin.Issue{Message: msg, Path: slices.Clip(path), Code: code})
+}
+
+// kind names the JSON type of a raw value.
+func kind(raw json.RawMessage) string {
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "boolean"
+	case 'n':
+		return "null"
+	default:
+		return "number"
+	}
+}
+
+// field returns the raw value of key, or nil when it is absent or null. A
+// required field that is absent or null gets an issue.
+func (d *decoder) field(o object, key string, required bool, path []any) json.RawMessage {
+	raw, ok := o[key]
+	at := append(slices.Clip(path), key)
+	if ok && kind(raw) != "null" {
+		return raw
+	}
+	if required {
+		if ok {
+			d.add(orgadmin.IssueInvalidType, "Expected a value, received null", at)
+		} else {
+			d.add(orgadmin.IssueInvalidType, "Required", at)
+		}
+	}
+	return nil
+}
+
+func (d *decoder) wrongType(want string, raw json.RawMessage, at []any) {
+	d.add(orgadmin.IssueInvalidType, fmt.Sprintf("Expected %s, received %s", want, kind(raw)), at)
+}
+
+// string decodes key as a string; absent, null or mistyped yields nil.
+func (d *decoder) string(o object, key string, required bool, path ...any) *string {
+	raw := d.field(o, key, required, path)
+	if raw == nil {
+		return nil
+	}
+	var s string
+	if kind(raw) != "string" || json.Unmarshal(raw, &s) != nil {
+		d.wrongType("string", raw, append(slices.Clip(path), key))
+		return nil
+	}
+	return &s
+}
+
+// int decodes key as a whole number: 4 and 4.0 are accepted, 2.5 is not.
+// Values beyond the int range are clamped, so that range checks report
+// them.
+func (d *decoder) int(o object, key string, required bool, path ...any) *int {
+	raw := d.field(o, key, required, path)
+	if raw == nil {
+		return nil
+	}
+	at := append(slices.Clip(path), key)
+	if kind(raw) != "number" {
+		d.wrongType("number", raw, at)
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		d.wrongType("number", raw, at)
+		return nil
+	}
+	if f != math.Trunc(f) {
+		d.add(orgadmin.IssueInvalidType, "Expected integer, received float", at)
+		return nil
+	}
+	n := math.MaxInt32 + 1.0
+	n = math.Max(-n, math.Min(n, f))
+	v := int(n)
+	return &v
+}
+
+// object decodes key as an object; absent, null or mistyped yields nil.
+func (d *decoder) object(o object, key string, required bool, path ...any) object {
+	raw := d.field(o, key, required, path)
+	if raw == nil {
+		return nil
+	}
+	var obj object
+	if kind(raw) != "object" || json.Unmarshal(raw, &obj) != nil {
+		d.wrongType("object", raw, append(slices.Clip(path), key))
+		return nil
+	}
+	return obj
+}
+
+// item decodes one array element as an object; mistyped yields nil.
+func (d *decoder) item(raw json.RawMessage, path []any) object {
+	var obj object
+	if kind(raw) != "object" || json.Unmarshal(raw, &obj) != nil {
+		d.wrongType("object", raw, path)
+		return nil
+	}
+	return obj
+}
+
+// array decodes key as an array of raw values; absent, null or mistyped
+// yields nil, and an empty array a non-nil empty slice.
+func (d *decoder) array(o object, key string, path ...any) []json.RawMessage {
+	raw := d.field(o, key, false, path)
+	if raw == nil {
+		return nil
+	}
+	items := []json.RawMessage{}
+	if kind(raw) != "array" || json.Unmarshal(raw, &items) != nil {
+		d.wrongType("array", raw, append(slices.Clip(path), key))
+		return nil
+	}
+	return items
+}
+
+// raw returns key's value as it is (absent or null: nil).
+func (d *decoder) raw(o object, key string) json.RawMessage {
+	return d.field(o, key, false, nil)
+}
+
+// readObject reads the request body, which must be one JSON object in
+// valid UTF-8 of at most limit bytes.
+func readObject(w http.ResponseWriter, r *http.Request, limit int64) (object, error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return nil, bodyError(orgadmin.IssueTooBig, fmt.Sprintf("Body must be at most %d bytes", limit))
+		}
+		return nil, bodyError(orgadmin.IssueInvalidType, "Body could not be read")
+	}
+	body = bytes.TrimSpace(body)
+	switch {
+	case len(body) == 0:
+		return nil, bodyError(orgadmin.IssueInvalidType, "Required: a JSON object")
+	case !utf8.Valid(body):
+		return nil, bodyError(orgadmin.IssueInvalidString, "Body must be valid UTF-8")
+	case !json.Valid(body):
+		return nil, bodyError(orgadmin.IssueInvalidType, "Body is not valid JSON")
+	case body[0] != '{':
+		return nil, bodyError(orgadmin.IssueInvalidType, "Expected object, received "+kind(body))
+	}
+	var o object
+	if err := json.Unmarshal(body, &o); err != nil {
+		return nil, bodyError(orgadmin.IssueInvalidType, "Body is not valid JSON")
+	}
+	return o, nil
+}
+
+func bodyError(code, msg string) error {
+	return &orgadmin.Error{Code: orgadmin.CodeBadRequest, Issues: []orgadmin.Issue{{Message: msg, Path: []any{}, Code: code}}}
+}
+
+// typeErrors returns nil when d found nothing wrong. Otherwise it returns a
+// BAD_REQUEST listing d's issues and those validate finds in the fields d
+// could decode, so that a client learns every problem at once.
+func (d *decoder) typeErrors(validate func() error) error {
+	if len(d.issues) == 0 {
+		return nil
+	}
+	all := d.issues
+	var e *orgadmin.Error
+	if err := validate(); errors.As(err, &e) {
+		for _, is := range e.Issues {
+			if !slices.ContainsFunc(d.issues, func(t orgadmin.Issue) bool { return hasPrefix(is.Path, t.Path) }) {
+				all = append(all, is)
+			}
+		}
+	}
+	return &orgadmin.Error{Code: orgadmin.CodeBadRequest, Issues: all}
+}
+
+// hasPrefix reports whether path starts with prefix.
+func hasPrefix(path, prefix []any) bool {
+	if len(prefix) > len(path) {
+		return false
+	}
+	for i := range prefix {
+		if path[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
+}

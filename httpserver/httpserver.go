@@ -1,0 +1,184 @@
+// Package httpserver serves an orgadmin.Service as the standard /v1 REST
+// API, plus the optional page-feedback endpoint and a health check.
+//
+// Handlers are thin: decode the request, make one Service call, encode the
+// answer. Every error goes through one writer that maps the orgadmin error
+// code to a status and the JSON envelope {"message", "code", "issues"}.
+package httpserver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+
+	"github.com/orgadmin/orgadmin"
+)
+
+// DefaultMaxBodyBytes bounds request bodies; larger ones are a 400.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Config configures a Handler. Zero values are the documented defaults.
+type Config struct {
+	// Logger receives one line per request and the cause of every 5xx. Nil
+	// means slog.Default().
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies. Zero means 1 MiB.
+	MaxBodyBytes int64
+}
+
+// Handler serves the /v1 API. Paths that match no route answer a plain-text
+// 404; a known path with a wrong method answers 405 with an Allow header.
+// Mount it at the root of a mux, or at "/v1/" beside other routes.
+type Handler struct {
+	svc     *orgadmin.Service
+	log     *slog.Logger
+	maxBody int64
+	mux     *http.ServeMux
+	next    http.Handler
+}
+
+// New returns the /v1 Handler of svc.
+func New(svc *orgadmin.Service, cfg Config) *Handler {
+	h := &Handler{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, mux: http.NewServeMux()}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.maxBody <= 0 {
+		h.maxBody = DefaultMaxBodyBytes
+	}
+	for _, rt := range h.routes() {
+		h.mux.Handle(rt.pattern, h.authenticated(rt.handle))
+	}
+	h.next = LogRequests(h.log, h.mux)
+	return h
+}
+
+// route is one operation of the API.
+type route struct {
+	pattern string
+	handle  func(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error)
+}
+
+// routes is the table of every /v1 operation.
+func (h *Handler) routes() []route {
+	return []route{
+		{"GET /v1/users/{username}/instances", h.getInstanceConfig},
+		{"PUT /v1/users/{username}/instances", h.setInstanceConfig},
+		{"GET /v1/active_accounts", h.getActiveAccounts},
+		{"POST /v1/users", h.createServiceAccount},
+		{"GET /v1/users", h.listUsers},
+		{"DELETE /v1/users/{username}", h.deleteUser},
+		{"POST /v1/users/{username}/tokens", h.createToken},
+		{"GET /v1/users/{username}/tokens", h.listTokens},
+		{"DELETE /v1/users/{username}/tokens/{token_id}", h.deleteToken},
+		{"POST /v1/dives/{dive_id}/embed-session", h.createEmbedSession},
+	}
+}
+
+// ServeHTTP implements http.Handler.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.next.ServeHTTP(w, r)
+}
+
+// authenticated resolves the bearer token, then runs fn and writes its
+// answer as a 200 JSON object, or its error.
+func (h *Handler) authenticated(fn func(http.ResponseWriter, *http.Request, orgadmin.Caller) (any, error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := orgadmin.BearerToken(r.Header.Get("Authorization"))
+		if !ok || len(r.Header.Values("Authorization")) != 1 {
+			writeError(w, r, h.log, orgadmin.ErrUnauthorized)
+			return
+		}
+		c, err := h.svc.Authenticate(r.Context(), tok)
+		if err != nil {
+			writeError(w, r, h.log, err)
+			return
+		}
+		v, err := fn(w, r, c)
+		if err != nil {
+			writeError(w, r, h.log, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, v)
+	})
+}
+
+// writeJSON writes v as the JSON body of a response with the given status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
+}
+
+// errorBody is the JSON envelope of every error.
+type errorBody struct {
+	Message string           `json:"message"`
+	Code    orgadmin.Code    `json:"code"`
+	Issues  []orgadmin.Issue `json:"issues,omitempty"`
+}
+
+// statusOf maps an error code to its HTTP status.
+func statusOf(c orgadmin.Code) int {
+	switch c {
+	case orgadmin.CodeBadRequest:
+		return http.StatusBadRequest
+	case orgadmin.CodeUnauthorized:
+		return http.StatusUnauthorized
+	case orgadmin.CodeForbidden:
+		return http.StatusForbidden
+	case orgadmin.CodeNotFound:
+		return http.StatusNotFound
+	case orgadmin.CodeTooManyRequests:
+		return http.StatusTooManyRequests
+	default:
+		return http.StatusInternalServerError
+	}
+}
+
+// writeError writes err as the JSON error envelope. An internal error is
+// logged with its cause and the request id; its body says only
+// "Internal Error".
+func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err error) {
+	code := orgadmin.ErrorCode(err)
+	body := errorBody{Message: code.Message(), Code: code}
+	if e, ok := err.(*orgadmin.Error); ok && code != orgadmin.CodeInternal {
+		body.Issues = e.Issues
+	}
+	if code == orgadmin.CodeBadRequest && body.Issues == nil {
+		body.Issues = []orgadmin.Issue{}
+	}
+	status := statusOf(code)
+	if status >= 500 {
+		log.LogAttrs(r.Context(), slog.LevelError, "internal error",
+			slog.String("request_id", RequestID(r.Context())),
+			slog.String("method", r.Method),
+			slog.String("path", r.URL.EscapedPath()),
+			slog.String("error", err.Error()))
+	}
+	if code == orgadmin.CodeUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="orgadmin"`)
+	}
+	writeJSON(w, status, body)
+}
+
+// Health returns a handler answering 200 {"status":"ok"} while the store
+// answers and 503 {"status":"unavailable"} otherwise.
+func Health(svc *orgadmin.Service) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := svc.Ping(r.Context()); err != nil {
+			writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable"})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+}
+
+type ctxKey struct{}
+
+// RequestID returns the id LogRequests gave the request of ctx, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(ctxKey{}).(string)
+	return id
+}

@@ -1,0 +1,152 @@
+package httpserver
+
+import (
+	"errors"
+	"math"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"github.com/orgadmin/orgadmin"
+)
+
+// userJSON is a user as list users shows it.
+type userJSON struct {
+	ID               string   `json:"id"`
+	Username         string   `json:"username"`
+	IsServiceAccount bool     `json:"is_service_account"`
+	Roles            []string `json:"roles"`
+	CreatedTS        string   `json:"created_ts"`
+	Description      string   `json:"description,omitempty"`
+	Email            string   `json:"email,omitempty"`
+	FirstName        string   `json:"first_name,omitempty"`
+	LastName         string   `json:"last_name,omitempty"`
+}
+
+type listUsersResponse struct {
+	Users         []userJSON `json:"users"`
+	TotalCount    int        `json:"total_count"`
+	NextPageToken *string    `json:"next_page_token"`
+}
+
+type serviceAccountResponse struct {
+	Username    string `json:"username"`
+	Description string `json:"description,omitempty"`
+}
+
+type deleteUserResponse struct {
+	Username string `json:"username"`
+}
+
+func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
+	if err := h.svc.Authorize(c, orgadmin.OpCreateServiceAccount, ""); err != nil {
+		return nil, err
+	}
+	o, err := readObject(w, r, h.maxBody)
+	if err != nil {
+		return nil, err
+	}
+	var d decoder
+	in := orgadmin.CreateServiceAccountInput{
+		Username:    deref(d.string(o, "username", true)),
+		Description: d.string(o, "description", false),
+	}
+	if err := d.typeErrors(func() error { return orgadmin.ValidateCreateServiceAccount(in) }); err != nil {
+		return nil, err
+	}
+	u, err := h.svc.CreateServiceAccount(r.Context(), c, in)
+	if err != nil {
+		return nil, err
+	}
+	return serviceAccountResponse{Username: u.Username, Description: u.Description}, nil
+}
+
+func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
+	if err := h.svc.Authorize(c, orgadmin.OpListUsers, ""); err != nil {
+		return nil, err
+	}
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return nil, queryError("Malformed query string", nil)
+	}
+	var d decoder
+	opt := orgadmin.ListUsersOptions{
+		Limit:     d.queryInt(q, "limit"),
+		Offset:    d.queryInt(q, "offset"),
+		PageToken: q.Get("page_token"),
+	}
+	if q.Has("page_token") && opt.PageToken == "" {
+		d.add(orgadmin.IssueInvalidString, "Invalid page token", []any{"page_token"})
+	}
+	if q.Has("is_service_account") {
+		switch v := q.Get("is_service_account"); v {
+		case "true", "false":
+			opt.ServiceAccount = orgadmin.Ptr(v == "true")
+		default:
+			d.add(orgadmin.IssueInvalidType, `Expected "true" or "false"`, []any{"is_service_account"})
+		}
+	}
+	if err := d.typeErrors(func() error { return orgadmin.ValidateListUsers(opt) }); err != nil {
+		return nil, err
+	}
+	page, err := h.svc.ListUsers(r.Context(), c, opt)
+	if err != nil {
+		return nil, err
+	}
+	resp := listUsersResponse{Users: make([]userJSON, len(page.Users)), TotalCount: page.TotalCount}
+	for i, u := range page.Users {
+		resp.Users[i] = userJSON{
+			ID:               u.ID,
+			Username:         u.Username,
+			IsServiceAccount: u.IsServiceAccount,
+			Roles:            []string{string(u.Role)},
+			CreatedTS:        orgadmin.FormatTime(u.CreatedAt),
+			Description:      u.Description,
+			Email:            u.Email,
+			FirstName:        u.FirstName,
+			LastName:         u.LastName,
+		}
+	}
+	if page.NextPageToken != "" {
+		resp.NextPageToken = &page.NextPageToken
+	}
+	return resp, nil
+}
+
+// queryInt decodes an integer query parameter; absent yields nil. Values
+// beyond the int range are clamped so that range checks report them.
+func (d *decoder) queryInt(q url.Values, key string) *int {
+	if !q.Has(key) {
+		return nil
+	}
+	n, err := strconv.ParseInt(q.Get(key), 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		d.add(orgadmin.IssueInvalidType, "Expected integer", []any{key})
+		return nil
+	}
+	v := int(max(math.MinInt32, min(math.MaxInt32+1, n)))
+	return &v
+}
+
+func queryError(msg string, path []any) error {
+	if path == nil {
+		path = []any{}
+	}
+	return &orgadmin.Error{Code: orgadmin.CodeBadRequest, Issues: []orgadmin.Issue{{Message: msg, Path: path, Code: orgadmin.IssueInvalidString}}}
+}
+
+func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
+	u, err := h.svc.DeleteUser(r.Context(), c, r.PathValue("username"))
+	if err != nil {
+		return nil, err
+	}
+	return deleteUserResponse{Username: u.Username}, nil
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}

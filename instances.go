@@ -1,0 +1,337 @@
+package orgadmin
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Size is a compute instance size.
+type Size = string
+
+// The instance sizes, smallest first.
+const (
+	SizePulse    Size = "pulse"
+	SizeStandard Size = "standard"
+	SizeJumbo    Size = "jumbo"
+	SizeMega     Size = "mega"
+	SizeGiga     Size = "giga"
+)
+
+var sizes = []string{SizePulse, SizeStandard, SizeJumbo, SizeMega, SizeGiga}
+
+// DefaultCooldown returns the effective cooldown of a size when none is set:
+// standard and jumbo 60 seconds, mega 300, giga 600. Pulse instances have no
+// configurable cooldown; they cool down for one second.
+func DefaultCooldown(size Size) time.Duration {
+	switch size {
+	case SizeMega:
+		return 300 * time.Second
+	case SizeGiga:
+		return 600 * time.Second
+	case SizePulse:
+		return time.Second
+	default:
+		return 60 * time.Second
+	}
+}
+
+// InstanceConfig is a user's compute instance configuration: both sides are
+// required in requests and always present in responses.
+type InstanceConfig struct {
+	ReadWrite   *InstanceSide
+	ReadScaling *InstanceSide
+}
+
+// InstanceSide configures one instance kind.
+type InstanceSide struct {
+	// InstanceSize is one of the Size constants.
+	InstanceSize Size
+	// FlockSize is the number of read-scaling replicas, 0 to 64; required
+	// on the read-scaling side, ignored on the read-write side.
+	FlockSize *int
+	// CooldownSeconds is 60 to 86400; it may not be set on a pulse side. In
+	// responses it is the effective cooldown (set or default) of every
+	// non-pulse side.
+	CooldownSeconds *int
+}
+
+// check adds every problem of c to is, under path.
+func (c InstanceConfig) check(is *issues, path ...any) {
+	checkSide(is, c.ReadWrite, false, append(slices.Clip(path), "read_write")...)
+	checkSide(is, c.ReadScaling, true, append(slices.Clip(path), "read_scaling")...)
+}
+
+func checkSide(is *issues, s *InstanceSide, scaling bool, path ...any) {
+	if s == nil {
+		is.required(path...)
+		return
+	}
+	at := func(field string) []any { return append(slices.Clip(path), field) }
+	if s.InstanceSize == "" {
+		is.required(at("instance_size")...)
+	} else {
+		is.checkEnum(s.InstanceSize, sizes, at("instance_size")...)
+	}
+	if scaling {
+		if s.FlockSize == nil {
+			is.required(at("flock_size")...)
+		} else {
+			is.checkRange(int64(*s.FlockSize), 0, MaxFlockSize, at("flock_size")...)
+		}
+	}
+	if s.CooldownSeconds != nil {
+		if s.InstanceSize == SizePulse {
+			is.add(IssueNotAllowed, "cooldown_seconds cannot be set on a pulse instance", at("cooldown_seconds")...)
+		} else {
+			is.checkRange(int64(*s.CooldownSeconds), MinCooldown, MaxCooldown, at("cooldown_seconds")...)
+		}
+	}
+}
+
+// toRecord validates c and converts it; the error lists every problem.
+func (c InstanceConfig) toRecord(path []any) (storage.InstanceConfig, error) {
+	var is issues
+	c.check(&is, path...)
+	if err := is.err(); err != nil {
+		return storage.InstanceConfig{}, err
+	}
+	return storage.InstanceConfig{
+		ReadWrite: storage.InstanceSide{
+			Size:            c.ReadWrite.InstanceSize,
+			CooldownSeconds: deref(c.ReadWrite.CooldownSeconds),
+		},
+		ReadScaling: storage.InstanceSide{
+			Size:            c.ReadScaling.InstanceSize,
+			FlockSize:       *c.ReadScaling.FlockSize,
+			CooldownSeconds: deref(c.ReadScaling.CooldownSeconds),
+		},
+	}, nil
+}
+
+// effectiveCooldown is the cooldown of a stored side: as set, or the size's
+// default.
+func effectiveCooldown(s storage.InstanceSide) time.Duration {
+	if s.CooldownSeconds > 0 && s.Size != SizePulse {
+		return time.Duration(s.CooldownSeconds) * time.Second
+	}
+	return DefaultCooldown(s.Size)
+}
+
+// configFromRecord is the response form of a stored configuration.
+func configFromRecord(c storage.InstanceConfig) InstanceConfig {
+	side := func(s storage.InstanceSide, scaling bool) *InstanceSide {
+		out := &InstanceSide{InstanceSize: s.Size}
+		if scaling {
+			out.FlockSize = Ptr(s.FlockSize)
+		}
+		if s.Size != SizePulse {
+			out.CooldownSeconds = Ptr(int(effectiveCooldown(s) / time.Second))
+		}
+		return out
+	}
+	return InstanceConfig{ReadWrite: side(c.ReadWrite, false), ReadScaling: side(c.ReadScaling, true)}
+}
+
+// GetInstanceConfig returns the instance configuration of the user named
+// username in the caller's org. It fails with FORBIDDEN unless the caller is
+// an Admin or that user, with BAD_REQUEST for a malformed username and with
+// NOT_FOUND when no such user exists.
+func (s *Service) GetInstanceConfig(ctx context.Context, c Caller, username string) (InstanceConfig, error) {
+	if err := s.Authorize(c, OpGetInstances, username); err != nil {
+		return InstanceConfig{}, err
+	}
+	u, err := s.resolveUser(ctx, c.Org, username)
+	if err != nil {
+		return InstanceConfig{}, err
+	}
+	return configFromRecord(u.Instances), nil
+}
+
+// SetInstanceConfigInput is the body of set instance configuration.
+type SetInstanceConfigInput struct {
+	Config *InstanceConfig
+}
+
+// ValidateSetInstanceConfig returns a BAD_REQUEST error listing every
+// problem of in, or nil.
+func ValidateSetInstanceConfig(in SetInstanceConfigInput) error {
+	if in.Config == nil {
+		var is issues
+		is.required("config")
+		return is.err()
+	}
+	_, err := in.Config.toRecord([]any{"config"})
+	return err
+}
+
+// SetInstanceConfig replaces, atomically, the whole instance configuration
+// of the user named username in the caller's org and returns it as
+// GetInstanceConfig would. It fails like GetInstanceConfig, and with
+// BAD_REQUEST when the configuration breaks a rule.
+func (s *Service) SetInstanceConfig(ctx context.Context, c Caller, username string, in SetInstanceConfigInput) (InstanceConfig, error) {
+	if err := s.Authorize(c, OpSetInstances, username); err != nil {
+		return InstanceConfig{}, err
+	}
+	folded, canExist, err := pathUsername(username)
+	if err != nil {
+		return InstanceConfig{}, err
+	}
+	if err := ValidateSetInstanceConfig(in); err != nil {
+		return InstanceConfig{}, err
+	}
+	rec, _ := in.Config.toRecord(nil) // validated above
+	if !canExist {
+		return InstanceConfig{}, notFound("user", "username")
+	}
+	if err := s.store.SetInstances(ctx, c.Org, folded, rec); err != nil {
+		return InstanceConfig{}, s.storeErr("set instances", err, "user", "username")
+	}
+	return configFromRecord(rec), nil
+}
+
+// Duckling statuses.
+const (
+	StatusActive   = "active"
+	StatusCooldown = "cooldown"
+)
+
+// Duckling types.
+const (
+	DucklingReadWrite   = "read_write"
+	DucklingReadScaling = "read_scaling"
+)
+
+// ActiveAccount is an account with at least one running Duckling.
+type ActiveAccount struct {
+	Username  string
+	Ducklings []DucklingStatus
+}
+
+// DucklingStatus is one running instance of an account.
+type DucklingStatus struct {
+	// ID is "rw" or "rs.N".
+	ID string
+	// Type is "read_write" or "read_scaling".
+	Type string
+	// Status is "active" or "cooldown".
+	Status string
+}
+
+// parseDucklingID returns the replica number of "rs.N" (N from 0 to 63,
+// without leading zeros), or -1 for "rw". It reports false for anything
+// else.
+func parseDucklingID(id string) (int, bool) {
+	if id == "rw" {
+		return -1, true
+	}
+	digits, ok := strings.CutPrefix(id, "rs.")
+	if !ok || digits == "" || len(digits) > 2 || (len(digits) > 1 && digits[0] == '0') {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || n >= MaxFlockSize {
+		return 0, false
+	}
+	return n, true
+}
+
+// MarkDucklingActive records that the Duckling id ("rw" or "rs.N") of the
+// user of org named username is running and busy. The mark lasts for the
+// configured lease unless renewed. It fails with BAD_REQUEST for a
+// malformed id and NOT_FOUND when the user does not exist.
+func (s *Service) MarkDucklingActive(ctx context.Context, org, username, id string) error {
+	return s.markDuckling(ctx, org, username, id, true)
+}
+
+// MarkDucklingIdle records that the Duckling id of the user of org named
+// username went idle now: it is in cooldown for the effective cooldown of its
+// side, then stops. It fails like MarkDucklingActive.
+func (s *Service) MarkDucklingIdle(ctx context.Context, org, username, id string) error {
+	return s.markDuckling(ctx, org, username, id, false)
+}
+
+func (s *Service) markDuckling(ctx context.Context, org, username, id string, active bool) error {
+	if _, ok := parseDucklingID(id); !ok {
+		return badRequest(Issue{Message: `Duckling id must be "rw" or "rs.N" with N from 0 to 63`, Path: []any{"id"}, Code: IssueInvalidString})
+	}
+	u, err := s.resolveUser(ctx, org, username)
+	if err != nil {
+		return err
+	}
+	d := storage.Duckling{Org: org, UserID: u.ID, ID: id, Active: active, At: s.clock()}
+	if err := s.store.SetDuckling(ctx, d); err != nil {
+		return s.storeErr("set duckling", err, "user", "username")
+	}
+	return nil
+}
+
+// GetActiveAccounts returns the accounts of the caller's org that have at
+// least one running Duckling, ordered by folded username, each with its
+// Ducklings ("rw" first, then "rs.N" by N). It fails with FORBIDDEN unless
+// the caller is an Admin.
+func (s *Service) GetActiveAccounts(ctx context.Context, c Caller) ([]ActiveAccount, error) {
+	if err := s.Authorize(c, OpGetActiveAccounts, ""); err != nil {
+		return nil, err
+	}
+	acts, err := s.store.ListActivity(ctx, c.Org)
+	if err != nil {
+		return nil, internal("list activity", err)
+	}
+	now := s.now()
+	out := []ActiveAccount{}
+	for _, a := range acts {
+		type running struct {
+			n int
+			d DucklingStatus
+		}
+		var rs []running
+		for _, d := range a.Ducklings {
+			n, ok := parseDucklingID(d.ID)
+			if !ok {
+				continue
+			}
+			side, typ := a.User.Instances.ReadWrite, DucklingReadWrite
+			if n >= 0 {
+				side, typ = a.User.Instances.ReadScaling, DucklingReadScaling
+				if n >= side.FlockSize {
+					continue
+				}
+			}
+			if st := s.ducklingStatus(d, side, now); st != "" {
+				rs = append(rs, running{n, DucklingStatus{ID: d.ID, Type: typ, Status: st}})
+			}
+		}
+		if len(rs) == 0 {
+			continue
+		}
+		slices.SortFunc(rs, func(a, b running) int { return a.n - b.n })
+		acc := ActiveAccount{Username: a.User.Username, Ducklings: make([]DucklingStatus, len(rs))}
+		for i, r := range rs {
+			acc.Ducklings[i] = r.d
+		}
+		out = append(out, acc)
+	}
+	return out, nil
+}
+
+// ducklingStatus returns "active", "cooldown" or "" (not running) for the
+// latest report d of a Duckling on side, at now.
+func (s *Service) ducklingStatus(d storage.Duckling, side storage.InstanceSide, now time.Time) string {
+	idleSince := d.At
+	if d.Active {
+		if now.Before(d.At.Add(s.lease)) {
+			return StatusActive
+		}
+		// An active mark not renewed within the lease counts as idle from
+		// its last renewal.
+	}
+	if now.Before(idleSince.Add(effectiveCooldown(side))) {
+		return StatusCooldown
+	}
+	return ""
+}

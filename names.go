@@ -1,0 +1,166 @@
+package orgadmin
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits of the API (SPEC.md, "Limits").
+const (
+	MaxUsernameLen    = 255
+	MaxDescriptionLen = 1000
+	MaxTokenNameLen   = 255
+	MinTokenTTL       = 300
+	MaxTokenTTL       = 31536000
+	MinCooldown       = 60
+	MaxCooldown       = 86400
+	MaxFlockSize      = 64
+	MaxFeedbackText   = 2000
+	// maxShortString bounds free strings the SPEC leaves unbounded (emails,
+	// names, session names, resource URLs, feedback paths).
+	maxShortString = 1024
+)
+
+// FoldUsername returns the key under which a username is unique and sorted:
+// its Unicode simple case folding, so that "Alice" and "alice" are the same
+// user. Every rune is replaced by a fixed member of its case-folding orbit
+// (the smallest lower-case one), so two names fold equal exactly when they
+// are equal under simple case folding. An ASCII name without upper-case
+// letters is returned as is, without allocating.
+func FoldUsername(s string) string {
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		if c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
+			break
+		}
+	}
+	if i == len(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	b.WriteString(s[:i])
+	for _, r := range s[i:] {
+		b.WriteRune(foldRune(r))
+	}
+	return b.String()
+}
+
+func foldRune(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	best, bestLower := r, unicode.IsLower(r)
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		lower := unicode.IsLower(f)
+		switch {
+		case lower && !bestLower, lower == bestLower && f < best:
+			best, bestLower = f, lower
+		}
+	}
+	return best
+}
+
+// runeLen counts code points; invalid UTF-8 counts a rune per bad byte.
+func runeLen(s string) int { return utf8.RuneCountInString(s) }
+
+// checkString adds issues when s is not valid UTF-8 or its length in code
+// points lies outside [lo, hi].
+func (is *issues) checkString(s string, lo, hi int, path ...any) bool {
+	if !utf8.ValidString(s) {
+		is.add(IssueInvalidString, "Invalid UTF-8", path...)
+		return false
+	}
+	n := runeLen(s)
+	switch {
+	case n < lo:
+		is.add(IssueTooSmall, fmt.Sprintf("String must contain at least %d character(s)", lo), path...)
+		return false
+	case n > hi:
+		is.add(IssueTooBig, fmt.Sprintf("String must contain at most %d character(s)", hi), path...)
+		return false
+	}
+	return true
+}
+
+// checkOptString is checkString for an optional field: nil is fine.
+func (is *issues) checkOptString(s *string, lo, hi int, path ...any) {
+	if s != nil {
+		is.checkString(*s, lo, hi, path...)
+	}
+}
+
+// checkRange adds an issue when n lies outside [lo, hi].
+func (is *issues) checkRange(n, lo, hi int64, path ...any) bool {
+	switch {
+	case n < lo:
+		is.add(IssueTooSmall, fmt.Sprintf("Number must be greater than or equal to %d", lo), path...)
+		return false
+	case n > hi:
+		is.add(IssueTooBig, fmt.Sprintf("Number must be less than or equal to %d", hi), path...)
+		return false
+	}
+	return true
+}
+
+// checkEnum adds an issue when s is not one of allowed.
+func (is *issues) checkEnum(s string, allowed []string, path ...any) bool {
+	for _, a := range allowed {
+		if s == a {
+			return true
+		}
+	}
+	is.add(IssueInvalidEnum, fmt.Sprintf("Invalid enum value. Expected '%s', received '%s'",
+		strings.Join(allowed, "' | '"), truncate(s, 64)), path...)
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return strings.ToValidUTF8(s[:n], "\uFFFD") + "…"
+}
+
+// checkUsername adds issues when name breaks the username rule: 1 to 255
+// code points, a letter first, then letters, decimal digits or underscores.
+func (is *issues) checkUsername(name string, path ...any) bool {
+	if !is.checkString(name, 1, MaxUsernameLen, path...) {
+		return false
+	}
+	for i, r := range name {
+		ok := unicode.IsLetter(r) || (i > 0 && (r == '_' || unicode.Is(unicode.Nd, r)))
+		if !ok {
+			is.add(IssueInvalidString, "Username must start with a letter and contain only letters, digits and underscores", path...)
+			return false
+		}
+	}
+	return true
+}
+
+// ValidUsername reports whether name is a valid username.
+func ValidUsername(name string) bool {
+	var is issues
+	return is.checkUsername(name)
+}
+
+// pathUsername checks a username taken from a URL path: it must be valid
+// UTF-8 of 1 to 255 code points (anything else is a 400). It returns the
+// folded key and whether the name can exist at all; a name that breaks the
+// username pattern cannot, and is reported as missing by the caller.
+func pathUsername(name string) (folded string, canExist bool, err error) {
+	var is issues
+	if !is.checkString(name, 1, MaxUsernameLen, "username") {
+		return "", false, is.err()
+	}
+	return FoldUsername(name), ValidUsername(name), nil
+}

@@ -1,0 +1,280 @@
+package orgadmin
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+)
+
+// Seed is a fixture: organizations with their users, tokens, instance
+// configurations, Duckling activity and Dives, in the JSON form the example
+// server's -seed flag reads. Every field but an organization's id, a user's
+// username and a token's name and value is optional.
+type Seed struct {
+	Organizations []SeedOrg `json:"organizations"`
+}
+
+// SeedOrg is an organization of a Seed.
+type SeedOrg struct {
+	ID    string     `json:"id"`
+	Users []SeedUser `json:"users"`
+	Dives []SeedDive `json:"dives"`
+}
+
+// SeedUser is a user of a SeedOrg. Role defaults to Member.
+type SeedUser struct {
+	Username         string         `json:"username"`
+	Role             string         `json:"role"`
+	IsServiceAccount bool           `json:"is_service_account"`
+	Description      string         `json:"description"`
+	Email            string         `json:"email"`
+	FirstName        string         `json:"first_name"`
+	LastName         string         `json:"last_name"`
+	Privileges       []string       `json:"privileges"`
+	Tokens           []SeedToken    `json:"tokens"`
+	Instances        *SeedInstances `json:"instances"`
+	Ducklings        []SeedDuckling `json:"ducklings"`
+}
+
+// SeedToken is a token with a known value. TTL counts from loading.
+type SeedToken struct {
+	Name        string       `json:"name"`
+	Value       string       `json:"value"`
+	TokenType   string       `json:"token_type"`
+	TTL         *WholeNumber `json:"ttl"`
+	Description string       `json:"description"`
+}
+
+// SeedInstances is an instance configuration in its wire form.
+type SeedInstances struct {
+	ReadWrite   *SeedInstanceSide `json:"read_write"`
+	ReadScaling *SeedInstanceSide `json:"read_scaling"`
+}
+
+// SeedInstanceSide is one side of SeedInstances.
+type SeedInstanceSide struct {
+	InstanceSize    string       `json:"instance_size"`
+	FlockSize       *WholeNumber `json:"flock_size"`
+	CooldownSeconds *WholeNumber `json:"cooldown_seconds"`
+}
+
+// SeedDuckling is a Duckling marked at load time: "active", or "cooldown"
+// (marked idle at load time).
+type SeedDuckling struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+}
+
+// SeedDive is a Dive of a SeedOrg; Version defaults to 1.
+type SeedDive struct {
+	ID                string         `json:"id"`
+	Title             string         `json:"title"`
+	Version           *WholeNumber   `json:"version"`
+	RequiredResources []SeedResource `json:"required_resources"`
+}
+
+// SeedResource is a resource of a SeedDive.
+type SeedResource struct {
+	URL   string `json:"url"`
+	Alias string `json:"alias"`
+}
+
+// WholeNumber is an int that decodes from any JSON number with no
+// fractional part (4 and 4.0 alike).
+type WholeNumber int
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (n *WholeNumber) UnmarshalJSON(b []byte) error {
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
+		return fmt.Errorf("%s is not a whole number", b)
+	}
+	*n = WholeNumber(f)
+	return nil
+}
+
+func (n *WholeNumber) intPtr() *int {
+	if n == nil {
+		return nil
+	}
+	return Ptr(int(*n))
+}
+
+// DecodeSeed reads a Seed from its JSON form. Unknown fields are ignored.
+func DecodeSeed(r io.Reader) (Seed, error) {
+	var sd Seed
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&sd); err != nil {
+		return Seed{}, fmt.Errorf("seed: %w", err)
+	}
+	if dec.More() {
+		return Seed{}, errors.New("seed: data after the JSON object")
+	}
+	return sd, nil
+}
+
+// seedUser turns a SeedUser into the inputs of CreateUser and SeedToken.
+func (u SeedUser) newUser() NewUser {
+	nu := NewUser{
+		Username:         u.Username,
+		Role:             Role(u.Role),
+		IsServiceAccount: u.IsServiceAccount,
+		Description:      u.Description,
+		Email:            u.Email,
+		FirstName:        u.FirstName,
+		LastName:         u.LastName,
+		Privileges:       u.Privileges,
+	}
+	if u.Instances != nil {
+		nu.Instances = &InstanceConfig{ReadWrite: u.Instances.ReadWrite.side(), ReadScaling: u.Instances.ReadScaling.side()}
+	}
+	return nu
+}
+
+func (s *SeedInstanceSide) side() *InstanceSide {
+	if s == nil {
+		return nil
+	}
+	return &InstanceSide{InstanceSize: s.InstanceSize, FlockSize: s.FlockSize.intPtr(), CooldownSeconds: s.CooldownSeconds.intPtr()}
+}
+
+func (t SeedToken) input() SeedTokenInput {
+	in := SeedTokenInput{Value: t.Value, CreateTokenInput: CreateTokenInput{Name: t.Name, TTL: t.TTL.intPtr()}}
+	if t.Description != "" {
+		in.Description = &t.Description
+	}
+	if t.TokenType != "" {
+		in.TokenType = &t.TokenType
+	}
+	return in
+}
+
+func (d SeedDive) dive() Dive {
+	dv := Dive{ID: d.ID, Title: d.Title, RequiredResources: make([]Resource, len(d.RequiredResources))}
+	if d.Version != nil {
+		dv.Version = int(*d.Version)
+		if dv.Version == 0 {
+			dv.Version = -1 // explicit 0 is invalid, not the default
+		}
+	}
+	for i, r := range d.RequiredResources {
+		dv.RequiredResources[i] = Resource{URL: r.URL, Alias: r.Alias}
+	}
+	return dv
+}
+
+// Validate checks every entry of sd against the rules of the API and
+// returns an error naming the first entry that breaks one.
+func (sd Seed) Validate() error {
+	orgs := map[string]bool{}
+	values := map[string]bool{}
+	for i, o := range sd.Organizations {
+		where := fmt.Sprintf("organizations[%d] (%q)", i, o.ID)
+		if !validOrgID(o.ID) {
+			return fmt.Errorf("seed: %s: invalid organization id", where)
+		}
+		if orgs[o.ID] {
+			return fmt.Errorf("seed: %s: duplicate organization id", where)
+		}
+		orgs[o.ID] = true
+		names := map[string]bool{}
+		for j, u := range o.Users {
+			where := fmt.Sprintf("%s.users[%d] (%q)", where, j, u.Username)
+			if err := validateNewUser(u.newUser()); err != nil {
+				return fmt.Errorf("seed: %s: %w", where, err)
+			}
+			if f := FoldUsername(u.Username); names[f] {
+				return fmt.Errorf("seed: %s: duplicate username", where)
+			} else {
+				names[f] = true
+			}
+			for k, t := range u.Tokens {
+				where := fmt.Sprintf("%s.tokens[%d] (%q)", where, k, t.Name)
+				var is issues
+				t.input().check(&is)
+				if err := is.err(); err != nil {
+					return fmt.Errorf("seed: %s: %w", where, err)
+				}
+				if values[t.Value] {
+					return fmt.Errorf("seed: %s: duplicate token value", where)
+				}
+				values[t.Value] = true
+			}
+			for k, d := range u.Ducklings {
+				if _, ok := parseDucklingID(d.ID); !ok || (d.Status != StatusActive && d.Status != StatusCooldown) {
+					return fmt.Errorf("seed: %s.ducklings[%d] (%q): id must be \"rw\" or \"rs.N\" (N < 64) and status \"active\" or \"cooldown\"", where, k, d.ID)
+				}
+			}
+		}
+		dives := map[string]bool{}
+		for j, d := range o.Dives {
+			where := fmt.Sprintf("%s.dives[%d] (%q)", where, j, d.ID)
+			if err := validateDive(d.dive()); err != nil {
+				return fmt.Errorf("seed: %s: %w", where, err)
+			}
+			id, _ := canonicalUUID(d.ID)
+			if dives[id] {
+				return fmt.Errorf("seed: %s: duplicate dive id", where)
+			}
+			dives[id] = true
+		}
+	}
+	return nil
+}
+
+// ApplySeed validates sd and then loads it: what exists already (an
+// organization, a user with the same username, a token with the same value,
+// a Dive) is left as it is, so applying the same seed twice changes nothing.
+// Duckling activity is recorded for users this call creates. On a
+// validation error nothing is written.
+func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
+	if err := sd.Validate(); err != nil {
+		return err
+	}
+	for _, o := range sd.Organizations {
+		if err := s.CreateOrg(ctx, o.ID); err != nil {
+			return fmt.Errorf("seed: organization %q: %w", o.ID, err)
+		}
+		for _, u := range o.Users {
+			if err := s.seedUser(ctx, o.ID, u); err != nil {
+				return fmt.Errorf("seed: organization %q: user %q: %w", o.ID, u.Username, err)
+			}
+		}
+		for _, d := range o.Dives {
+			if err := s.RegisterDive(ctx, o.ID, d.dive()); err != nil {
+				return fmt.Errorf("seed: organization %q: dive %q: %w", o.ID, d.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Service) seedUser(ctx context.Context, org string, u SeedUser) error {
+	_, err := s.GetUser(ctx, org, u.Username)
+	created := false
+	if ErrorCode(err) == CodeNotFound {
+		_, err = s.CreateUser(ctx, org, u.newUser())
+		created = err == nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, t := range u.Tokens {
+		if _, err := s.SeedToken(ctx, org, u.Username, t.input()); err != nil {
+			return fmt.Errorf("token %q: %w", t.Name, err)
+		}
+	}
+	if !created {
+		return nil
+	}
+	for _, d := range u.Ducklings {
+		if err := s.markDuckling(ctx, org, u.Username, d.ID, d.Status == StatusActive); err != nil {
+			return fmt.Errorf("duckling %q: %w", d.ID, err)
+		}
+	}
+	return nil
+}

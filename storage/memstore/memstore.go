@@ -1,0 +1,459 @@
+// Package memstore is the in-memory storage adapter: the default store of
+// the orgadmin server and the one test suites run on.
+//
+// It is safe for concurrent use. Lookups by username, token digest and
+// session digest are map lookups; listings walk sorted indexes, so a page
+// costs the same however deep it starts.
+package memstore
+
+import (
+	"context"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Store is an in-memory storage.Store. The zero value is not usable; call
+// New.
+type Store struct {
+	mu       sync.RWMutex
+	orgs     map[string]*org
+	tokens   map[storage.Digest]*tokenEntry
+	sessions map[storage.Digest]*sessionEntry
+	feedback map[string]storage.Feedback
+}
+
+var _ storage.Store = (*Store)(nil)
+
+type org struct {
+	rec    storage.Org
+	users  map[string]*user // by folded username
+	byID   map[string]*user
+	all    sortedIndex      // folded usernames of every user
+	sa     sortedIndex      // of service accounts
+	humans sortedIndex      // of human users
+	active map[string]*user // users with Duckling records, by ID
+	dives  map[string]storage.Dive
+}
+
+type user struct {
+	rec       storage.User
+	tokens    []*tokenEntry // ordered by CreatedAt, then ID
+	ducklings map[string]storage.Duckling
+	sessions  []*sessionEntry
+}
+
+type tokenEntry struct {
+	tok  storage.Token
+	user *user
+}
+
+type sessionEntry struct {
+	s    storage.EmbedSession
+	user *user
+}
+
+// New returns an empty Store.
+func New() *Store {
+	return &Store{
+		orgs:     make(map[string]*org),
+		tokens:   make(map[storage.Digest]*tokenEntry),
+		sessions: make(map[storage.Digest]*sessionEntry),
+		feedback: make(map[string]storage.Feedback),
+	}
+}
+
+// CreateOrg implements storage.Store.
+func (s *Store) CreateOrg(_ context.Context, o storage.Org) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.orgs[o.ID]; ok {
+		return storage.ErrAlreadyExists
+	}
+	s.orgs[o.ID] = &org{
+		rec:    o,
+		users:  make(map[string]*user),
+		byID:   make(map[string]*user),
+		active: make(map[string]*user),
+		dives:  make(map[string]storage.Dive),
+	}
+	return nil
+}
+
+// GetOrg implements storage.Store.
+func (s *Store) GetOrg(_ context.Context, id string) (storage.Org, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.orgs[id]
+	if !ok {
+		return storage.Org{}, storage.ErrNotFound
+	}
+	return o.rec, nil
+}
+
+// CreateUser implements storage.Store.
+func (s *Store) CreateUser(_ context.Context, u storage.User) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orgs[u.Org]
+	if !ok {
+		return storage.ErrNotFound
+	}
+	if _, ok := o.users[u.FoldedUsername]; ok {
+		return storage.ErrAlreadyExists
+	}
+	if _, ok := o.byID[u.ID]; ok {
+		return storage.ErrAlreadyExists
+	}
+	e := &user{rec: cloneUser(u)}
+	o.users[u.FoldedUsername] = e
+	o.byID[u.ID] = e
+	o.all.Insert(u.FoldedUsername)
+	o.kindIndex(u.IsServiceAccount).Insert(u.FoldedUsername)
+	return nil
+}
+
+func (o *org) kindIndex(serviceAccount bool) *sortedIndex {
+	if serviceAccount {
+		return &o.sa
+	}
+	return &o.humans
+}
+
+// lookup returns the user of org folded, or nil.
+func (s *Store) lookup(orgID, folded string) *user {
+	o, ok := s.orgs[orgID]
+	if !ok {
+		return nil
+	}
+	return o.users[folded]
+}
+
+// lookupID returns the user of org with the given ID, or nil.
+func (s *Store) lookupID(orgID, id string) *user {
+	o, ok := s.orgs[orgID]
+	if !ok {
+		return nil
+	}
+	return o.byID[id]
+}
+
+// GetUser implements storage.Store.
+func (s *Store) GetUser(_ context.Context, orgID, folded string) (storage.User, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.lookup(orgID, folded)
+	if e == nil {
+		return storage.User{}, storage.ErrNotFound
+	}
+	return cloneUser(e.rec), nil
+}
+
+// UpdateUser implements storage.Store.
+func (s *Store) UpdateUser(_ context.Context, u storage.User) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookupID(u.Org, u.ID)
+	if e == nil {
+		return storage.ErrNotFound
+	}
+	u.Username, u.FoldedUsername = e.rec.Username, e.rec.FoldedUsername
+	if u.IsServiceAccount != e.rec.IsServiceAccount {
+		o := s.orgs[u.Org]
+		o.kindIndex(e.rec.IsServiceAccount).Delete(u.FoldedUsername)
+		o.kindIndex(u.IsServiceAccount).Insert(u.FoldedUsername)
+	}
+	e.rec = cloneUser(u)
+	return nil
+}
+
+// SetInstances implements storage.Store.
+func (s *Store) SetInstances(_ context.Context, orgID, folded string, c storage.InstanceConfig) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookup(orgID, folded)
+	if e == nil {
+		return storage.ErrNotFound
+	}
+	e.rec.Instances = c
+	return nil
+}
+
+// DeleteUser implements storage.Store.
+func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.User, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orgs[orgID]
+	if !ok {
+		return storage.User{}, storage.ErrNotFound
+	}
+	e, ok := o.users[folded]
+	if !ok {
+		return storage.User{}, storage.ErrNotFound
+	}
+	for _, t := range e.tokens {
+		delete(s.tokens, t.tok.Digest)
+	}
+	for _, se := range e.sessions {
+		delete(s.sessions, se.s.Digest)
+	}
+	delete(o.users, folded)
+	delete(o.byID, e.rec.ID)
+	delete(o.active, e.rec.ID)
+	o.all.Delete(folded)
+	o.kindIndex(e.rec.IsServiceAccount).Delete(folded)
+	e.tokens, e.sessions, e.ducklings = nil, nil, nil
+	return e.rec, nil // e is unreachable now: no copy needed
+}
+
+// ListUsers implements storage.Store.
+func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) (storage.UserPage, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.orgs[orgID]
+	if !ok {
+		return storage.UserPage{Users: []storage.User{}}, nil
+	}
+	idx := &o.all
+	if q.ServiceAccount != nil {
+		idx = o.kindIndex(*q.ServiceAccount)
+	}
+	var start position
+	if q.After != "" {
+		start = idx.After(q.After)
+	} else {
+		start = idx.At(q.Offset)
+	}
+	page := storage.UserPage{Users: make([]storage.User, 0, min(q.Limit, idx.Len())), Total: idx.Len()}
+	idx.Scan(start, func(key string) bool {
+		if len(page.Users) == q.Limit {
+			page.More = true
+			return false
+		}
+		page.Users = append(page.Users, cloneUser(o.users[key].rec))
+		return true
+	})
+	return page, nil
+}
+
+// CreateToken implements storage.Store.
+func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.TokenLimit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookupID(t.Org, t.UserID)
+	if e == nil {
+		return storage.ErrNotFound
+	}
+	if _, ok := s.tokens[t.Digest]; ok {
+		return storage.ErrAlreadyExists
+	}
+	// Drop the user's tokens that are no longer live, then count the rest.
+	kept := e.tokens[:0]
+	for _, te := range e.tokens {
+		if te.tok.ID == t.ID {
+			return storage.ErrAlreadyExists
+		}
+		if te.tok.LiveAt(lim.LiveAt) {
+			kept = append(kept, te)
+		} else {
+			delete(s.tokens, te.tok.Digest)
+		}
+	}
+	clear(e.tokens[len(kept):])
+	e.tokens = kept
+	if lim.Max > 0 && len(e.tokens) >= lim.Max {
+		return storage.ErrLimitExceeded
+	}
+	te := &tokenEntry{tok: t, user: e}
+	i := sort.Search(len(e.tokens), func(i int) bool { return tokenLess(t, e.tokens[i].tok) })
+	e.tokens = slices.Insert(e.tokens, i, te)
+	s.tokens[t.Digest] = te
+	return nil
+}
+
+func tokenLess(a, b storage.Token) bool {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c < 0
+	}
+	return a.ID < b.ID
+}
+
+// TokenByDigest implements storage.Store.
+func (s *Store) TokenByDigest(_ context.Context, d storage.Digest) (storage.Credential, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	te, ok := s.tokens[d]
+	if !ok {
+		return storage.Credential{}, storage.ErrNotFound
+	}
+	return storage.Credential{Token: te.tok, User: cloneUser(te.user.rec)}, nil
+}
+
+// ListTokens implements storage.Store.
+func (s *Store) ListTokens(_ context.Context, orgID, userID string, liveAt time.Time) ([]storage.Token, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e := s.lookupID(orgID, userID)
+	if e == nil {
+		return []storage.Token{}, nil
+	}
+	out := make([]storage.Token, 0, len(e.tokens))
+	for _, te := range e.tokens {
+		if te.tok.LiveAt(liveAt) {
+			out = append(out, te.tok)
+		}
+	}
+	return out, nil
+}
+
+// DeleteToken implements storage.Store.
+func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookupID(orgID, userID)
+	if e == nil {
+		return storage.ErrNotFound
+	}
+	i := slices.IndexFunc(e.tokens, func(te *tokenEntry) bool { return te.tok.ID == id })
+	if i < 0 || !e.tokens[i].tok.LiveAt(liveAt) {
+		return storage.ErrNotFound
+	}
+	delete(s.tokens, e.tokens[i].tok.Digest)
+	e.tokens = slices.Delete(e.tokens, i, i+1)
+	return nil
+}
+
+// SetDuckling implements storage.Store.
+func (s *Store) SetDuckling(_ context.Context, d storage.Duckling) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookupID(d.Org, d.UserID)
+	if e == nil {
+		return storage.ErrNotFound
+	}
+	if e.ducklings == nil {
+		e.ducklings = make(map[string]storage.Duckling)
+	}
+	e.ducklings[d.ID] = d
+	s.orgs[d.Org].active[d.UserID] = e
+	return nil
+}
+
+// ListActivity implements storage.Store.
+func (s *Store) ListActivity(_ context.Context, orgID string) ([]storage.Activity, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.orgs[orgID]
+	if !ok {
+		return []storage.Activity{}, nil
+	}
+	out := make([]storage.Activity, 0, len(o.active))
+	for _, e := range o.active {
+		a := storage.Activity{User: cloneUser(e.rec), Ducklings: make([]storage.Duckling, 0, len(e.ducklings))}
+		for _, d := range e.ducklings {
+			a.Ducklings = append(a.Ducklings, d)
+		}
+		out = append(out, a)
+	}
+	slices.SortFunc(out, func(a, b storage.Activity) int {
+		return strings.Compare(a.User.FoldedUsername, b.User.FoldedUsername)
+	})
+	return out, nil
+}
+
+// PutDive implements storage.Store.
+func (s *Store) PutDive(_ context.Context, d storage.Dive) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orgs[d.Org]
+	if !ok {
+		return storage.ErrNotFound
+	}
+	d.RequiredResources = slices.Clone(d.RequiredResources)
+	o.dives[d.ID] = d
+	return nil
+}
+
+// GetDive implements storage.Store.
+func (s *Store) GetDive(_ context.Context, orgID, id string) (storage.Dive, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	o, ok := s.orgs[orgID]
+	if !ok {
+		return storage.Dive{}, storage.ErrNotFound
+	}
+	d, ok := o.dives[id]
+	if !ok {
+		return storage.Dive{}, storage.ErrNotFound
+	}
+	d.RequiredResources = slices.Clone(d.RequiredResources)
+	return d, nil
+}
+
+// CreateEmbedSession implements storage.Store.
+func (s *Store) CreateEmbedSession(_ context.Context, es storage.EmbedSession) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.lookupID(es.Org, es.UserID)
+	if e == nil {
+		return storage.ErrNotFound
+	}
+	if _, ok := s.sessions[es.Digest]; ok {
+		return storage.ErrAlreadyExists
+	}
+	kept := e.sessions[:0]
+	for _, se := range e.sessions {
+		if se.s.ExpiresAt.After(es.CreatedAt) {
+			kept = append(kept, se)
+		} else {
+			delete(s.sessions, se.s.Digest)
+		}
+	}
+	clear(e.sessions[len(kept):])
+	se := &sessionEntry{s: cloneSession(es), user: e}
+	e.sessions = append(kept, se)
+	s.sessions[es.Digest] = se
+	return nil
+}
+
+// EmbedSessionByDigest implements storage.Store.
+func (s *Store) EmbedSessionByDigest(_ context.Context, d storage.Digest) (storage.EmbedSession, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	se, ok := s.sessions[d]
+	if !ok {
+		return storage.EmbedSession{}, storage.ErrNotFound
+	}
+	return cloneSession(se.s), nil
+}
+
+// AddFeedback implements storage.Store.
+func (s *Store) AddFeedback(_ context.Context, f storage.Feedback) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.feedback[f.ID]; ok {
+		return storage.ErrAlreadyExists
+	}
+	s.feedback[f.ID] = f
+	return nil
+}
+
+// Ping implements storage.Store; the memory store always answers.
+func (s *Store) Ping(context.Context) error { return nil }
+
+func cloneUser(u storage.User) storage.User {
+	if u.Privileges != nil {
+		u.Privileges = slices.Clone(u.Privileges)
+	}
+	return u
+}
+
+func cloneSession(s storage.EmbedSession) storage.EmbedSession {
+	s.Resources = slices.Clone(s.Resources)
+	s.InitialState = slices.Clone(s.InitialState)
+	return s
+}

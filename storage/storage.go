@@ -1,0 +1,288 @@
+// Package storage defines the contract between the orgadmin service and the
+// databases it can run on.
+//
+// A Store keeps records and fetches them; it never validates input, mints
+// ids, reads a clock or decides whether something has expired. Where a method
+// must filter on time (live tokens, for instance) the instant is passed in by
+// the caller. Every rule of the API lives in the root orgadmin package, so the
+// adapters (memstore, redisstore, mongostore) cannot drift apart.
+//
+// Records are passed and returned by value. A record returned by a Store
+// shares no memory with what the Store holds: mutating it, its slices or its
+// maps changes nothing stored.
+//
+// Failures: a missing record is ErrNotFound, a uniqueness violation is
+// ErrAlreadyExists, a full token quota is ErrLimitExceeded; compare with
+// errors.Is. Any other error is a failure of the store itself.
+package storage
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Sentinel errors every Store returns, possibly wrapped.
+var (
+	// ErrNotFound means the record, or a record it depends on, does not exist.
+	ErrNotFound = errors.New("storage: not found")
+	// ErrAlreadyExists means a record with the same unique key exists.
+	ErrAlreadyExists = errors.New("storage: already exists")
+	// ErrLimitExceeded means a quota passed to the Store would be exceeded.
+	ErrLimitExceeded = errors.New("storage: limit exceeded")
+)
+
+// Store is the persistence contract. Implementations must be safe for
+// concurrent use by many goroutines and, where they are shared by several
+// processes, must cache nothing that would let a deleted user or a revoked
+// token keep working.
+type Store interface {
+	// CreateOrg stores a new organization. It returns ErrAlreadyExists when an
+	// organization with the same ID exists.
+	CreateOrg(ctx context.Context, o Org) error
+	// GetOrg returns the organization with the given ID, or ErrNotFound.
+	GetOrg(ctx context.Context, id string) (Org, error)
+
+	// CreateUser stores a new user. It returns ErrNotFound when u.Org does
+	// not exist and ErrAlreadyExists when the org already has a user with the
+	// same FoldedUsername (or the same ID). Two concurrent calls for one
+	// folded username: exactly one succeeds.
+	CreateUser(ctx context.Context, u User) error
+	// GetUser returns the user of org whose FoldedUsername is folded, or
+	// ErrNotFound.
+	GetUser(ctx context.Context, org, folded string) (User, error)
+	// UpdateUser replaces the stored user that has u's Org and ID with u,
+	// atomically. Username and FoldedUsername must not change. It returns
+	// ErrNotFound when no such user exists.
+	UpdateUser(ctx context.Context, u User) error
+	// SetInstances replaces the instance configuration of the user of org
+	// whose FoldedUsername is folded, atomically (a concurrent reader sees the
+	// old or the new configuration, never a mix). It returns ErrNotFound when
+	// no such user exists.
+	SetInstances(ctx context.Context, org, folded string, c InstanceConfig) error
+	// DeleteUser removes the user of org whose FoldedUsername is folded,
+	// together with its tokens, Duckling activity and embed sessions, and
+	// returns the removed record. Once it returns, and even if the process
+	// dies part-way through, none of those records can be read or used again
+	// and the username can be created anew. It returns ErrNotFound when no
+	// such user exists.
+	DeleteUser(ctx context.Context, org, folded string) (User, error)
+	// ListUsers returns users of org ordered by FoldedUsername, with the
+	// page and total described in UserQuery.
+	ListUsers(ctx context.Context, org string, q UserQuery) (UserPage, error)
+
+	// CreateToken stores a new token for the user t.UserID of t.Org. It
+	// returns ErrNotFound when that user does not exist (so a token never
+	// outlives a concurrent DeleteUser), ErrAlreadyExists when a token with
+	// the same Digest or ID exists, and ErrLimitExceeded when the user
+	// already holds lim.Max tokens that are live at lim.LiveAt (tokens with a
+	// zero ExpiresAt, or ExpiresAt after LiveAt). A zero lim.Max means no
+	// limit. The store may delete tokens of the user that are no longer live
+	// at lim.LiveAt.
+	CreateToken(ctx context.Context, t Token, lim TokenLimit) error
+	// TokenByDigest returns the token with the given digest and the user it
+	// belongs to, read together. It returns ErrNotFound when no such token
+	// exists or its user is gone. Expiry is not checked.
+	TokenByDigest(ctx context.Context, digest Digest) (Credential, error)
+	// ListTokens returns the tokens of the user userID of org that are live
+	// at liveAt, ordered by CreatedAt, then ID. A user without tokens yields
+	// an empty slice and no error.
+	ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]Token, error)
+	// DeleteToken removes the token id of the user userID of org if it is
+	// live at liveAt. It returns ErrNotFound otherwise. Once it returns,
+	// TokenByDigest no longer finds the token.
+	DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error
+
+	// SetDuckling records the latest activity report of one Duckling,
+	// replacing any earlier one for the same (Org, UserID, ID). It returns
+	// ErrNotFound when the user does not exist.
+	SetDuckling(ctx context.Context, d Duckling) error
+	// ListActivity returns every user of org that has at least one Duckling
+	// record, with those records, ordered by FoldedUsername; each user's
+	// Ducklings are in no particular order.
+	ListActivity(ctx context.Context, org string) ([]Activity, error)
+
+	// PutDive creates or replaces the Dive with d's Org and ID. It returns
+	// ErrNotFound when d.Org does not exist.
+	PutDive(ctx context.Context, d Dive) error
+	// GetDive returns the Dive id of org, or ErrNotFound.
+	GetDive(ctx context.Context, org, id string) (Dive, error)
+
+	// CreateEmbedSession stores a new embed session. It returns ErrNotFound
+	// when the user s.UserID of s.Org does not exist and ErrAlreadyExists
+	// when a session with the same Digest exists. The store may delete
+	// sessions of the user that expired before s.CreatedAt.
+	CreateEmbedSession(ctx context.Context, s EmbedSession) error
+	// EmbedSessionByDigest returns the session with the given digest, or
+	// ErrNotFound (also when its user is gone). Expiry is not checked.
+	EmbedSessionByDigest(ctx context.Context, digest Digest) (EmbedSession, error)
+
+	// AddFeedback stores one feedback submission. It returns
+	// ErrAlreadyExists when f.ID is taken.
+	AddFeedback(ctx context.Context, f Feedback) error
+
+	// Ping reports whether the store answers.
+	Ping(ctx context.Context) error
+}
+
+// Digest is a SHA-256 digest. Secrets (token values, embed session values)
+// are stored only as digests.
+type Digest [32]byte
+
+// Org is an organization.
+type Org struct {
+	ID        string
+	CreatedAt time.Time
+}
+
+// User is a user of an organization, human or service account.
+type User struct {
+	ID  string
+	Org string
+	// Username is the spelling given at creation.
+	Username string
+	// FoldedUsername is the case-folded username: the unique key within the
+	// org and the sort key of listings.
+	FoldedUsername   string
+	Description      string
+	IsServiceAccount bool
+	// Role is "Admin" or "Member".
+	Role       string
+	Privileges []string
+	Email      string
+	FirstName  string
+	LastName   string
+	CreatedAt  time.Time
+	Instances  InstanceConfig
+}
+
+// InstanceConfig is a user's compute instance configuration as set; a zero
+// cooldown means "the default of the size".
+type InstanceConfig struct {
+	ReadWrite   InstanceSide
+	ReadScaling InstanceSide
+}
+
+// InstanceSide is the configuration of one instance kind. FlockSize is used
+// only on the read-scaling side.
+type InstanceSide struct {
+	Size            string
+	FlockSize       int
+	CooldownSeconds int
+}
+
+// UserQuery selects a page of users. Users are ordered by FoldedUsername.
+type UserQuery struct {
+	// After, when not empty, starts the page at the first user whose
+	// FoldedUsername sorts after it (byte-wise); Offset is then ignored.
+	After string
+	// Offset skips that many matching users from the start.
+	Offset int
+	// Limit is the page size; the store returns at most Limit users.
+	Limit int
+	// ServiceAccount, when not nil, keeps only users whose
+	// IsServiceAccount equals it.
+	ServiceAccount *bool
+}
+
+// UserPage is one page of a user listing.
+type UserPage struct {
+	Users []User
+	// More reports whether matching users follow the last one returned.
+	More bool
+	// Total counts all users that match the ServiceAccount filter.
+	Total int
+}
+
+// Token is an access token. Its value is never stored, only its Digest.
+type Token struct {
+	ID          string
+	Org         string
+	UserID      string
+	Digest      Digest
+	Name        string
+	Description string
+	// Type is "read_write" or "read_scaling".
+	Type      string
+	CreatedAt time.Time
+	// ExpiresAt is zero for a token that never expires.
+	ExpiresAt time.Time
+}
+
+// LiveAt reports whether t has not expired at the instant at.
+func (t Token) LiveAt(at time.Time) bool {
+	return t.ExpiresAt.IsZero() || at.Before(t.ExpiresAt)
+}
+
+// TokenLimit bounds the live tokens of a user; see Store.CreateToken.
+type TokenLimit struct {
+	Max    int
+	LiveAt time.Time
+}
+
+// Credential is a token together with the user it authenticates.
+type Credential struct {
+	Token Token
+	User  User
+}
+
+// Duckling is the latest activity report of one running instance of a user.
+type Duckling struct {
+	Org    string
+	UserID string
+	// ID is "rw" or "rs.N".
+	ID string
+	// Active is true for a report of activity, false for a report of
+	// idleness.
+	Active bool
+	// At is when the report was made.
+	At time.Time
+}
+
+// Activity is a user together with its Duckling reports.
+type Activity struct {
+	User      User
+	Ducklings []Duckling
+}
+
+// Dive is a saved interactive view.
+type Dive struct {
+	ID                string
+	Org               string
+	Title             string
+	Version           int
+	RequiredResources []Resource
+}
+
+// Resource is a database a Dive needs.
+type Resource struct {
+	URL   string
+	Alias string
+}
+
+// EmbedSession is a minted Dive embed session. Its value is never stored,
+// only its Digest.
+type EmbedSession struct {
+	Digest    Digest
+	Org       string
+	DiveID    string
+	Version   int
+	UserID    string
+	Username  string
+	Resources []Resource
+	// InitialState is a JSON object, or nil.
+	InitialState []byte
+	AffinityKey  string
+	CreatedAt    time.Time
+	ExpiresAt    time.Time
+}
+
+// Feedback is one page-feedback submission.
+type Feedback struct {
+	ID        string
+	PagePath  string
+	Text      string
+	PageTitle string
+	Source    string
+	CreatedAt time.Time
+}

@@ -1,0 +1,288 @@
+package orgadmin
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math/big"
+	"strings"
+	"time"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Token is an access token as the API shows it. Value is set only in the
+// result of CreateToken and SeedToken, and nowhere else.
+type Token struct {
+	Value       string
+	ID          string
+	Name        string
+	Description string
+	// ExpireAt is zero for a token that never expires.
+	ExpireAt  time.Time
+	CreatedAt time.Time
+	Type      TokenType
+}
+
+// ReadOnly reports whether the token is read-only: exactly the read_scaling
+// tokens are.
+func (t Token) ReadOnly() bool { return t.Type == TokenReadScaling }
+
+func tokenFromRecord(t storage.Token) Token {
+	return Token{
+		ID:          t.ID,
+		Name:        t.Name,
+		Description: t.Description,
+		ExpireAt:    t.ExpiresAt,
+		CreatedAt:   t.CreatedAt,
+		Type:        TokenType(t.Type),
+	}
+}
+
+// CreateTokenInput is the body of create token.
+type CreateTokenInput struct {
+	// Name is 1 to 255 characters.
+	Name string
+	// TTL is the lifetime in seconds, 300 to 31536000; nil means the token
+	// never expires.
+	TTL *int
+	// Description is at most 1000 characters.
+	Description *string
+	// TokenType is "read_write" (the default) or "read_scaling".
+	TokenType *string
+}
+
+// ValidateCreateToken returns a BAD_REQUEST error listing every problem of
+// in, or nil.
+func ValidateCreateToken(in CreateTokenInput) error {
+	var is issues
+	in.check(&is)
+	return is.err()
+}
+
+func (in CreateTokenInput) check(is *issues) {
+	is.checkString(in.Name, 1, MaxTokenNameLen, "name")
+	if in.TTL != nil {
+		is.checkRange(int64(*in.TTL), MinTokenTTL, MaxTokenTTL, "ttl")
+	}
+	is.checkOptString(in.Description, 0, MaxDescriptionLen, "description")
+	if in.TokenType != nil {
+		is.checkEnum(*in.TokenType, []string{string(TokenReadWrite), string(TokenReadScaling)}, "token_type")
+	}
+}
+
+// CreateToken mints an access token for the user named username in the
+// caller's org and returns it with its value, which is shown here only. A
+// user may create tokens for themself; an Admin also for service accounts,
+// never for another human user. It fails with FORBIDDEN when the caller may
+// not, BAD_REQUEST when the input breaks a rule or the user holds the
+// maximum number of live tokens, and NOT_FOUND when the user does not
+// exist.
+func (s *Service) CreateToken(ctx context.Context, c Caller, username string, in CreateTokenInput) (Token, error) {
+	if err := s.Authorize(c, OpCreateToken, username); err != nil {
+		return Token{}, err
+	}
+	_, canExist, err := pathUsername(username)
+	if err != nil {
+		return Token{}, err
+	}
+	if err := ValidateCreateToken(in); err != nil {
+		return Token{}, err
+	}
+	if !canExist {
+		return Token{}, notFound("user", "username")
+	}
+	u, err := s.resolveUser(ctx, c.Org, username)
+	if err != nil {
+		return Token{}, err
+	}
+	if u.ID != c.UserID && !u.IsServiceAccount {
+		return Token{}, forbidden("tokens of a human user can only be created by that user")
+	}
+	value, err := newSecret(s.rand, tokenPrefix)
+	if err != nil {
+		return Token{}, internal("mint token", err)
+	}
+	return s.insertToken(ctx, u, value, in)
+}
+
+// insertToken stores a token of value for u, as described by in (already
+// validated).
+func (s *Service) insertToken(ctx context.Context, u storage.User, value string, in CreateTokenInput) (Token, error) {
+	id, err := s.newID()
+	if err != nil {
+		return Token{}, err
+	}
+	now := s.clock()
+	rec := storage.Token{
+		ID:          id,
+		Org:         u.Org,
+		UserID:      u.ID,
+		Digest:      sha256.Sum256([]byte(value)),
+		Name:        in.Name,
+		Description: deref(in.Description),
+		Type:        string(TokenReadWrite),
+		CreatedAt:   now,
+	}
+	if in.TokenType != nil {
+		rec.Type = *in.TokenType
+	}
+	if in.TTL != nil {
+		rec.ExpiresAt = now.Add(time.Duration(*in.TTL) * time.Second)
+	}
+	switch err := s.store.CreateToken(ctx, rec, storage.TokenLimit{Max: s.maxTokens, LiveAt: now}); {
+	case errors.Is(err, storage.ErrLimitExceeded):
+		return Token{}, badRequest(Issue{Message: "The user holds the maximum number of tokens", Path: []any{}, Code: IssueTooBig})
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return Token{}, badRequest(Issue{Message: "Token value already in use", Path: []any{"value"}, Code: IssueConflict})
+	case err != nil:
+		return Token{}, s.storeErr("create token", err, "user", "username")
+	}
+	t := tokenFromRecord(rec)
+	t.Value = value
+	return t, nil
+}
+
+// ListTokens returns the live tokens (neither expired nor invalidated) of
+// the user named username in the caller's org, ordered by creation time then
+// id, without their values. A user may list their own tokens; an Admin
+// those of any user. It fails with FORBIDDEN, BAD_REQUEST for a malformed
+// username, and NOT_FOUND.
+func (s *Service) ListTokens(ctx context.Context, c Caller, username string) ([]Token, error) {
+	if err := s.Authorize(c, OpListTokens, username); err != nil {
+		return nil, err
+	}
+	u, err := s.resolveUser(ctx, c.Org, username)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := s.store.ListTokens(ctx, c.Org, u.ID, s.now())
+	if err != nil {
+		return nil, internal("list tokens", err)
+	}
+	out := make([]Token, len(recs))
+	for i, t := range recs {
+		out[i] = tokenFromRecord(t)
+	}
+	return out, nil
+}
+
+// maxTokenIDLen bounds token ids in paths; longer ones are a BAD_REQUEST.
+const maxTokenIDLen = 255
+
+// DeleteToken invalidates the token tokenID of the user named username in
+// the caller's org; from then on it authenticates nowhere. It fails like
+// ListTokens, and with NOT_FOUND when the user has no such live token.
+func (s *Service) DeleteToken(ctx context.Context, c Caller, username, tokenID string) error {
+	if err := s.Authorize(c, OpDeleteToken, username); err != nil {
+		return err
+	}
+	var is issues
+	is.checkString(tokenID, 1, maxTokenIDLen, "token_id")
+	if err := is.err(); err != nil {
+		return err
+	}
+	u, err := s.resolveUser(ctx, c.Org, username)
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteToken(ctx, c.Org, u.ID, tokenID, s.now()); err != nil {
+		return s.storeErr("delete token", err, "token", "token_id")
+	}
+	return nil
+}
+
+// SeedTokenInput describes a token with a chosen value, for bootstrap and
+// fixtures.
+type SeedTokenInput struct {
+	CreateTokenInput
+	// Value is 16 to 512 printable ASCII characters.
+	Value string
+}
+
+// Bounds of seeded token values.
+const (
+	MinSeedTokenLen = 16
+	MaxSeedTokenLen = maxTokenLen
+)
+
+func (in SeedTokenInput) check(is *issues) {
+	in.CreateTokenInput.check(is)
+	if n := len(in.Value); n < MinSeedTokenLen || n > MaxSeedTokenLen || strings.IndexFunc(in.Value, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
+		is.add(IssueInvalidString, "Token value must be 16 to 512 printable ASCII characters", "value")
+	}
+}
+
+// SeedToken stores a token with the given value for the user of org named
+// username, through the Go API only. Seeding a value the user already holds
+// changes nothing and returns that token. It fails with BAD_REQUEST when in
+// breaks a rule or the value belongs to another user, and NOT_FOUND when the
+// user does not exist.
+func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTokenInput) (Token, error) {
+	var is issues
+	in.check(&is)
+	if err := is.err(); err != nil {
+		return Token{}, err
+	}
+	u, err := s.resolveUser(ctx, org, username)
+	if err != nil {
+		return Token{}, err
+	}
+	t, err := s.insertToken(ctx, u, in.Value, in.CreateTokenInput)
+	if ErrorCode(err) == CodeBadRequest {
+		cred, lerr := s.store.TokenByDigest(ctx, sha256.Sum256([]byte(in.Value)))
+		if lerr == nil && cred.Token.UserID == u.ID {
+			t = tokenFromRecord(cred.Token)
+			t.Value = in.Value
+			return t, nil
+		}
+	}
+	return t, err
+}
+
+// Prefixes of minted secrets, so that a leaked one can be recognised.
+const (
+	tokenPrefix   = "oat_"
+	sessionPrefix = "oas_"
+)
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// newSecret returns prefix + 43 base62 characters carrying 256 random bits
+// + a 6-character base62 CRC-32 of the random part, a checksum with which
+// scanners can tell a real secret from a look-alike without asking us.
+func newSecret(r io.Reader, prefix string) (string, error) {
+	var buf [32]byte
+	if _, err := io.ReadFull(r, buf[:]); err != nil {
+		return "", err
+	}
+	body := encodeBase62(new(big.Int).SetBytes(buf[:]), 43)
+	sum := encodeBase62(big.NewInt(int64(crc32.ChecksumIEEE([]byte(body)))), 6)
+	return prefix + body + sum, nil
+}
+
+// ValidSecretChecksum reports whether s has the shape and checksum of a
+// token or session value minted by this package.
+func ValidSecretChecksum(s string) bool {
+	for _, p := range []string{tokenPrefix, sessionPrefix} {
+		if rest, ok := strings.CutPrefix(s, p); ok && len(rest) == 49 {
+			body := rest[:43]
+			return encodeBase62(big.NewInt(int64(crc32.ChecksumIEEE([]byte(body)))), 6) == rest[43:]
+		}
+	}
+	return false
+}
+
+// encodeBase62 writes n in base62, left-padded with '0' to width digits.
+func encodeBase62(n *big.Int, width int) string {
+	out := make([]byte, width)
+	base := big.NewInt(62)
+	rem := new(big.Int)
+	for i := width - 1; i >= 0; i-- {
+		n.DivMod(n, base, rem)
+		out[i] = base62[rem.Int64()]
+	}
+	return string(out)
+}

@@ -1,0 +1,357 @@
+package orgadmin
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"time"
+	"unicode/utf8"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// User is a user of an organization as the API shows it.
+type User struct {
+	ID               string
+	Org              string
+	Username         string
+	Description      string
+	IsServiceAccount bool
+	Role             Role
+	Privileges       []string
+	Email            string
+	FirstName        string
+	LastName         string
+	CreatedAt        time.Time
+}
+
+func userFromRecord(u storage.User) User {
+	return User{
+		ID:               u.ID,
+		Org:              u.Org,
+		Username:         u.Username,
+		Description:      u.Description,
+		IsServiceAccount: u.IsServiceAccount,
+		Role:             Role(u.Role),
+		Privileges:       u.Privileges,
+		Email:            u.Email,
+		FirstName:        u.FirstName,
+		LastName:         u.LastName,
+		CreatedAt:        u.CreatedAt,
+	}
+}
+
+// CreateServiceAccountInput is the body of create service account.
+type CreateServiceAccountInput struct {
+	Username    string
+	Description *string
+}
+
+// CreateServiceAccount creates a service account with the Member role in
+// the caller's org. It fails with FORBIDDEN unless the caller is an Admin
+// and with BAD_REQUEST when the input breaks a rule or the username is
+// taken.
+func (s *Service) CreateServiceAccount(ctx context.Context, c Caller, in CreateServiceAccountInput) (User, error) {
+	if err := s.Authorize(c, OpCreateServiceAccount, ""); err != nil {
+		return User{}, err
+	}
+	if err := ValidateCreateServiceAccount(in); err != nil {
+		return User{}, err
+	}
+	return s.createUser(ctx, c.Org, NewUser{
+		Username:         in.Username,
+		Description:      deref(in.Description),
+		IsServiceAccount: true,
+		Role:             RoleMember,
+	})
+}
+
+// ValidateCreateServiceAccount returns a BAD_REQUEST error listing every
+// problem of in, or nil.
+func ValidateCreateServiceAccount(in CreateServiceAccountInput) error {
+	var is issues
+	is.checkUsername(in.Username, "username")
+	is.checkOptString(in.Description, 0, MaxDescriptionLen, "description")
+	return is.err()
+}
+
+// NewUser describes a user created through the Go API (CreateUser), which,
+// unlike the HTTP API, can create human users and Admins.
+type NewUser struct {
+	Username         string
+	Role             Role // "" means Member
+	IsServiceAccount bool
+	Description      string
+	Email            string
+	FirstName        string
+	LastName         string
+	Privileges       []string
+	// Instances, when not nil, replaces the default instance configuration.
+	Instances *InstanceConfig
+}
+
+// CreateUser creates a user in org, which must exist. It fails with
+// BAD_REQUEST when nu breaks a rule or the username is taken, and with
+// NOT_FOUND when org does not exist.
+func (s *Service) CreateUser(ctx context.Context, org string, nu NewUser) (User, error) {
+	if err := validateNewUser(nu); err != nil {
+		return User{}, err
+	}
+	return s.createUser(ctx, org, nu)
+}
+
+func validateNewUser(nu NewUser) error {
+	var is issues
+	is.checkUsername(nu.Username, "username")
+	if nu.Role != "" {
+		is.checkEnum(string(nu.Role), []string{string(RoleAdmin), string(RoleMember)}, "role")
+	}
+	is.checkString(nu.Description, 0, MaxDescriptionLen, "description")
+	is.checkString(nu.Email, 0, maxShortString, "email")
+	is.checkString(nu.FirstName, 0, maxShortString, "first_name")
+	is.checkString(nu.LastName, 0, maxShortString, "last_name")
+	if nu.IsServiceAccount && (nu.Email != "" || nu.FirstName != "" || nu.LastName != "") {
+		is.add(IssueNotAllowed, "Only human users have an email or a name", "is_service_account")
+	}
+	for i, p := range nu.Privileges {
+		is.checkString(p, 1, maxShortString, "privileges", i)
+	}
+	if nu.Instances != nil {
+		nu.Instances.check(&is, "instances")
+	}
+	return is.err()
+}
+
+func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User, error) {
+	id, err := s.newID()
+	if err != nil {
+		return User{}, err
+	}
+	role := nu.Role
+	if role == "" {
+		role = RoleMember
+	}
+	rec := storage.User{
+		ID:               id,
+		Org:              org,
+		Username:         nu.Username,
+		FoldedUsername:   FoldUsername(nu.Username),
+		Description:      nu.Description,
+		IsServiceAccount: nu.IsServiceAccount,
+		Role:             string(role),
+		Privileges:       dedupe(nu.Privileges),
+		Email:            nu.Email,
+		FirstName:        nu.FirstName,
+		LastName:         nu.LastName,
+		CreatedAt:        s.clock(),
+		Instances:        s.defaults,
+	}
+	if nu.Instances != nil {
+		if rec.Instances, err = nu.Instances.toRecord(nil); err != nil {
+			return User{}, err
+		}
+	}
+	switch err := s.store.CreateUser(ctx, rec); {
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return User{}, badRequest(Issue{Message: "Username is already taken", Path: []any{"username"}, Code: IssueConflict})
+	case errors.Is(err, storage.ErrNotFound):
+		return User{}, notFound("organization")
+	case err != nil:
+		return User{}, internal("create user", err)
+	}
+	return userFromRecord(rec), nil
+}
+
+func dedupe(ss []string) []string {
+	var out []string
+	for _, s := range ss {
+		if !contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+// GetUser returns the user of org named username (compared case-folded),
+// or NOT_FOUND. It is a Go API for inspection; the HTTP API has no such
+// operation.
+func (s *Service) GetUser(ctx context.Context, org, username string) (User, error) {
+	u, err := s.resolveUser(ctx, org, username)
+	if err != nil {
+		return User{}, err
+	}
+	return userFromRecord(u), nil
+}
+
+// GrantPrivilege adds a privilege to the user of org named username. It
+// fails with NOT_FOUND when the user does not exist.
+func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege string) error {
+	var is issues
+	is.checkString(privilege, 1, maxShortString, "privilege")
+	if err := is.err(); err != nil {
+		return err
+	}
+	u, err := s.resolveUser(ctx, org, username)
+	if err != nil {
+		return err
+	}
+	if contains(u.Privileges, privilege) {
+		return nil
+	}
+	u.Privileges = append(u.Privileges, privilege)
+	if err := s.store.UpdateUser(ctx, u); err != nil {
+		return s.storeErr("grant privilege", err, "user", "username")
+	}
+	return nil
+}
+
+// DeleteUser permanently deletes the user named username from the caller's
+// org, with its tokens, instance configuration, Duckling activity and embed
+// sessions, and returns the deleted user. It fails with FORBIDDEN unless
+// the caller is an Admin, with BAD_REQUEST for a malformed username or the
+// caller's own, and with NOT_FOUND when no such user exists.
+func (s *Service) DeleteUser(ctx context.Context, c Caller, username string) (User, error) {
+	if err := s.Authorize(c, OpDeleteUser, username); err != nil {
+		return User{}, err
+	}
+	folded, canExist, err := pathUsername(username)
+	if err != nil {
+		return User{}, err
+	}
+	if c.isSelf(folded) {
+		return User{}, badRequest(Issue{Message: "Users cannot delete themselves", Path: []any{"username"}, Code: IssueNotAllowed})
+	}
+	if !canExist {
+		return User{}, notFound("user", "username")
+	}
+	u, err := s.store.DeleteUser(ctx, c.Org, folded)
+	if err != nil {
+		return User{}, s.storeErr("delete user", err, "user", "username")
+	}
+	return userFromRecord(u), nil
+}
+
+// ListUsersOptions selects a page of users. Nil fields take their defaults.
+type ListUsersOptions struct {
+	// Limit is the page size, 1 to 1000; default 100.
+	Limit *int
+	// Offset skips that many users; default 0. PageToken takes precedence.
+	Offset *int
+	// PageToken is the NextPageToken of a previous page.
+	PageToken string
+	// ServiceAccount, when set, keeps only service accounts (true) or only
+	// human users (false).
+	ServiceAccount *bool
+}
+
+// UserPage is one page of users.
+type UserPage struct {
+	Users []User
+	// TotalCount counts the users that match the filter.
+	TotalCount int
+	// NextPageToken fetches the next page; "" on the last page.
+	NextPageToken string
+}
+
+// Limits of list users.
+const (
+	DefaultUserPageSize = 100
+	MaxUserPageSize     = 1000
+)
+
+// ListUsers returns a page of the users of the caller's org, ordered by
+// folded username. It fails with FORBIDDEN unless the caller holds
+// member_management.view_all_members, and with BAD_REQUEST for an
+// out-of-range limit or offset or a malformed page token.
+func (s *Service) ListUsers(ctx context.Context, c Caller, opt ListUsersOptions) (UserPage, error) {
+	if err := s.Authorize(c, OpListUsers, ""); err != nil {
+		return UserPage{}, err
+	}
+	q, err := userQuery(opt)
+	if err != nil {
+		return UserPage{}, err
+	}
+	page, err := s.store.ListUsers(ctx, c.Org, q)
+	if err != nil {
+		return UserPage{}, internal("list users", err)
+	}
+	out := UserPage{Users: make([]User, len(page.Users)), TotalCount: page.Total}
+	for i, u := range page.Users {
+		out.Users[i] = userFromRecord(u)
+	}
+	if page.More && len(page.Users) > 0 {
+		out.NextPageToken = encodePageToken(page.Users[len(page.Users)-1].FoldedUsername)
+	}
+	return out, nil
+}
+
+// ValidateListUsers returns a BAD_REQUEST error listing every problem of
+// opt, or nil.
+func ValidateListUsers(opt ListUsersOptions) error {
+	_, err := userQuery(opt)
+	return err
+}
+
+// userQuery validates opt and turns it into a store query.
+func userQuery(opt ListUsersOptions) (storage.UserQuery, error) {
+	var is issues
+	q := storage.UserQuery{Limit: DefaultUserPageSize, ServiceAccount: opt.ServiceAccount}
+	if opt.Limit != nil && is.checkRange(int64(*opt.Limit), 1, MaxUserPageSize, "limit") {
+		q.Limit = *opt.Limit
+	}
+	if opt.Offset != nil && is.checkRange(int64(*opt.Offset), 0, maxInt, "offset") {
+		q.Offset = *opt.Offset
+	}
+	if opt.PageToken != "" {
+		after, ok := decodePageToken(opt.PageToken)
+		if !ok {
+			is.add(IssueInvalidString, "Invalid page token", "page_token")
+		}
+		q.After, q.Offset = after, 0
+	}
+	return q, is.err()
+}
+
+const maxInt = int64(^uint(0) >> 1)
+
+// pageTokenVersion prefixes every page token so the format can change.
+const pageTokenVersion = 'u'
+
+// encodePageToken makes the opaque cursor that resumes after folded.
+func encodePageToken(folded string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{pageTokenVersion}, folded...))
+}
+
+// decodePageToken reverses encodePageToken; it reports false for anything
+// encodePageToken cannot have made.
+func decodePageToken(tok string) (string, bool) {
+	if len(tok) > 2048 {
+		return "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) < 2 || b[0] != pageTokenVersion || !utf8.Valid(b[1:]) {
+		return "", false
+	}
+	folded := string(b[1:])
+	if utf8.RuneCountInString(folded) > MaxUsernameLen || FoldUsername(folded) != folded {
+		return "", false
+	}
+	return folded, true
+}
