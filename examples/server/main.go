@@ -15,7 +15,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -27,22 +29,30 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	addr := flag.String("addr", "127.0.0.1:8080", "address to listen on")
-	storeURI := flag.String("store", "memory", "store: memory")
-	seedFile := flag.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
-	flag.Parse()
+// run serves until ctx is done, then shuts down gracefully. ready, when not
+// nil, is called with the address once the server listens.
+func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready func(net.Addr)) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	storeURI := fs.String("store", "memory", "store: memory")
+	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
 
-	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-
+	log := slog.New(slog.NewJSONHandler(stderr, nil))
 	store, closeStore, err := openStore(ctx, *storeURI)
 	if err != nil {
 		return err
@@ -57,14 +67,13 @@ func run() error {
 			return err
 		}
 	} else {
-		token, err := svc.Bootstrap(setupCtx, orgadmin.BootstrapInput{
-			Org: "default", Username: "admin", Token: os.Getenv("ORGADMIN_ADMIN_TOKEN"),
-		})
+		envToken := getenv("ORGADMIN_ADMIN_TOKEN")
+		token, err := svc.Bootstrap(setupCtx, orgadmin.BootstrapInput{Org: "default", Username: "admin", Token: envToken})
 		if err != nil {
 			return fmt.Errorf("bootstrap: %w", err)
 		}
-		if os.Getenv("ORGADMIN_ADMIN_TOKEN") == "" {
-			fmt.Fprintf(os.Stderr, "admin token for org \"default\", user \"admin\" (shown once): %s\n", token)
+		if envToken == "" {
+			fmt.Fprintf(stderr, "admin token for org \"default\", user \"admin\" (shown once): %s\n", token)
 		}
 	}
 
@@ -74,7 +83,6 @@ func run() error {
 	mux.Handle("/docs/api/feedback/agent", httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log}))
 
 	srv := &http.Server{
-		Addr:              *addr,
 		Handler:           mux,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -83,9 +91,16 @@ func run() error {
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("listening", "addr", *addr, "store", storeKind(*storeURI))
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(*storeURI))
+	if ready != nil {
+		ready(ln.Addr())
+	}
 
 	select {
 	case err := <-errc:

@@ -1,0 +1,150 @@
+package orgadmin_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+)
+
+// benchWorld is an org with an Admin, a service account and their tokens.
+type benchWorld struct {
+	svc   *orgadmin.Service
+	admin orgadmin.Caller
+	token string // the Admin's token value
+}
+
+func newBenchWorld(b *testing.B) benchWorld {
+	b.Helper()
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	tok, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := svc.Authenticate(ctx, tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"}); err != nil {
+		b.Fatal(err)
+	}
+	return benchWorld{svc: svc, admin: admin, token: tok}
+}
+
+func BenchmarkAuthenticate(b *testing.B) {
+	w := newBenchWorld(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := w.svc.Authenticate(ctx, w.token); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCreateToken spreads tokens over 1000 service accounts, so that
+// no user nears the live-token limit.
+func BenchmarkCreateToken(b *testing.B) {
+	w := newBenchWorld(b)
+	ctx := context.Background()
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprint("robot", i)
+		if _, err := w.svc.CreateServiceAccount(ctx, w.admin, orgadmin.CreateServiceAccountInput{Username: names[i]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := orgadmin.CreateTokenInput{Name: "bench"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := w.svc.CreateToken(ctx, w.admin, names[i%len(names)], in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkListTokens(b *testing.B) {
+	w := newBenchWorld(b)
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := w.svc.CreateToken(ctx, w.admin, "robot", orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ts, err := w.svc.ListTokens(ctx, w.admin, "robot")
+		if err != nil || len(ts) != 10 {
+			b.Fatal(len(ts), err)
+		}
+	}
+}
+
+func BenchmarkCreateServiceAccount(b *testing.B) {
+	w := newBenchWorld(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		in := orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("sa%09d", i)}
+		if _, err := w.svc.CreateServiceAccount(ctx, w.admin, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// million is an org of 1 000 000 users, built once for the list benchmarks.
+var million struct {
+	once sync.Once
+	w    benchWorld
+	deep string // a page token about 900 000 users in
+}
+
+func millionUsers(b *testing.B) benchWorld {
+	b.Helper()
+	million.once.Do(func() {
+		ctx := context.Background()
+		w := newBenchWorld(b)
+		for i := range 1_000_000 {
+			if _, err := w.svc.CreateUser(ctx, "bench", orgadmin.NewUser{Username: fmt.Sprintf("u%07d", i), IsServiceAccount: true}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		page, err := w.svc.ListUsers(ctx, w.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(899_900)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		million.w, million.deep = w, page.NextPageToken
+	})
+	return million.w
+}
+
+func BenchmarkListUsers(b *testing.B) {
+	w := millionUsers(b)
+	ctx := context.Background()
+	for _, bc := range []struct {
+		name string
+		opt  orgadmin.ListUsersOptions
+	}{
+		{"first_page", orgadmin.ListUsersOptions{}},
+		{"cursor_900k", orgadmin.ListUsersOptions{PageToken: million.deep}},
+		{"offset_900k", orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(900_000)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				page, err := w.svc.ListUsers(ctx, w.admin, bc.opt)
+				if err != nil || len(page.Users) != 100 {
+					b.Fatal(len(page.Users), err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,52 @@
+// Command mount serves the orgadmin /v1 API from an existing program's mux,
+// beside that program's own routes.
+//
+//	go run ./examples/mount
+//	curl localhost:8081/hello
+//	curl -H "Authorization: Bearer $TOKEN" localhost:8081/v1/users
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+)
+
+func main() {
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	token, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Fprintln(os.Stderr, "admin token:", token)
+
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	mux := http.NewServeMux()
+	// The program's own routes...
+	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "hello from the host program")
+	})
+	// ...and the orgadmin API under /v1/, with its health check and the
+	// page-feedback endpoint where this program wants them.
+	mux.Handle("/v1/", httpserver.New(svc, httpserver.Config{Logger: logger}))
+	mux.Handle("GET /admin/healthz", httpserver.Health(svc))
+	mux.Handle("/admin/feedback", httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: logger}))
+
+	srv := &http.Server{
+		Addr:              "127.0.0.1:8081",
+		Handler:           mux,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	log.Fatal(srv.ListenAndServe())
+}

@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// syncBuffer is a bytes.Buffer safe for the server's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startServer runs the server with args on a free port until the test ends
+// and returns its base URL and its standard error.
+func startServer(t *testing.T, env map[string]string, args ...string) (string, *syncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	stderr := &syncBuffer{}
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0"}, args...), func(k string) string { return env[k] }, stderr, func(a net.Addr) { addrc <- a })
+	}()
+	select {
+	case a := <-addrc:
+		t.Cleanup(func() {
+			cancel()
+			require.NoError(t, <-done, "graceful shutdown")
+		})
+		return "http://" + a.String(), stderr
+	case err := <-done:
+		cancel()
+		t.Fatalf("server did not start: %v\n%s", err, stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("server did not start in time")
+	}
+	return "", nil
+}
+
+// call sends one request and returns the status and decoded JSON body.
+func call(t *testing.T, method, url, token, body string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	require.NoError(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	var out map[string]any
+	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		require.NoError(t, json.Unmarshal(raw, &out), string(raw))
+	}
+	return resp.StatusCode, out
+}
+
+// TestReadmeTour runs the five-minute tour of README.md against the sample
+// fixture.
+func TestReadmeTour(t *testing.T) {
+	base, _ := startServer(t, nil, "-seed", "../seed.json")
+	const admin = "dev-admin-token-change-me"
+
+	st, body := call(t, "POST", base+"/v1/users", admin, `{"username": "reporter", "description": "nightly reports"}`)
+	require.Equal(t, 200, st, body)
+	assert.Equal(t, map[string]any{"username": "reporter", "description": "nightly reports"}, body)
+
+	st, body = call(t, "POST", base+"/v1/users/reporter/tokens", admin, `{"name": "ci", "ttl": 3600}`)
+	require.Equal(t, 200, st, body)
+	token := body["token"].(string)
+	assert.Regexp(t, `^oat_[0-9A-Za-z]{49}$`, token)
+
+	st, body = call(t, "PUT", base+"/v1/users/reporter/instances", token,
+		`{"config": {"read_write": {"instance_size": "jumbo"}, "read_scaling": {"instance_size": "standard", "flock_size": 2}}}`)
+	require.Equal(t, 200, st, body)
+	assert.Equal(t, map[string]any{
+		"read_write":   map[string]any{"instance_size": "jumbo", "cooldown_seconds": 60.0},
+		"read_scaling": map[string]any{"instance_size": "standard", "flock_size": 2.0, "cooldown_seconds": 60.0},
+	}, body)
+
+	st, body = call(t, "GET", base+"/v1/users?limit=2", admin, "")
+	require.Equal(t, 200, st, body)
+	assert.Equal(t, 4.0, body["total_count"])
+	assert.Len(t, body["users"], 2)
+	assert.NotNil(t, body["next_page_token"])
+
+	st, body = call(t, "GET", base+"/v1/active_accounts", admin, "")
+	require.Equal(t, 200, st, body)
+	assert.Equal(t, map[string]any{"accounts": []any{map[string]any{"username": "dashboards", "ducklings": []any{
+		map[string]any{"id": "rw", "type": "read_write", "status": "active"},
+		map[string]any{"id": "rs.0", "type": "read_scaling", "status": "cooldown"},
+	}}}}, body)
+
+	st, body = call(t, "POST", base+"/v1/dives/0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b/embed-session", admin,
+		`{"username": "dashboards", "session_name": "lobby"}`)
+	require.Equal(t, 200, st, body)
+	assert.Regexp(t, `^oas_`, body["session"])
+
+	st, _ = call(t, "GET", base+"/healthz", "", "")
+	assert.Equal(t, 200, st)
+	st, body = call(t, "GET", base+"/docs/api/feedback/agent?page_path=%2Fdocs&text=great", "", "")
+	assert.Equal(t, 200, st, body)
+}
+
+func TestBootstrapPrintsTokenOnce(t *testing.T) {
+	base, stderr := startServer(t, nil)
+	m := regexp.MustCompile(`shown once\): (oat_\S+)`).FindStringSubmatch(stderr.String())
+	require.Len(t, m, 2, stderr.String())
+	st, body := call(t, "GET", base+"/v1/users", m[1], "")
+	require.Equal(t, 200, st, body)
+	assert.Equal(t, 1.0, body["total_count"])
+}
+
+func TestBootstrapUsesEnvToken(t *testing.T) {
+	const tok = "env-supplied-admin-token"
+	base, stderr := startServer(t, map[string]string{"ORGADMIN_ADMIN_TOKEN": tok})
+	assert.NotContains(t, stderr.String(), "shown once")
+	st, _ := call(t, "GET", base+"/v1/users", tok, "")
+	assert.Equal(t, 200, st)
+}
+
+func TestLogsNeverHoldTokens(t *testing.T) {
+	const tok = "env-supplied-admin-token"
+	base, stderr := startServer(t, map[string]string{"ORGADMIN_ADMIN_TOKEN": tok})
+	st, body := call(t, "POST", base+"/v1/users/admin/tokens", tok, `{"name": "x"}`)
+	require.Equal(t, 200, st)
+	st, _ = call(t, "GET", base+"/v1/users?page_token=abc", body["token"].(string), "")
+	assert.Equal(t, 400, st)
+	assert.Contains(t, stderr.String(), `"path":"/v1/users"`)
+	assert.NotContains(t, stderr.String(), tok)
+	assert.NotContains(t, stderr.String(), body["token"].(string))
+}
+
+func TestBadSeedStopsServerNamingEntry(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "seed.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"organizations":[{"id":"acme","users":[{"username":"ok"},{"username":"9lives"}]}]}`), 0o600))
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-seed", file}, func(string) string { return "" }, io.Discard, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `users[1] ("9lives")`)
+}
+
+func TestUnknownStoreIsRefused(t *testing.T) {
+	err := run(context.Background(), []string{"-store", "postgres://x"}, func(string) string { return "" }, io.Discard, nil)
+	require.ErrorContains(t, err, "unsupported store")
+}

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Runs every check and test of the repository: formatting, go vet, and the
+# whole test suite with the race detector.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+echo "== gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:" >&2
+  echo "$unformatted" >&2
+  exit 1
+fi
+
+echo "== go vet"
+go vet ./...
+
+echo "== go test -race"
+go test -race -count=1 ./...
