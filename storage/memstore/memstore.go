@@ -23,6 +23,7 @@ type Store struct {
 	mu       sync.RWMutex
 	orgs     map[string]*org
 	tokens   map[storage.Digest]*tokenEntry
+	tokenIDs map[string]*tokenEntry
 	sessions map[storage.Digest]*sessionEntry
 	feedback map[string]storage.Feedback
 }
@@ -62,6 +63,7 @@ func New() *Store {
 	return &Store{
 		orgs:     make(map[string]*org),
 		tokens:   make(map[storage.Digest]*tokenEntry),
+		tokenIDs: make(map[string]*tokenEntry),
 		sessions: make(map[storage.Digest]*sessionEntry),
 		feedback: make(map[string]storage.Feedback),
 	}
@@ -196,7 +198,7 @@ func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.Use
 		return storage.User{}, storage.ErrNotFound
 	}
 	for _, t := range e.tokens {
-		delete(s.tokens, t.tok.Digest)
+		s.dropToken(t)
 	}
 	for _, se := range e.sessions {
 		delete(s.sessions, se.s.Digest)
@@ -251,16 +253,16 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	if _, ok := s.tokens[t.Digest]; ok {
 		return storage.ErrAlreadyExists
 	}
+	if _, ok := s.tokenIDs[t.ID]; ok {
+		return storage.ErrAlreadyExists
+	}
 	// Drop the user's tokens that are no longer live, then count the rest.
 	kept := e.tokens[:0]
 	for _, te := range e.tokens {
-		if te.tok.ID == t.ID {
-			return storage.ErrAlreadyExists
-		}
 		if te.tok.LiveAt(lim.LiveAt) {
 			kept = append(kept, te)
 		} else {
-			delete(s.tokens, te.tok.Digest)
+			s.dropToken(te)
 		}
 	}
 	clear(e.tokens[len(kept):])
@@ -272,7 +274,14 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	i := sort.Search(len(e.tokens), func(i int) bool { return tokenLess(t, e.tokens[i].tok) })
 	e.tokens = slices.Insert(e.tokens, i, te)
 	s.tokens[t.Digest] = te
+	s.tokenIDs[t.ID] = te
 	return nil
+}
+
+// dropToken forgets a token in the store-wide maps.
+func (s *Store) dropToken(te *tokenEntry) {
+	delete(s.tokens, te.tok.Digest)
+	delete(s.tokenIDs, te.tok.ID)
 }
 
 func tokenLess(a, b storage.Token) bool {
@@ -322,7 +331,7 @@ func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt 
 	if i < 0 || !e.tokens[i].tok.LiveAt(liveAt) {
 		return storage.ErrNotFound
 	}
-	delete(s.tokens, e.tokens[i].tok.Digest)
+	s.dropToken(e.tokens[i])
 	e.tokens = slices.Delete(e.tokens, i, i+1)
 	return nil
 }

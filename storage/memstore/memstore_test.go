@@ -1,0 +1,13 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+	"github.com/orgadmin/orgadmin/storage/storagetest"
+)
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(testing.TB) storage.Store { return memstore.New() })
+}

@@ -1,0 +1,126 @@
+package storagetest
+
+import (
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+var diveTests = []subtest{
+	{"PutGet", testDivePutGet},
+	{"Replace", testDiveReplace},
+	{"Missing", testDiveMissing},
+	{"OtherOrg", testDiveOtherOrg},
+	{"Copies", testDiveCopies},
+}
+
+// newDive builds a Dive of org with two required resources.
+func newDive(org, title string) storage.Dive {
+	return storage.Dive{
+		ID:      uuid.NewString(),
+		Org:     org,
+		Title:   title,
+		Version: 1,
+		RequiredResources: []storage.Resource{
+			{URL: "md:sales", Alias: "sales"},
+			{URL: "md:_share/analytics/0a1b", Alias: "analytics"},
+		},
+	}
+}
+
+// getDive requires GetDive to find the dive id of org, and returns it.
+func getDive(t testing.TB, s storage.Store, org, id string) storage.Dive {
+	t.Helper()
+	d, err := s.GetDive(t.Context(), org, id)
+	require.NoError(t, err, "get dive %s", id)
+	return d
+}
+
+// PutDive stores a Dive that GetDive returns whole.
+func testDivePutGet(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	d := newDive(org.ID, "Revenue by region")
+	d.Version = 7
+	require.NoError(t, s.PutDive(t.Context(), d))
+	bare := newDive(org.ID, "No resources")
+	bare.RequiredResources = nil
+	require.NoError(t, s.PutDive(t.Context(), bare))
+
+	assert.Equal(t, normDive(d), normDive(getDive(t, s, org.ID, d.ID)))
+	got := getDive(t, s, org.ID, bare.ID)
+	assert.Len(t, got.RequiredResources, 0)
+	assert.Equal(t, normDive(bare), normDive(got))
+}
+
+// A second PutDive with the same (Org, ID) replaces the first.
+func testDiveReplace(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	d := newDive(org.ID, "v1")
+	require.NoError(t, s.PutDive(t.Context(), d))
+	other := newDive(org.ID, "other")
+	require.NoError(t, s.PutDive(t.Context(), other))
+
+	v2 := d
+	v2.Title = "v2"
+	v2.Version = 2
+	v2.RequiredResources = []storage.Resource{{URL: "md:inventory", Alias: "inv"}}
+	require.NoError(t, s.PutDive(t.Context(), v2))
+	assert.Equal(t, normDive(v2), normDive(getDive(t, s, org.ID, d.ID)))
+
+	v3 := v2
+	v3.Version = 3
+	v3.RequiredResources = nil
+	require.NoError(t, s.PutDive(t.Context(), v3))
+	assert.Equal(t, normDive(v3), normDive(getDive(t, s, org.ID, d.ID)))
+
+	assert.Equal(t, normDive(other), normDive(getDive(t, s, org.ID, other.ID)))
+}
+
+// GetDive of an unknown id is ErrNotFound.
+func testDiveMissing(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	_, err := s.GetDive(t.Context(), org.ID, uuid.NewString())
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "x")))
+	_, err = s.GetDive(t.Context(), org.ID, uuid.NewString())
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// A Dive of org A is not found through org B; the same id in two orgs names
+// two Dives.
+func testDiveOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	d := newDive(a.ID, "in A")
+	require.NoError(t, s.PutDive(t.Context(), d))
+	_, err := s.GetDive(t.Context(), b.ID, d.ID)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	inB := d
+	inB.Org = b.ID
+	inB.Title = "in B"
+	inB.RequiredResources = nil
+	require.NoError(t, s.PutDive(t.Context(), inB))
+	assert.Equal(t, normDive(d), normDive(getDive(t, s, a.ID, d.ID)))
+	assert.Equal(t, normDive(inB), normDive(getDive(t, s, b.ID, d.ID)))
+}
+
+// Mutating a Dive's resources after PutDive, or those GetDive returns,
+// changes nothing stored.
+func testDiveCopies(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	d := newDive(org.ID, "copies")
+	want := d
+	want.RequiredResources = []storage.Resource{d.RequiredResources[0], d.RequiredResources[1]}
+	d.RequiredResources = append(make([]storage.Resource, 0, 8), d.RequiredResources...)
+	require.NoError(t, s.PutDive(t.Context(), d))
+	scribble(d.RequiredResources, storage.Resource{URL: "mutated"})
+	assert.Equal(t, normDive(want), normDive(getDive(t, s, org.ID, d.ID)), "after mutating PutDive's argument")
+
+	got := getDive(t, s, org.ID, d.ID)
+	scribble(got.RequiredResources, storage.Resource{URL: "mutated"})
+	assert.Equal(t, normDive(want), normDive(getDive(t, s, org.ID, d.ID)), "after mutating GetDive's result")
+}

@@ -1,0 +1,61 @@
+package storagetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+var orgTests = []subtest{
+	{"CreateGet", testOrgCreateGet},
+	{"Duplicate", testOrgDuplicate},
+	{"GetMissing", testOrgGetMissing},
+}
+
+var pingTests = []subtest{
+	{"Ping", func(t *testing.T, s storage.Store) { require.NoError(t, s.Ping(t.Context())) }},
+}
+
+// CreateOrg stores an org that GetOrg returns, time included.
+func testOrgCreateGet(t *testing.T, s storage.Store) {
+	o := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(t.Context(), o))
+	other := storage.Org{ID: uuid.NewString(), CreatedAt: at(time.Second)}
+	require.NoError(t, s.CreateOrg(t.Context(), other))
+
+	got, err := s.GetOrg(t.Context(), o.ID)
+	require.NoError(t, err)
+	assert.Equal(t, o.ID, got.ID)
+	assertTime(t, "Org.CreatedAt", o.CreatedAt, got.CreatedAt)
+
+	got, err = s.GetOrg(t.Context(), other.ID)
+	require.NoError(t, err)
+	assert.Equal(t, other.ID, got.ID)
+	assertTime(t, "Org.CreatedAt", other.CreatedAt, got.CreatedAt)
+}
+
+// CreateOrg with a taken ID is ErrAlreadyExists and changes nothing.
+func testOrgDuplicate(t *testing.T, s storage.Store) {
+	o := newOrg(t, s)
+	err := s.CreateOrg(t.Context(), storage.Org{ID: o.ID, CreatedAt: past})
+	require.ErrorIs(t, err, storage.ErrAlreadyExists)
+
+	got, err := s.GetOrg(t.Context(), o.ID)
+	require.NoError(t, err)
+	assertTime(t, "Org.CreatedAt", o.CreatedAt, got.CreatedAt)
+}
+
+// GetOrg of an unknown ID is ErrNotFound.
+func testOrgGetMissing(t *testing.T, s storage.Store) {
+	_, err := s.GetOrg(t.Context(), uuid.NewString())
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	newOrg(t, s)
+	_, err = s.GetOrg(t.Context(), uuid.NewString())
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}

@@ -1,0 +1,447 @@
+package storagetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+var tokenTests = []subtest{
+	{"CreateAndTokenByDigest", testTokenCreateAndTokenByDigest},
+	{"TokenByDigestReadsCurrentUser", testTokenByDigestReadsCurrentUser},
+	{"TokenByDigestMissing", testTokenByDigestMissing},
+	{"TokenByDigestIgnoresExpiry", testTokenByDigestIgnoresExpiry},
+	{"MissingUser", testTokenMissingUser},
+	{"UserOfOtherOrg", testTokenUserOfOtherOrg},
+	{"DuplicateDigest", testTokenDuplicateDigest},
+	{"DuplicateID", testTokenDuplicateID},
+	{"DuplicateIDOtherUser", testTokenDuplicateIDOtherUser},
+	{"LimitExceeded", testTokenLimitExceeded},
+	{"LimitIgnoresExpired", testTokenLimitIgnoresExpired},
+	{"LimitPerUser", testTokenLimitPerUser},
+	{"LimitZeroMeansNone", testTokenLimitZeroMeansNone},
+}
+
+var listTokensTests = []subtest{
+	{"Order", testListTokensOrder},
+	{"LiveOnly", testListTokensLiveOnly},
+	{"Empty", testListTokensEmpty},
+	{"OtherUsers", testListTokensOtherUsers},
+	{"OtherOrg", testListTokensOtherOrg},
+}
+
+var deleteTokenTests = []subtest{
+	{"Delete", testDeleteToken},
+	{"OtherUsersToken", testDeleteTokenOtherUsersToken},
+	{"Expired", testDeleteTokenExpired},
+	{"Missing", testDeleteTokenMissing},
+	{"OtherOrg", testDeleteTokenOtherOrg},
+}
+
+// TokenByDigest returns a stored token together with its user.
+func testTokenCreateAndTokenByDigest(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "Alice", false)
+	bot := createUser(t, s, org.ID, "bot", true)
+
+	tok := newToken(alice, at(1234*time.Millisecond), at(90*24*time.Hour+5*time.Millisecond))
+	tok.Type = "read_scaling"
+	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{Max: 5, LiveAt: t0}))
+	botTok := createToken(t, s, bot, t0, time.Time{})
+
+	requireTokenFound(t, s, tok, alice)
+	requireTokenFound(t, s, botTok, bot)
+}
+
+// The user TokenByDigest returns is the user as stored now.
+func testTokenByDigestReadsCurrentUser(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+
+	alice.Privileges = []string{"admin:users"}
+	alice.Role = "Admin"
+	require.NoError(t, s.UpdateUser(t.Context(), alice))
+	requireTokenFound(t, s, tok, alice)
+
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB))
+	alice.Instances = configB
+	requireTokenFound(t, s, tok, alice)
+}
+
+// TokenByDigest of an unknown digest is ErrNotFound.
+func testTokenByDigestMissing(t *testing.T, s storage.Store) {
+	_, err := s.TokenByDigest(t.Context(), digest("nothing stored yet"))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	createToken(t, s, alice, t0, time.Time{})
+	_, err = s.TokenByDigest(t.Context(), digest("unknown"))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.TokenByDigest(t.Context(), storage.Digest{})
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// TokenByDigest does not check expiry (and the store reads no clock).
+func testTokenByDigestIgnoresExpiry(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	expired := createToken(t, s, alice, past, past.Add(time.Hour))
+	requireTokenFound(t, s, expired, alice)
+}
+
+// CreateToken for a user that does not exist is ErrNotFound.
+func testTokenMissingUser(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	createUser(t, s, org.ID, "alice", false)
+	ghost := newUser(org.ID, "ghost", false)
+	tok := newToken(ghost, t0, time.Time{})
+	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{Max: 3, LiveAt: t0}), storage.ErrNotFound)
+	requireTokenGone(t, s, tok)
+
+	nowhere := newToken(newUser(uuid.NewString(), "ghost", false), t0, time.Time{})
+	require.ErrorIs(t, s.CreateToken(t.Context(), nowhere, storage.TokenLimit{}), storage.ErrNotFound)
+	requireTokenGone(t, s, nowhere)
+}
+
+// A token names its user by (Org, UserID): a user of another org is not
+// found.
+func testTokenUserOfOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	alice := createUser(t, s, a.ID, "alice", false)
+	createUser(t, s, b.ID, "alice", false)
+	tok := newToken(alice, t0, time.Time{})
+	tok.Org = b.ID
+	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}), storage.ErrNotFound)
+	requireTokenGone(t, s, tok)
+}
+
+// A second token with a taken Digest is ErrAlreadyExists, whoever it is
+// for, and changes nothing.
+func testTokenDuplicateDigest(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+
+	for _, u := range []storage.User{alice, bob} {
+		dup := newToken(u, at(time.Second), time.Time{})
+		dup.Digest = tok.Digest
+		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}), storage.ErrAlreadyExists)
+		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{Max: 10, LiveAt: t0}), storage.ErrAlreadyExists)
+	}
+
+	requireTokenFound(t, s, tok, alice)
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{tok}, toks)
+	toks, err = s.ListTokens(t.Context(), org.ID, bob.ID, t0)
+	require.NoError(t, err)
+	assert.Len(t, toks, 0)
+}
+
+// A second token with a taken ID is ErrAlreadyExists and is not stored.
+func testTokenDuplicateID(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+
+	dup := newToken(alice, at(time.Second), time.Time{})
+	dup.ID = tok.ID
+	require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}), storage.ErrAlreadyExists)
+
+	requireTokenGone(t, s, dup)
+	requireTokenFound(t, s, tok, alice)
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{tok}, toks)
+}
+
+// The token ID is unique in the store, not only among one user's tokens:
+// the contract does not scope it.
+func testTokenDuplicateIDOtherUser(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	alice := createUser(t, s, a.ID, "alice", false)
+	bob := createUser(t, s, a.ID, "bob", false)
+	carol := createUser(t, s, b.ID, "carol", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+
+	for _, u := range []storage.User{bob, carol} {
+		dup := newToken(u, at(time.Second), time.Time{})
+		dup.ID = tok.ID
+		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}), storage.ErrAlreadyExists, "token of %s", u.Username)
+		requireTokenGone(t, s, dup)
+	}
+	requireTokenFound(t, s, tok, alice)
+}
+
+// With Max 3, a fourth live token is ErrLimitExceeded; a token whose
+// ExpiresAt is LiveAt no longer counts; deleting a token frees its place.
+func testTokenLimitExceeded(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	lim := storage.TokenLimit{Max: 3, LiveAt: t0}
+
+	never := newToken(alice, t0, time.Time{})
+	soon := newToken(alice, t0, at(time.Millisecond))
+	later := newToken(alice, t0, at(time.Hour))
+	for _, tok := range []storage.Token{never, soon, later} {
+		require.NoError(t, s.CreateToken(t.Context(), tok, lim))
+	}
+
+	fourth := newToken(alice, t0, time.Time{})
+	require.ErrorIs(t, s.CreateToken(t.Context(), fourth, lim), storage.ErrLimitExceeded)
+	requireTokenGone(t, s, fourth)
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assert.Len(t, toks, 3)
+
+	// At t0+1ms, soon has expired (ExpiresAt == LiveAt is not live).
+	lim.LiveAt = at(time.Millisecond)
+	require.NoError(t, s.CreateToken(t.Context(), fourth, lim))
+	requireTokenFound(t, s, fourth, alice)
+
+	fifth := newToken(alice, at(time.Millisecond), at(2*time.Hour))
+	require.ErrorIs(t, s.CreateToken(t.Context(), fifth, lim), storage.ErrLimitExceeded)
+	requireTokenGone(t, s, fifth)
+
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, later.ID, lim.LiveAt))
+	require.NoError(t, s.CreateToken(t.Context(), fifth, lim))
+	requireTokenFound(t, s, fifth, alice)
+}
+
+// Tokens not live at lim.LiveAt do not count against lim.Max.
+func testTokenLimitIgnoresExpired(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	createToken(t, s, alice, past, past.Add(time.Hour))
+	createToken(t, s, alice, at(-time.Hour), t0) // ExpiresAt == LiveAt
+	createToken(t, s, alice, at(-time.Hour), at(-time.Millisecond))
+	createToken(t, s, alice, at(-time.Hour), time.Time{})
+
+	lim := storage.TokenLimit{Max: 3, LiveAt: t0}
+	live := []storage.Token{newToken(alice, t0, at(time.Hour)), newToken(alice, t0, time.Time{})}
+	for _, tok := range live {
+		require.NoError(t, s.CreateToken(t.Context(), tok, lim))
+		requireTokenFound(t, s, tok, alice)
+	}
+	over := newToken(alice, t0, time.Time{})
+	require.ErrorIs(t, s.CreateToken(t.Context(), over, lim), storage.ErrLimitExceeded)
+	requireTokenGone(t, s, over)
+}
+
+// The quota counts the tokens of one user only.
+func testTokenLimitPerUser(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	lim := storage.TokenLimit{Max: 2, LiveAt: t0}
+	for range 2 {
+		require.NoError(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim))
+	}
+	require.ErrorIs(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim), storage.ErrLimitExceeded)
+	for range 2 {
+		require.NoError(t, s.CreateToken(t.Context(), newToken(bob, t0, time.Time{}), lim))
+	}
+	require.ErrorIs(t, s.CreateToken(t.Context(), newToken(bob, t0, time.Time{}), lim), storage.ErrLimitExceeded)
+}
+
+// A zero Max means no limit.
+func testTokenLimitZeroMeansNone(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	for i := range 25 {
+		lim := storage.TokenLimit{LiveAt: t0}
+		if i%2 == 0 {
+			lim = storage.TokenLimit{}
+		}
+		require.NoError(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim), "token %d", i)
+	}
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assert.Len(t, toks, 25)
+}
+
+// ListTokens orders by CreatedAt, then ID, whatever the insertion order.
+func testListTokensOrder(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	prefix := uuid.NewString()
+	mk := func(id string, created time.Time) storage.Token {
+		tok := newToken(alice, created, time.Time{})
+		tok.ID = prefix + "-" + id
+		tok.Digest = digest("token " + tok.ID)
+		return tok
+	}
+	var (
+		z  = mk("z", at(-time.Second))
+		tb = mk("b", t0)
+		ta = mk("a", t0)
+		tc = mk("c", t0)
+		ms = mk("0", at(time.Millisecond)) // one millisecond later sorts after, despite its ID
+		a  = mk("a2", at(time.Second))
+		c  = mk("c2", at(2*time.Second))
+	)
+	for _, tok := range []storage.Token{c, tb, ms, z, tc, a, ta} {
+		require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}))
+	}
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{z, ta, tb, tc, ms, a, c}, toks)
+}
+
+// ListTokens keeps only tokens live at liveAt: ExpiresAt zero or after it.
+func testListTokensLiveOnly(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	old := createToken(t, s, alice, past, past.Add(time.Hour))
+	never := createToken(t, s, alice, at(-4*time.Hour), time.Time{})
+	atT0 := createToken(t, s, alice, at(-3*time.Hour), t0)
+	justBefore := createToken(t, s, alice, at(-2*time.Hour), at(-time.Millisecond))
+	justAfter := createToken(t, s, alice, at(-time.Hour), at(time.Millisecond))
+	farAway := createToken(t, s, alice, t0, at(365*24*time.Hour))
+
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{never, justAfter, farAway}, toks)
+
+	toks, err = s.ListTokens(t.Context(), org.ID, alice.ID, at(-time.Millisecond))
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{never, atT0, justAfter, farAway}, toks)
+
+	// The instant is the caller's: no wall clock is consulted.
+	toks, err = s.ListTokens(t.Context(), org.ID, alice.ID, past.Add(-time.Hour))
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{old, never, atT0, justBefore, justAfter, farAway}, toks)
+}
+
+// A user without (live) tokens lists none, without error.
+func testListTokensEmpty(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assert.Len(t, toks, 0)
+
+	createToken(t, s, alice, past, past.Add(time.Hour))
+	toks, err = s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assert.Len(t, toks, 0)
+}
+
+// ListTokens shows one user's tokens only.
+func testListTokensOtherUsers(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	aliceTok := createToken(t, s, alice, t0, time.Time{})
+	bobTok := createToken(t, s, bob, at(-time.Second), time.Time{})
+
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{aliceTok}, toks)
+	toks, err = s.ListTokens(t.Context(), org.ID, bob.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{bobTok}, toks)
+}
+
+// The tokens of org A's user cannot be listed through org B.
+func testListTokensOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	alice := createUser(t, s, a.ID, "alice", false)
+	createUser(t, s, b.ID, "alice", false)
+	createToken(t, s, alice, t0, time.Time{})
+	requireNoTokens(t, s, b.ID, alice.ID)
+}
+
+// DeleteToken removes a live token: it is neither found nor listed, and a
+// second delete is ErrNotFound.
+func testDeleteToken(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	gone := createToken(t, s, alice, t0, at(time.Hour))
+	kept := createToken(t, s, alice, at(time.Second), time.Time{})
+
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, t0))
+	requireTokenGone(t, s, gone)
+	requireTokenFound(t, s, kept, alice)
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{kept}, toks)
+
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	// Its ID and digest are free again.
+	require.NoError(t, s.CreateToken(t.Context(), gone, storage.TokenLimit{}))
+	requireTokenFound(t, s, gone, alice)
+}
+
+// DeleteToken with another user's ID is ErrNotFound and keeps the token.
+func testDeleteTokenOtherUsersToken(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+
+	err := s.DeleteToken(t.Context(), org.ID, bob.ID, tok.ID, t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	requireTokenFound(t, s, tok, alice)
+	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{tok}, toks)
+}
+
+// DeleteToken of a token not live at liveAt is ErrNotFound; liveAt, not a
+// clock, decides.
+func testDeleteTokenExpired(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, at(-time.Hour), t0)
+	err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, at(time.Hour))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, at(-time.Millisecond)))
+	requireTokenGone(t, s, tok)
+
+	old := createToken(t, s, alice, past, past.Add(time.Hour))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, old.ID, past))
+	requireTokenGone(t, s, old)
+}
+
+// DeleteToken of an unknown token or user is ErrNotFound.
+func testDeleteTokenMissing(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	err := s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	tok := createToken(t, s, alice, t0, time.Time{})
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	err = s.DeleteToken(t.Context(), org.ID, uuid.NewString(), tok.ID, t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	err = s.DeleteToken(t.Context(), uuid.NewString(), alice.ID, tok.ID, t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	requireTokenFound(t, s, tok, alice)
+}
+
+// The token of org A's user cannot be deleted through org B.
+func testDeleteTokenOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	alice := createUser(t, s, a.ID, "alice", false)
+	createUser(t, s, b.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+
+	err := s.DeleteToken(t.Context(), b.ID, alice.ID, tok.ID, t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	requireTokenFound(t, s, tok, alice)
+}

@@ -1,0 +1,471 @@
+package storagetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+var userTests = []subtest{
+	{"CreateGet", testUserCreateGet},
+	{"TimePrecision", testUserTimePrecision},
+	{"DuplicateFoldedUsername", testUserDuplicateFoldedUsername},
+	{"DuplicateID", testUserDuplicateID},
+	{"SameUsernameOtherOrg", testUserSameUsernameOtherOrg},
+	{"MissingOrg", testUserMissingOrg},
+	{"GetMissing", testUserGetMissing},
+	{"OrgIsolation", testUserOrgIsolation},
+	{"Update", testUserUpdate},
+	{"UpdateMissing", testUserUpdateMissing},
+	{"UpdateOtherOrg", testUserUpdateOtherOrg},
+	{"SetInstances", testUserSetInstances},
+	{"SetInstancesMissing", testUserSetInstancesMissing},
+	{"CopiesOnRead", testUserCopiesOnRead},
+	{"CopiesOnWrite", testUserCopiesOnWrite},
+}
+
+// CreateUser stores a user that GetUser returns, whole, by (org, folded).
+func testUserCreateGet(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := newUser(org.ID, "Alice.Smith", false)
+	alice.Role = "Admin"
+	alice.CreatedAt = at(1500 * time.Millisecond)
+	require.NoError(t, s.CreateUser(t.Context(), alice))
+	bot := createUser(t, s, org.ID, "ci-Bot", true)
+
+	assertUser(t, alice, getUser(t, s, org.ID, "alice.smith"))
+	assertUser(t, bot, getUser(t, s, org.ID, "ci-bot"))
+}
+
+// Millisecond times survive a round trip, whatever the second or year.
+func testUserTimePrecision(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	times := []time.Time{
+		t0,
+		time.Date(2026, 1, 2, 3, 4, 5, 1000000, time.UTC),
+		time.Date(2026, 12, 31, 23, 59, 59, 999000000, time.UTC),
+		time.Date(2030, 7, 1, 0, 0, 0, 0, time.UTC),
+		past,
+	}
+	for i, when := range times {
+		u := newUser(org.ID, userName("user", i), false)
+		u.CreatedAt = when
+		require.NoError(t, s.CreateUser(t.Context(), u))
+		got := getUser(t, s, org.ID, u.FoldedUsername)
+		assertTime(t, "User.CreatedAt", when, got.CreatedAt)
+	}
+}
+
+// A second user with the same folded username in one org is
+// ErrAlreadyExists, whatever its spelling, and changes nothing.
+func testUserDuplicateFoldedUsername(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "Alice", false)
+	for _, name := range []string{"Alice", "alice", "ALICE"} {
+		dup := newUser(org.ID, name, true)
+		dup.Description = "the impostor"
+		err := s.CreateUser(t.Context(), dup)
+		require.ErrorIs(t, err, storage.ErrAlreadyExists, "create %q", name)
+	}
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+}
+
+// A second user with the same ID in one org is ErrAlreadyExists and is not
+// stored.
+func testUserDuplicateID(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := newUser(org.ID, "bob", false)
+	bob.ID = alice.ID
+	require.ErrorIs(t, s.CreateUser(t.Context(), bob), storage.ErrAlreadyExists)
+
+	_, err := s.GetUser(t.Context(), org.ID, "bob")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+}
+
+// The folded username is unique within an org only.
+func testUserSameUsernameOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	inA := createUser(t, s, a.ID, "alice", false)
+	inB := createUser(t, s, b.ID, "Alice", true)
+
+	assertUser(t, inA, getUser(t, s, a.ID, "alice"))
+	assertUser(t, inB, getUser(t, s, b.ID, "alice"))
+}
+
+// CreateUser in an org that does not exist is ErrNotFound.
+func testUserMissingOrg(t *testing.T, s storage.Store) {
+	newOrg(t, s)
+	missing := uuid.NewString()
+	err := s.CreateUser(t.Context(), newUser(missing, "alice", false))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	_, err = s.GetUser(t.Context(), missing, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// GetUser of an unknown folded username is ErrNotFound, prefixes included.
+func testUserGetMissing(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	_, err := s.GetUser(t.Context(), org.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	createUser(t, s, org.ID, "alice", false)
+	for _, folded := range []string{"bob", "alic", "alice2", ""} {
+		_, err := s.GetUser(t.Context(), org.ID, folded)
+		require.ErrorIs(t, err, storage.ErrNotFound, "get %q", folded)
+	}
+}
+
+// A user of org A cannot be read, changed or deleted through org B.
+func testUserOrgIsolation(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	alice := createUser(t, s, a.ID, "alice", false)
+	createUser(t, s, b.ID, "bob", false)
+
+	_, err := s.GetUser(t.Context(), b.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	err = s.SetInstances(t.Context(), b.ID, "alice", configB)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.DeleteUser(t.Context(), b.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.GetUser(t.Context(), a.ID, "bob")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	assertUser(t, alice, getUser(t, s, a.ID, "alice"))
+}
+
+// UpdateUser replaces every field of the stored user, and no other user.
+func testUserUpdate(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "Alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+
+	changed := alice
+	changed.Description = "promoted"
+	changed.Role = "Admin"
+	changed.Privileges = []string{"admin:tokens", "admin:users", "read"}
+	changed.Email = "a.smith@example.org"
+	changed.FirstName = "Alicia"
+	changed.LastName = "Smith"
+	changed.Instances = configB
+	require.NoError(t, s.UpdateUser(t.Context(), changed))
+	assertUser(t, changed, getUser(t, s, org.ID, "alice"))
+
+	fewer := changed
+	fewer.Privileges = []string{"read"}
+	require.NoError(t, s.UpdateUser(t.Context(), fewer))
+	assertUser(t, fewer, getUser(t, s, org.ID, "alice"))
+
+	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
+}
+
+// UpdateUser of a user that does not exist is ErrNotFound and stores
+// nothing; the ID, not the username, names the user.
+func testUserUpdateMissing(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	err := s.UpdateUser(t.Context(), newUser(org.ID, "ghost", false))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.GetUser(t.Context(), org.ID, "ghost")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	alice := createUser(t, s, org.ID, "alice", false)
+	impostor := newUser(org.ID, "alice", false) // same username, another ID
+	impostor.Privileges = []string{"admin:users"}
+	err = s.UpdateUser(t.Context(), impostor)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+}
+
+// UpdateUser cannot reach a user through another org.
+func testUserUpdateOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	alice := createUser(t, s, a.ID, "alice", false)
+
+	moved := alice
+	moved.Org = b.ID
+	moved.Privileges = []string{"admin:users"}
+	require.ErrorIs(t, s.UpdateUser(t.Context(), moved), storage.ErrNotFound)
+
+	_, err := s.GetUser(t.Context(), b.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, alice, getUser(t, s, a.ID, "alice"))
+}
+
+// SetInstances replaces the whole instance configuration and nothing else.
+func testUserSetInstances(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "Alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB))
+	want := alice
+	want.Instances = configB
+	assertUser(t, want, getUser(t, s, org.ID, "alice"))
+
+	// Replaced, not merged: zero fields overwrite set ones.
+	zero := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "standard"}}
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", zero))
+	want.Instances = zero
+	assertUser(t, want, getUser(t, s, org.ID, "alice"))
+
+	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
+}
+
+// SetInstances of a user that does not exist is ErrNotFound and creates
+// nothing.
+func testUserSetInstancesMissing(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	err := s.SetInstances(t.Context(), org.ID, "ghost", configB)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.GetUser(t.Context(), org.ID, "ghost")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	err = s.SetInstances(t.Context(), uuid.NewString(), "ghost", configB)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// Mutating a user returned by GetUser, ListUsers or DeleteUser changes
+// nothing stored.
+func testUserCopiesOnRead(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	want := alice
+	want.Privileges = slices.Clone(alice.Privileges)
+
+	got := getUser(t, s, org.ID, "alice")
+	scribble(got.Privileges, "mutated")
+	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating GetUser's result")
+
+	page, err := s.ListUsers(t.Context(), org.ID, storage.UserQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, page.Users, 1)
+	scribble(page.Users[0].Privileges, "mutated")
+	page.Users[0].Description = "mutated"
+	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating ListUsers's result")
+
+	tok := createToken(t, s, alice, t0, time.Time{})
+	c, err := s.TokenByDigest(t.Context(), tok.Digest)
+	require.NoError(t, err)
+	scribble(c.User.Privileges, "mutated")
+	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating TokenByDigest's result")
+	c, err = s.TokenByDigest(t.Context(), tok.Digest)
+	require.NoError(t, err)
+	assertUser(t, want, c.User)
+}
+
+// Mutating a user's slices after passing it to CreateUser or UpdateUser
+// changes nothing stored.
+func testUserCopiesOnWrite(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := newUser(org.ID, "alice", false)
+	alice.Privileges = make([]string, 2, 8) // spare capacity a store must not share
+	copy(alice.Privileges, []string{"read", "write"})
+	want := alice
+	want.Privileges = []string{"read", "write"}
+	require.NoError(t, s.CreateUser(t.Context(), alice))
+	scribble(alice.Privileges, "mutated")
+	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating CreateUser's argument")
+
+	update := want
+	update.Privileges = make([]string, 1, 8)
+	update.Privileges[0] = "admin:users"
+	want.Privileges = []string{"admin:users"}
+	require.NoError(t, s.UpdateUser(t.Context(), update))
+	scribble(update.Privileges, "mutated")
+	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating UpdateUser's argument")
+}
+
+var deleteUserTests = []subtest{
+	{"ReturnsRecord", testDeleteUserReturnsRecord},
+	{"Missing", testDeleteUserMissing},
+	{"RemovesTokens", testDeleteUserRemovesTokens},
+	{"RemovesActivity", testDeleteUserRemovesActivity},
+	{"RemovesEmbedSessions", testDeleteUserRemovesEmbedSessions},
+	{"RecreateUsername", testDeleteUserRecreateUsername},
+	{"OtherOrg", testDeleteUserOtherOrg},
+}
+
+// DeleteUser returns the record as last stored; the user is then gone.
+func testDeleteUserReturnsRecord(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "Alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB))
+	want := alice
+	want.Instances = configB
+
+	got, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	require.NoError(t, err)
+	assertUser(t, want, got)
+
+	_, err = s.GetUser(t.Context(), org.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.DeleteUser(t.Context(), org.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
+}
+
+// DeleteUser of a user that does not exist is ErrNotFound.
+func testDeleteUserMissing(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	_, err := s.DeleteUser(t.Context(), org.ID, "ghost")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	createUser(t, s, org.ID, "alice", false)
+	_, err = s.DeleteUser(t.Context(), org.ID, "ghost")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.DeleteUser(t.Context(), uuid.NewString(), "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// DeleteUser removes the user's tokens, and only them.
+func testDeleteUserRemovesTokens(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	aliceTokens := []storage.Token{
+		createToken(t, s, alice, t0, time.Time{}),
+		createToken(t, s, alice, at(time.Second), at(time.Hour)),
+		createToken(t, s, alice, past, past.Add(time.Hour)),
+	}
+	bobToken := createToken(t, s, bob, t0, time.Time{})
+
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	require.NoError(t, err)
+
+	for _, tok := range aliceTokens {
+		requireTokenGone(t, s, tok)
+		err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, past)
+		require.ErrorIs(t, err, storage.ErrNotFound)
+	}
+	requireNoTokens(t, s, org.ID, alice.ID)
+
+	requireTokenFound(t, s, bobToken, bob)
+	toks, err := s.ListTokens(t.Context(), org.ID, bob.ID, t0)
+	require.NoError(t, err)
+	assertTokens(t, []storage.Token{bobToken}, toks)
+}
+
+// DeleteUser removes the user's Duckling activity, and only it.
+func testDeleteUserRemovesActivity(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	setDuckling(t, s, alice, "rw", true, t0)
+	setDuckling(t, s, alice, "rs.0", false, t0)
+	bobDuck := setDuckling(t, s, bob, "rw", true, at(time.Second))
+
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	require.NoError(t, err)
+
+	acts, err := s.ListActivity(t.Context(), org.ID)
+	require.NoError(t, err)
+	require.Len(t, acts, 1)
+	assertUser(t, bob, acts[0].User)
+	assert.ElementsMatch(t, normDucklings([]storage.Duckling{bobDuck}), normDucklings(acts[0].Ducklings))
+}
+
+// DeleteUser removes the user's embed sessions, and only them.
+func testDeleteUserRemovesEmbedSessions(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	aliceSessions := []storage.EmbedSession{
+		createSession(t, s, alice, "a1"),
+		createSession(t, s, alice, "a2"),
+	}
+	bobSession := createSession(t, s, bob, "b1")
+
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	require.NoError(t, err)
+
+	for _, es := range aliceSessions {
+		_, err := s.EmbedSessionByDigest(t.Context(), es.Digest)
+		require.ErrorIs(t, err, storage.ErrNotFound, "session %s", es.DiveID)
+	}
+	got, err := s.EmbedSessionByDigest(t.Context(), bobSession.Digest)
+	require.NoError(t, err)
+	assertSession(t, bobSession, got)
+}
+
+// After DeleteUser the username can be created again, and the new user
+// (a new ID) inherits nothing of the old one.
+func testDeleteUserRecreateUsername(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	old := createUser(t, s, org.ID, "Alice", false)
+	oldTokens := []storage.Token{
+		createToken(t, s, old, t0, time.Time{}),
+		createToken(t, s, old, t0, at(time.Hour)),
+	}
+	setDuckling(t, s, old, "rw", true, t0)
+	oldSession := createSession(t, s, old, "old")
+
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	require.NoError(t, err)
+
+	fresh := newUser(org.ID, "alice", true)
+	fresh.Privileges = []string{"read"}
+	require.NoError(t, s.CreateUser(t.Context(), fresh))
+	assertUser(t, fresh, getUser(t, s, org.ID, "alice"))
+
+	for _, tok := range oldTokens {
+		requireTokenGone(t, s, tok)
+	}
+	toks, err := s.ListTokens(t.Context(), org.ID, fresh.ID, past)
+	require.NoError(t, err)
+	assert.Len(t, toks, 0, "the new user inherited tokens %v", tokenIDs(toks))
+	requireNoTokens(t, s, org.ID, old.ID)
+
+	acts, err := s.ListActivity(t.Context(), org.ID)
+	require.NoError(t, err)
+	assert.Len(t, acts, 0, "the new user inherited Duckling activity")
+	_, err = s.EmbedSessionByDigest(t.Context(), oldSession.Digest)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	// Records naming the old ID are refused: that user is gone.
+	err = s.CreateToken(t.Context(), newToken(old, t0, time.Time{}), storage.TokenLimit{})
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	err = s.SetDuckling(t.Context(), storage.Duckling{Org: org.ID, UserID: old.ID, ID: "rw", Active: true, At: t0})
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	err = s.CreateEmbedSession(t.Context(), newSession(old, "again"))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	// The new user's own records work.
+	tok := createToken(t, s, fresh, t0, time.Time{})
+	requireTokenFound(t, s, tok, fresh)
+}
+
+// DeleteUser in org B leaves org A's user of the same name alone.
+func testDeleteUserOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	inA := createUser(t, s, a.ID, "alice", false)
+	inB := createUser(t, s, b.ID, "alice", false)
+	tokA := createToken(t, s, inA, t0, time.Time{})
+	tokB := createToken(t, s, inB, t0, time.Time{})
+	duckA := setDuckling(t, s, inA, "rw", true, t0)
+	setDuckling(t, s, inB, "rw", true, t0)
+	sessA := createSession(t, s, inA, "a")
+
+	got, err := s.DeleteUser(t.Context(), b.ID, "alice")
+	require.NoError(t, err)
+	assertUser(t, inB, got)
+	requireTokenGone(t, s, tokB)
+
+	assertUser(t, inA, getUser(t, s, a.ID, "alice"))
+	requireTokenFound(t, s, tokA, inA)
+	acts, err := s.ListActivity(t.Context(), a.ID)
+	require.NoError(t, err)
+	require.Len(t, acts, 1)
+	assert.ElementsMatch(t, normDucklings([]storage.Duckling{duckA}), normDucklings(acts[0].Ducklings))
+	gotSess, err := s.EmbedSessionByDigest(t.Context(), sessA.Digest)
+	require.NoError(t, err)
+	assertSession(t, sessA, gotSess)
+}
