@@ -162,7 +162,7 @@ func (d SeedDive) dive() Dive {
 		}
 	}
 	for i, r := range d.RequiredResources {
-		dv.RequiredResources[i] = Resource{URL: r.URL, Alias: r.Alias}
+		dv.RequiredResources[i] = Resource(r)
 	}
 	return dv
 }

@@ -3,10 +3,10 @@ package orgadmin
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"hash/crc32"
 	"io"
-	"math/big"
 	"strings"
 	"time"
 
@@ -258,31 +258,57 @@ func newSecret(r io.Reader, prefix string) (string, error) {
 	if _, err := io.ReadFull(r, buf[:]); err != nil {
 		return "", err
 	}
-	body := encodeBase62(new(big.Int).SetBytes(buf[:]), 43)
-	sum := encodeBase62(big.NewInt(int64(crc32.ChecksumIEEE([]byte(body)))), 6)
-	return prefix + body + sum, nil
+	var out [len(tokenPrefix) + secretBodyLen + secretSumLen]byte
+	n := copy(out[:], prefix)
+	body := out[n : n+secretBodyLen]
+	encodeBase62(body, buf[:])
+	putChecksum(out[n+secretBodyLen:], body)
+	return string(out[:]), nil
 }
+
+// Lengths of the parts of a secret after its prefix.
+const (
+	secretBodyLen = 43 // ceil(256 / log2(62))
+	secretSumLen  = 6  // ceil(32 / log2(62))
+)
 
 // ValidSecretChecksum reports whether s has the shape and checksum of a
 // token or session value minted by this package.
 func ValidSecretChecksum(s string) bool {
 	for _, p := range []string{tokenPrefix, sessionPrefix} {
-		if rest, ok := strings.CutPrefix(s, p); ok && len(rest) == 49 {
-			body := rest[:43]
-			return encodeBase62(big.NewInt(int64(crc32.ChecksumIEEE([]byte(body)))), 6) == rest[43:]
+		if rest, ok := strings.CutPrefix(s, p); ok && len(rest) == secretBodyLen+secretSumLen {
+			var sum [secretSumLen]byte
+			putChecksum(sum[:], []byte(rest[:secretBodyLen]))
+			return string(sum[:]) == rest[secretBodyLen:]
 		}
 	}
 	return false
 }
 
-// encodeBase62 writes n in base62, left-padded with '0' to width digits.
-func encodeBase62(n *big.Int, width int) string {
-	out := make([]byte, width)
-	base := big.NewInt(62)
-	rem := new(big.Int)
-	for i := width - 1; i >= 0; i-- {
-		n.DivMod(n, base, rem)
-		out[i] = base62[rem.Int64()]
+// putChecksum writes the base62 CRC-32 of body into dst.
+func putChecksum(dst, body []byte) {
+	var be [4]byte
+	binary.BigEndian.PutUint32(be[:], crc32.ChecksumIEEE(body))
+	encodeBase62(dst, be[:])
+}
+
+// encodeBase62 writes the big-endian number src in base62 into dst,
+// left-padded with '0'; dst must be long enough to hold it.
+func encodeBase62(dst, src []byte) {
+	// Work on 32-bit limbs, most significant first, dividing by 62 once per
+	// output digit.
+	limbs := make([]uint32, (len(src)+3)/4)
+	for i, b := range src {
+		pos := len(src) - 1 - i // byte position from the least significant end
+		limbs[len(limbs)-1-pos/4] |= uint32(b) << (8 * (pos % 4))
 	}
-	return string(out)
+	for i := len(dst) - 1; i >= 0; i-- {
+		var rem uint64
+		for j := range limbs {
+			cur := rem<<32 | uint64(limbs[j])
+			limbs[j] = uint32(cur / 62)
+			rem = cur % 62
+		}
+		dst[i] = base62[rem]
+	}
 }

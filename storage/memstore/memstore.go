@@ -256,17 +256,20 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	if _, ok := s.tokenIDs[t.ID]; ok {
 		return storage.ErrAlreadyExists
 	}
-	// Drop the user's tokens that are no longer live, then count the rest.
-	kept := e.tokens[:0]
-	for _, te := range e.tokens {
-		if te.tok.LiveAt(lim.LiveAt) {
-			kept = append(kept, te)
-		} else {
-			s.dropToken(te)
+	// Drop the user's tokens that are no longer live when they might count
+	// against the limit (or, without one, now and then), then count.
+	if (lim.Max > 0 && len(e.tokens) >= lim.Max) || len(e.tokens)%1024 == 1023 {
+		kept := e.tokens[:0]
+		for _, te := range e.tokens {
+			if te.tok.LiveAt(lim.LiveAt) {
+				kept = append(kept, te)
+			} else {
+				s.dropToken(te)
+			}
 		}
+		clear(e.tokens[len(kept):])
+		e.tokens = kept
 	}
-	clear(e.tokens[len(kept):])
-	e.tokens = kept
 	if lim.Max > 0 && len(e.tokens) >= lim.Max {
 		return storage.ErrLimitExceeded
 	}
