@@ -44,7 +44,7 @@ const (
 // checkResources adds every problem of rs under path, including a total size
 // over MaxResourcesJSON bytes of JSON.
 func checkResources(is *issues, rs []Resource, path ...any) {
-	size := 2 // []
+	size := 2 + max(len(rs)-1, 0) // brackets and commas
 	for i, r := range rs {
 		at := func(field string) []any { return append(slices.Clip(path), i, field) }
 		is.checkString(r.URL, 1, maxShortString, at("url")...)
@@ -53,7 +53,7 @@ func checkResources(is *issues, rs []Resource, path ...any) {
 			URL   string `json:"url"`
 			Alias string `json:"alias,omitempty"`
 		}{r.URL, r.Alias})
-		size += len(b) + 1
+		size += len(b)
 	}
 	if size > MaxResourcesJSON {
 		is.add(IssueTooBig, "required_resources must be at most 8192 bytes of JSON", path...)

@@ -230,7 +230,8 @@ func parseDucklingID(id string) (int, bool) {
 		return -1, true
 	}
 	digits, ok := strings.CutPrefix(id, "rs.")
-	if !ok || digits == "" || len(digits) > 2 || (len(digits) > 1 && digits[0] == '0') {
+	if !ok || digits == "" || len(digits) > 2 || (len(digits) > 1 && digits[0] == '0') ||
+		strings.IndexFunc(digits, func(r rune) bool { return r < '0' || r > '9' }) >= 0 {
 		return 0, false
 	}
 	n, err := strconv.Atoi(digits)

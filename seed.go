@@ -2,12 +2,14 @@ package orgadmin
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"strconv"
+
+	"github.com/orgadmin/orgadmin/storage"
 )
 
 // Seed is a fixture: organizations with their users, tokens, instance
@@ -83,18 +85,12 @@ type SeedResource struct {
 	Alias string `json:"alias"`
 }
 
-// WholeNumber is an int that decodes from any JSON number with no
-// fractional part (4 and 4.0 alike).
-type WholeNumber int
+// WholeNumber is a JSON number that must have no fractional part (4 and
+// 4.0 alike); Seed.Validate refuses others, naming the entry.
+type WholeNumber float64
 
-// UnmarshalJSON implements json.Unmarshaler.
-func (n *WholeNumber) UnmarshalJSON(b []byte) error {
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
-		return fmt.Errorf("%s is not a whole number", b)
-	}
-	*n = WholeNumber(f)
-	return nil
+func (n *WholeNumber) whole() bool {
+	return n == nil || (float64(*n) == math.Trunc(float64(*n)) && math.Abs(float64(*n)) <= math.MaxInt32)
 }
 
 func (n *WholeNumber) intPtr() *int {
@@ -102,6 +98,14 @@ func (n *WholeNumber) intPtr() *int {
 		return nil
 	}
 	return Ptr(int(*n))
+}
+
+// checkWhole returns an error naming where and field when n is not whole.
+func checkWhole(where, field string, n *WholeNumber) error {
+	if !n.whole() {
+		return fmt.Errorf("seed: %s: %s: %v is not a whole number", where, field, float64(*n))
+	}
+	return nil
 }
 
 // DecodeSeed reads a Seed from its JSON form. Unknown fields are ignored.
@@ -184,6 +188,20 @@ func (sd Seed) Validate() error {
 		names := map[string]bool{}
 		for j, u := range o.Users {
 			where := fmt.Sprintf("%s.users[%d] (%q)", where, j, u.Username)
+			if in := u.Instances; in != nil {
+				for _, side := range []struct {
+					name string
+					s    *SeedInstanceSide
+				}{{"read_write", in.ReadWrite}, {"read_scaling", in.ReadScaling}} {
+					if side.s == nil {
+						continue
+					}
+					if err := errors.Join(checkWhole(where, "instances."+side.name+".flock_size", side.s.FlockSize),
+						checkWhole(where, "instances."+side.name+".cooldown_seconds", side.s.CooldownSeconds)); err != nil {
+						return err
+					}
+				}
+			}
 			if err := validateNewUser(u.newUser()); err != nil {
 				return fmt.Errorf("seed: %s: %w", where, err)
 			}
@@ -194,6 +212,9 @@ func (sd Seed) Validate() error {
 			}
 			for k, t := range u.Tokens {
 				where := fmt.Sprintf("%s.tokens[%d] (%q)", where, k, t.Name)
+				if err := checkWhole(where, "ttl", t.TTL); err != nil {
+					return err
+				}
 				var is issues
 				t.input().check(&is)
 				if err := is.err(); err != nil {
@@ -213,6 +234,9 @@ func (sd Seed) Validate() error {
 		dives := map[string]bool{}
 		for j, d := range o.Dives {
 			where := fmt.Sprintf("%s.dives[%d] (%q)", where, j, d.ID)
+			if err := checkWhole(where, "version", d.Version); err != nil {
+				return err
+			}
 			if err := validateDive(d.dive()); err != nil {
 				return fmt.Errorf("seed: %s: %w", where, err)
 			}
@@ -235,6 +259,9 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	if err := sd.Validate(); err != nil {
 		return err
 	}
+	if err := s.checkSeedTokens(ctx, sd); err != nil {
+		return err
+	}
 	for _, o := range sd.Organizations {
 		if err := s.CreateOrg(ctx, o.ID); err != nil {
 			return fmt.Errorf("seed: organization %q: %w", o.ID, err)
@@ -247,6 +274,29 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 		for _, d := range o.Dives {
 			if err := s.RegisterDive(ctx, o.ID, d.dive()); err != nil {
 				return fmt.Errorf("seed: organization %q: dive %q: %w", o.ID, d.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSeedTokens refuses, before anything is written, a seed token value
+// that the store already holds for a user other than the one the seed
+// gives it to.
+func (s *Service) checkSeedTokens(ctx context.Context, sd Seed) error {
+	for i, o := range sd.Organizations {
+		for j, u := range o.Users {
+			for k, t := range u.Tokens {
+				cred, err := s.store.TokenByDigest(ctx, sha256.Sum256([]byte(t.Value)))
+				switch {
+				case errors.Is(err, storage.ErrNotFound):
+					continue
+				case err != nil:
+					return fmt.Errorf("seed: %w", internal("check token", err))
+				}
+				if cred.User.Org != o.ID || cred.User.FoldedUsername != FoldUsername(u.Username) {
+					return fmt.Errorf("seed: organizations[%d].users[%d] (%q).tokens[%d] (%q): token value already belongs to another user", i, j, u.Username, k, t.Name)
+				}
 			}
 		}
 	}

@@ -1,0 +1,276 @@
+package orgadmin_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"strings"
+	"time"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+)
+
+// The main flow: bootstrap an organization, authenticate its Admin, create
+// a service account, mint a token for it and list the users.
+func ExampleService() {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+
+	// The first Admin and its token come from Bootstrap; the HTTP API never
+	// creates Admins.
+	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Every request presents a bearer token.
+	value, ok := orgadmin.BearerToken("Bearer " + adminToken)
+	fmt.Println("bearer ok:", ok)
+	admin, err := svc.Authenticate(ctx, value)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("caller:", admin.Username, admin.Role)
+
+	bot, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{
+		Username:    "Ci_Bot",
+		Description: orgadmin.Ptr("builds and deploys"),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("created:", bot.Username, bot.Role, "service account:", bot.IsServiceAccount)
+
+	// Usernames compare case-insensitively.
+	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "ci_bot"})
+	fmt.Println("again:", orgadmin.ErrorCode(err))
+
+	tok, err := svc.CreateToken(ctx, admin, "ci_bot", orgadmin.CreateTokenInput{
+		Name: "pipeline",
+		TTL:  orgadmin.Ptr(3600),
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("token:", strings.HasPrefix(tok.Value, "oat_"), len(tok.Value), orgadmin.ValidSecretChecksum(tok.Value))
+	fmt.Println("lifetime:", tok.ExpireAt.Sub(tok.CreatedAt), tok.Type)
+
+	// The service account is a Member: it may not create accounts.
+	botCaller, err := svc.Authenticate(ctx, tok.Value)
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = svc.CreateServiceAccount(ctx, botCaller, orgadmin.CreateServiceAccountInput{Username: "other"})
+	fmt.Println("as", botCaller.Username+":", orgadmin.ErrorCode(err))
+
+	page, err := svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, u := range page.Users {
+		fmt.Println("user:", u.Username, u.Role, u.IsServiceAccount)
+	}
+	fmt.Println("total:", page.TotalCount)
+
+	// Output:
+	// bearer ok: true
+	// caller: admin Admin
+	// created: Ci_Bot Member service account: true
+	// again: BAD_REQUEST
+	// token: true 53 true
+	// lifetime: 1h0m0s read_write
+	// as Ci_Bot: FORBIDDEN
+	// user: admin Admin false
+	// user: Ci_Bot Member true
+	// total: 2
+}
+
+func ExampleService_SetInstanceConfig() {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	admin, err := svc.Authenticate(ctx, adminToken)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "etl"}); err != nil {
+		log.Fatal(err)
+	}
+
+	show := func(c orgadmin.InstanceConfig) {
+		for _, side := range []struct {
+			name string
+			s    *orgadmin.InstanceSide
+		}{{"read_write", c.ReadWrite}, {"read_scaling", c.ReadScaling}} {
+			fmt.Print(side.name, ": ", side.s.InstanceSize)
+			if side.s.FlockSize != nil {
+				fmt.Print(" flock_size=", *side.s.FlockSize)
+			}
+			if side.s.CooldownSeconds != nil {
+				fmt.Print(" cooldown_seconds=", *side.s.CooldownSeconds)
+			}
+			fmt.Println()
+		}
+	}
+
+	// A new user starts with the defaults.
+	cfg, err := svc.GetInstanceConfig(ctx, admin, "etl")
+	if err != nil {
+		log.Fatal(err)
+	}
+	show(cfg)
+
+	// The whole configuration is replaced; an unset cooldown shows the
+	// size's default, and pulse instances have none.
+	cfg, err = svc.SetInstanceConfig(ctx, admin, "etl", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
+		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeMega},
+		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizePulse, FlockSize: orgadmin.Ptr(8)},
+	}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	show(cfg)
+
+	// Every problem is reported at once.
+	_, err = svc.SetInstanceConfig(ctx, admin, "etl", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
+		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeGiga, CooldownSeconds: orgadmin.Ptr(30)},
+		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizePulse, FlockSize: orgadmin.Ptr(65), CooldownSeconds: orgadmin.Ptr(60)},
+	}})
+	fmt.Println(orgadmin.ErrorCode(err))
+	if e, ok := err.(*orgadmin.Error); ok {
+		for _, is := range e.Issues {
+			fmt.Println(" ", is.Path, is.Code)
+		}
+	}
+
+	// Output:
+	// read_write: standard cooldown_seconds=60
+	// read_scaling: standard flock_size=4 cooldown_seconds=60
+	// read_write: mega cooldown_seconds=300
+	// read_scaling: pulse flock_size=8
+	// BAD_REQUEST
+	//   [config read_write cooldown_seconds] too_small
+	//   [config read_scaling flock_size] too_big
+	//   [config read_scaling cooldown_seconds] not_allowed
+}
+
+func ExampleService_CreateEmbedSession() {
+	ctx := context.Background()
+	// A fixed clock, so the session's expiry can be printed.
+	now := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{Now: func() time.Time { return now }})
+	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	admin, err := svc.Authenticate(ctx, adminToken)
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "viewer"}); err != nil {
+		log.Fatal(err)
+	}
+
+	// Dives are registered through the Go API.
+	const diveID = "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f"
+	err = svc.RegisterDive(ctx, "acme", orgadmin.Dive{
+		ID:                diveID,
+		Title:             "Sales",
+		Version:           3,
+		RequiredResources: []orgadmin.Resource{{URL: "md:sales", Alias: "s"}},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	in := orgadmin.CreateEmbedSessionInput{
+		Username:     "viewer",
+		SessionName:  orgadmin.Ptr("dashboard"),
+		InitialState: json.RawMessage(`{"region": "emea"}`),
+	}
+	session, err := svc.CreateEmbedSession(ctx, admin, diveID, in)
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// The renderer resolves the opaque value.
+	s, err := svc.ResolveEmbedSession(ctx, session)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("dive:", s.DiveID, "version:", s.Version)
+	fmt.Println("for:", s.Username)
+	fmt.Println("resources:", s.RequiredResources)
+	fmt.Println("initial state:", string(s.InitialState))
+	fmt.Println("expires:", orgadmin.FormatTime(s.ExpiresAt))
+
+	// Another session of the same name reuses the read-scaling session.
+	again, err := svc.CreateEmbedSession(ctx, admin, diveID, in)
+	if err != nil {
+		log.Fatal(err)
+	}
+	s2, err := svc.ResolveEmbedSession(ctx, again)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("same affinity:", s.AffinityKey == s2.AffinityKey, "same value:", session == again)
+
+	// A session value is not an API credential.
+	_, err = svc.Authenticate(ctx, session)
+	fmt.Println("as bearer:", orgadmin.ErrorCode(err))
+
+	// Output:
+	// dive: 0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f version: 3
+	// for: viewer
+	// resources: [{md:sales s}]
+	// initial state: {"region":"emea"}
+	// expires: 2026-06-20T12:00:00.000Z
+	// same affinity: true same value: false
+	// as bearer: UNAUTHORIZED
+}
+
+func ExampleFoldUsername() {
+	fmt.Println(orgadmin.FoldUsername("Alice"), orgadmin.FoldUsername("ALICE"))
+	// Unicode simple case folding: the Kelvin sign is a k, final sigma a sigma.
+	fmt.Println(orgadmin.FoldUsername("\u212Aelvin"))
+	fmt.Println(orgadmin.FoldUsername("ΣΑΣ") == orgadmin.FoldUsername("σας"))
+	// Simple folding never changes a name's length: ß is not "ss".
+	fmt.Println(orgadmin.FoldUsername("Straße") == orgadmin.FoldUsername("STRASSE"))
+	// Output:
+	// alice alice
+	// kelvin
+	// true
+	// false
+}
+
+func ExampleValidUsername() {
+	for _, name := range []string{"alice", "Ci_Bot_2", "émile", "a٣", "2fast", "_x", "al-ice", ""} {
+		fmt.Printf("%q %v\n", name, orgadmin.ValidUsername(name))
+	}
+	// Output:
+	// "alice" true
+	// "Ci_Bot_2" true
+	// "émile" true
+	// "a٣" true
+	// "2fast" false
+	// "_x" false
+	// "al-ice" false
+	// "" false
+}
+
+func ExampleBearerToken() {
+	for _, h := range []string{"Bearer oat_abc", "bearer oat_abc", "Basic dXNlcg==", "Bearer"} {
+		tok, ok := orgadmin.BearerToken(h)
+		fmt.Printf("%q %q %v\n", h, tok, ok)
+	}
+	// Output:
+	// "Bearer oat_abc" "oat_abc" true
+	// "bearer oat_abc" "oat_abc" true
+	// "Basic dXNlcg==" "" false
+	// "Bearer" "" false
+}

@@ -1,0 +1,130 @@
+package orgadmin_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+)
+
+// t0 is the fake clock's starting instant: a whole millisecond, like every
+// time the service stores.
+var t0 = time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+
+// fakeClock is a manually advanced clock, safe for concurrent use.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: t0} }
+
+// Now returns the clock's current instant.
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+// Advance moves the clock forward by d.
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// env is a Service on a fresh memory store with a fake clock, and an org
+// "acme" whose Admin "admin" is authenticated as admin.
+type env struct {
+	svc        *orgadmin.Service
+	store      *memstore.Store
+	clk        *fakeClock
+	admin      orgadmin.Caller
+	adminToken string
+}
+
+const testOrg = "acme"
+
+// newEnv returns an env whose Service uses cfg with the fake clock's Now.
+func newEnv(t testing.TB, cfg orgadmin.Config) *env {
+	t.Helper()
+	clk := newFakeClock()
+	cfg.Now = clk.Now
+	store := memstore.New()
+	svc := orgadmin.New(store, cfg)
+	tok, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: testOrg, Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(context.Background(), tok)
+	require.NoError(t, err)
+	return &env{svc: svc, store: store, clk: clk, admin: admin, adminToken: tok}
+}
+
+// serviceAccount creates a service account named name in the env's org.
+func (e *env) serviceAccount(t testing.TB, name string) orgadmin.User {
+	t.Helper()
+	u, err := e.svc.CreateServiceAccount(context.Background(), e.admin, orgadmin.CreateServiceAccountInput{Username: name})
+	require.NoError(t, err)
+	return u
+}
+
+// human creates a user through the Go API in the env's org.
+func (e *env) human(t testing.TB, nu orgadmin.NewUser) orgadmin.User {
+	t.Helper()
+	u, err := e.svc.CreateUser(context.Background(), testOrg, nu)
+	require.NoError(t, err)
+	return u
+}
+
+// login seeds a read_write token for username and authenticates with it.
+func (e *env) login(t testing.TB, username string) (orgadmin.Caller, string) {
+	t.Helper()
+	ctx := context.Background()
+	value := "seeded-login-token-" + username
+	_, err := e.svc.SeedToken(ctx, testOrg, username, orgadmin.SeedTokenInput{
+		Value:            value,
+		CreateTokenInput: orgadmin.CreateTokenInput{Name: "login"},
+	})
+	require.NoError(t, err)
+	c, err := e.svc.Authenticate(ctx, value)
+	require.NoError(t, err)
+	return c, value
+}
+
+// token mints a read_write token for username as the Admin.
+func (e *env) token(t testing.TB, username string, in orgadmin.CreateTokenInput) orgadmin.Token {
+	t.Helper()
+	if in.Name == "" {
+		in.Name = "t"
+	}
+	tok, err := e.svc.CreateToken(context.Background(), e.admin, username, in)
+	require.NoError(t, err)
+	return tok
+}
+
+// requireCode asserts that err is an *orgadmin.Error of the sentinel's code,
+// compared with errors.Is, and returns it.
+func requireCode(t testing.TB, err error, sentinel *orgadmin.Error) *orgadmin.Error {
+	t.Helper()
+	require.Error(t, err)
+	require.Truef(t, errors.Is(err, sentinel), "want %s, got %v", sentinel.Code, err)
+	var e *orgadmin.Error
+	require.True(t, errors.As(err, &e))
+	return e
+}
+
+// issuePaths returns the paths of the issues of a BAD_REQUEST error.
+func issuePaths(t testing.TB, err error) [][]any {
+	t.Helper()
+	e := requireCode(t, err, orgadmin.ErrBadRequest)
+	out := make([][]any, len(e.Issues))
+	for i, is := range e.Issues {
+		out[i] = is.Path
+	}
+	return out
+}

@@ -1,0 +1,140 @@
+package orgadmin_test
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/orgadmin/orgadmin"
+)
+
+func TestFoldUsername_ASCIICaseFolding(t *testing.T) {
+	assert.Equal(t, "alice", orgadmin.FoldUsername("Alice"))
+	assert.Equal(t, "alice", orgadmin.FoldUsername("ALICE"))
+	assert.Equal(t, "alice", orgadmin.FoldUsername("alice"))
+	assert.Equal(t, "a_b9z", orgadmin.FoldUsername("A_B9Z"))
+	assert.Equal(t, "", orgadmin.FoldUsername(""))
+}
+
+func TestFoldUsername_SimpleFoldingOfNonASCII(t *testing.T) {
+	equal := []struct{ a, b string }{
+		{"ΣΑΣ", "σας"},            // final sigma folds with sigma
+		{"ΣΑΣ", "σασ"},            // and so does medial sigma
+		{"\u212Aelvin", "kelvin"}, // Kelvin sign
+		{"\u212A", "K"},
+		{"ſam", "sam"}, // long s
+		{"ſam", "SAM"},
+		{"ÄÖÜ", "äöü"},
+		{"ǅ", "ǆ"}, // titlecase dz
+		{"ǅ", "Ǆ"},
+		{"Ωmega", "\u2126mega"}, // Ohm sign
+	}
+	for _, c := range equal {
+		assert.Equalf(t, orgadmin.FoldUsername(c.a), orgadmin.FoldUsername(c.b), "%q vs %q", c.a, c.b)
+	}
+	differ := []struct{ a, b string }{
+		{"Straße", "STRASSE"}, // simple folding does not expand ß
+		{"Straße", "strasse"},
+		{"ı", "i"}, // dotless i is not in i's simple-folding orbit
+		{"İ", "i"}, // nor is dotted capital I
+		{"é", "e"},
+	}
+	for _, c := range differ {
+		assert.NotEqualf(t, orgadmin.FoldUsername(c.a), orgadmin.FoldUsername(c.b), "%q vs %q", c.a, c.b)
+	}
+	assert.Equal(t, "kelvin", orgadmin.FoldUsername("\u212Aelvin"), "the Kelvin sign folds to the letter k")
+	assert.Equal(t, "sam", orgadmin.FoldUsername("ſam"), "long s folds to s")
+}
+
+func TestFoldUsername_Idempotent(t *testing.T) {
+	for _, s := range []string{"Alice", "ALICE", "alice", "ΣΑΣ", "σας", "\u212A", "ſ", "Straße", "ẞ", "ǅ", "Ωmega", "İstanbul", "ﬃ", "Ǆungla", "日本語", "a٣_B"} {
+		once := orgadmin.FoldUsername(s)
+		assert.Equalf(t, once, orgadmin.FoldUsername(once), "fold(fold(%q))", s)
+	}
+}
+
+func TestFoldUsername_FoldedASCIIDoesNotAllocate(t *testing.T) {
+	name := strings.Repeat("already_folded_9", 10)
+	var out string
+	allocs := testing.AllocsPerRun(100, func() { out = orgadmin.FoldUsername(name) })
+	assert.Equal(t, 0.0, allocs)
+	assert.Equal(t, name, out)
+}
+
+func TestValidUsername_LengthInCodePoints(t *testing.T) {
+	assert.True(t, orgadmin.ValidUsername("a"), "1 code point")
+	assert.True(t, orgadmin.ValidUsername("é"), "1 code point of 2 bytes")
+	max := strings.Repeat("é", 255) // 510 bytes, 255 code points
+	assert.True(t, orgadmin.ValidUsername(max), "255 code points")
+	assert.True(t, orgadmin.ValidUsername(strings.Repeat("日", 255)), "255 code points of 3 bytes")
+	assert.False(t, orgadmin.ValidUsername(""), "0 code points")
+	assert.False(t, orgadmin.ValidUsername(max+"é"), "256 code points")
+	assert.False(t, orgadmin.ValidUsername(strings.Repeat("a", 256)), "256 ASCII")
+	assert.True(t, orgadmin.ValidUsername(strings.Repeat("a", 255)), "255 ASCII")
+}
+
+func TestValidUsername_LetterThenLettersDigitsUnderscore(t *testing.T) {
+	valid := []string{
+		"alice", "Alice_2", "a_", "émile", "日本語", "Σοφία", "a٣", // Arabic-Indic digit three
+		"x1_2_3", "ǅx", "a\u0966", // Devanagari digit zero
+	}
+	for _, s := range valid {
+		assert.Truef(t, orgadmin.ValidUsername(s), "%q", s)
+	}
+	invalid := []string{
+		"1alice", "_alice", "٣a", // a digit or underscore first
+		"al-ice", "al ice", "al.ice", "alice ", " alice", "al@ice", "a/b",
+		"a\xff", "\xffa", "a\xc3", // invalid UTF-8
+		"aⅫ",      // letter number (Nl), not a decimal digit
+		"a²",      // superscript two (No)
+		"a\u0301", // combining mark (Mn)
+		"a\u200b", // zero-width space
+	}
+	for _, s := range invalid {
+		assert.Falsef(t, orgadmin.ValidUsername(s), "%q", s)
+	}
+}
+
+func TestBearerToken_SchemeIsCaseInsensitive(t *testing.T) {
+	for _, h := range []string{"Bearer x", "bearer x", "BEARER x", "bEaReR x"} {
+		tok, ok := orgadmin.BearerToken(h)
+		assert.Truef(t, ok, "%q", h)
+		assert.Equalf(t, "x", tok, "%q", h)
+	}
+	tok, ok := orgadmin.BearerToken("Bearer oat_abc123")
+	assert.True(t, ok)
+	assert.Equal(t, "oat_abc123", tok)
+}
+
+func TestBearerToken_MalformedHeaders(t *testing.T) {
+	for _, h := range []string{"", "Bearer", "Bearer ", "Basic x", "Bearerx", "Bearer a b", "Bearer\tx", "Token x", "x"} {
+		tok, ok := orgadmin.BearerToken(h)
+		assert.Falsef(t, ok, "%q", h)
+		assert.Emptyf(t, tok, "%q", h)
+	}
+}
+
+func TestFoldUsername_EveryRuneFoldsWithItsSimpleFoldingOrbit(t *testing.T) {
+	bad, checked := 0, 0
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if utf8.RuneLen(r) < 0 || unicode.SimpleFold(r) == r {
+			continue // a surrogate, or a rune alone in its orbit
+		}
+		checked++
+		f := orgadmin.FoldUsername(string(r))
+		ok := utf8.RuneCountInString(f) == 1 && // simple folding maps one rune to one rune
+			orgadmin.FoldUsername(f) == f && // idempotent
+			orgadmin.FoldUsername(string(unicode.SimpleFold(r))) == f // one key per orbit
+		if !ok {
+			bad++
+			if bad <= 10 {
+				t.Errorf("rune %U: folds to %q", r, f)
+			}
+		}
+	}
+	assert.Zero(t, bad)
+	assert.Greater(t, checked, 2000, "every rune with a case-folding partner")
+}

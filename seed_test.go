@@ -1,0 +1,351 @@
+package orgadmin_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+)
+
+// sampleSeed is the fixture of DESIGN §12 with its "…" filled in, plus a
+// service account "bot" that gives only the required fields and a role-less
+// service account "ci_bot" with a non-default configuration.
+const sampleSeed = `{"organizations": [{
+  "id": "acme",
+  "users": [{
+    "username": "alice", "role": "Admin", "is_service_account": false,
+    "description": "Head of data", "email": "alice@example.com", "first_name": "Alice", "last_name": "Liddell",
+    "privileges": ["member_management.view_all_members"],
+    "tokens": [{"name": "ci", "value": "a-secret-of-16-to-512-chars",
+                "token_type": "read_write", "ttl": 3600, "description": "CI pipeline"}],
+    "instances": {"read_write": {"instance_size": "standard"},
+                  "read_scaling": {"instance_size": "standard", "flock_size": 4}},
+    "ducklings": [{"id": "rw", "status": "active"}, {"id": "rs.0", "status": "cooldown"}]
+  }, {
+    "username": "bot"
+  }, {
+    "username": "Ci_Bot", "is_service_account": true,
+    "tokens": [{"name": "reader", "value": "reader-token-value-0001", "token_type": "read_scaling"}],
+    "instances": {"read_write": {"instance_size": "mega", "cooldown_seconds": 120},
+                  "read_scaling": {"instance_size": "pulse", "flock_size": 4.0}}
+  }],
+  "dives": [{"id": "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f", "title": "Sales", "version": 3,
+             "required_resources": [{"url": "md:sales", "alias": "s"}]}]
+}]}`
+
+const aliceToken = "a-secret-of-16-to-512-chars"
+
+// loadSeed decodes and applies a JSON seed.
+func loadSeed(t testing.TB, svc *orgadmin.Service, js string) {
+	t.Helper()
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(js))
+	require.NoError(t, err)
+	require.NoError(t, svc.ApplySeed(context.Background(), sd))
+}
+
+// seedEnv is a Service on an empty store with a fake clock; nothing is
+// bootstrapped.
+func seedEnv(t testing.TB) (*orgadmin.Service, *memstore.Store, *fakeClock) {
+	t.Helper()
+	clk := newFakeClock()
+	store := memstore.New()
+	return orgadmin.New(store, orgadmin.Config{Now: clk.Now}), store, clk
+}
+
+func TestSeed_SampleFixture(t *testing.T) {
+	svc, store, clk := seedEnv(t)
+	ctx := context.Background()
+	clk.Advance(time.Hour)
+	load := t0.Add(time.Hour)
+	loadSeed(t, svc, sampleSeed)
+
+	alice, err := svc.Authenticate(ctx, aliceToken)
+	require.NoError(t, err, "the seeded token value authenticates")
+	assert.Equal(t, "acme", alice.Org)
+	assert.Equal(t, "alice", alice.Username)
+	assert.Equal(t, orgadmin.RoleAdmin, alice.Role)
+	assert.Equal(t, orgadmin.TokenReadWrite, alice.TokenType)
+
+	page, err := svc.ListUsers(ctx, alice, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 3, page.TotalCount)
+	require.Len(t, page.Users, 3)
+	u := page.Users[0]
+	assert.Equal(t, "alice", u.Username)
+	assert.Equal(t, orgadmin.RoleAdmin, u.Role)
+	assert.False(t, u.IsServiceAccount)
+	assert.Equal(t, "Head of data", u.Description)
+	assert.Equal(t, "alice@example.com", u.Email)
+	assert.Equal(t, "Alice", u.FirstName)
+	assert.Equal(t, "Liddell", u.LastName)
+	assert.Equal(t, []string{orgadmin.PrivilegeViewAllMembers}, u.Privileges)
+	assert.Equal(t, load, u.CreatedAt)
+	bot := page.Users[1]
+	assert.Equal(t, "bot", bot.Username)
+	assert.Equal(t, orgadmin.RoleMember, bot.Role, "role defaults to Member")
+	assert.False(t, bot.IsServiceAccount)
+	assert.Empty(t, bot.Privileges)
+	ci := page.Users[2]
+	assert.Equal(t, "Ci_Bot", ci.Username)
+	assert.Equal(t, orgadmin.RoleMember, ci.Role)
+	assert.True(t, ci.IsServiceAccount)
+
+	// Tokens: the ttl counts from the load.
+	toks, err := svc.ListTokens(ctx, alice, "alice")
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	assert.Equal(t, "ci", toks[0].Name)
+	assert.Equal(t, "CI pipeline", toks[0].Description)
+	assert.Equal(t, orgadmin.TokenReadWrite, toks[0].Type)
+	assert.Equal(t, load, toks[0].CreatedAt)
+	assert.Equal(t, load.Add(3600*time.Second), toks[0].ExpireAt)
+	assert.Empty(t, toks[0].Value)
+	toks, err = svc.ListTokens(ctx, alice, "ci_bot")
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	assert.Equal(t, orgadmin.TokenReadScaling, toks[0].Type)
+	assert.True(t, toks[0].ExpireAt.IsZero())
+	reader, err := svc.Authenticate(ctx, "reader-token-value-0001")
+	require.NoError(t, err)
+	assert.Equal(t, orgadmin.TokenReadScaling, reader.TokenType)
+	toks, err = svc.ListTokens(ctx, alice, "bot")
+	require.NoError(t, err)
+	assert.Empty(t, toks)
+
+	// Instances.
+	cfg, err := svc.GetInstanceConfig(ctx, alice, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, defaultConfig(), cfg)
+	cfg, err = svc.GetInstanceConfig(ctx, alice, "bot")
+	require.NoError(t, err)
+	assert.Equal(t, defaultConfig(), cfg)
+	cfg, err = svc.GetInstanceConfig(ctx, alice, "ci_bot")
+	require.NoError(t, err)
+	assert.Equal(t, orgadmin.InstanceConfig{
+		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "mega", CooldownSeconds: orgadmin.Ptr(120)},
+		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "pulse", FlockSize: orgadmin.Ptr(4)},
+	}, cfg, "flock_size 4.0 is accepted")
+
+	// Ducklings: "cooldown" was marked idle at load.
+	active := func() []orgadmin.ActiveAccount {
+		t.Helper()
+		a, err := svc.GetActiveAccounts(ctx, alice)
+		require.NoError(t, err)
+		return a
+	}
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("active"), rs(0, "cooldown")}}}, active())
+	clk.Advance(60*time.Second - time.Millisecond)
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("active"), rs(0, "cooldown")}}}, active())
+	clk.Advance(time.Millisecond)
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("active")}}}, active())
+
+	// Dives.
+	d, err := store.GetDive(ctx, "acme", "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f")
+	require.NoError(t, err)
+	assert.Equal(t, storage.Dive{
+		ID: "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f", Org: "acme", Title: "Sales", Version: 3,
+		RequiredResources: []storage.Resource{{URL: "md:sales", Alias: "s"}},
+	}, d)
+	v, err := svc.CreateEmbedSession(ctx, alice, "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f", orgadmin.CreateEmbedSessionInput{Username: "ci_bot"})
+	require.NoError(t, err)
+	s, err := svc.ResolveEmbedSession(ctx, v)
+	require.NoError(t, err)
+	assert.Equal(t, 3, s.Version)
+	assert.Equal(t, []orgadmin.Resource{{URL: "md:sales", Alias: "s"}}, s.RequiredResources)
+
+	// The seeded token expires ttl after the load.
+	clk.Advance(3600*time.Second - 60*time.Second)
+	_, err = svc.Authenticate(ctx, aliceToken)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+// seedState is everything a caller can observe of the sample seed's org.
+type seedState struct {
+	Users  orgadmin.UserPage
+	Tokens map[string][]orgadmin.Token
+	Active []orgadmin.ActiveAccount
+	Config map[string]orgadmin.InstanceConfig
+	Dive   storage.Dive
+}
+
+func observeSeed(t testing.TB, svc *orgadmin.Service, store storage.Store) seedState {
+	t.Helper()
+	ctx := context.Background()
+	alice, err := svc.Authenticate(ctx, aliceToken)
+	require.NoError(t, err)
+	st := seedState{Tokens: map[string][]orgadmin.Token{}, Config: map[string]orgadmin.InstanceConfig{}}
+	st.Users, err = svc.ListUsers(ctx, alice, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	for _, u := range st.Users.Users {
+		st.Tokens[u.Username], err = svc.ListTokens(ctx, alice, u.Username)
+		require.NoError(t, err)
+		st.Config[u.Username], err = svc.GetInstanceConfig(ctx, alice, u.Username)
+		require.NoError(t, err)
+	}
+	st.Active, err = svc.GetActiveAccounts(ctx, alice)
+	require.NoError(t, err)
+	st.Dive, err = store.GetDive(ctx, "acme", "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f")
+	require.NoError(t, err)
+	return st
+}
+
+func TestSeed_ApplyingTwiceChangesNothing(t *testing.T) {
+	svc, store, clk := seedEnv(t)
+	loadSeed(t, svc, sampleSeed)
+	// Long enough for rs.0's cooldown to end and for a token minted anew to
+	// show a different created_ts and expire_at.
+	clk.Advance(2 * time.Minute)
+	before := observeSeed(t, svc, store)
+	require.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("active")}}}, before.Active)
+
+	loadSeed(t, svc, sampleSeed)
+	after := observeSeed(t, svc, store)
+	assert.Equal(t, before, after)
+
+	// Also from a second Service sharing the store (a restart).
+	loadSeed(t, orgadmin.New(store, orgadmin.Config{Now: clk.Now}), sampleSeed)
+	assert.Equal(t, before, observeSeed(t, svc, store))
+}
+
+func TestSeed_BrokenRuleNamesEntryAndWritesNothing(t *testing.T) {
+	const okOrg = `{"id": "first", "users": [{"username": "zed", "tokens": [{"name": "t", "value": "zed-token-value-0001"}]}],
+	                "dives": [{"id": "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"}]}`
+	cases := []struct {
+		name string
+		org  string // the second organization, "acme", which breaks a rule
+		want []string
+	}{
+		{"bad username", `{"id": "acme", "users": [{"username": "alice"}, {"username": "9lives"}]}`,
+			[]string{"users[1]", "9lives"}},
+		{"username with a dash", `{"id": "acme", "users": [{"username": "alice"}, {"username": "al-ice"}]}`,
+			[]string{"users[1]", "al-ice"}},
+		{"token value of 15 chars", `{"id": "acme", "users": [{"username": "alice", "tokens": [
+			{"name": "ok", "value": "sixteen-chars-ok"}, {"name": "short", "value": "fifteen-chars-x"}]}]}`,
+			[]string{"users[0]", "alice", "tokens[1]", "short"}},
+		{"token without name", `{"id": "acme", "users": [{"username": "alice", "tokens": [{"value": "sixteen-chars-ok"}]}]}`,
+			[]string{"users[0]", "alice", "tokens[0]"}},
+		{"duplicate token value", `{"id": "acme", "users": [{"username": "alice", "tokens": [{"name": "dup", "value": "zed-token-value-0001"}]}]}`,
+			[]string{"users[0]", "alice", "tokens[0]", "dup"}},
+		{"bad duckling id", `{"id": "acme", "users": [{"username": "alice", "ducklings": [{"id": "rw", "status": "active"}, {"id": "rs.64", "status": "active"}]}]}`,
+			[]string{"users[0]", "alice", "ducklings[1]", "rs.64"}},
+		{"bad duckling status", `{"id": "acme", "users": [{"username": "alice", "ducklings": [{"id": "rw", "status": "busy"}]}]}`,
+			[]string{"users[0]", "alice", "ducklings[0]", "rw"}},
+		{"duplicate username", `{"id": "acme", "users": [{"username": "alice"}, {"username": "ALICE"}]}`,
+			[]string{"users[1]", "ALICE"}},
+		{"bad role", `{"id": "acme", "users": [{"username": "alice", "role": "Owner"}]}`,
+			[]string{"users[0]", "alice"}},
+		{"bad instances", `{"id": "acme", "users": [{"username": "alice", "instances": {"read_write": {"instance_size": "pulse", "cooldown_seconds": 60}, "read_scaling": {"instance_size": "standard", "flock_size": 65}}}]}`,
+			[]string{"users[0]", "alice", "cooldown_seconds", "flock_size"}},
+		{"bad dive uuid", `{"id": "acme", "users": [{"username": "alice"}], "dives": [{"id": "0b0d-not-a-uuid", "title": "Sales"}]}`,
+			[]string{"dives[0]", "0b0d-not-a-uuid"}},
+		{"dive version 0", `{"id": "acme", "dives": [{"id": "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f", "version": 0}]}`,
+			[]string{"dives[0]", "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f"}},
+		{"bad org id", `{"id": "ac me"}`, []string{"organizations[1]", "ac me"}},
+		{"duplicate org id", `{"id": "first"}`, []string{"organizations[1]", "first"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			svc, store, _ := seedEnv(t)
+			ctx := context.Background()
+			sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [` + okOrg + `, ` + c.org + `]}`))
+			require.NoError(t, err)
+			err = svc.ApplySeed(ctx, sd)
+			require.Error(t, err)
+			for _, w := range c.want {
+				assert.Contains(t, err.Error(), w)
+			}
+			for _, org := range []string{"first", "acme"} {
+				_, err = store.GetOrg(ctx, org)
+				assert.ErrorIsf(t, err, storage.ErrNotFound, "org %s must not exist", org)
+			}
+			_, err = svc.Authenticate(ctx, "zed-token-value-0001")
+			requireCode(t, err, orgadmin.ErrUnauthorized)
+		})
+	}
+}
+
+func TestSeed_FlockSizeMustBeWhole(t *testing.T) {
+	seed := func(flock string) string {
+		return `{"organizations": [{"id": "acme", "users": [{"username": "alice",
+		  "instances": {"read_write": {"instance_size": "standard"},
+		                "read_scaling": {"instance_size": "standard", "flock_size": ` + flock + `}}}]}]}`
+	}
+	for _, ok := range []string{"4.0", "4", "0", "64", "64.0", "4e0"} {
+		svc, _, _ := seedEnv(t)
+		loadSeed(t, svc, seed(ok))
+		u, err := svc.GetUser(context.Background(), "acme", "alice")
+		require.NoError(t, err)
+		assert.Equal(t, "alice", u.Username)
+	}
+	for _, bad := range []string{"2.5", "4.000001", `"4"`, "65", "-1", "1e100"} {
+		svc, store, _ := seedEnv(t)
+		sd, err := orgadmin.DecodeSeed(strings.NewReader(seed(bad)))
+		if err == nil {
+			err = svc.ApplySeed(context.Background(), sd)
+		}
+		assert.Errorf(t, err, "flock_size %s", bad)
+		_, err = store.GetOrg(context.Background(), "acme")
+		assert.ErrorIs(t, err, storage.ErrNotFound)
+	}
+}
+
+func TestSeed_FractionalNumberErrorNamesEntry(t *testing.T) {
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "alice",
+	  "instances": {"read_write": {"instance_size": "standard"},
+	                "read_scaling": {"instance_size": "standard", "flock_size": 2.5}}}]}]}`))
+	require.NoError(t, err, "decoding accepts any number; validation names the entry")
+	err = sd.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `users[0] ("alice")`)
+	assert.Contains(t, err.Error(), "flock_size")
+}
+
+func TestSeed_ExistingDataIsLeftAsItIs(t *testing.T) {
+	svc, store, clk := seedEnv(t)
+	ctx := context.Background()
+	loadSeed(t, svc, sampleSeed)
+	alice, err := svc.Authenticate(ctx, aliceToken)
+	require.NoError(t, err)
+	_, err = svc.SetInstanceConfig(ctx, alice, "ci_bot", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
+		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "giga"},
+		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "giga", FlockSize: orgadmin.Ptr(9)},
+	}})
+	require.NoError(t, err)
+	clk.Advance(time.Minute)
+	before := observeSeed(t, svc, store)
+	loadSeed(t, svc, sampleSeed)
+	assert.Equal(t, before, observeSeed(t, svc, store), "a restart with the seed does not undo changes")
+}
+
+func TestSeed_TokenValueOfAnotherUserWritesNothing(t *testing.T) {
+	svc, store, _ := seedEnv(t)
+	ctx := context.Background()
+	loadSeed(t, svc, sampleSeed)
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "globex", "users": [
+	  {"username": "bob", "tokens": [{"name": "stolen", "value": "` + aliceToken + `"}]}]}]}`))
+	require.NoError(t, err)
+	err = svc.ApplySeed(ctx, sd)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "bob")
+	assert.Contains(t, err.Error(), "stolen")
+	_, err = store.GetOrg(ctx, "globex")
+	assert.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+func TestDecodeSeed_RejectsMalformedJSON(t *testing.T) {
+	for _, js := range []string{``, `{`, `[]`, `{"organizations": [{"id": "acme"}]} {}`, `{"organizations": [{"id": 5}]}`} {
+		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		assert.Errorf(t, err, "%q", js)
+	}
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "unknown": 1}], "extra": true}`))
+	require.NoError(t, err, "unknown fields are ignored")
+	require.Len(t, sd.Organizations, 1)
+	assert.Equal(t, "acme", sd.Organizations[0].ID)
+}

@@ -1,0 +1,1137 @@
+package orgadmin_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+)
+
+// allOps is every operation Authorize knows.
+var allOps = []orgadmin.Op{
+	orgadmin.OpGetInstances, orgadmin.OpSetInstances, orgadmin.OpGetActiveAccounts,
+	orgadmin.OpCreateServiceAccount, orgadmin.OpListUsers, orgadmin.OpDeleteUser,
+	orgadmin.OpCreateToken, orgadmin.OpListTokens, orgadmin.OpDeleteToken,
+	orgadmin.OpCreateEmbedSession,
+}
+
+// --- Authentication -------------------------------------------------------
+
+func TestAuthenticate_ValidToken(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	sa := e.serviceAccount(t, "Bot")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ci"})
+
+	c, err := e.svc.Authenticate(ctx, tok.Value)
+	require.NoError(t, err)
+	assert.Equal(t, testOrg, c.Org)
+	assert.Equal(t, sa.ID, c.UserID)
+	assert.Equal(t, "Bot", c.Username)
+	assert.Equal(t, orgadmin.RoleMember, c.Role)
+	assert.True(t, c.IsServiceAccount)
+	assert.Equal(t, tok.ID, c.TokenID)
+	assert.Equal(t, orgadmin.TokenReadWrite, c.TokenType)
+
+	assert.Equal(t, "admin", e.admin.Username)
+	assert.Equal(t, orgadmin.RoleAdmin, e.admin.Role)
+	assert.False(t, e.admin.IsServiceAccount)
+}
+
+func TestAuthenticate_UnknownToken(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	for _, v := range []string{"", "x", "oat_unknown", e.adminToken + "x", e.adminToken[:len(e.adminToken)-1]} {
+		_, err := e.svc.Authenticate(context.Background(), v)
+		requireCode(t, err, orgadmin.ErrUnauthorized)
+		assert.Equal(t, orgadmin.CodeUnauthorized, orgadmin.ErrorCode(err))
+	}
+}
+
+func TestAuthenticate_ExpiresExactlyAtExpireAt(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "short", TTL: orgadmin.Ptr(300)})
+	assert.Equal(t, t0.Add(300*time.Second), tok.ExpireAt)
+
+	e.clk.Advance(299*time.Second + 999*time.Millisecond)
+	_, err := e.svc.Authenticate(ctx, tok.Value)
+	require.NoError(t, err, "valid 1ms before expire_at")
+
+	e.clk.Advance(time.Millisecond)
+	_, err = e.svc.Authenticate(ctx, tok.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+func TestAuthenticate_RevokedToken(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{})
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", tok.ID))
+	_, err := e.svc.Authenticate(ctx, tok.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+func TestAuthenticate_DeletedUser(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{})
+	_, err := e.svc.DeleteUser(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	_, err = e.svc.Authenticate(ctx, tok.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+func TestAuthenticate_ValueOver512BytesIsUnauthorized(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	max := strings.Repeat("k", 512)
+	_, err := e.svc.SeedToken(ctx, testOrg, "bot", orgadmin.SeedTokenInput{Value: max, CreateTokenInput: orgadmin.CreateTokenInput{Name: "long"}})
+	require.NoError(t, err)
+
+	c, err := e.svc.Authenticate(ctx, max)
+	require.NoError(t, err, "512 bytes is the longest accepted value")
+	assert.Equal(t, "bot", c.Username)
+
+	_, err = e.svc.Authenticate(ctx, max+"k")
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+	_, err = e.svc.Authenticate(ctx, strings.Repeat("k", 1<<20))
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+func TestAuthenticate_ReadScalingTokenIsForbiddenEverywhere(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	tok, err := e.svc.CreateToken(ctx, e.admin, "admin", orgadmin.CreateTokenInput{Name: "rs", TokenType: orgadmin.Ptr("read_scaling")})
+	require.NoError(t, err)
+	assert.True(t, tok.ReadOnly())
+	assert.Equal(t, orgadmin.TokenReadScaling, tok.Type)
+
+	c, err := e.svc.Authenticate(ctx, tok.Value)
+	require.NoError(t, err, "a read_scaling token is a valid credential")
+	assert.Equal(t, orgadmin.TokenReadScaling, c.TokenType)
+	assert.Equal(t, orgadmin.RoleAdmin, c.Role)
+
+	for _, op := range allOps {
+		for _, target := range []string{"", "admin"} {
+			err := e.svc.Authorize(c, op, target)
+			assert.Truef(t, errors.Is(err, orgadmin.ErrForbidden), "op %d target %q: %v", op, target, err)
+		}
+	}
+	_, err = e.svc.ListUsers(ctx, c, orgadmin.ListUsersOptions{})
+	requireCode(t, err, orgadmin.ErrForbidden)
+	_, err = e.svc.GetInstanceConfig(ctx, c, "admin")
+	requireCode(t, err, orgadmin.ErrForbidden)
+	_, err = e.svc.ListTokens(ctx, c, "admin")
+	requireCode(t, err, orgadmin.ErrForbidden)
+}
+
+// --- Authorization (DESIGN §2) --------------------------------------------
+
+func TestAuthorize_WhoMayDoWhat(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	e.human(t, orgadmin.NewUser{Username: "member"})
+	e.human(t, orgadmin.NewUser{Username: "viewer", Privileges: []string{orgadmin.PrivilegeViewAllMembers}})
+	e.serviceAccount(t, "bot")
+	member, _ := e.login(t, "member")
+	viewer, _ := e.login(t, "viewer")
+
+	cases := []struct {
+		caller orgadmin.Caller
+		op     orgadmin.Op
+		target string
+		ok     bool
+	}{
+		{e.admin, orgadmin.OpGetInstances, "member", true},
+		{member, orgadmin.OpGetInstances, "MEMBER", true},
+		{member, orgadmin.OpGetInstances, "viewer", false},
+		{member, orgadmin.OpSetInstances, "member", true},
+		{member, orgadmin.OpSetInstances, "bot", false},
+		{e.admin, orgadmin.OpGetActiveAccounts, "", true},
+		{viewer, orgadmin.OpGetActiveAccounts, "", false},
+		{e.admin, orgadmin.OpCreateServiceAccount, "", true},
+		{member, orgadmin.OpCreateServiceAccount, "", false},
+		{e.admin, orgadmin.OpListUsers, "", true},
+		{viewer, orgadmin.OpListUsers, "", true},
+		{member, orgadmin.OpListUsers, "", false},
+		{e.admin, orgadmin.OpDeleteUser, "member", true},
+		{member, orgadmin.OpDeleteUser, "member", false},
+		{member, orgadmin.OpCreateToken, "member", true},
+		{member, orgadmin.OpCreateToken, "bot", false},
+		{member, orgadmin.OpListTokens, "member", true},
+		{member, orgadmin.OpListTokens, "viewer", false},
+		{e.admin, orgadmin.OpListTokens, "viewer", true},
+		{member, orgadmin.OpDeleteToken, "viewer", false},
+		{e.admin, orgadmin.OpCreateEmbedSession, "", true},
+		{member, orgadmin.OpCreateEmbedSession, "", false},
+	}
+	for _, c := range cases {
+		err := e.svc.Authorize(c.caller, c.op, c.target)
+		if c.ok {
+			assert.NoErrorf(t, err, "%s op %d on %q", c.caller.Username, c.op, c.target)
+		} else {
+			assert.Truef(t, errors.Is(err, orgadmin.ErrForbidden), "%s op %d on %q: %v", c.caller.Username, c.op, c.target, err)
+		}
+	}
+}
+
+func TestCreateToken_AdminNeverForAnotherHumanUser(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.human(t, orgadmin.NewUser{Username: "carol"})
+	e.human(t, orgadmin.NewUser{Username: "boss", Role: orgadmin.RoleAdmin})
+
+	_, err := e.svc.CreateToken(ctx, e.admin, "carol", orgadmin.CreateTokenInput{Name: "x"})
+	requireCode(t, err, orgadmin.ErrForbidden)
+	_, err = e.svc.CreateToken(ctx, e.admin, "boss", orgadmin.CreateTokenInput{Name: "x"})
+	requireCode(t, err, orgadmin.ErrForbidden)
+
+	carol, _ := e.login(t, "carol")
+	tok, err := e.svc.CreateToken(ctx, carol, "Carol", orgadmin.CreateTokenInput{Name: "mine"})
+	require.NoError(t, err, "a user may create tokens for themself")
+	assert.Equal(t, "mine", tok.Name)
+}
+
+func TestAuthorization_OrderOfChecks(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.human(t, orgadmin.NewUser{Username: "carol"})
+	member, _ := e.login(t, "carol")
+	bad := orgadmin.CreateTokenInput{Name: ""}
+
+	// 403 from the role comes before 400 from the body.
+	_, err := e.svc.CreateServiceAccount(ctx, member, orgadmin.CreateServiceAccountInput{Username: "1bad"})
+	requireCode(t, err, orgadmin.ErrForbidden)
+	// 400 comes before 404.
+	_, err = e.svc.CreateToken(ctx, e.admin, "nosuch", bad)
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	// 400 comes before the 403 that depends on the target.
+	_, err = e.svc.CreateToken(ctx, e.admin, "carol", bad)
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	// 404 comes before the 403 that depends on the target.
+	_, err = e.svc.CreateToken(ctx, e.admin, "nosuch", orgadmin.CreateTokenInput{Name: "x"})
+	requireCode(t, err, orgadmin.ErrNotFound)
+	// A path username longer than 255 characters is a 400, a well-formed
+	// name that cannot exist a 404.
+	_, err = e.svc.GetInstanceConfig(ctx, e.admin, strings.Repeat("a", 256))
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	_, err = e.svc.GetInstanceConfig(ctx, e.admin, "no-such")
+	requireCode(t, err, orgadmin.ErrNotFound)
+}
+
+func TestTenancy_OtherOrgIsInvisible(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	otherTok, err := e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "globex", Username: "root"})
+	require.NoError(t, err)
+	other, err := e.svc.Authenticate(ctx, otherTok)
+	require.NoError(t, err)
+	e.serviceAccount(t, "bot")
+
+	_, err = e.svc.GetInstanceConfig(ctx, other, "bot")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	_, err = e.svc.ListTokens(ctx, other, "bot")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	_, err = e.svc.CreateToken(ctx, other, "bot", orgadmin.CreateTokenInput{Name: "x"})
+	requireCode(t, err, orgadmin.ErrNotFound)
+	_, err = e.svc.DeleteUser(ctx, other, "bot")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	_, err = e.svc.DeleteUser(ctx, other, "admin")
+	requireCode(t, err, orgadmin.ErrNotFound)
+
+	page, err := e.svc.ListUsers(ctx, other, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"root"}, usernames(page.Users))
+	assert.Equal(t, 1, page.TotalCount)
+
+	// The same username may exist in both orgs.
+	_, err = e.svc.CreateServiceAccount(ctx, other, orgadmin.CreateServiceAccountInput{Username: "bot"})
+	require.NoError(t, err)
+}
+
+// --- Users ----------------------------------------------------------------
+
+func usernames(us []orgadmin.User) []string {
+	out := make([]string, len(us))
+	for i, u := range us {
+		out[i] = u.Username
+	}
+	return out
+}
+
+func TestCreateServiceAccount_MemberRoleServiceAccount(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	u, err := e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "Ci_Bot", Description: orgadmin.Ptr("builds")})
+	require.NoError(t, err)
+	assert.Equal(t, "Ci_Bot", u.Username)
+	assert.Equal(t, "builds", u.Description)
+	assert.Equal(t, orgadmin.RoleMember, u.Role)
+	assert.True(t, u.IsServiceAccount)
+	assert.Equal(t, testOrg, u.Org)
+	assert.Equal(t, t0, u.CreatedAt)
+	assert.Len(t, u.ID, 36)
+
+	got, err := e.svc.GetUser(ctx, testOrg, "ci_bot")
+	require.NoError(t, err)
+	assert.Equal(t, u, got, "the spelling given at creation is stored; lookups fold")
+}
+
+func TestCreateServiceAccount_DuplicateFoldedUsername(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "Bot")
+	for _, name := range []string{"Bot", "bot", "BOT"} {
+		_, err := e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: name})
+		be := requireCode(t, err, orgadmin.ErrBadRequest)
+		require.Len(t, be.Issues, 1)
+		assert.Equal(t, []any{"username"}, be.Issues[0].Path)
+		assert.Equal(t, "already_exists", be.Issues[0].Code)
+	}
+	// Folding is Unicode simple folding: the Kelvin sign is a k.
+	e.serviceAccount(t, "kilo")
+	_, err := e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "\u212Ailo"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+}
+
+func TestCreateServiceAccount_ValidationReportsAllProblems(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	_, err := e.svc.CreateServiceAccount(context.Background(), e.admin, orgadmin.CreateServiceAccountInput{
+		Username:    "9lives",
+		Description: orgadmin.Ptr(strings.Repeat("d", 1001)),
+	})
+	assert.Equal(t, [][]any{{"username"}, {"description"}}, issuePaths(t, err))
+	assert.NoError(t, orgadmin.ValidateCreateServiceAccount(orgadmin.CreateServiceAccountInput{
+		Username: "ok", Description: orgadmin.Ptr(strings.Repeat("é", 1000)),
+	}))
+}
+
+func TestListUsers_OrderedByFoldedUsername(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	for _, n := range []string{"carol", "Bob", "alice", "Dave"} {
+		e.serviceAccount(t, n)
+	}
+	page, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin", "alice", "Bob", "carol", "Dave"}, usernames(page.Users))
+	assert.Equal(t, 5, page.TotalCount)
+	assert.Empty(t, page.NextPageToken, "last page")
+}
+
+func TestListUsers_PaginationAndFilter(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	for _, n := range []string{"b1", "b2", "b3", "b4"} {
+		e.serviceAccount(t, n)
+	}
+	e.human(t, orgadmin.NewUser{Username: "h1"})
+
+	p1, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(2)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin", "b1"}, usernames(p1.Users))
+	assert.Equal(t, 6, p1.TotalCount)
+	require.NotEmpty(t, p1.NextPageToken)
+
+	// page_token takes precedence over offset.
+	p2, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(2), PageToken: p1.NextPageToken, Offset: orgadmin.Ptr(5)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b2", "b3"}, usernames(p2.Users))
+	p3, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(2), PageToken: p2.NextPageToken})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b4", "h1"}, usernames(p3.Users))
+	assert.Empty(t, p3.NextPageToken)
+
+	off, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(4)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b4", "h1"}, usernames(off.Users))
+
+	sa, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{ServiceAccount: orgadmin.Ptr(true)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"b1", "b2", "b3", "b4"}, usernames(sa.Users))
+	assert.Equal(t, 4, sa.TotalCount)
+	humans, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{ServiceAccount: orgadmin.Ptr(false)})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin", "h1"}, usernames(humans.Users))
+	assert.Equal(t, 2, humans.TotalCount)
+}
+
+func TestListUsers_BadOptions(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	_, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(0), Offset: orgadmin.Ptr(-1), PageToken: "garbage!"})
+	assert.Equal(t, [][]any{{"limit"}, {"offset"}, {"page_token"}}, issuePaths(t, err))
+	_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(1001)})
+	assert.Equal(t, [][]any{{"limit"}}, issuePaths(t, err))
+	for _, lim := range []int{1, 1000} {
+		_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(lim)})
+		assert.NoError(t, err)
+	}
+}
+
+func TestDeleteUser_CascadesAndFreesUsername(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	sa := e.serviceAccount(t, "Bot")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{})
+	_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
+		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeGiga},
+		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeMega, FlockSize: orgadmin.Ptr(9)},
+	}})
+	require.NoError(t, err)
+	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
+	const dive = "6f1c1c3e-3b7a-4f0e-9b0a-2d4a8f7e5c11"
+	require.NoError(t, e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: dive, Title: "Sales"}))
+	session, err := e.svc.CreateEmbedSession(ctx, e.admin, dive, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	require.NoError(t, err)
+
+	deleted, err := e.svc.DeleteUser(ctx, e.admin, "BOT")
+	require.NoError(t, err)
+	assert.Equal(t, "Bot", deleted.Username, "answers the stored spelling")
+	assert.Equal(t, sa.ID, deleted.ID)
+
+	_, err = e.svc.Authenticate(ctx, tok.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+	_, err = e.svc.GetUser(ctx, testOrg, "bot")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	_, err = e.svc.ResolveEmbedSession(ctx, session)
+	requireCode(t, err, orgadmin.ErrNotFound)
+	accts, err := e.svc.GetActiveAccounts(ctx, e.admin)
+	require.NoError(t, err)
+	assert.Empty(t, accts)
+	_, err = e.svc.DeleteUser(ctx, e.admin, "bot")
+	requireCode(t, err, orgadmin.ErrNotFound)
+
+	// The username can be created anew, with nothing of the old user.
+	again := e.serviceAccount(t, "bot")
+	assert.NotEqual(t, sa.ID, again.ID)
+	toks, err := e.svc.ListTokens(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	assert.Empty(t, toks)
+	cfg, err := e.svc.GetInstanceConfig(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	assert.Equal(t, defaultConfig(), cfg)
+	accts, err = e.svc.GetActiveAccounts(ctx, e.admin)
+	require.NoError(t, err)
+	assert.Empty(t, accts)
+	_, err = e.svc.Authenticate(ctx, tok.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+func TestDeleteUser_AdminCannotDeleteThemself(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	for _, name := range []string{"admin", "ADMIN"} {
+		_, err := e.svc.DeleteUser(ctx, e.admin, name)
+		be := requireCode(t, err, orgadmin.ErrBadRequest)
+		require.Len(t, be.Issues, 1)
+		assert.Equal(t, []any{"username"}, be.Issues[0].Path)
+	}
+	_, err := e.svc.GetUser(ctx, testOrg, "admin")
+	require.NoError(t, err, "the Admin still exists")
+
+	// Another Admin may delete them.
+	e.human(t, orgadmin.NewUser{Username: "second", Role: orgadmin.RoleAdmin})
+	second, _ := e.login(t, "second")
+	_, err = e.svc.DeleteUser(ctx, second, "admin")
+	require.NoError(t, err)
+}
+
+// --- Tokens ---------------------------------------------------------------
+
+func TestCreateToken_ValueFormat(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	e.serviceAccount(t, "bot")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ci", Description: orgadmin.Ptr("pipeline")})
+
+	assert.True(t, strings.HasPrefix(tok.Value, "oat_"), tok.Value)
+	assert.Len(t, tok.Value, 53)
+	assert.True(t, orgadmin.ValidSecretChecksum(tok.Value))
+	for _, i := range []int{4, 20, 46, 47, 52} {
+		b := []byte(tok.Value)
+		if b[i] == 'A' {
+			b[i] = 'B'
+		} else {
+			b[i] = 'A'
+		}
+		assert.Falsef(t, orgadmin.ValidSecretChecksum(string(b)), "changed character %d", i)
+	}
+	assert.False(t, orgadmin.ValidSecretChecksum("xyz_"+tok.Value[4:]))
+	assert.False(t, orgadmin.ValidSecretChecksum(tok.Value[:52]))
+
+	assert.Equal(t, "ci", tok.Name)
+	assert.Equal(t, "pipeline", tok.Description)
+	assert.Equal(t, orgadmin.TokenReadWrite, tok.Type)
+	assert.False(t, tok.ReadOnly())
+	assert.Equal(t, t0, tok.CreatedAt)
+	assert.True(t, tok.ExpireAt.IsZero(), "no ttl: never expires")
+	assert.Len(t, tok.ID, 36)
+}
+
+func TestCreateToken_ValuesDiffer(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	e.serviceAccount(t, "bot")
+	a := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "same"})
+	b := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "same"})
+	assert.NotEqual(t, a.Value, b.Value)
+	assert.NotEqual(t, a.ID, b.ID)
+	assert.NotEqual(t, a.Value, e.adminToken)
+}
+
+// stringsIn returns every string and byte-array value reachable from v.
+func stringsIn(v reflect.Value) []string {
+	var out []string
+	var walk func(reflect.Value)
+	walk = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			out = append(out, v.String())
+		case reflect.Array, reflect.Slice:
+			if v.Type().Elem().Kind() == reflect.Uint8 {
+				b := make([]byte, v.Len())
+				reflect.Copy(reflect.ValueOf(b), v)
+				out = append(out, string(b))
+				return
+			}
+			for i := 0; i < v.Len(); i++ {
+				walk(v.Index(i))
+			}
+		case reflect.Struct:
+			for i := 0; i < v.NumField(); i++ {
+				walk(v.Field(i))
+			}
+		case reflect.Pointer, reflect.Interface:
+			if !v.IsNil() {
+				walk(v.Elem())
+			}
+		case reflect.Map:
+			iter := v.MapRange()
+			for iter.Next() {
+				walk(iter.Key())
+				walk(iter.Value())
+			}
+		}
+	}
+	walk(v)
+	return out
+}
+
+func TestCreateToken_OnlyDigestIsStored(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Ptr(3600), Description: orgadmin.Ptr("d")})
+	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
+
+	cred, err := e.store.TokenByDigest(ctx, sha256.Sum256([]byte(tok.Value)))
+	require.NoError(t, err)
+	assert.Equal(t, tok.ID, cred.Token.ID)
+	assert.Equal(t, storage.Digest(sha256.Sum256([]byte(tok.Value))), cred.Token.Digest)
+
+	// Every record reachable through the store.
+	var records []any
+	records = append(records, cred)
+	org, err := e.store.GetOrg(ctx, testOrg)
+	require.NoError(t, err)
+	records = append(records, org)
+	page, err := e.store.ListUsers(ctx, testOrg, storage.UserQuery{Limit: 1000})
+	require.NoError(t, err)
+	records = append(records, page)
+	for _, u := range page.Users {
+		toks, err := e.store.ListTokens(ctx, testOrg, u.ID, e.clk.Now())
+		require.NoError(t, err)
+		records = append(records, toks)
+	}
+	acts, err := e.store.ListActivity(ctx, testOrg)
+	require.NoError(t, err)
+	records = append(records, acts)
+
+	seen := 0
+	for _, r := range records {
+		for _, s := range stringsIn(reflect.ValueOf(r)) {
+			seen++
+			assert.NotContains(t, s, tok.Value)
+			assert.NotContains(t, s, tok.Value[4:], "not even without its prefix")
+		}
+	}
+	assert.Greater(t, seen, 10, "the scan reached the records")
+
+	// And the token record itself has no field equal to the value.
+	rv := reflect.ValueOf(cred.Token)
+	for i := 0; i < rv.NumField(); i++ {
+		for _, s := range stringsIn(rv.Field(i)) {
+			assert.NotEqualf(t, tok.Value, s, "field %s", rv.Type().Field(i).Name)
+		}
+	}
+
+	// What ListTokens answers carries no value either.
+	toks, err := e.svc.ListTokens(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	assert.Empty(t, toks[0].Value)
+}
+
+func TestCreateToken_LimitPerUser(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{MaxTokensPerUser: 2})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	a := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "a"})
+	e.token(t, "bot", orgadmin.CreateTokenInput{Name: "b", TTL: orgadmin.Ptr(300)})
+
+	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "c"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+
+	// Invalidating one frees a slot.
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", a.ID))
+	e.token(t, "bot", orgadmin.CreateTokenInput{Name: "c"})
+	_, err = e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "d"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+
+	// So does expiry: only live tokens count.
+	e.clk.Advance(300 * time.Second)
+	e.token(t, "bot", orgadmin.CreateTokenInput{Name: "d"})
+	toks, err := e.svc.ListTokens(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"c", "d"}, tokenNames(toks))
+}
+
+func tokenNames(ts []orgadmin.Token) []string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = t.Name
+	}
+	return out
+}
+
+func TestListTokens_OrderedByCreationThenID(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	first := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "first"})
+	e.clk.Advance(time.Second)
+	// Three tokens minted in the same millisecond sort by id.
+	same := []orgadmin.Token{
+		e.token(t, "bot", orgadmin.CreateTokenInput{Name: "s1"}),
+		e.token(t, "bot", orgadmin.CreateTokenInput{Name: "s2"}),
+		e.token(t, "bot", orgadmin.CreateTokenInput{Name: "s3"}),
+	}
+	e.clk.Advance(time.Millisecond)
+	last := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "last"})
+
+	toks, err := e.svc.ListTokens(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	require.Len(t, toks, 5)
+	assert.Equal(t, first.ID, toks[0].ID)
+	assert.Equal(t, last.ID, toks[4].ID)
+	mid := []string{toks[1].ID, toks[2].ID, toks[3].ID}
+	want := []string{same[0].ID, same[1].ID, same[2].ID}
+	assert.ElementsMatch(t, want, mid)
+	assert.IsNonDecreasing(t, mid, "same created_ts: ordered by id")
+	for _, tk := range toks {
+		assert.Empty(t, tk.Value)
+	}
+	assert.Equal(t, first.CreatedAt, toks[0].CreatedAt)
+	assert.Equal(t, t0.Add(time.Second+time.Millisecond), toks[4].CreatedAt)
+}
+
+func TestListTokens_LeavesOutExpiredAndInvalidated(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	mint := func(name string, ttl *int) orgadmin.Token {
+		t.Helper()
+		e.clk.Advance(time.Millisecond) // distinct created_ts, so the order is known
+		return e.token(t, "bot", orgadmin.CreateTokenInput{Name: name, TTL: ttl})
+	}
+	mint("forever", nil)
+	short := mint("short", orgadmin.Ptr(300))
+	mint("hour", orgadmin.Ptr(3600))
+	gone := mint("gone", nil)
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", gone.ID))
+
+	list := func() []orgadmin.Token {
+		t.Helper()
+		toks, err := e.svc.ListTokens(ctx, e.admin, "bot")
+		require.NoError(t, err)
+		return toks
+	}
+	toks := list()
+	assert.Equal(t, []string{"forever", "short", "hour"}, tokenNames(toks))
+	assert.True(t, toks[0].ExpireAt.IsZero())
+	assert.Equal(t, t0.Add(2*time.Millisecond+300*time.Second), toks[1].ExpireAt)
+	assert.Equal(t, short.ExpireAt, toks[1].ExpireAt)
+	assert.Equal(t, t0.Add(2*time.Millisecond), toks[1].CreatedAt)
+
+	// Now is t0+4ms; short expires at t0+2ms+300s.
+	e.clk.Advance(300*time.Second - 2*time.Millisecond - time.Millisecond)
+	assert.Equal(t, []string{"forever", "short", "hour"}, tokenNames(list()))
+	e.clk.Advance(time.Millisecond)
+	assert.Equal(t, []string{"forever", "hour"}, tokenNames(list()))
+	e.clk.Advance(3300*time.Second + time.Millisecond) // hour expires at t0+3ms+3600s
+	assert.Equal(t, []string{"forever"}, tokenNames(list()))
+
+	// An expired token cannot be deleted either: it is gone.
+	err := e.svc.DeleteToken(ctx, e.admin, "bot", short.ID)
+	requireCode(t, err, orgadmin.ErrNotFound)
+}
+
+func TestDeleteToken_EndsAuthenticationAtOnce(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	keep := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "keep"})
+	drop := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "drop"})
+	_, err := e.svc.Authenticate(ctx, drop.Value)
+	require.NoError(t, err)
+
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "BOT", drop.ID))
+	_, err = e.svc.Authenticate(ctx, drop.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+	_, err = e.svc.Authenticate(ctx, keep.Value)
+	require.NoError(t, err)
+
+	// A second Service sharing the store agrees.
+	other := orgadmin.New(e.store, orgadmin.Config{Now: e.clk.Now})
+	_, err = other.Authenticate(ctx, drop.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+
+	err = e.svc.DeleteToken(ctx, e.admin, "bot", drop.ID)
+	requireCode(t, err, orgadmin.ErrNotFound)
+	err = e.svc.DeleteToken(ctx, e.admin, "bot", "00000000-0000-4000-8000-000000000000")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	err = e.svc.DeleteToken(ctx, e.admin, "admin", keep.ID)
+	requireCode(t, err, orgadmin.ErrNotFound)
+}
+
+func TestDeleteToken_UserDeletesOwnToken(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.human(t, orgadmin.NewUser{Username: "carol"})
+	e.human(t, orgadmin.NewUser{Username: "dave"})
+	carol, carolTok := e.login(t, "carol")
+	dave, _ := e.login(t, "dave")
+
+	toks, err := e.svc.ListTokens(ctx, carol, "carol")
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	err = e.svc.DeleteToken(ctx, dave, "carol", toks[0].ID)
+	requireCode(t, err, orgadmin.ErrForbidden)
+	require.NoError(t, e.svc.DeleteToken(ctx, carol, "carol", toks[0].ID))
+	_, err = e.svc.Authenticate(ctx, carolTok)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+func TestCreateToken_TTLBounds(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	for _, ttl := range []int{300, 31536000} {
+		tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ok", TTL: orgadmin.Ptr(ttl)})
+		assert.Equal(t, t0.Add(time.Duration(ttl)*time.Second), tok.ExpireAt)
+	}
+	for _, ttl := range []int{299, 31536001, 0, -1} {
+		_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "bad", TTL: orgadmin.Ptr(ttl)})
+		assert.Equalf(t, [][]any{{"ttl"}}, issuePaths(t, err), "ttl %d", ttl)
+	}
+	for _, name := range []string{"n", strings.Repeat("名", 255)} {
+		e.token(t, "bot", orgadmin.CreateTokenInput{Name: name})
+	}
+	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: strings.Repeat("名", 256)})
+	assert.Equal(t, [][]any{{"name"}}, issuePaths(t, err))
+}
+
+// --- Validation -----------------------------------------------------------
+
+func TestValidateCreateToken_ReportsAllProblems(t *testing.T) {
+	err := orgadmin.ValidateCreateToken(orgadmin.CreateTokenInput{
+		Name:      "",
+		TTL:       orgadmin.Ptr(10),
+		TokenType: orgadmin.Ptr("admin"),
+	})
+	be := requireCode(t, err, orgadmin.ErrBadRequest)
+	require.Len(t, be.Issues, 3)
+	assert.Equal(t, [][]any{{"name"}, {"ttl"}, {"token_type"}}, issuePaths(t, err))
+	assert.Equal(t, "too_small", be.Issues[0].Code)
+	assert.Equal(t, "too_small", be.Issues[1].Code)
+	assert.Equal(t, "invalid_enum_value", be.Issues[2].Code)
+	for _, is := range be.Issues {
+		assert.NotEmpty(t, is.Message)
+	}
+
+	// The operation reports the same issues at once.
+	e := newEnv(t, orgadmin.Config{})
+	e.serviceAccount(t, "bot")
+	_, err = e.svc.CreateToken(context.Background(), e.admin, "bot", orgadmin.CreateTokenInput{
+		Name: "", TTL: orgadmin.Ptr(10), TokenType: orgadmin.Ptr("admin"), Description: orgadmin.Ptr(strings.Repeat("x", 1001)),
+	})
+	assert.Equal(t, [][]any{{"name"}, {"ttl"}, {"description"}, {"token_type"}}, issuePaths(t, err))
+
+	assert.NoError(t, orgadmin.ValidateCreateToken(orgadmin.CreateTokenInput{Name: "x", TokenType: orgadmin.Ptr("read_scaling")}))
+}
+
+func TestValidateSetInstanceConfig_ReportsAllProblems(t *testing.T) {
+	err := orgadmin.ValidateSetInstanceConfig(orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
+		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "huge", CooldownSeconds: orgadmin.Ptr(59)},
+		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizePulse, FlockSize: orgadmin.Ptr(65), CooldownSeconds: orgadmin.Ptr(60)},
+	}})
+	assert.Equal(t, [][]any{
+		{"config", "read_write", "instance_size"},
+		{"config", "read_write", "cooldown_seconds"},
+		{"config", "read_scaling", "flock_size"},
+		{"config", "read_scaling", "cooldown_seconds"},
+	}, issuePaths(t, err))
+
+	err = orgadmin.ValidateSetInstanceConfig(orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
+		ReadScaling: &orgadmin.InstanceSide{},
+	}})
+	assert.Equal(t, [][]any{
+		{"config", "read_write"},
+		{"config", "read_scaling", "instance_size"},
+		{"config", "read_scaling", "flock_size"},
+	}, issuePaths(t, err))
+
+	err = orgadmin.ValidateSetInstanceConfig(orgadmin.SetInstanceConfigInput{})
+	assert.Equal(t, [][]any{{"config"}}, issuePaths(t, err))
+}
+
+// --- Bootstrap ------------------------------------------------------------
+
+func TestBootstrap_CreatesOrgAndAdmin(t *testing.T) {
+	clk := newFakeClock()
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	ctx := context.Background()
+
+	_, err := store.GetOrg(ctx, "acme")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	tok, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "Root"})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(tok, "oat_"))
+	assert.True(t, orgadmin.ValidSecretChecksum(tok))
+
+	org, err := store.GetOrg(ctx, "acme")
+	require.NoError(t, err)
+	assert.Equal(t, t0, org.CreatedAt)
+	c, err := svc.Authenticate(ctx, tok)
+	require.NoError(t, err)
+	assert.Equal(t, "Root", c.Username)
+	assert.Equal(t, orgadmin.RoleAdmin, c.Role)
+	assert.False(t, c.IsServiceAccount)
+	assert.Equal(t, "acme", c.Org)
+	require.NoError(t, svc.Authorize(c, orgadmin.OpCreateServiceAccount, ""), "the token works")
+}
+
+func TestBootstrap_SameTokenAgainChangesNothing(t *testing.T) {
+	clk := newFakeClock()
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	ctx := context.Background()
+	in := orgadmin.BootstrapInput{Org: "acme", Username: "admin", Token: "env-provided-admin-token"}
+
+	tok, err := svc.Bootstrap(ctx, in)
+	require.NoError(t, err)
+	assert.Equal(t, in.Token, tok)
+	c, err := svc.Authenticate(ctx, tok)
+	require.NoError(t, err)
+	before, err := svc.ListTokens(ctx, c, "admin")
+	require.NoError(t, err)
+
+	clk.Advance(time.Hour)
+	// A restart: a new Service on the same store.
+	svc2 := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	tok2, err := svc2.Bootstrap(ctx, in)
+	require.NoError(t, err)
+	assert.Equal(t, in.Token, tok2)
+	c2, err := svc2.Authenticate(ctx, tok2)
+	require.NoError(t, err)
+	assert.Equal(t, c, c2)
+
+	page, err := svc2.ListUsers(ctx, c2, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, page.TotalCount)
+	assert.Equal(t, []string{"admin"}, usernames(page.Users))
+	after, err := svc2.ListTokens(ctx, c2, "admin")
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+	require.Len(t, after, 1)
+}
+
+func TestBootstrap_WithoutTokenMintsNewOneAndNoSecondAdmin(t *testing.T) {
+	clk := newFakeClock()
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	ctx := context.Background()
+	in := orgadmin.BootstrapInput{Org: "acme", Username: "admin"}
+
+	first, err := svc.Bootstrap(ctx, in)
+	require.NoError(t, err)
+	second, err := svc.Bootstrap(ctx, in)
+	require.NoError(t, err)
+	assert.NotEqual(t, first, second)
+	assert.True(t, strings.HasPrefix(second, "oat_"))
+
+	c1, err := svc.Authenticate(ctx, first)
+	require.NoError(t, err)
+	c2, err := svc.Authenticate(ctx, second)
+	require.NoError(t, err)
+	assert.Equal(t, c1.UserID, c2.UserID)
+
+	page, err := svc.ListUsers(ctx, c2, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, page.TotalCount)
+	assert.Equal(t, []string{"admin"}, usernames(page.Users))
+}
+
+func TestBootstrap_RefusesExistingNonAdmin(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	e.serviceAccount(t, "bot")
+	_, err := e.svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: testOrg, Username: "bot"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	_, err = e.svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: "bad org", Username: "x"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+}
+
+// --- Errors ---------------------------------------------------------------
+
+func TestErrors_IsComparesCode(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	_, err := e.svc.GetUser(context.Background(), testOrg, "nobody")
+	assert.ErrorIs(t, err, orgadmin.ErrNotFound)
+	assert.NotErrorIs(t, err, orgadmin.ErrBadRequest)
+	assert.NotErrorIs(t, err, orgadmin.ErrInternal)
+	assert.Equal(t, orgadmin.CodeNotFound, orgadmin.ErrorCode(err))
+
+	wrapped := fmt.Errorf("loading: %w", err)
+	assert.ErrorIs(t, wrapped, orgadmin.ErrNotFound)
+	assert.Equal(t, orgadmin.CodeNotFound, orgadmin.ErrorCode(wrapped))
+
+	for _, s := range []*orgadmin.Error{orgadmin.ErrBadRequest, orgadmin.ErrUnauthorized, orgadmin.ErrForbidden, orgadmin.ErrNotFound, orgadmin.ErrInternal} {
+		assert.ErrorIs(t, &orgadmin.Error{Code: s.Code, Issues: []orgadmin.Issue{{Message: "m"}}}, s)
+		assert.Equal(t, s.Code, orgadmin.ErrorCode(s))
+	}
+}
+
+func TestErrorCode_PlainErrorIsInternal(t *testing.T) {
+	assert.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(errors.New("boom")))
+	assert.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(storage.ErrNotFound))
+	assert.Equal(t, orgadmin.Code(""), orgadmin.ErrorCode(nil))
+}
+
+func TestCode_MessagesOfSpec(t *testing.T) {
+	assert.Equal(t, "Bad Request", orgadmin.CodeBadRequest.Message())
+	assert.Equal(t, "Invalid Credentials", orgadmin.CodeUnauthorized.Message())
+	assert.Equal(t, "Unauthorized", orgadmin.CodeForbidden.Message())
+	assert.Equal(t, "Not Found", orgadmin.CodeNotFound.Message())
+	assert.Equal(t, "Internal Error", orgadmin.CodeInternal.Message())
+}
+
+// failingStore is a memory store whose token lookups fail with a cause that
+// must stay in the logs.
+type failingStore struct {
+	*memstore.Store
+	err error
+}
+
+func (s failingStore) TokenByDigest(context.Context, storage.Digest) (storage.Credential, error) {
+	return storage.Credential{}, s.err
+}
+
+// failingReader is a Rand that always fails.
+type failingReader struct{ err error }
+
+func (r failingReader) Read([]byte) (int, error) { return 0, r.err }
+
+func TestError_InternalCauseNeverInIssues(t *testing.T) {
+	ctx := context.Background()
+	cause := errors.New("dial tcp 10.1.2.3:6379: secret-host refused")
+	svc := orgadmin.New(failingStore{memstore.New(), cause}, orgadmin.Config{})
+	_, err := svc.Authenticate(ctx, "some-token-value")
+	ie := requireCode(t, err, orgadmin.ErrInternal)
+	assert.ErrorIs(t, err, cause, "the cause is kept for logs")
+	assert.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(err))
+	for _, is := range ie.Issues {
+		assert.NotContains(t, is.Message, "secret-host")
+		assert.NotContains(t, fmt.Sprint(is.Path), "secret-host")
+	}
+
+	// A failing random source is an internal error too.
+	e := newEnv(t, orgadmin.Config{})
+	e.serviceAccount(t, "bot")
+	randCause := errors.New("entropy pool /dev/secret exhausted")
+	bad := orgadmin.New(e.store, orgadmin.Config{Now: e.clk.Now, Rand: failingReader{randCause}})
+	_, err = bad.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "x"})
+	ie = requireCode(t, err, orgadmin.ErrInternal)
+	assert.ErrorIs(t, err, randCause)
+	for _, is := range ie.Issues {
+		assert.NotContains(t, is.Message, "/dev/secret")
+	}
+
+	// The same holds for an *Error built by hand.
+	manual := &orgadmin.Error{Code: orgadmin.CodeInternal, Err: cause}
+	assert.Empty(t, manual.Issues)
+	assert.ErrorIs(t, manual, orgadmin.ErrInternal)
+}
+
+func TestCreateToken_DefaultLimitIs1000(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	for i := range 1000 {
+		_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)})
+		require.NoError(t, err, "token %d", i)
+	}
+	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "one more"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	toks, err := e.svc.ListTokens(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	assert.Len(t, toks, 1000)
+	// The limit is per user.
+	e.serviceAccount(t, "other")
+	e.token(t, "other", orgadmin.CreateTokenInput{Name: "x"})
+}
+
+func TestListUsers_RequiresViewAllMembers(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.human(t, orgadmin.NewUser{Username: "carol"})
+	carol, tok := e.login(t, "carol")
+	_, err := e.svc.ListUsers(ctx, carol, orgadmin.ListUsersOptions{})
+	requireCode(t, err, orgadmin.ErrForbidden)
+
+	require.NoError(t, e.svc.GrantPrivilege(ctx, testOrg, "Carol", orgadmin.PrivilegeViewAllMembers))
+	require.NoError(t, e.svc.GrantPrivilege(ctx, testOrg, "carol", orgadmin.PrivilegeViewAllMembers), "granting twice is harmless")
+	carol, err = e.svc.Authenticate(ctx, tok)
+	require.NoError(t, err)
+	assert.Equal(t, []string{orgadmin.PrivilegeViewAllMembers}, carol.Privileges)
+	page, err := e.svc.ListUsers(ctx, carol, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin", "carol"}, usernames(page.Users))
+
+	// The privilege grants nothing else.
+	_, err = e.svc.GetActiveAccounts(ctx, carol)
+	requireCode(t, err, orgadmin.ErrForbidden)
+	err = e.svc.GrantPrivilege(ctx, testOrg, "nobody", orgadmin.PrivilegeViewAllMembers)
+	requireCode(t, err, orgadmin.ErrNotFound)
+}
+
+func TestSubmitFeedback_Rules(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	id, err := e.svc.SubmitFeedback(ctx, orgadmin.FeedbackInput{PagePath: "/docs/api", Text: strings.Repeat("é", 2000), PageTitle: "API", Source: "agent"})
+	require.NoError(t, err)
+	assert.Len(t, id, 36)
+	id2, err := e.svc.SubmitFeedback(ctx, orgadmin.FeedbackInput{PagePath: "/docs/api", Text: "again"})
+	require.NoError(t, err)
+	assert.NotEqual(t, id, id2)
+
+	_, err = e.svc.SubmitFeedback(ctx, orgadmin.FeedbackInput{})
+	assert.Equal(t, [][]any{{"page_path"}, {"text"}}, issuePaths(t, err))
+	_, err = e.svc.SubmitFeedback(ctx, orgadmin.FeedbackInput{PagePath: "/p", Text: strings.Repeat("x", 2001)})
+	assert.Equal(t, [][]any{{"text"}}, issuePaths(t, err))
+}
+
+func TestBootstrap_ConcurrentCallsCreateOneAdmin(t *testing.T) {
+	clk := newFakeClock()
+	store := memstore.New()
+	ctx := context.Background()
+	const n = 8
+	tokens := make([]string, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// One Service per goroutine, like processes sharing a store.
+			svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+			tokens[i], errs[i] = svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+		}()
+	}
+	wg.Wait()
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	var userID string
+	for i := range n {
+		require.NoError(t, errs[i])
+		c, err := svc.Authenticate(ctx, tokens[i])
+		require.NoError(t, err)
+		if userID == "" {
+			userID = c.UserID
+		}
+		assert.Equal(t, userID, c.UserID, "every token belongs to the one Admin")
+	}
+	c, err := svc.Authenticate(ctx, tokens[0])
+	require.NoError(t, err)
+	page, err := svc.ListUsers(ctx, c, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 1, page.TotalCount)
+}
+
+func TestCreateServiceAccount_ConcurrentSameFoldedNameOneWins(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	names := []string{"bot", "Bot", "BOT", "bOt", "boT", "BOt", "bOT", "BoT"}
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: name})
+		}()
+	}
+	wg.Wait()
+	ok := 0
+	for _, err := range errs {
+		if err == nil {
+			ok++
+		} else {
+			requireCode(t, err, orgadmin.ErrBadRequest)
+		}
+	}
+	assert.Equal(t, 1, ok)
+	page, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, 2, page.TotalCount)
+}
+
+func TestTimes_MillisecondPrecision(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.clk.Advance(1500 * time.Microsecond)
+	u := e.serviceAccount(t, "bot")
+	assert.Equal(t, t0.Add(time.Millisecond), u.CreatedAt, "truncated to the millisecond")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{TTL: orgadmin.Ptr(300)})
+	assert.Equal(t, t0.Add(time.Millisecond), tok.CreatedAt)
+	assert.Equal(t, t0.Add(time.Millisecond+300*time.Second), tok.ExpireAt)
+	assert.Equal(t, time.UTC, tok.CreatedAt.Location())
+
+	// The token expires at the expire_at it shows.
+	e.clk.Advance(300*time.Second - 500*time.Microsecond - time.Nanosecond)
+	_, err := e.svc.Authenticate(ctx, tok.Value)
+	require.NoError(t, err)
+	e.clk.Advance(time.Nanosecond)
+	_, err = e.svc.Authenticate(ctx, tok.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+func TestFormatTime_RFC3339UTCMilliseconds(t *testing.T) {
+	zone := time.FixedZone("X", 2*3600)
+	assert.Equal(t, "2026-06-19T12:34:56.789Z", orgadmin.FormatTime(time.Date(2026, 6, 19, 14, 34, 56, 789999999, zone)))
+	assert.Equal(t, "2026-06-19T12:00:00.000Z", orgadmin.FormatTime(t0))
+}
