@@ -38,7 +38,10 @@ type Resource struct {
 const (
 	MaxResourcesJSON    = 8192
 	MaxInitialStateJSON = 64 << 10
-	maxDiveTitle        = MaxDescriptionLen
+	// MaxSessionName bounds session_name and session_hint, which the
+	// specification leaves open.
+	MaxSessionName = 8192
+	maxDiveTitle   = MaxDescriptionLen
 )
 
 // checkResources adds every problem of rs under path, including a total size
@@ -47,8 +50,9 @@ func checkResources(is *issues, rs []Resource, path ...any) {
 	size := 2 + max(len(rs)-1, 0) // brackets and commas
 	for i, r := range rs {
 		at := func(field string) []any { return append(slices.Clip(path), i, field) }
-		is.checkString(r.URL, 1, maxShortString, at("url")...)
-		is.checkString(r.Alias, 0, maxShortString, at("alias")...)
+		// Each string is bounded by the total below.
+		is.checkString(r.URL, 1, MaxResourcesJSON, at("url")...)
+		is.checkString(r.Alias, 0, MaxResourcesJSON, at("alias")...)
 		b, _ := json.Marshal(struct {
 			URL   string `json:"url"`
 			Alias string `json:"alias,omitempty"`
@@ -145,8 +149,8 @@ type CreateEmbedSessionInput struct {
 func ValidateCreateEmbedSession(in CreateEmbedSessionInput) error {
 	var is issues
 	is.checkString(in.Username, 1, MaxUsernameLen, "username")
-	is.checkOptString(in.SessionName, 1, maxShortString, "session_name")
-	is.checkOptString(in.SessionHint, 1, maxShortString, "session_hint")
+	is.checkOptString(in.SessionName, 1, MaxSessionName, "session_name")
+	is.checkOptString(in.SessionHint, 1, MaxSessionName, "session_hint")
 	checkResources(&is, in.RequiredResources, "required_resources")
 	if in.InitialState != nil {
 		var buf bytes.Buffer

@@ -1,0 +1,1756 @@
+package httpserver_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+)
+
+// ---------------------------------------------------------------------------
+// Users: the username rule, case-insensitivity, path usernames.
+
+// DESIGN §1: 1 to 255 code points; a Unicode letter first; then letters,
+// decimal digits or underscores.
+func TestUsernameRule(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	create := func(f *fixture, name string) response {
+		return f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": name})
+	}
+	for _, name := range []string{
+		"é",                          // 1 code point, 2 bytes
+		strings.Repeat("é", 255),     // 255 code points, 510 bytes
+		strings.Repeat("a", 255),     // 255 ASCII
+		"Zoë_2", "Ωmega", "名前", "a_", // Unicode letters, digit, underscore
+		"a٣", // Arabic-Indic digit three is \p{Nd}
+	} {
+		t.Run("ok "+short(name), func(t *testing.T) {
+			f := f.with(t)
+			requireJSON(t, create(f, name), jsonString(t, map[string]any{"username": name}))
+			u, err := f.svc.GetUser(t.Context(), acme, name)
+			require.NoError(t, err)
+			assert.Equal(t, name, u.Username)
+			assert.True(t, u.IsServiceAccount)
+			assert.Equal(t, orgadmin.RoleMember, u.Role)
+		})
+	}
+	for _, tc := range []struct{ what, name string }{
+		{"0 code points", ""},
+		{"256 code points", strings.Repeat("é", 256)},
+		{"256 ASCII", strings.Repeat("a", 256)},
+		{"digit first", "1abc"},
+		{"underscore first", "_abc"},
+		{"hyphen", "a-b"},
+		{"space", "a b"},
+		{"dot", "a.b"},
+		{"superscript two is not a decimal digit", "a²"},
+		{"emoji", "a🙂"},
+	} {
+		t.Run("bad "+tc.what, func(t *testing.T) {
+			f := f.with(t)
+			requireIssue(t, create(f, tc.name), "username")
+			if tc.name != "" && len([]rune(tc.name)) <= 255 {
+				assert.False(t, f.userExists(acme, tc.name))
+			}
+		})
+	}
+}
+
+func short(s string) string {
+	if r := []rune(s); len(r) > 8 {
+		return fmt.Sprintf("%s…(%d)", string(r[:4]), len(r))
+	}
+	return s
+}
+
+// DESIGN §3: a duplicate username is a 400 with an issue saying it is
+// taken; DESIGN §1: usernames compare under Unicode simple case folding.
+func TestDuplicateUsernameIsTakenCaseInsensitively(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for _, name := range []string{"robot", "Robot", "ROBOT", "dave", "ADMIN"} {
+		is := requireIssue(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": name}), "username")
+		assert.Equal(t, "already_exists", is.Code)
+		assert.Contains(t, strings.ToLower(is.Message), "taken")
+	}
+	// Kelvin sign K (U+212A) folds to k.
+	requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "kelvin"}))
+	requireIssue(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "\u212Aelvin"}), "username")
+	// A name taken in another org is free here.
+	requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "stranger"}))
+	u, err := f.svc.GetUser(t.Context(), acme, "ROBOT")
+	require.NoError(t, err)
+	assert.Equal(t, "robot", u.Username, "the first spelling is kept")
+}
+
+// SPEC: user description at most 1000 characters.
+func TestServiceAccountDescriptionLimit(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	d1000 := strings.Repeat("é", 1000)
+	requireJSON(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "a1", "description": d1000}),
+		jsonString(t, map[string]any{"username": "a1", "description": d1000}))
+	u, err := f.svc.GetUser(t.Context(), acme, "a1")
+	require.NoError(t, err)
+	assert.Equal(t, d1000, u.Description)
+	requireIssue(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "a2", "description": d1000 + "x"}), "description")
+	assert.False(t, f.userExists(acme, "a2"))
+	// Every problem is listed.
+	env := requireError(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "2a", "description": d1000 + "x"}), 400)
+	assert.ElementsMatch(t, []string{`["username"]`, `["description"]`}, env.paths())
+	// Without a description, the answer has no description key.
+	requireJSON(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "a3"}), `{"username":"a3"}`)
+}
+
+// DESIGN §1: path lookups fold; the spelling given at creation is the one
+// stored and returned.
+func TestPathUsernameLookupIsCaseInsensitive(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	requireJSON(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "Alice"}), `{"username":"Alice"}`)
+	requireOK(t, f.do("GET", userPath("ALICE", "instances"), bearer(f.admin), nil))
+	requireOK(t, f.do("PUT", userPath("alice", "instances"), bearer(f.admin), validConfig))
+	created := requireOK(t, f.do("POST", userPath("aLiCe", "tokens"), bearer(f.admin), map[string]any{"name": "x"}))
+	assert.Equal(t, "Alice", f.caller(created["token"].(string)).Username)
+	requireOK(t, f.do("GET", userPath("ALICE", "tokens"), bearer(created["token"].(string)), nil))
+	requireJSON(t, f.do("DELETE", userPath("aLiCe"), bearer(f.admin), nil), `{"username":"Alice"}`)
+	assert.False(t, f.userExists(acme, "Alice"))
+}
+
+// SPEC: a path username is at most 255 characters (400 beyond); a name that
+// breaks the pattern cannot exist (404).
+func TestPathUsernameBounds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	ops := []struct {
+		method, suffix string
+		body           any
+	}{
+		{"GET", "/instances", nil},
+		{"PUT", "/instances", validConfig},
+		{"DELETE", "", nil},
+		{"POST", "/tokens", map[string]any{"name": "x"}},
+		{"GET", "/tokens", nil},
+		{"DELETE", "/tokens/" + missingID, nil},
+	}
+	for _, op := range ops {
+		t.Run(op.method+op.suffix, func(t *testing.T) {
+			f := f.with(t)
+			at := func(name string) string { return "/v1/users/" + url.PathEscape(name) + op.suffix }
+			requireIssue(t, f.do(op.method, at(strings.Repeat("é", 256)), bearer(f.admin), op.body), "username")
+			requireError(t, f.do(op.method, at(strings.Repeat("é", 255)), bearer(f.admin), op.body), 404)
+			requireError(t, f.do(op.method, at("no-such"), bearer(f.admin), op.body), 404)
+			requireError(t, f.do(op.method, at("1abc"), bearer(f.admin), op.body), 404)
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Tokens.
+
+// SPEC endpoint 7: name 1-255, ttl 300-31536000 (whole), description at
+// most 1000, token_type read_write or read_scaling.
+func TestCreateTokenBodyRules(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	name255 := strings.Repeat("é", 255)
+	d1000 := strings.Repeat("é", 1000)
+	cases := []struct {
+		what string
+		body string
+		bad  []any // the issue path; nil means 200
+		code string
+	}{
+		{"name missing", `{}`, []any{"name"}, "invalid_type"},
+		{"name null", `{"name":null}`, []any{"name"}, "invalid_type"},
+		{"name 0", `{"name":""}`, []any{"name"}, "too_small"},
+		{"name 1", `{"name":"x"}`, nil, ""},
+		{"name 255", jsonString(t, map[string]any{"name": name255}), nil, ""},
+		{"name 256", jsonString(t, map[string]any{"name": name255 + "x"}), []any{"name"}, "too_big"},
+		{"name a number", `{"name":1}`, []any{"name"}, "invalid_type"},
+		{"ttl 299", `{"name":"x","ttl":299}`, []any{"ttl"}, "too_small"},
+		{"ttl 300", `{"name":"x","ttl":300}`, nil, ""},
+		{"ttl 31536000", `{"name":"x","ttl":31536000}`, nil, ""},
+		{"ttl 31536001", `{"name":"x","ttl":31536001}`, []any{"ttl"}, "too_big"},
+		{"ttl 300.0", `{"name":"x","ttl":300.0}`, nil, ""},
+		{"ttl 3e2", `{"name":"x","ttl":3e2}`, nil, ""},
+		{"ttl 300.5", `{"name":"x","ttl":300.5}`, []any{"ttl"}, "invalid_type"},
+		{"ttl string", `{"name":"x","ttl":"300"}`, []any{"ttl"}, "invalid_type"},
+		{"ttl huge", `{"name":"x","ttl":1e300}`, []any{"ttl"}, "too_big"},
+		{"ttl negative", `{"name":"x","ttl":-300}`, []any{"ttl"}, "too_small"},
+		{"token_type read_write", `{"name":"x","token_type":"read_write"}`, nil, ""},
+		{"token_type read_scaling", `{"name":"x","token_type":"read_scaling"}`, nil, ""},
+		{"token_type other", `{"name":"x","token_type":"admin"}`, []any{"token_type"}, "invalid_enum_value"},
+		{"token_type upper case", `{"name":"x","token_type":"READ_WRITE"}`, []any{"token_type"}, "invalid_enum_value"},
+		{"token_type empty", `{"name":"x","token_type":""}`, []any{"token_type"}, "invalid_enum_value"},
+		{"description 1000", jsonString(t, map[string]any{"name": "x", "description": d1000}), nil, ""},
+		{"description 1001", jsonString(t, map[string]any{"name": "x", "description": d1000 + "x"}), []any{"description"}, "too_big"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.what, func(t *testing.T) {
+			f := f.with(t)
+			before := len(listTokens(t, f.world, f.admin, "robot"))
+			r := f.do("POST", userPath("robot", "tokens"), bearer(f.admin), tc.body)
+			if tc.bad == nil {
+				requireOK(t, r)
+				assert.Len(t, listTokens(t, f.world, f.admin, "robot"), before+1)
+				return
+			}
+			is := requireIssue(t, r, tc.bad...)
+			assert.Equal(t, tc.code, is.Code)
+			assert.Len(t, listTokens(t, f.world, f.admin, "robot"), before, "nothing created")
+		})
+	}
+}
+
+// listTokens returns the items of GET /v1/users/{username}/tokens.
+func listTokens(tb testing.TB, w *world, token, username string) []map[string]any {
+	tb.Helper()
+	r := w.do("GET", userPath(username, "tokens"), bearer(token), nil)
+	obj := requireOK(tb, r)
+	require.Equal(tb, []string{"tokens"}, keys(obj), "body: %s", r.body)
+	var out struct {
+		Tokens []map[string]any `json:"tokens"`
+	}
+	require.NoError(tb, json.Unmarshal(r.body, &out))
+	require.NotNil(tb, out.Tokens, "tokens is an array, never null")
+	return out.Tokens
+}
+
+var wireTime = regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`)
+
+// DESIGN §4 and §6: the create-token answer, exactly.
+func TestCreateTokenResponseShape(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+
+	r := f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "ci", "ttl": 3600})
+	tok := requireOK(t, r)
+	assert.Equal(t, []string{"created_ts", "expire_at", "id", "name", "read_only", "token", "token_type"}, keys(tok))
+	requireUUID(t, tok["id"])
+	assert.Equal(t, "ci", tok["name"])
+	assert.Equal(t, "2026-06-19T12:34:56.789Z", tok["created_ts"])
+	assert.Equal(t, "2026-06-19T13:34:56.789Z", tok["expire_at"])
+	assert.Equal(t, false, tok["read_only"])
+	assert.Equal(t, "read_write", tok["token_type"])
+	value := tok["token"].(string)
+	assert.True(t, orgadmin.ValidSecretChecksum(value), "minted value carries the checksum: %q", value)
+	assert.Equal(t, "robot", f.caller(value).Username)
+
+	// Times keep their trailing zeros, and expire_at is created_ts + ttl.
+	f.clock.Advance(211 * time.Millisecond)
+	r = f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "n", "ttl": 31536000, "description": "d", "token_type": "read_scaling"})
+	tok = requireOK(t, r)
+	assert.Equal(t, []string{"created_ts", "description", "expire_at", "id", "name", "read_only", "token", "token_type"}, keys(tok))
+	assert.Equal(t, "2026-06-19T12:34:57.000Z", tok["created_ts"])
+	assert.Equal(t, "d", tok["description"])
+	assert.Equal(t, true, tok["read_only"])
+	assert.Equal(t, "read_scaling", tok["token_type"])
+	created, err := time.Parse(time.RFC3339Nano, tok["created_ts"].(string))
+	require.NoError(t, err)
+	expires, err := time.Parse(time.RFC3339Nano, tok["expire_at"].(string))
+	require.NoError(t, err)
+	assert.Equal(t, 31536000*time.Second, expires.Sub(created))
+	for _, k := range []string{"created_ts", "expire_at"} {
+		assert.Regexp(t, wireTime, tok[k])
+	}
+
+	// Without ttl there is no expire_at; without description no description.
+	tok = requireOK(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "forever"}))
+	assert.Equal(t, []string{"created_ts", "id", "name", "read_only", "token", "token_type"}, keys(tok))
+	assert.Equal(t, false, tok["read_only"])
+	assert.Equal(t, "read_write", tok["token_type"])
+	assert.NotContains(t, string(f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "x"}).body), "null")
+}
+
+// DESIGN §6: read_only is true exactly for read_scaling tokens, and
+// read_scaling tokens authenticate but may call no /v1 operation.
+func TestTokenReadOnlyExactlyForReadScaling(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for _, tc := range []struct {
+		body     map[string]any
+		readOnly bool
+		status   int
+	}{
+		{map[string]any{"name": "a"}, false, 200},
+		{map[string]any{"name": "b", "token_type": "read_write"}, false, 200},
+		{map[string]any{"name": "c", "token_type": "read_scaling"}, true, 403},
+	} {
+		tok := requireOK(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), tc.body))
+		assert.Equal(t, tc.readOnly, tok["read_only"])
+		r := f.do("GET", userPath("robot", "instances"), bearer(tok["token"].(string)), nil)
+		if tc.status == 200 {
+			requireOK(t, r)
+		} else {
+			requireError(t, r, tc.status)
+			assert.Equal(t, "robot", f.caller(tok["token"].(string)).Username, "it still authenticates")
+		}
+	}
+	for _, item := range listTokens(t, f.world, f.admin, "robot") {
+		assert.Equal(t, item["token_type"] == "read_scaling", item["read_only"], "item %v", item)
+	}
+}
+
+// DESIGN §6: the token value is returned by create and nowhere else; list
+// items are the create answer without the value, ordered by created_ts then
+// id.
+func TestListTokensOmitsValuesAndIsOrdered(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	var created []map[string]any
+	mint := func(body map[string]any) {
+		r := f.do("POST", userPath("robot", "tokens"), bearer(f.admin), body)
+		created = append(created, requireOK(t, r))
+	}
+	f.clock.Advance(time.Second)
+	mint(map[string]any{"name": "first", "ttl": 600, "description": "one"})
+	f.clock.Advance(time.Millisecond)
+	mint(map[string]any{"name": "second", "token_type": "read_scaling"})
+	f.clock.Advance(time.Second)
+	for i := range 6 { // same millisecond: ordered by id
+		mint(map[string]any{"name": fmt.Sprintf("same-%d", i)})
+	}
+
+	r := f.do("GET", userPath("robot", "tokens"), bearer(f.admin), nil)
+	requireOK(t, r)
+	for _, c := range created {
+		assert.NotContains(t, string(r.body), c["token"].(string))
+	}
+	assert.NotContains(t, string(r.body), f.robot)
+	assert.NotContains(t, string(r.body), `"token"`)
+
+	items := listTokens(t, f.world, f.admin, "robot")
+	require.Len(t, items, 1+len(created), "the seeded token and the minted ones")
+	// The seeded token was created first.
+	assert.Equal(t, "seeded", items[0]["name"])
+	items = items[1:]
+
+	want := make([]map[string]any, len(created))
+	for i, c := range created {
+		w := map[string]any{}
+		for k, v := range c {
+			if k != "token" {
+				w[k] = v
+			}
+		}
+		want[i] = w
+	}
+	slices.SortStableFunc(want, func(a, b map[string]any) int {
+		if c := strings.Compare(a["created_ts"].(string), b["created_ts"].(string)); c != 0 {
+			return c
+		}
+		return strings.Compare(a["id"].(string), b["id"].(string))
+	})
+	assert.Equal(t, want, items)
+	// The same list, seen by the token's own user.
+	assert.Equal(t, want, listTokens(t, f.world, f.robot, "robot")[1:])
+}
+
+// DESIGN §6: a new token authenticates; an expired one leaves the list and
+// stops authenticating at expire_at.
+func TestTokenExpiry(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	tok := requireOK(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "short", "ttl": 300}))
+	value := tok["token"].(string)
+	requireOK(t, f.do("GET", userPath("robot", "tokens"), bearer(value), nil))
+	assert.Len(t, listTokens(t, f.world, f.admin, "robot"), 2)
+
+	f.clock.Advance(300*time.Second - 2*time.Millisecond)
+	requireOK(t, f.do("GET", userPath("robot", "instances"), bearer(value), nil))
+	assert.Len(t, listTokens(t, f.world, f.admin, "robot"), 2)
+
+	f.clock.Advance(2 * time.Millisecond) // now >= expire_at
+	requireError(t, f.do("GET", userPath("robot", "instances"), bearer(value), nil), 401)
+	items := listTokens(t, f.world, f.admin, "robot")
+	require.Len(t, items, 1)
+	assert.NotEqual(t, tok["id"], items[0]["id"])
+	// An expired token cannot be deleted either: it is gone.
+	requireError(t, f.do("DELETE", userPath("robot", "tokens", tok["id"].(string)), bearer(f.admin), nil), 404)
+}
+
+// SPEC endpoint 9 and DESIGN §6: delete answers {} and takes effect at once.
+func TestDeleteTokenInvalidatesAtOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	tok := requireOK(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "gone"}))
+	value, id := tok["token"].(string), tok["id"].(string)
+	requireOK(t, f.do("GET", userPath("robot", "tokens"), bearer(value), nil))
+
+	r := f.do("DELETE", userPath("ROBOT", "tokens", id), bearer(f.admin), nil)
+	requireOK(t, r)
+	assert.Equal(t, "{}", strings.TrimSpace(string(r.body)))
+	requireError(t, f.do("GET", userPath("robot", "tokens"), bearer(value), nil), 401)
+	assert.False(t, f.authenticates(value))
+	requireError(t, f.do("DELETE", userPath("robot", "tokens", id), bearer(f.admin), nil), 404)
+	items := listTokens(t, f.world, f.admin, "robot")
+	require.Len(t, items, 1)
+	assert.NotEqual(t, id, items[0]["id"])
+	// A token id of another user of the org is not found under this user.
+	_, bobTok := f.seedToken(acme, "bob", orgadmin.CreateTokenInput{})
+	requireError(t, f.do("DELETE", userPath("robot", "tokens", bobTok.ID), bearer(f.admin), nil), 404)
+	// A user may delete their own token, even the one in use.
+	requireOK(t, f.do("DELETE", userPath("robot", "tokens", items[0]["id"].(string)), bearer(f.robot), nil))
+	requireError(t, f.do("GET", userPath("robot", "tokens"), bearer(f.robot), nil), 401)
+}
+
+// DESIGN §6: a user holds at most MaxTokensPerUser live tokens; one more is
+// a 400. Expired and deleted tokens do not count.
+func TestTokenLimitPerUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{MaxTokensPerUser: 3})
+	dave, _ := f.seedToken(acme, "dave", orgadmin.CreateTokenInput{Name: "dave's own"}) // 1
+	mint := func(name string, ttl ...int) response {
+		f.clock.Advance(time.Millisecond) // keep creation order unambiguous
+		body := map[string]any{"name": name}
+		if len(ttl) > 0 {
+			body["ttl"] = ttl[0]
+		}
+		return f.do("POST", userPath("dave", "tokens"), bearer(dave), body)
+	}
+	requireOK(t, mint("short", 300)) // 2
+	requireOK(t, mint("third"))      // 3
+	env := requireError(t, mint("fourth"), 400)
+	require.Len(t, env.Issues, 1)
+	assert.Len(t, listTokens(t, f.world, dave, "dave"), 3)
+
+	f.clock.Advance(300 * time.Second) // "short" expires
+	requireOK(t, mint("fourth"))
+	requireError(t, mint("fifth"), 400)
+
+	items := listTokens(t, f.world, dave, "dave")
+	require.Len(t, items, 3)
+	assert.Equal(t, []any{"dave's own", "third", "fourth"}, []any{items[0]["name"], items[1]["name"], items[2]["name"]})
+	requireOK(t, f.do("DELETE", userPath("dave", "tokens", items[2]["id"].(string)), bearer(dave), nil))
+	requireOK(t, mint("fifth"))
+	requireError(t, mint("sixth"), 400)
+
+	// The limit is per user: robot holds its seeded token and has room for two.
+	for i := range 2 {
+		requireOK(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": strconv.Itoa(i)}))
+	}
+	requireError(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "x"}), 400)
+}
+
+// ---------------------------------------------------------------------------
+// Instance configuration.
+
+func instancesOf(f *fixture, username string) response {
+	return f.do("GET", userPath(username, "instances"), bearer(f.admin), nil)
+}
+
+func putInstances(f *fixture, username string, body any) response {
+	return f.do("PUT", userPath(username, "instances"), bearer(f.admin), body)
+}
+
+// DESIGN §7: a new user starts with standard/standard, flock_size 4, and
+// responses show the effective cooldown.
+func TestInstanceConfigDefaultShape(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	r := instancesOf(f, "robot")
+	requireOK(t, r)
+	assert.Equal(t,
+		`{"read_write":{"instance_size":"standard","cooldown_seconds":60},"read_scaling":{"instance_size":"standard","flock_size":4,"cooldown_seconds":60}}`,
+		strings.TrimSpace(string(r.body)))
+	// A service account created over HTTP starts the same way.
+	requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "fresh"}))
+	assert.Equal(t, string(r.body), string(instancesOf(f, "fresh").body))
+}
+
+// DESIGN §7: PUT replaces the whole configuration and answers it like GET.
+func TestInstanceConfigRoundTrip(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	body := `{"config":{"read_write":{"instance_size":"mega","cooldown_seconds":120},"read_scaling":{"instance_size":"giga","flock_size":7,"cooldown_seconds":86400}}}`
+	want := `{"read_write":{"instance_size":"mega","cooldown_seconds":120},"read_scaling":{"instance_size":"giga","flock_size":7,"cooldown_seconds":86400}}`
+	requireJSON(t, putInstances(f, "robot", body), want)
+	requireJSON(t, instancesOf(f, "robot"), want)
+	// Other users are untouched.
+	requireJSON(t, instancesOf(f, "dave"), `{"read_write":{"instance_size":"standard","cooldown_seconds":60},"read_scaling":{"instance_size":"standard","flock_size":4,"cooldown_seconds":60}}`)
+	// Replacing without cooldowns falls back to the defaults of the sizes.
+	want = `{"read_write":{"instance_size":"mega","cooldown_seconds":300},"read_scaling":{"instance_size":"giga","flock_size":0,"cooldown_seconds":600}}`
+	requireJSON(t, putInstances(f, "robot", `{"config":{"read_write":{"instance_size":"mega"},"read_scaling":{"instance_size":"giga","flock_size":0}}}`), want)
+	requireJSON(t, instancesOf(f, "robot"), want)
+}
+
+// config builds a PUT body from two sides.
+func config(rw, rs map[string]any) map[string]any {
+	return map[string]any{"config": map[string]any{"read_write": rw, "read_scaling": rs}}
+}
+
+// DESIGN §7: flock_size is a whole number from 0 to 64.
+func TestFlockSizeBounds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	rw := map[string]any{"instance_size": "standard"}
+	for _, tc := range []struct {
+		raw  string
+		want int // -1: refused
+		code string
+	}{
+		{"0", 0, ""}, {"64", 64, ""}, {"4.0", 4, ""}, {"1e1", 10, ""},
+		{"65", -1, "too_big"}, {"-1", -1, "too_small"}, {"2.5", -1, "invalid_type"},
+		{`"4"`, -1, "invalid_type"}, {"null", -1, "invalid_type"}, {"true", -1, "invalid_type"},
+	} {
+		t.Run(tc.raw, func(t *testing.T) {
+			f := f.with(t)
+			body := fmt.Sprintf(`{"config":{"read_write":{"instance_size":"standard"},"read_scaling":{"instance_size":"standard","flock_size":%s}}}`, tc.raw)
+			r := putInstances(f, "robot", body)
+			if tc.want < 0 {
+				is := requireIssue(t, r, "config", "read_scaling", "flock_size")
+				assert.Equal(t, tc.code, is.Code)
+				return
+			}
+			requireJSON(t, r, jsonString(t, map[string]any{
+				"read_write":   map[string]any{"instance_size": "standard", "cooldown_seconds": 60},
+				"read_scaling": map[string]any{"instance_size": "standard", "flock_size": tc.want, "cooldown_seconds": 60},
+			}))
+		})
+	}
+	// A refused PUT changes nothing.
+	requireOK(t, putInstances(f, "robot", config(rw, map[string]any{"instance_size": "standard", "flock_size": 9})))
+	requireError(t, putInstances(f, "robot", config(rw, map[string]any{"instance_size": "standard", "flock_size": 65})), 400)
+	cfg := requireOK(t, instancesOf(f, "robot"))
+	assert.EqualValues(t, 9, cfg["read_scaling"].(map[string]any)["flock_size"])
+}
+
+// DESIGN §7: cooldown_seconds is a whole number from 60 to 86400, on either
+// non-pulse side.
+func TestCooldownSecondsBounds(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for _, side := range []string{"read_write", "read_scaling"} {
+		for _, tc := range []struct {
+			raw  string
+			ok   bool
+			want int
+		}{
+			{"59", false, 0}, {"60", true, 60}, {"86400", true, 86400}, {"86401", false, 0},
+			{"60.0", true, 60}, {"60.5", false, 0}, {`"60"`, false, 0}, {"0", false, 0},
+		} {
+			t.Run(side+" "+tc.raw, func(t *testing.T) {
+				f := f.with(t)
+				rw := `{"instance_size":"jumbo"}`
+				rs := `{"instance_size":"jumbo","flock_size":1}`
+				if side == "read_write" {
+					rw = `{"instance_size":"jumbo","cooldown_seconds":` + tc.raw + `}`
+				} else {
+					rs = `{"instance_size":"jumbo","flock_size":1,"cooldown_seconds":` + tc.raw + `}`
+				}
+				r := putInstances(f, "robot", `{"config":{"read_write":`+rw+`,"read_scaling":`+rs+`}}`)
+				if !tc.ok {
+					requireIssue(t, r, "config", side, "cooldown_seconds")
+					return
+				}
+				got := requireOK(t, r)
+				assert.EqualValues(t, tc.want, got[side].(map[string]any)["cooldown_seconds"])
+			})
+		}
+	}
+}
+
+// DESIGN §7: cooldown_seconds may not be set on a pulse side, and pulse
+// sides never show it.
+func TestPulseHasNoCooldown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	is := requireIssue(t, putInstances(f, "robot", config(
+		map[string]any{"instance_size": "pulse", "cooldown_seconds": 60},
+		map[string]any{"instance_size": "standard", "flock_size": 1})), "config", "read_write", "cooldown_seconds")
+	assert.Equal(t, "not_allowed", is.Code)
+	requireIssue(t, putInstances(f, "robot", config(
+		map[string]any{"instance_size": "standard"},
+		map[string]any{"instance_size": "pulse", "flock_size": 1, "cooldown_seconds": 600})), "config", "read_scaling", "cooldown_seconds")
+
+	want := `{"read_write":{"instance_size":"pulse"},"read_scaling":{"instance_size":"pulse","flock_size":2}}`
+	requireJSON(t, putInstances(f, "robot", config(
+		map[string]any{"instance_size": "pulse"},
+		map[string]any{"instance_size": "pulse", "flock_size": 2})), want)
+	requireJSON(t, instancesOf(f, "robot"), want)
+	// A cooldown set on a size and then dropped by a switch to pulse is gone
+	// for good: switching back shows the default again.
+	requireOK(t, putInstances(f, "robot", config(
+		map[string]any{"instance_size": "mega", "cooldown_seconds": 1000},
+		map[string]any{"instance_size": "pulse", "flock_size": 2})))
+	requireJSON(t, putInstances(f, "robot", config(
+		map[string]any{"instance_size": "mega"},
+		map[string]any{"instance_size": "mega", "flock_size": 2})),
+		`{"read_write":{"instance_size":"mega","cooldown_seconds":300},"read_scaling":{"instance_size":"mega","flock_size":2,"cooldown_seconds":300}}`)
+}
+
+// DESIGN §7: unset cooldowns are standard 60, jumbo 60, mega 300, giga 600.
+func TestEffectiveCooldownDefaults(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for size, want := range map[string]int{"standard": 60, "jumbo": 60, "mega": 300, "giga": 600} {
+		t.Run(size, func(t *testing.T) {
+			f := f.with(t)
+			exp := jsonString(t, map[string]any{
+				"read_write":   map[string]any{"instance_size": size, "cooldown_seconds": want},
+				"read_scaling": map[string]any{"instance_size": size, "flock_size": 3, "cooldown_seconds": want},
+			})
+			requireJSON(t, f.do("PUT", userPath("bob", "instances"), bearer(f.bob), config(
+				map[string]any{"instance_size": size},
+				map[string]any{"instance_size": size, "flock_size": 3})), exp)
+			requireJSON(t, f.do("GET", userPath("bob", "instances"), bearer(f.bob), nil), exp)
+		})
+	}
+}
+
+// SPEC: config, read_write, read_scaling, instance_size and flock_size are
+// required; DESIGN §3: every problem is listed.
+func TestInstanceConfigRequiredFields(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	rw := map[string]any{"instance_size": "standard"}
+	rs := map[string]any{"instance_size": "standard", "flock_size": 4}
+	for _, tc := range []struct {
+		what string
+		body any
+		want [][]any
+	}{
+		{"config missing", map[string]any{}, [][]any{{"config"}}},
+		{"config null", `{"config":null}`, [][]any{{"config"}}},
+		{"config not an object", map[string]any{"config": []any{}}, [][]any{{"config"}}},
+		{"read_write missing", map[string]any{"config": map[string]any{"read_scaling": rs}}, [][]any{{"config", "read_write"}}},
+		{"read_scaling missing", map[string]any{"config": map[string]any{"read_write": rw}}, [][]any{{"config", "read_scaling"}}},
+		{"both sides missing", map[string]any{"config": map[string]any{}}, [][]any{{"config", "read_write"}, {"config", "read_scaling"}}},
+		{"instance_size missing", config(map[string]any{}, rs), [][]any{{"config", "read_write", "instance_size"}}},
+		{"instance_size unknown", config(map[string]any{"instance_size": "huge"}, rs), [][]any{{"config", "read_write", "instance_size"}}},
+		{"flock_size missing", config(rw, map[string]any{"instance_size": "standard"}), [][]any{{"config", "read_scaling", "flock_size"}}},
+		{"several problems", config(
+			map[string]any{"instance_size": "huge", "cooldown_seconds": 59},
+			map[string]any{"instance_size": "pulse", "flock_size": 65, "cooldown_seconds": 60}),
+			[][]any{
+				{"config", "read_write", "instance_size"},
+				{"config", "read_write", "cooldown_seconds"},
+				{"config", "read_scaling", "flock_size"},
+				{"config", "read_scaling", "cooldown_seconds"},
+			}},
+		{"type errors and range errors together", config(
+			map[string]any{"instance_size": "tiny"},
+			map[string]any{"instance_size": 3, "flock_size": "4", "cooldown_seconds": 1}),
+			[][]any{
+				{"config", "read_write", "instance_size"},
+				{"config", "read_scaling", "instance_size"},
+				{"config", "read_scaling", "flock_size"},
+				{"config", "read_scaling", "cooldown_seconds"},
+			}},
+		{"everything missing in both sides", config(map[string]any{}, map[string]any{}),
+			[][]any{
+				{"config", "read_write", "instance_size"},
+				{"config", "read_scaling", "instance_size"},
+				{"config", "read_scaling", "flock_size"},
+			}},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			f := f.with(t)
+			env := requireError(t, putInstances(f, "robot", tc.body), 400)
+			want := make([]string, len(tc.want))
+			for i, p := range tc.want {
+				want[i] = pathKey(p...)
+			}
+			assert.ElementsMatch(t, want, env.paths())
+		})
+	}
+	requireJSON(t, instancesOf(f, "robot"), `{"read_write":{"instance_size":"standard","cooldown_seconds":60},"read_scaling":{"instance_size":"standard","flock_size":4,"cooldown_seconds":60}}`)
+}
+
+// DESIGN §2: any user may get and set their own configuration.
+func TestMemberManagesOwnInstanceConfig(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	requireOK(t, f.do("GET", userPath("bob", "instances"), bearer(f.bob), nil))
+	want := `{"read_write":{"instance_size":"jumbo","cooldown_seconds":60},"read_scaling":{"instance_size":"pulse","flock_size":1}}`
+	requireJSON(t, f.do("PUT", userPath("Bob", "instances"), bearer(f.bob), config(
+		map[string]any{"instance_size": "jumbo"},
+		map[string]any{"instance_size": "pulse", "flock_size": 1})), want)
+	requireJSON(t, f.do("GET", userPath("BOB", "instances"), bearer(f.bob), nil), want)
+	requireJSON(t, instancesOf(f, "bob"), want)
+	requireJSON(t, f.do("GET", userPath("robot", "instances"), bearer(f.robot), nil),
+		`{"read_write":{"instance_size":"standard","cooldown_seconds":60},"read_scaling":{"instance_size":"standard","flock_size":4,"cooldown_seconds":60}}`)
+	requireError(t, f.do("GET", userPath("robot", "instances"), bearer(f.bob), nil), 403)
+}
+
+// ---------------------------------------------------------------------------
+// List users.
+
+// listUsers calls GET /v1/users?query and decodes the page.
+type userPage struct {
+	Users         []map[string]any `json:"users"`
+	TotalCount    int              `json:"total_count"`
+	NextPageToken *string          `json:"next_page_token"`
+}
+
+func listUsers(tb testing.TB, w *world, token, query string) (userPage, response) {
+	tb.Helper()
+	r := w.do("GET", "/v1/users?"+query, bearer(token), nil)
+	obj := requireOK(tb, r)
+	require.Equal(tb, []string{"next_page_token", "total_count", "users"}, keys(obj), "body: %s", r.body)
+	var p userPage
+	require.NoError(tb, json.Unmarshal(r.body, &p))
+	require.NotNil(tb, p.Users, "users is an array")
+	return p, r
+}
+
+func usernames(p userPage) []string {
+	out := make([]string, len(p.Users))
+	for i, u := range p.Users {
+		out[i] = u["username"].(string)
+	}
+	return out
+}
+
+// usersWorld is an org with an Admin "admin" (token returned) and nothing
+// else.
+func usersWorld(t *testing.T) (*world, string) {
+	w := newWorld(t, orgadmin.Config{})
+	w.createOrg(acme)
+	w.createUser(acme, orgadmin.NewUser{Username: "admin", Role: orgadmin.RoleAdmin})
+	tok, _ := w.seedToken(acme, "admin", orgadmin.CreateTokenInput{})
+	return w, tok
+}
+
+// DESIGN §5: users are ordered by folded username.
+func TestListUsersOrderedByFoldedUsername(t *testing.T) {
+	t.Parallel()
+	w, admin := usersWorld(t)
+	for _, n := range []string{"bob", "Émile", "Alice", "zed", "Carl", "alf", "BOBBY", "b_1", "b1"} {
+		w.createUser(acme, orgadmin.NewUser{Username: n, IsServiceAccount: true})
+	}
+	w.createUser("acme", orgadmin.NewUser{Username: "Zoë"})
+	p, r := listUsers(t, w, admin, "")
+	// Folded: admin alf alice b1 b_1 bob bobby carl zed zoë émile (byte order).
+	assert.Equal(t, []string{"admin", "alf", "Alice", "b1", "b_1", "bob", "BOBBY", "Carl", "zed", "Zoë", "Émile"}, usernames(p))
+	assert.Equal(t, 11, p.TotalCount)
+	assert.Nil(t, p.NextPageToken)
+	assert.Contains(t, string(r.body), `"next_page_token":null`)
+}
+
+// DESIGN §5: each user shows id, username, is_service_account, roles,
+// created_ts, and description, email, first_name, last_name when set.
+func TestListUsersFields(t *testing.T) {
+	t.Parallel()
+	w, admin := usersWorld(t)
+	w.clock.Advance(time.Second)
+	ann := w.createUser(acme, orgadmin.NewUser{Username: "Ann", Role: orgadmin.RoleAdmin, Description: "boss",
+		Email: "ann@example.com", FirstName: "Ann", LastName: "Lee"})
+	w.clock.Advance(time.Second)
+	bot := w.createUser(acme, orgadmin.NewUser{Username: "bot", IsServiceAccount: true, Description: "ci"})
+	w.clock.Advance(1500 * time.Millisecond)
+	plain := w.createUser(acme, orgadmin.NewUser{Username: "plain"})
+	adm, err := w.svc.GetUser(t.Context(), acme, "admin")
+	require.NoError(t, err)
+
+	_, r := listUsers(t, w, admin, "")
+	want := map[string]any{
+		"users": []any{
+			map[string]any{"id": adm.ID, "username": "admin", "is_service_account": false, "roles": []any{"Admin"}, "created_ts": "2026-06-19T12:34:56.789Z"},
+			map[string]any{"id": ann.ID, "username": "Ann", "is_service_account": false, "roles": []any{"Admin"}, "created_ts": "2026-06-19T12:34:57.789Z",
+				"description": "boss", "email": "ann@example.com", "first_name": "Ann", "last_name": "Lee"},
+			map[string]any{"id": bot.ID, "username": "bot", "is_service_account": true, "roles": []any{"Member"}, "created_ts": "2026-06-19T12:34:58.789Z", "description": "ci"},
+			map[string]any{"id": plain.ID, "username": "plain", "is_service_account": false, "roles": []any{"Member"}, "created_ts": "2026-06-19T12:35:00.289Z"},
+		},
+		"total_count":     4,
+		"next_page_token": nil,
+	}
+	require.JSONEq(t, jsonString(t, want), string(r.body))
+	for _, u := range []orgadmin.User{adm, ann, bot, plain} {
+		requireUUID(t, u.ID)
+	}
+	// A service account created over HTTP is listed as such.
+	requireOK(t, w.do("POST", "/v1/users", bearer(admin), map[string]any{"username": "zz", "description": "made over http"}))
+	p, _ := listUsers(t, w, admin, "offset=4")
+	require.Len(t, p.Users, 1)
+	u := p.Users[0]
+	requireUUID(t, u["id"])
+	delete(u, "id")
+	assert.Equal(t, map[string]any{"username": "zz", "is_service_account": true, "roles": []any{"Member"},
+		"created_ts": "2026-06-19T12:35:00.289Z", "description": "made over http"}, u)
+}
+
+// DESIGN §5: limit 1-1000 (default 100), offset 0 or more; anything else is
+// a 400.
+func TestListUsersLimitAndOffset(t *testing.T) {
+	t.Parallel()
+	w, admin := usersWorld(t)
+	var all []string
+	all = append(all, "admin")
+	for i := range 149 {
+		n := fmt.Sprintf("u%03d", i)
+		w.createUser(acme, orgadmin.NewUser{Username: n})
+		all = append(all, n)
+	}
+	p, _ := listUsers(t, w, admin, "")
+	assert.Equal(t, all[:100], usernames(p), "default limit 100")
+	assert.Equal(t, 150, p.TotalCount)
+	assert.NotNil(t, p.NextPageToken)
+
+	p, _ = listUsers(t, w, admin, "limit=1")
+	assert.Equal(t, all[:1], usernames(p))
+	assert.NotNil(t, p.NextPageToken)
+
+	p, r := listUsers(t, w, admin, "limit=1000")
+	assert.Equal(t, all, usernames(p))
+	assert.Contains(t, string(r.body), `"next_page_token":null`)
+
+	p, _ = listUsers(t, w, admin, "limit=10&offset=145")
+	assert.Equal(t, all[145:], usernames(p))
+	assert.Equal(t, 150, p.TotalCount)
+	assert.Nil(t, p.NextPageToken)
+
+	p, _ = listUsers(t, w, admin, "limit=10&offset=0")
+	assert.Equal(t, all[:10], usernames(p))
+
+	p, _ = listUsers(t, w, admin, "offset=1000")
+	assert.Empty(t, p.Users)
+	assert.Equal(t, 150, p.TotalCount)
+	assert.Nil(t, p.NextPageToken)
+
+	for _, tc := range []struct{ query, path, code string }{
+		{"limit=0", "limit", "too_small"},
+		{"limit=1001", "limit", "too_big"},
+		{"limit=-1", "limit", "too_small"},
+		{"limit=abc", "limit", "invalid_type"},
+		{"limit=1.5", "limit", "invalid_type"},
+		{"limit=", "limit", "invalid_type"},
+		{"limit=99999999999999999999", "limit", "too_big"},
+		{"offset=-1", "offset", "too_small"},
+		{"offset=abc", "offset", "invalid_type"},
+		{"is_service_account=yes", "is_service_account", "invalid_type"},
+		{"is_service_account=1", "is_service_account", "invalid_type"},
+		{"is_service_account=", "is_service_account", "invalid_type"},
+	} {
+		t.Run(tc.query, func(t *testing.T) {
+			w := w.with(t)
+			is := requireIssue(t, w.do("GET", "/v1/users?"+tc.query, bearer(admin), nil), tc.path)
+			assert.Equal(t, tc.code, is.Code)
+		})
+	}
+	env := requireError(t, w.do("GET", "/v1/users?limit=0&offset=-1", bearer(admin), nil), 400)
+	assert.ElementsMatch(t, []string{`["limit"]`, `["offset"]`}, env.paths())
+}
+
+// DESIGN §5: is_service_account filters, and total_count counts matches.
+func TestListUsersServiceAccountFilter(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "Bot2"}))
+	p, _ := listUsers(t, f.world, f.admin, "is_service_account=true")
+	assert.Equal(t, []string{"Bot2", "robot"}, usernames(p))
+	assert.Equal(t, 2, p.TotalCount)
+	for _, u := range p.Users {
+		assert.Equal(t, true, u["is_service_account"])
+	}
+	p, _ = listUsers(t, f.world, f.admin, "is_service_account=false")
+	assert.Equal(t, []string{"admin", "bob", "carol", "dave"}, usernames(p))
+	assert.Equal(t, 4, p.TotalCount)
+	p, _ = listUsers(t, f.world, f.admin, "is_service_account=false&limit=1&offset=1")
+	assert.Equal(t, []string{"bob"}, usernames(p))
+	assert.Equal(t, 4, p.TotalCount)
+	assert.NotNil(t, p.NextPageToken)
+	p, _ = listUsers(t, f.world, f.admin, "")
+	assert.Equal(t, []string{"admin", "bob", "Bot2", "carol", "dave", "robot"}, usernames(p))
+	assert.Equal(t, 6, p.TotalCount)
+	// The org of the caller only; a view_all_members Member sees the same.
+	p2, _ := listUsers(t, f.world, f.carol, "")
+	assert.Equal(t, p, p2)
+	p, _ = listUsers(t, f.world, f.boss, "")
+	assert.Equal(t, []string{"boss", "stranger"}, usernames(p))
+}
+
+// DESIGN §5: walking next_page_token visits each user exactly once, in
+// order; next_page_token is null on the last page.
+func TestListUsersPageTokenWalk(t *testing.T) {
+	t.Parallel()
+	w, admin := usersWorld(t)
+	want := []string{"admin"}
+	for i := range 250 {
+		n := fmt.Sprintf("user%03d", i)
+		if i%3 == 0 {
+			n = strings.ToUpper(n)
+		}
+		w.createUser(acme, orgadmin.NewUser{Username: n, IsServiceAccount: i%2 == 0})
+		want = append(want, n)
+	}
+	slices.SortFunc(want, func(a, b string) int { return strings.Compare(orgadmin.FoldUsername(a), orgadmin.FoldUsername(b)) })
+
+	for _, limit := range []int{1, 7, 100, 251, 1000} {
+		t.Run(strconv.Itoa(limit), func(t *testing.T) {
+			w := w.with(t)
+			var seen []string
+			query := fmt.Sprintf("limit=%d", limit)
+			pages := 0
+			for {
+				p, r := listUsers(t, w, admin, query)
+				pages++
+				require.LessOrEqual(t, len(p.Users), limit)
+				assert.Equal(t, 251, p.TotalCount)
+				seen = append(seen, usernames(p)...)
+				if p.NextPageToken == nil {
+					assert.Contains(t, string(r.body), `"next_page_token":null`)
+					break
+				}
+				require.NotEmpty(t, *p.NextPageToken)
+				require.Less(t, pages, 300, "the walk ends")
+				query = fmt.Sprintf("limit=%d&page_token=%s", limit, url.QueryEscape(*p.NextPageToken))
+			}
+			assert.Equal(t, want, seen)
+			assert.Equal(t, (251+limit-1)/limit, pages)
+		})
+	}
+	t.Run("filtered", func(t *testing.T) {
+		w := w.with(t)
+		var seen []string
+		query := "limit=9&is_service_account=true"
+		for {
+			p, _ := listUsers(t, w, admin, query)
+			assert.Equal(t, 125, p.TotalCount)
+			seen = append(seen, usernames(p)...)
+			if p.NextPageToken == nil {
+				break
+			}
+			query = "limit=9&is_service_account=true&page_token=" + url.QueryEscape(*p.NextPageToken)
+		}
+		assert.Len(t, seen, 125)
+		for _, n := range seen {
+			u, err := w.svc.GetUser(t.Context(), acme, n)
+			require.NoError(t, err)
+			assert.True(t, u.IsServiceAccount)
+		}
+	})
+}
+
+// SPEC endpoint 5: page_token takes precedence over offset; DESIGN §5: a
+// malformed page_token is a 400.
+func TestListUsersPageTokenPrecedenceAndMalformed(t *testing.T) {
+	t.Parallel()
+	w, admin := usersWorld(t)
+	for i := range 20 {
+		w.createUser(acme, orgadmin.NewUser{Username: fmt.Sprintf("u%02d", i)})
+	}
+	first, _ := listUsers(t, w, admin, "limit=5")
+	require.NotNil(t, first.NextPageToken)
+	tok := url.QueryEscape(*first.NextPageToken)
+	byToken, _ := listUsers(t, w, admin, "limit=5&page_token="+tok)
+	byOffset, _ := listUsers(t, w, admin, "limit=5&offset=5")
+	both, _ := listUsers(t, w, admin, "limit=5&offset=15&page_token="+tok)
+	bothFirst, _ := listUsers(t, w, admin, "offset=15&page_token="+tok+"&limit=5")
+	assert.Equal(t, []string{"u04", "u05", "u06", "u07", "u08"}, usernames(byToken))
+	assert.Equal(t, usernames(byOffset), usernames(byToken))
+	assert.Equal(t, byToken, both)
+	assert.Equal(t, byToken, bothFirst)
+
+	for _, bad := range []string{"!!!", "Zm9v", "dQ", "%00", "x", strings.Repeat("A", 3000)} {
+		t.Run(bad[:min(len(bad), 10)], func(t *testing.T) {
+			w := w.with(t)
+			is := requireIssue(t, w.do("GET", "/v1/users?page_token="+url.QueryEscape(bad), bearer(admin), nil), "page_token")
+			assert.NotEmpty(t, is.Message)
+			requireIssue(t, w.do("GET", "/v1/users?offset=1&page_token="+url.QueryEscape(bad), bearer(admin), nil), "page_token")
+		})
+	}
+}
+
+// ---------------------------------------------------------------------------
+// Delete user.
+
+// DESIGN §5: deleting a user removes it and all its data; the username can
+// be created again and the old credentials stay dead.
+func TestDeleteUserCascades(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	ctx := t.Context()
+	requireOK(t, putInstances(f, "robot", config(
+		map[string]any{"instance_size": "giga"},
+		map[string]any{"instance_size": "giga", "flock_size": 8})))
+	minted := requireOK(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "x"}))["token"].(string)
+	session := requireOK(t, f.do("POST", "/v1/dives/"+acmeDiveID+"/embed-session", bearer(f.admin), map[string]any{"username": "robot"}))["session"].(string)
+	_, err := f.svc.ResolveEmbedSession(ctx, session)
+	require.NoError(t, err)
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "robot", "rw"))
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "bob", "rw"))
+	requireJSON(t, f.do("GET", "/v1/active_accounts", bearer(f.admin), nil),
+		`{"accounts":[{"username":"bob","ducklings":[{"id":"rw","type":"read_write","status":"active"}]},{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"active"}]}]}`)
+
+	requireJSON(t, f.do("DELETE", userPath("Robot"), bearer(f.admin), nil), `{"username":"robot"}`)
+
+	for _, tok := range []string{f.robot, minted} {
+		requireError(t, f.do("GET", userPath("robot", "tokens"), bearer(tok), nil), 401)
+	}
+	requireError(t, instancesOf(f, "robot"), 404)
+	requireError(t, f.do("GET", userPath("robot", "tokens"), bearer(f.admin), nil), 404)
+	requireError(t, f.do("DELETE", userPath("robot"), bearer(f.admin), nil), 404)
+	requireJSON(t, f.do("GET", "/v1/active_accounts", bearer(f.admin), nil),
+		`{"accounts":[{"username":"bob","ducklings":[{"id":"rw","type":"read_write","status":"active"}]}]}`)
+	_, err = f.svc.ResolveEmbedSession(ctx, session)
+	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+	p, _ := listUsers(t, f.world, f.admin, "")
+	assert.Equal(t, []string{"admin", "bob", "carol", "dave"}, usernames(p))
+
+	// The username is free again; nothing of the old user comes back.
+	requireJSON(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "ROBOT"}), `{"username":"ROBOT"}`)
+	for _, tok := range []string{f.robot, minted} {
+		requireError(t, f.do("GET", userPath("robot", "tokens"), bearer(tok), nil), 401)
+	}
+	assert.Empty(t, listTokens(t, f.world, f.admin, "robot"))
+	requireJSON(t, instancesOf(f, "robot"), `{"read_write":{"instance_size":"standard","cooldown_seconds":60},"read_scaling":{"instance_size":"standard","flock_size":4,"cooldown_seconds":60}}`)
+	requireJSON(t, f.do("GET", "/v1/active_accounts", bearer(f.admin), nil),
+		`{"accounts":[{"username":"bob","ducklings":[{"id":"rw","type":"read_write","status":"active"}]}]}`)
+	_, err = f.svc.ResolveEmbedSession(ctx, session)
+	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+}
+
+// DESIGN §2: an Admin may delete a human user too, and the deleted user's
+// own token stops working.
+func TestDeleteHumanUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	requireJSON(t, f.do("DELETE", userPath("BOB"), bearer(f.admin), nil), `{"username":"bob"}`)
+	requireError(t, f.do("GET", userPath("bob", "instances"), bearer(f.bob), nil), 401)
+	assert.False(t, f.userExists(acme, "bob"))
+}
+
+// ---------------------------------------------------------------------------
+// Active accounts.
+
+func activeAccounts(f *fixture) response {
+	return f.do("GET", "/v1/active_accounts", bearer(f.admin), nil)
+}
+
+// DESIGN §8: active is active; idle at t is cooldown until t + the
+// effective cooldown of its side, then not running.
+func TestActiveAccountsStatusAndCooldown(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	ctx := t.Context()
+	requireJSON(t, activeAccounts(f), `{"accounts":[]}`)
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "robot", "rw"))
+	require.NoError(t, f.svc.MarkDucklingIdle(ctx, acme, "robot", "rs.0"))
+	both := `{"accounts":[{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"active"},{"id":"rs.0","type":"read_scaling","status":"cooldown"}]}]}`
+	requireJSON(t, activeAccounts(f), both)
+
+	f.clock.Advance(59*time.Second + 999*time.Millisecond)
+	requireJSON(t, activeAccounts(f), both)
+	f.clock.Advance(time.Millisecond) // standard: 60 s
+	requireJSON(t, activeAccounts(f), `{"accounts":[{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"active"}]}]}`)
+
+	// Going idle starts the cooldown of the read-write side.
+	require.NoError(t, f.svc.MarkDucklingIdle(ctx, acme, "robot", "rw"))
+	requireJSON(t, activeAccounts(f), `{"accounts":[{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"cooldown"}]}]}`)
+	f.clock.Advance(time.Minute)
+	requireJSON(t, activeAccounts(f), `{"accounts":[]}`)
+	// Other orgs see nothing of it.
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "robot", "rw"))
+	requireJSON(t, f.do("GET", "/v1/active_accounts", bearer(f.boss), nil), `{"accounts":[]}`)
+}
+
+// DESIGN §8: the cooldown is the effective one of the Duckling's side
+// (set, or the size's default; pulse 1 second).
+func TestActiveAccountsEffectiveCooldownPerSide(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	ctx := t.Context()
+	requireOK(t, putInstances(f, "robot", config(
+		map[string]any{"instance_size": "giga"},
+		map[string]any{"instance_size": "mega", "flock_size": 2, "cooldown_seconds": 90})))
+	requireOK(t, putInstances(f, "dave", config(
+		map[string]any{"instance_size": "pulse"},
+		map[string]any{"instance_size": "mega", "flock_size": 1})))
+	for _, d := range []struct{ user, id string }{{"robot", "rw"}, {"robot", "rs.1"}, {"dave", "rw"}, {"dave", "rs.0"}} {
+		require.NoError(t, f.svc.MarkDucklingIdle(ctx, acme, d.user, d.id))
+	}
+	requireJSON(t, activeAccounts(f), `{"accounts":[
+		{"username":"dave","ducklings":[{"id":"rw","type":"read_write","status":"cooldown"},{"id":"rs.0","type":"read_scaling","status":"cooldown"}]},
+		{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"cooldown"},{"id":"rs.1","type":"read_scaling","status":"cooldown"}]}]}`)
+	f.clock.Advance(time.Second) // pulse: 1 s
+	requireJSON(t, activeAccounts(f), `{"accounts":[
+		{"username":"dave","ducklings":[{"id":"rs.0","type":"read_scaling","status":"cooldown"}]},
+		{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"cooldown"},{"id":"rs.1","type":"read_scaling","status":"cooldown"}]}]}`)
+	f.clock.Advance(89 * time.Second) // robot rs: 90 s as set
+	requireJSON(t, activeAccounts(f), `{"accounts":[
+		{"username":"dave","ducklings":[{"id":"rs.0","type":"read_scaling","status":"cooldown"}]},
+		{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"cooldown"}]}]}`)
+	f.clock.Advance(210 * time.Second) // dave rs: mega 300 s
+	requireJSON(t, activeAccounts(f), `{"accounts":[{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"cooldown"}]}]}`)
+	f.clock.Advance(299*time.Second + 999*time.Millisecond)
+	requireJSON(t, activeAccounts(f), `{"accounts":[{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"cooldown"}]}]}`)
+	f.clock.Advance(time.Millisecond) // robot rw: giga 600 s
+	requireJSON(t, activeAccounts(f), `{"accounts":[]}`)
+}
+
+// DESIGN §8: an active mark not renewed within the lease (10 minutes)
+// counts as idle from its last renewal.
+func TestActiveAccountsLease(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	ctx := t.Context()
+	requireOK(t, putInstances(f, "bob", config(
+		map[string]any{"instance_size": "standard", "cooldown_seconds": 86400},
+		map[string]any{"instance_size": "standard", "flock_size": 1})))
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "robot", "rw"))
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "bob", "rw"))
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "dave", "rw"))
+	f.clock.Advance(5 * time.Minute)
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "dave", "rw")) // renewed
+	f.clock.Advance(5*time.Minute - time.Millisecond)
+	requireJSON(t, activeAccounts(f), `{"accounts":[
+		{"username":"bob","ducklings":[{"id":"rw","type":"read_write","status":"active"}]},
+		{"username":"dave","ducklings":[{"id":"rw","type":"read_write","status":"active"}]},
+		{"username":"robot","ducklings":[{"id":"rw","type":"read_write","status":"active"}]}]}`)
+	f.clock.Advance(time.Millisecond) // 10 minutes since robot's and bob's marks
+	// robot: idle since 10 minutes, past its 60 s cooldown: gone. bob: idle
+	// since 10 minutes, within its one-day cooldown. dave: renewed.
+	requireJSON(t, activeAccounts(f), `{"accounts":[
+		{"username":"bob","ducklings":[{"id":"rw","type":"read_write","status":"cooldown"}]},
+		{"username":"dave","ducklings":[{"id":"rw","type":"read_write","status":"active"}]}]}`)
+	f.clock.Advance(24*time.Hour - 10*time.Minute) // bob: a day after his last mark
+	requireJSON(t, activeAccounts(f), `{"accounts":[]}`)
+}
+
+// DESIGN §8: rs.N runs only for N < flock_size; accounts are ordered by
+// folded username; ducklings rw first, then rs.N by N numerically.
+func TestActiveAccountsOrderingAndFlockBound(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	ctx := t.Context()
+	for _, n := range []string{"Zeta", "alpha", "Émile", "Beta"} {
+		requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": n}))
+	}
+	requireOK(t, putInstances(f, "alpha", config(
+		map[string]any{"instance_size": "standard"},
+		map[string]any{"instance_size": "standard", "flock_size": 16})))
+	for _, id := range []string{"rs.10", "rs.2", "rs.15", "rs.16", "rw", "rs.0", "rs.1"} {
+		require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "alpha", id))
+	}
+	for _, n := range []string{"Zeta", "Émile", "Beta"} {
+		require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, n, "rs.3"))
+		require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, n, "rs.4")) // flock_size 4: not running
+	}
+	require.NoError(t, f.svc.MarkDucklingActive(ctx, acme, "robot", "rs.4")) // only a replica beyond the flock
+	active := func(id, typ string) string {
+		return fmt.Sprintf(`{"id":%q,"type":%q,"status":"active"}`, id, typ)
+	}
+	rs := func(n int) string { return active(fmt.Sprintf("rs.%d", n), "read_scaling") }
+	want := `{"accounts":[
+		{"username":"alpha","ducklings":[` + active("rw", "read_write") + `,` + rs(0) + `,` + rs(1) + `,` + rs(2) + `,` + rs(10) + `,` + rs(15) + `]},
+		{"username":"Beta","ducklings":[` + rs(3) + `]},
+		{"username":"Zeta","ducklings":[` + rs(3) + `]},
+		{"username":"Émile","ducklings":[` + rs(3) + `]}]}`
+	requireJSON(t, activeAccounts(f), want)
+
+	// Shrinking the flock stops the replicas beyond it.
+	requireOK(t, putInstances(f, "alpha", config(
+		map[string]any{"instance_size": "standard"},
+		map[string]any{"instance_size": "standard", "flock_size": 2})))
+	requireOK(t, putInstances(f, "Beta", config(
+		map[string]any{"instance_size": "standard"},
+		map[string]any{"instance_size": "standard", "flock_size": 0})))
+	want = `{"accounts":[
+		{"username":"alpha","ducklings":[` + active("rw", "read_write") + `,` + rs(0) + `,` + rs(1) + `]},
+		{"username":"Zeta","ducklings":[` + rs(3) + `]},
+		{"username":"Émile","ducklings":[` + rs(3) + `]}]}`
+	requireJSON(t, activeAccounts(f), want)
+}
+
+// ---------------------------------------------------------------------------
+// Embed sessions.
+
+func embedPath(diveID string) string { return "/v1/dives/" + diveID + "/embed-session" }
+
+func (f *fixture) embed(diveID string, body any) response {
+	return f.do("POST", embedPath(diveID), bearer(f.admin), body)
+}
+
+// embedSession creates a session and resolves it through the Go API.
+func (f *fixture) embedSession(tb testing.TB, body any) orgadmin.EmbedSession {
+	tb.Helper()
+	r := f.embed(acmeDiveID, body)
+	obj := requireOK(tb, r)
+	require.Equal(tb, []string{"session"}, keys(obj))
+	value, ok := obj["session"].(string)
+	require.True(tb, ok && value != "", "session is a non-empty string: %s", r.body)
+	s, err := f.svc.ResolveEmbedSession(tb.Context(), value)
+	require.NoError(tb, err)
+	return s
+}
+
+// DESIGN §9: the Dive must exist in the caller's org; dive_id is a uuid.
+func TestEmbedSessionDive(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	body := map[string]any{"username": "robot"}
+	for _, bad := range []string{"not-a-uuid", "3f1c2a9e8b7d4c6e9f0a1b2c3d4e5f60", "3f1c2a9e-8b7d-4c6e-9f0a-1b2c3d4e5f6", "{" + acmeDiveID + "}"} {
+		requireIssue(t, f.embed(url.PathEscape(bad), body), "dive_id")
+	}
+	env := requireError(t, f.embed("not-a-uuid", map[string]any{"username": "", "version": 0}), 400)
+	assert.ElementsMatch(t, []string{`["dive_id"]`, `["username"]`, `["version"]`}, env.paths(), "every problem is listed")
+	unknown := f.embed(missingID, body)
+	requireError(t, unknown, 404)
+	other := f.embed(globexDiveID, body)
+	requireError(t, other, 404)
+	assert.Equal(t, string(unknown.body), string(other.body))
+	// The owner org can.
+	requireOK(t, f.do("POST", embedPath(globexDiveID), bearer(f.boss), map[string]any{"username": "stranger"}))
+	// Upper-case uuids name the same Dive.
+	s := f.embedSession(t, body)
+	assert.Equal(t, acmeDiveID, s.DiveID)
+	requireOK(t, f.embed(strings.ToUpper(acmeDiveID), body))
+}
+
+// DESIGN §9: version ≥ 1 and at most the latest (404 beyond it).
+func TestEmbedSessionVersion(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for _, v := range []string{"0", "-1", "2.5", `"3"`, "true"} {
+		requireIssue(t, f.embed(acmeDiveID, `{"username":"robot","version":`+v+`}`), "version")
+	}
+	requireError(t, f.embed(acmeDiveID, `{"username":"robot","version":4}`), 404)
+	requireError(t, f.embed(acmeDiveID, `{"username":"robot","version":1e9}`), 404)
+	assert.Equal(t, 3, f.embedSession(t, `{"username":"robot","version":3}`).Version)
+	assert.Equal(t, 3, f.embedSession(t, `{"username":"robot","version":3.0}`).Version)
+	assert.Equal(t, 1, f.embedSession(t, `{"username":"robot","version":1}`).Version)
+	assert.Equal(t, 3, f.embedSession(t, `{"username":"robot"}`).Version, "latest when not pinned")
+	assert.Equal(t, 3, f.embedSession(t, `{"username":"robot","version":null}`).Version, "null is absent")
+}
+
+// DESIGN §9: username must name a service account of the org.
+func TestEmbedSessionUsername(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	missing := f.embed(acmeDiveID, map[string]any{"username": "nobody"})
+	requireError(t, missing, 404)
+	other := f.embed(acmeDiveID, map[string]any{"username": "stranger"})
+	requireError(t, other, 404)
+	assert.Equal(t, string(missing.body), string(other.body))
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": "dave"}), "username")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": "admin"}), "username")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": ""}), "username")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": strings.Repeat("a", 256)}), "username")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": strings.Repeat("é", 256)}), "username")
+	requireError(t, f.embed(acmeDiveID, map[string]any{"username": strings.Repeat("é", 255)}), 404)
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{}), "username")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": nil}), "username")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": 1}), "username")
+	s := f.embedSession(t, map[string]any{"username": "ROBOT"})
+	assert.Equal(t, "robot", s.Username, "usernames fold; the stored spelling is used")
+	assert.Equal(t, acme, s.Org)
+}
+
+// DESIGN §9: session_name and session_hint need at least 1 character;
+// equal (org, username, session name) give equal affinity keys; the hint
+// is used only without a name.
+func TestEmbedSessionAffinity(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": "robot", "session_name": ""}), "session_name")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": "robot", "session_hint": ""}), "session_hint")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": "robot", "session_name": "a", "session_hint": ""}), "session_hint")
+	requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "robot2"}))
+
+	key := func(body map[string]any) string { return f.embedSession(t, body).AffinityKey }
+	a := key(map[string]any{"username": "robot", "session_name": "tab-1"})
+	require.NotEmpty(t, a)
+	assert.Equal(t, a, key(map[string]any{"username": "robot", "session_name": "tab-1"}))
+	assert.Equal(t, a, key(map[string]any{"username": "Robot", "session_name": "tab-1"}), "usernames fold")
+	assert.Equal(t, a, key(map[string]any{"username": "robot", "session_hint": "tab-1"}), "hint used without a name")
+	assert.Equal(t, a, key(map[string]any{"username": "robot", "session_name": "tab-1", "session_hint": "other"}), "hint ignored with a name")
+	assert.NotEqual(t, a, key(map[string]any{"username": "robot", "session_name": "tab-2"}))
+	assert.NotEqual(t, a, key(map[string]any{"username": "robot", "session_name": "tab-2", "session_hint": "tab-1"}))
+	assert.NotEqual(t, a, key(map[string]any{"username": "robot2", "session_name": "tab-1"}))
+	assert.NotEqual(t, a, key(map[string]any{"username": "robot"}), "no name: no sharing")
+	assert.NotEqual(t, key(map[string]any{"username": "robot"}), key(map[string]any{"username": "robot"}))
+}
+
+// DESIGN §9: required_resources items need url (≥ 1 char), alias
+// optional; the request's replace the Dive's.
+func TestEmbedSessionRequiredResources(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for _, tc := range []struct {
+		body string
+		path []any
+	}{
+		{`{"username":"robot","required_resources":[{"alias":"x"}]}`, []any{"required_resources", 0, "url"}},
+		{`{"username":"robot","required_resources":[{"url":""}]}`, []any{"required_resources", 0, "url"}},
+		{`{"username":"robot","required_resources":[{"url":null}]}`, []any{"required_resources", 0, "url"}},
+		{`{"username":"robot","required_resources":[{"url":"md:a"},{"url":1}]}`, []any{"required_resources", 1, "url"}},
+		{`{"username":"robot","required_resources":[{"url":"md:a","alias":2}]}`, []any{"required_resources", 0, "alias"}},
+		{`{"username":"robot","required_resources":[{"url":"md:a"},"md:b"]}`, []any{"required_resources", 1}},
+		{`{"username":"robot","required_resources":{"url":"md:a"}}`, []any{"required_resources"}},
+		{`{"username":"robot","required_resources":"md:a"}`, []any{"required_resources"}},
+	} {
+		requireIssue(t, f.embed(acmeDiveID, tc.body), tc.path...)
+	}
+	env := requireError(t, f.embed(acmeDiveID, `{"username":"robot","required_resources":[{},{"url":"ok"},{"url":""}]}`), 400)
+	assert.ElementsMatch(t, []string{`["required_resources",0,"url"]`, `["required_resources",2,"url"]`}, env.paths())
+
+	s := f.embedSession(t, map[string]any{"username": "robot"})
+	assert.Equal(t, []orgadmin.Resource{{URL: "md:sales", Alias: "s"}}, s.RequiredResources, "the Dive's own")
+	s = f.embedSession(t, map[string]any{"username": "robot", "required_resources": nil})
+	assert.Equal(t, []orgadmin.Resource{{URL: "md:sales", Alias: "s"}}, s.RequiredResources, "null is absent")
+	s = f.embedSession(t, map[string]any{"username": "robot", "required_resources": []any{
+		map[string]any{"url": "md:other"}, map[string]any{"url": "s3://b/x.parquet", "alias": "x"}}})
+	assert.Equal(t, []orgadmin.Resource{{URL: "md:other"}, {URL: "s3://b/x.parquet", Alias: "x"}}, s.RequiredResources)
+	s = f.embedSession(t, map[string]any{"username": "robot", "required_resources": []any{}})
+	assert.Empty(t, s.RequiredResources, "an empty list replaces the Dive's")
+}
+
+// resourcesOfSize returns required_resources whose compact JSON is exactly n
+// bytes.
+func resourcesOfSize(tb testing.TB, n int) []map[string]string {
+	tb.Helper()
+	const k = 9 // items of {"url":"…"} (10 bytes + url), 8 commas, []
+	total := n - 2 - (k - 1) - k*10
+	items := make([]map[string]string, k)
+	for i := range items {
+		l := total / k
+		if i < total%k {
+			l++
+		}
+		items[i] = map[string]string{"url": strings.Repeat("u", l)}
+	}
+	require.Len(tb, jsonString(tb, items), n)
+	return items
+}
+
+// DESIGN §9: required_resources is at most 8192 bytes of JSON in all.
+func TestEmbedSessionRequiredResourcesSize(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": "robot", "required_resources": resourcesOfSize(t, 8193)}), "required_resources")
+	requireIssue(t, f.embed(acmeDiveID, map[string]any{"username": "robot", "required_resources": resourcesOfSize(t, 9000)}), "required_resources")
+	for _, n := range []int{8191, 8192} {
+		s := f.embedSession(t, map[string]any{"username": "robot", "required_resources": resourcesOfSize(t, n)})
+		assert.Len(t, s.RequiredResources, 9, "%d bytes", n)
+	}
+}
+
+// DESIGN §9: initial_state is a JSON object of at most 64 KiB, handed to
+// the renderer as is.
+func TestEmbedSessionInitialState(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for _, bad := range []string{`[1]`, `"x"`, `5`, `true`, `[]`} {
+		is := requireIssue(t, f.embed(acmeDiveID, `{"username":"robot","initial_state":`+bad+`}`), "initial_state")
+		assert.Equal(t, "invalid_type", is.Code)
+	}
+	state := func(n int) string { // {"k":"…"} of n bytes
+		return `{"k":"` + strings.Repeat("x", n-8) + `"}`
+	}
+	require.Len(t, state(65536), 65536)
+	s := f.embedSession(t, `{"username":"robot","initial_state":`+state(65536)+`}`)
+	assert.Equal(t, state(65536), string(s.InitialState))
+	// Whitespace does not count: the state is measured compact.
+	s = f.embedSession(t, `{"username":"robot","initial_state": {  "k" :  "`+strings.Repeat("x", 65528)+`" } }`)
+	assert.Equal(t, state(65536), string(s.InitialState))
+	is := requireIssue(t, f.embed(acmeDiveID, `{"username":"robot","initial_state":`+state(65537)+`}`), "initial_state")
+	assert.Equal(t, "too_big", is.Code)
+
+	s = f.embedSession(t, `{"username":"robot","initial_state":{"filters":{"region":"EU"},"page":2,"tags":["a","b"]}}`)
+	assert.JSONEq(t, `{"filters":{"region":"EU"},"page":2,"tags":["a","b"]}`, string(s.InitialState))
+	s = f.embedSession(t, `{"username":"robot","initial_state":{}}`)
+	assert.JSONEq(t, `{}`, string(s.InitialState))
+	s = f.embedSession(t, `{"username":"robot"}`)
+	assert.Nil(t, s.InitialState)
+}
+
+// DESIGN §9: the answer is {"session"}; the Go API resolves it to the Dive,
+// the pinned or latest version, the service account, the effective
+// resources, the initial state; a session is not an API credential.
+func TestEmbedSessionResolves(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	r := f.embed(acmeDiveID, map[string]any{
+		"username": "robot", "version": 2, "session_name": "s",
+		"required_resources": []any{map[string]any{"url": "md:x", "alias": "x"}},
+		"initial_state":      map[string]any{"a": 1},
+		"unknown_field":      true,
+	})
+	obj := requireOK(t, r)
+	assert.Equal(t, []string{"session"}, keys(obj))
+	value := obj["session"].(string)
+	s, err := f.svc.ResolveEmbedSession(t.Context(), value)
+	require.NoError(t, err)
+	assert.Equal(t, acme, s.Org)
+	assert.Equal(t, acmeDiveID, s.DiveID)
+	assert.Equal(t, 2, s.Version)
+	assert.Equal(t, "robot", s.Username)
+	assert.Equal(t, []orgadmin.Resource{{URL: "md:x", Alias: "x"}}, s.RequiredResources)
+	assert.JSONEq(t, `{"a":1}`, string(s.InitialState))
+	assert.Equal(t, f.clock.Now().Truncate(time.Millisecond), s.CreatedAt.UTC())
+	assert.Equal(t, 24*time.Hour, s.ExpiresAt.Sub(s.CreatedAt), "a session lives 24 hours")
+
+	// A session value is not an API credential.
+	for _, p := range []string{"/v1/active_accounts", userPath("robot", "instances"), userPath("robot", "tokens")} {
+		requireError(t, f.do("GET", p, bearer(value), nil), 401)
+	}
+	// Unknown values do not resolve; sessions end after 24 hours.
+	_, err = f.svc.ResolveEmbedSession(t.Context(), value+"x")
+	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+	f.clock.Advance(24*time.Hour - time.Millisecond)
+	_, err = f.svc.ResolveEmbedSession(t.Context(), value)
+	require.NoError(t, err)
+	f.clock.Advance(time.Millisecond)
+	_, err = f.svc.ResolveEmbedSession(t.Context(), value)
+	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+}
+
+// DESIGN §9 bounds a resource url and session_name only from below (and all
+// resources together to 8192 bytes).
+// A url is bounded only by the 8192 bytes of all resources; session names
+// by orgadmin.MaxSessionName.
+func TestEmbedSessionStringsAreNotBoundedBeyondTheSpec(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	t.Run("url of 2000 characters", func(t *testing.T) {
+		f := f.with(t)
+		url2000 := "md:" + strings.Repeat("u", 1997)
+		s := f.embedSession(t, map[string]any{"username": "robot", "required_resources": []any{map[string]any{"url": url2000}}})
+		assert.Equal(t, []orgadmin.Resource{{URL: url2000}}, s.RequiredResources)
+	})
+	t.Run("session_name of 2000 characters", func(t *testing.T) {
+		f := f.with(t)
+		name := strings.Repeat("n", 2000)
+		a := f.embedSession(t, map[string]any{"username": "robot", "session_name": name})
+		b := f.embedSession(t, map[string]any{"username": "robot", "session_hint": name})
+		assert.Equal(t, a.AffinityKey, b.AffinityKey)
+	})
+	t.Run("session names of MaxSessionName and one more", func(t *testing.T) {
+		f := f.with(t)
+		for _, key := range []string{"session_name", "session_hint"} {
+			f.embedSession(t, map[string]any{"username": "robot", key: strings.Repeat("é", orgadmin.MaxSessionName)})
+			r := f.embed(acmeDiveID, map[string]any{"username": "robot", key: strings.Repeat("é", orgadmin.MaxSessionName+1)})
+			requireError(t, r, 400)
+			requireIssue(t, r, key)
+		}
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Bodies.
+
+// DESIGN §3: bodies are JSON objects in valid UTF-8 of at most 1 MiB
+// (400 otherwise, never 500); unknown fields are ignored; a field of the
+// wrong type is a 400 issue at its path.
+func TestRequestBodies(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	ops := []struct {
+		name, method, path string
+		valid              string // a valid body, ending in "}"
+	}{
+		{"set instance config", "PUT", userPath("robot", "instances"), `{"config":{"read_write":{"instance_size":"standard"},"read_scaling":{"instance_size":"standard","flock_size":4}}}`},
+		{"create service account", "POST", "/v1/users", `{"username":"bigbody"}`},
+		{"create token", "POST", userPath("robot", "tokens"), `{"name":"x"}`},
+		{"create embed session", "POST", embedPath(acmeDiveID), `{"username":"robot"}`},
+	}
+	pad := func(valid string, size int) string {
+		return valid + strings.Repeat(" ", size-len(valid))
+	}
+	for _, op := range ops {
+		t.Run(op.name, func(t *testing.T) {
+			f := f.with(t)
+			for _, bad := range []struct{ what, body string }{
+				{"not JSON", `{"username":`},
+				{"not JSON either", `hello`},
+				{"trailing garbage", op.valid + `x`},
+				{"two objects", op.valid + op.valid},
+				{"JSON array", `[` + op.valid + `]`},
+				{"JSON string", `"x"`},
+				{"JSON number", `1`},
+				{"JSON null", `null`},
+				{"empty", ``},
+				{"only whitespace", " \n\t "},
+				{"invalid UTF-8", "{\"username\":\"\xff\xfe\",\"name\":\"\xc3\"}"},
+				{"over 1 MiB", pad(op.valid, 1<<20+1)},
+				{"far over 1 MiB", pad(op.valid, 3<<20)},
+			} {
+				t.Run(bad.what, func(t *testing.T) {
+					f := f.with(t)
+					requireError(t, f.do(op.method, op.path, bearer(f.admin), bad.body), 400)
+				})
+			}
+			t.Run("exactly 1 MiB", func(t *testing.T) {
+				f := f.with(t)
+				requireOK(t, f.do(op.method, op.path, bearer(f.admin), pad(op.valid, 1<<20)))
+			})
+			t.Run("unknown fields are ignored", func(t *testing.T) {
+				f := f.with(t)
+				if op.name == "create service account" {
+					requireOK(t, f.do("DELETE", userPath("bigbody"), bearer(f.admin), nil))
+				}
+				body := op.valid[:len(op.valid)-1] + `,"unknown":{"x":[1,2]},"role":"Admin","is_service_account":false}`
+				requireOK(t, f.do(op.method, op.path, bearer(f.admin), body))
+			})
+		})
+	}
+	u, err := f.svc.GetUser(t.Context(), acme, "bigbody")
+	require.NoError(t, err)
+	assert.Equal(t, orgadmin.RoleMember, u.Role, "an unknown role field grants nothing")
+	assert.True(t, u.IsServiceAccount)
+
+	t.Run("wrong types", func(t *testing.T) {
+		f := f.with(t)
+		for _, tc := range []struct {
+			method, path, body string
+			at                 []any
+		}{
+			{"POST", "/v1/users", `{"username":5}`, []any{"username"}},
+			{"POST", "/v1/users", `{"username":["a"]}`, []any{"username"}},
+			{"POST", "/v1/users", `{"username":"ok1","description":5}`, []any{"description"}},
+			{"POST", userPath("robot", "tokens"), `{"name":"x","description":true}`, []any{"description"}},
+			{"POST", userPath("robot", "tokens"), `{"name":"x","token_type":1}`, []any{"token_type"}},
+			{"PUT", userPath("robot", "instances"), `{"config":{"read_write":"standard","read_scaling":{"instance_size":"standard","flock_size":4}}}`, []any{"config", "read_write"}},
+			{"PUT", userPath("robot", "instances"), `{"config":{"read_write":{"instance_size":5},"read_scaling":{"instance_size":"standard","flock_size":4}}}`, []any{"config", "read_write", "instance_size"}},
+			{"PUT", userPath("robot", "instances"), `{"config":{"read_write":{"instance_size":"standard"},"read_scaling":{"instance_size":"standard","flock_size":"4"}}}`, []any{"config", "read_scaling", "flock_size"}},
+			{"POST", embedPath(acmeDiveID), `{"username":"robot","session_name":1}`, []any{"session_name"}},
+			{"POST", embedPath(acmeDiveID), `{"username":"robot","session_hint":{}}`, []any{"session_hint"}},
+		} {
+			is := requireIssue(t, f.do(tc.method, tc.path, bearer(f.admin), tc.body), tc.at...)
+			assert.Equal(t, "invalid_type", is.Code, "%s", tc.body)
+		}
+		assert.False(t, f.userExists(acme, "ok1"))
+	})
+	t.Run("type and rule problems are listed together", func(t *testing.T) {
+		f := f.with(t)
+		env := requireError(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), `{"name":"","ttl":"x","token_type":"nope"}`), 400)
+		assert.ElementsMatch(t, []string{`["name"]`, `["ttl"]`, `["token_type"]`}, env.paths())
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Routing.
+
+// DESIGN §3: a path matching no route is a plain-text 404; a known path
+// with a wrong method is a 405 with an Allow header.
+func TestRouting(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for _, p := range []string{"/v1/nope", "/v2/users", "/", "/v1", "/v1/users/robot/instances/extra", "/v1/users/robot/tokens/a/b", "/v1/dives/" + acmeDiveID} {
+		for _, auth := range []string{"", bearer(f.admin)} {
+			r := f.do("GET", p, auth, nil)
+			assert.Equal(t, http.StatusNotFound, r.status, "GET %s", p)
+			assert.True(t, strings.HasPrefix(r.header.Get("Content-Type"), "text/plain"), "GET %s: %s", p, r.header.Get("Content-Type"))
+			assert.False(t, json.Valid(r.body) && bytes.HasPrefix(bytes.TrimSpace(r.body), []byte("{")), "not a JSON body: %s", r.body)
+		}
+	}
+	for _, tc := range []struct {
+		method, path string
+		allow        []string
+	}{
+		{"PATCH", "/v1/users", []string{"GET", "POST"}},
+		{"DELETE", "/v1/users", []string{"GET", "POST"}},
+		{"PUT", "/v1/active_accounts", []string{"GET"}},
+		{"POST", userPath("robot", "instances"), []string{"GET", "PUT"}},
+		{"GET", userPath("robot"), []string{"DELETE"}},
+		{"PUT", userPath("robot", "tokens"), []string{"GET", "POST"}},
+		{"GET", userPath("robot", "tokens", missingID), []string{"DELETE"}},
+		{"GET", embedPath(acmeDiveID), []string{"POST"}},
+	} {
+		r := f.do(tc.method, tc.path, bearer(f.admin), nil)
+		assert.Equal(t, http.StatusMethodNotAllowed, r.status, "%s %s", tc.method, tc.path)
+		allow := strings.Split(strings.ReplaceAll(r.header.Get("Allow"), " ", ""), ",")
+		for _, m := range tc.allow {
+			assert.Contains(t, allow, m, "%s %s: Allow %q", tc.method, tc.path, r.header.Get("Allow"))
+		}
+		for _, m := range allow {
+			assert.Contains(t, append(tc.allow, "HEAD"), m, "%s %s: Allow %q", tc.method, tc.path, r.header.Get("Allow"))
+		}
+	}
+	assert.True(t, f.userExists(acme, "robot"))
+}
+
+// ---------------------------------------------------------------------------
+// Feedback.
+
+func newFeedbackServer(t *testing.T, clock *fakeClock, svc *orgadmin.Service) *httptest.Server {
+	srv := httptest.NewServer(httpserver.NewFeedback(svc, httpserver.FeedbackConfig{PerMinute: 2, Now: clock.Now, Logger: discardLogger()}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func feedback(t *testing.T, srv *httptest.Server, q url.Values) response {
+	t.Helper()
+	return doRequest(t, srv.URL, "GET", "/docs/api/feedback/agent?"+q.Encode(), "", nil)
+}
+
+// SPEC endpoint 11 and DESIGN §10: page_path and text required, text at
+// most 2000 characters; 200 {"feedback_id": uuid}; no bearer needed.
+func TestFeedbackParameters(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, orgadmin.Config{})
+	text2000 := strings.Repeat("é", 2000)
+	for _, tc := range []struct {
+		what string
+		q    url.Values
+		bad  []any
+	}{
+		{"page_path missing", url.Values{"text": {"hi"}}, []any{"page_path"}},
+		{"text missing", url.Values{"page_path": {"/docs/x"}}, []any{"text"}},
+		{"text empty", url.Values{"page_path": {"/docs/x"}, "text": {""}}, []any{"text"}},
+		{"page_path empty", url.Values{"page_path": {""}, "text": {"hi"}}, []any{"page_path"}},
+		{"text 2001", url.Values{"page_path": {"/docs/x"}, "text": {text2000 + "x"}}, []any{"text"}},
+		{"text 2000", url.Values{"page_path": {"/docs/x"}, "text": {text2000}}, nil},
+		{"all fields", url.Values{"page_path": {"/docs/x"}, "text": {"good"}, "page_title": {"X"}, "source": {"cli"}}, nil},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			w := w.with(t)
+			srv := newFeedbackServer(t, w.clock, w.svc) // a fresh rate limit
+			r := feedback(t, srv, tc.q)
+			if tc.bad != nil {
+				requireIssue(t, r, tc.bad...)
+				return
+			}
+			obj := requireOK(t, r)
+			assert.Equal(t, []string{"feedback_id"}, keys(obj))
+			requireUUID(t, obj["feedback_id"])
+		})
+	}
+	srv := newFeedbackServer(t, w.clock, w.svc)
+	env := requireError(t, feedback(t, srv, url.Values{}), 400)
+	assert.ElementsMatch(t, []string{`["page_path"]`, `["text"]`}, env.paths())
+	r := doRequest(t, srv.URL, "GET", "/docs/api/feedback/agent?page_path=%zz&text=x", "", nil)
+	requireError(t, r, 400)
+}
+
+// DESIGN §10: 429 with Retry-After past the per-client rate.
+func TestFeedbackRateLimit(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, orgadmin.Config{})
+	srv := newFeedbackServer(t, w.clock, w.svc)
+	q := url.Values{"page_path": {"/docs/x"}, "text": {"hi"}}
+	id1 := requireOK(t, feedback(t, srv, q))["feedback_id"]
+	id2 := requireOK(t, feedback(t, srv, q))["feedback_id"]
+	assert.NotEqual(t, id1, id2)
+
+	r := feedback(t, srv, q)
+	require.Equal(t, http.StatusTooManyRequests, r.status, "response: %s", r)
+	require.JSONEq(t, `{"message":"Too Many Requests","code":"TOO_MANY_REQUESTS"}`, string(r.body))
+	assert.Equal(t, "application/json", r.header.Get("Content-Type"))
+	retry, err := strconv.Atoi(r.header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After: %q", r.header.Get("Retry-After"))
+	assert.Equal(t, 30, retry, "2 a minute: one more every 30 s")
+
+	w.clock.Advance(29 * time.Second)
+	requireError(t, feedback(t, srv, q), 429)
+	w.clock.Advance(time.Second)
+	requireOK(t, feedback(t, srv, q))
+	requireError(t, feedback(t, srv, q), 429)
+	w.clock.Advance(time.Minute)
+	requireOK(t, feedback(t, srv, q))
+	requireOK(t, feedback(t, srv, q))
+	requireError(t, feedback(t, srv, q), 429)
+}
+
+// ---------------------------------------------------------------------------
+// Logging and internal errors.
+
+// DESIGN §12 and httpserver: one structured line per request, never a
+// token value.
+func TestRequestLogHasOneLineAndNoToken(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	var buf syncBuffer
+	srv := httptest.NewServer(httpserver.New(f.svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}))
+	t.Cleanup(srv.Close)
+
+	r := doRequest(t, srv.URL, "POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "logged"})
+	minted := requireOK(t, r)["token"].(string)
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 1, "log: %s", buf.String())
+	var line map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[0]), &line))
+	assert.Equal(t, "POST", line["method"])
+	assert.Equal(t, "/v1/users/robot/tokens", line["path"])
+	assert.EqualValues(t, 200, line["status"])
+	assert.Equal(t, r.header.Get("X-Request-Id"), line["request_id"])
+	assert.NotContains(t, buf.String(), f.admin)
+	assert.NotContains(t, buf.String(), minted)
+
+	// Refused credentials and query strings are not logged either.
+	buf.Reset()
+	requireError(t, doRequest(t, srv.URL, "GET", "/v1/users?page_token="+url.QueryEscape(minted), bearer(minted+"x"), nil), 401)
+	requireOK(t, doRequest(t, srv.URL, "GET", userPath("robot", "tokens"), bearer(minted), nil))
+	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 2, "log: %s", buf.String())
+	assert.NotContains(t, buf.String(), minted)
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func (b *syncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
+}
+
+// failingStore is a memory store whose activity listing fails.
+type failingStore struct {
+	*memstore.Store
+}
+
+func (failingStore) ListActivity(context.Context, string) ([]storage.Activity, error) {
+	return nil, errors.New("disk on fire at /var/lib/secret.db")
+}
+
+// DESIGN §3: a 500 never leaks internals; the cause is logged with the
+// request id.
+func TestInternalErrorDoesNotLeak(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	store := failingStore{memstore.New()}
+	svc := orgadmin.New(store, orgadmin.Config{Now: clock.Now})
+	token, err := svc.Bootstrap(t.Context(), orgadmin.BootstrapInput{Org: acme, Username: "admin"})
+	require.NoError(t, err)
+	var buf syncBuffer
+	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}))
+	t.Cleanup(srv.Close)
+
+	r := doRequest(t, srv.URL, "GET", "/v1/active_accounts", bearer(token), nil)
+	requireError(t, r, 500)
+	assert.JSONEq(t, `{"message":"Internal Error","code":"INTERNAL_SERVER_ERROR"}`, string(r.body))
+	assert.NotContains(t, string(r.body), "secret")
+	log := buf.String()
+	assert.Contains(t, log, "disk on fire")
+	assert.Contains(t, log, r.header.Get("X-Request-Id"))
+	assert.NotContains(t, log, token)
+}
