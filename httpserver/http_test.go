@@ -1754,3 +1754,18 @@ func TestInternalErrorDoesNotLeak(t *testing.T) {
 	assert.Contains(t, log, r.header.Get("X-Request-Id"))
 	assert.NotContains(t, log, token)
 }
+
+// A panic inside a handler answers the 500 envelope and is logged, never a
+// dropped connection.
+func TestPanicAnswersInternalError(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	h := httpserver.LogRequests(logger, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") }))
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	r := doRequest(t, srv.URL, "GET", "/v1/users", "", nil)
+	requireError(t, r, 500)
+	assert.JSONEq(t, `{"message":"Internal Error","code":"INTERNAL_SERVER_ERROR"}`, string(r.body))
+	assert.Contains(t, logs.String(), "panic: boom")
+	assert.Contains(t, logs.String(), `"status":500`)
+}

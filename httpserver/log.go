@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"time"
 )
 
@@ -26,15 +28,26 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
+		defer func() {
+			// A panic is a bug; the client still gets the JSON envelope.
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				if !rec.wrote {
+					writeError(rec, r, log, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+				}
+			}
+			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+				slog.String("request_id", id),
+				slog.String("method", r.Method),
+				slog.String("path", r.URL.EscapedPath()),
+				slog.Int("status", rec.status),
+				slog.Int64("bytes", rec.bytes),
+				slog.Duration("duration", time.Since(start)),
+				slog.String("remote", r.RemoteAddr))
+		}()
 		next.ServeHTTP(rec, r)
-		log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("request_id", id),
-			slog.String("method", r.Method),
-			slog.String("path", r.URL.EscapedPath()),
-			slog.Int("status", rec.status),
-			slog.Int64("bytes", rec.bytes),
-			slog.Duration("duration", time.Since(start)),
-			slog.String("remote", r.RemoteAddr))
 	})
 }
 
