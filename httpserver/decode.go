@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/orgadmin/orgadmin"
@@ -80,7 +81,24 @@ func (d *decoder) string(o object, key string, required bool, path ...any) *stri
 		d.wrongType("string", raw, append(slices.Clip(path), key))
 		return nil
 	}
+	if replacedSurrogates(raw, s) {
+		d.add(orgadmin.IssueInvalidString, "String must be valid Unicode (no lone surrogate escapes)", append(slices.Clip(path), key))
+		return nil
+	}
 	return &s
+}
+
+// replacedSurrogates reports whether decoding raw into s replaced lone
+// UTF-16 surrogate escapes (such as \ud800) with U+FFFD, which
+// encoding/json does silently: s then holds more U+FFFD than raw spelled.
+func replacedSurrogates(raw json.RawMessage, s string) bool {
+	const repl = "\uFFFD"
+	n := strings.Count(s, repl)
+	if n == 0 {
+		return false
+	}
+	lower := bytes.ToLower(raw)
+	return n > bytes.Count(raw, []byte(repl))+bytes.Count(lower, []byte(`\ufffd`))
 }
 
 // int decodes key as a whole number: 4 and 4.0 are accepted, 2.5 is not.

@@ -1769,3 +1769,20 @@ func TestPanicAnswersInternalError(t *testing.T) {
 	assert.Contains(t, logs.String(), "panic: boom")
 	assert.Contains(t, logs.String(), `"status":500`)
 }
+
+// encoding/json turns a lone surrogate escape into U+FFFD without a word;
+// the API refuses it instead, while a real U+FFFD, literal or escaped, is
+// an ordinary character.
+func TestLoneSurrogateEscapesAreRefused(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	for _, name := range []string{`\ud800`, `a\udfffb`, `\ud800\u0041`} {
+		r := f.do("POST", userPath("admin", "tokens"), bearer(f.admin), `{"name":"`+name+`"}`)
+		requireError(t, r, 400)
+		requireIssue(t, r, "name")
+	}
+	for _, name := range []string{`\ufffd`, "\uFFFD", `\ud83d\ude00`} {
+		r := f.do("POST", userPath("admin", "tokens"), bearer(f.admin), `{"name":"`+name+`"}`)
+		requireOK(t, r)
+	}
+}
