@@ -217,6 +217,25 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error
 	if !t.LiveAt(s.now()) || t.UserID != u.ID || t.Org != u.Org {
 		return Caller{}, ErrUnauthorized
 	}
+	c := callerOf(u, t.ID)
+	c.TokenType = TokenType(t.Type)
+	return c, nil
+}
+
+// ActAs returns the Caller of the user of org named username, as if it had
+// presented one of its read_write tokens, for Go programs that act on
+// behalf of a user they have authenticated themselves. It fails with
+// NOT_FOUND when the user does not exist.
+func (s *Service) ActAs(ctx context.Context, org, username string) (Caller, error) {
+	u, err := s.resolveUser(ctx, org, username)
+	if err != nil {
+		return Caller{}, err
+	}
+	return callerOf(u, ""), nil
+}
+
+// callerOf is the Caller of user u presenting the read_write token tokenID.
+func callerOf(u storage.User, tokenID string) Caller {
 	return Caller{
 		Org:              u.Org,
 		UserID:           u.ID,
@@ -224,10 +243,10 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error
 		Role:             Role(u.Role),
 		Privileges:       u.Privileges,
 		IsServiceAccount: u.IsServiceAccount,
-		TokenID:          t.ID,
-		TokenType:        TokenType(t.Type),
+		TokenID:          tokenID,
+		TokenType:        TokenReadWrite,
 		folded:           u.FoldedUsername,
-	}, nil
+	}
 }
 
 // Op names an API operation for Authorize.

@@ -1135,3 +1135,25 @@ func TestFormatTime_RFC3339UTCMilliseconds(t *testing.T) {
 	assert.Equal(t, "2026-06-19T12:34:56.789Z", orgadmin.FormatTime(time.Date(2026, 6, 19, 14, 34, 56, 789999999, zone)))
 	assert.Equal(t, "2026-06-19T12:00:00.000Z", orgadmin.FormatTime(t0))
 }
+
+func TestActAs(t *testing.T) {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	require.NoError(t, svc.CreateOrg(ctx, "acme"))
+	_, err := svc.CreateUser(ctx, "acme", orgadmin.NewUser{Username: "Bob"})
+	require.NoError(t, err)
+
+	bob, err := svc.ActAs(ctx, "acme", "BOB")
+	require.NoError(t, err)
+	assert.Equal(t, "Bob", bob.Username)
+	assert.Equal(t, orgadmin.TokenReadWrite, bob.TokenType)
+	_, err = svc.GetInstanceConfig(ctx, bob, "bob")
+	require.NoError(t, err, "a user acting as themself")
+	_, err = svc.ListUsers(ctx, bob, orgadmin.ListUsersOptions{})
+	require.ErrorIs(t, err, orgadmin.ErrForbidden, "a Member without the privilege")
+
+	_, err = svc.ActAs(ctx, "acme", "nobody")
+	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+	_, err = svc.ActAs(ctx, "globex", "bob")
+	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+}

@@ -118,7 +118,8 @@ type Store interface {
 	EmbedSessionByDigest(ctx context.Context, digest Digest) (EmbedSession, error)
 
 	// AddFeedback stores one feedback submission. It returns
-	// ErrAlreadyExists when f.ID is taken.
+	// ErrAlreadyExists when f.ID is taken. A store may bound how many
+	// submissions it keeps, dropping the oldest.
 	AddFeedback(ctx context.Context, f Feedback) error
 
 	// Ping reports whether the store answers.

@@ -17,6 +17,11 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
+// MaxFeedback is how many feedback submissions a Store keeps; older ones
+// are dropped, so an unauthenticated endpoint cannot grow memory without
+// bound.
+const MaxFeedback = 100_000
+
 // Store is an in-memory storage.Store. The zero value is not usable; call
 // New.
 type Store struct {
@@ -26,6 +31,7 @@ type Store struct {
 	tokenIDs map[string]*tokenEntry
 	sessions map[storage.Digest]*sessionEntry
 	feedback map[string]storage.Feedback
+	fbOrder  []string // feedback ids, oldest first
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -450,7 +456,12 @@ func (s *Store) AddFeedback(_ context.Context, f storage.Feedback) error {
 	if _, ok := s.feedback[f.ID]; ok {
 		return storage.ErrAlreadyExists
 	}
+	if len(s.fbOrder) >= MaxFeedback {
+		delete(s.feedback, s.fbOrder[0])
+		s.fbOrder = s.fbOrder[1:]
+	}
 	s.feedback[f.ID] = f
+	s.fbOrder = append(s.fbOrder, f.ID)
 	return nil
 }
 
