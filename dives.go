@@ -207,10 +207,20 @@ func (s *Service) CreateEmbedSession(ctx context.Context, c Caller, diveID strin
 	if err := ValidateCreateEmbedSession(in); err != nil {
 		return "", err
 	}
-	dive, err := s.store.GetDive(ctx, c.Org, id)
-	if err != nil {
-		return "", s.storeErr("get dive", err, "dive", "dive_id")
+	// The username can only name a user if it is a valid one; either way,
+	// one read fetches the Dive and the user.
+	folded := FoldUsername(in.Username)
+	if !ValidUsername(in.Username) {
+		folded = ""
 	}
+	target, err := s.store.GetEmbedTarget(ctx, c.Org, id, folded)
+	if err != nil {
+		return "", internal("get embed target", err)
+	}
+	if !target.DiveFound {
+		return "", notFound("dive", "dive_id")
+	}
+	dive := target.Dive
 	version := dive.Version
 	if in.Version != nil {
 		if *in.Version > dive.Version {
@@ -218,10 +228,10 @@ func (s *Service) CreateEmbedSession(ctx context.Context, c Caller, diveID strin
 		}
 		version = *in.Version
 	}
-	u, err := s.resolveUser(ctx, c.Org, in.Username)
-	if err != nil {
-		return "", err
+	if !target.UserFound || folded == "" {
+		return "", notFound("user", "username")
 	}
+	u := target.User
 	if !u.IsServiceAccount {
 		return "", badRequest(Issue{Message: "Embed sessions can only be created for service accounts", Path: []any{"username"}, Code: IssueNotAllowed})
 	}

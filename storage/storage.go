@@ -107,6 +107,12 @@ type Store interface {
 	PutDive(ctx context.Context, d Dive) error
 	// GetDive returns the Dive id of org, or ErrNotFound.
 	GetDive(ctx context.Context, org, id string) (Dive, error)
+	// GetEmbedTarget reads, together, the Dive diveID of org and the user
+	// of org whose FoldedUsername is folded: what minting an embed session
+	// needs, in one round trip where the store allows. A missing record is
+	// reported by its Found flag, not by an error; errors are failures of
+	// the store.
+	GetEmbedTarget(ctx context.Context, org, diveID, folded string) (EmbedTarget, error)
 
 	// CreateEmbedSession stores a new embed session. It returns ErrNotFound
 	// when the user s.UserID of s.Org does not exist and ErrAlreadyExists
@@ -253,6 +259,15 @@ type Dive struct {
 	Title             string
 	Version           int
 	RequiredResources []Resource
+}
+
+// EmbedTarget is the result of Store.GetEmbedTarget. Dive and User are
+// zero unless their Found flag is set.
+type EmbedTarget struct {
+	Dive      Dive
+	DiveFound bool
+	User      User
+	UserFound bool
 }
 
 // Resource is a database a Dive needs.

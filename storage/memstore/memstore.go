@@ -412,6 +412,25 @@ func (s *Store) GetDive(_ context.Context, orgID, id string) (storage.Dive, erro
 	return d, nil
 }
 
+// GetEmbedTarget implements storage.Store.
+func (s *Store) GetEmbedTarget(_ context.Context, orgID, diveID, folded string) (storage.EmbedTarget, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var t storage.EmbedTarget
+	o, ok := s.orgs[orgID]
+	if !ok {
+		return t, nil
+	}
+	if d, ok := o.dives[diveID]; ok {
+		t.Dive, t.DiveFound = d, true
+		t.Dive.RequiredResources = slices.Clone(d.RequiredResources)
+	}
+	if e, ok := o.users[folded]; ok {
+		t.User, t.UserFound = cloneUser(e.rec), true
+	}
+	return t, nil
+}
+
 // CreateEmbedSession implements storage.Store.
 func (s *Store) CreateEmbedSession(_ context.Context, es storage.EmbedSession) error {
 	s.mu.Lock()

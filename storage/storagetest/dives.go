@@ -16,6 +16,10 @@ var diveTests = []subtest{
 	{"Missing", testDiveMissing},
 	{"OtherOrg", testDiveOtherOrg},
 	{"Copies", testDiveCopies},
+	{"EmbedTarget", testEmbedTarget},
+	{"EmbedTargetMissing", testEmbedTargetMissing},
+	{"EmbedTargetOtherOrg", testEmbedTargetOtherOrg},
+	{"EmbedTargetCopies", testEmbedTargetCopies},
 }
 
 // newDive builds a Dive of org with two required resources.
@@ -123,4 +127,75 @@ func testDiveCopies(t *testing.T, s storage.Store) {
 	got := getDive(t, s, org.ID, d.ID)
 	scribble(got.RequiredResources, storage.Resource{URL: "mutated"})
 	assert.Equal(t, normDive(want), normDive(getDive(t, s, org.ID, d.ID)), "after mutating GetDive's result")
+}
+
+// GetEmbedTarget reads the Dive and the user together.
+func testEmbedTarget(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	d := newDive(org.ID, "Sales")
+	require.NoError(t, s.PutDive(t.Context(), d))
+	u := createUser(t, s, org.ID, "Robot", true)
+
+	got, err := s.GetEmbedTarget(t.Context(), org.ID, d.ID, u.FoldedUsername)
+	require.NoError(t, err)
+	assert.True(t, got.DiveFound)
+	assert.True(t, got.UserFound)
+	assert.Equal(t, normDive(d), normDive(got.Dive))
+	assertUser(t, u, got.User)
+}
+
+// A missing Dive or user is a false Found flag, not an error.
+func testEmbedTargetMissing(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	d := newDive(org.ID, "Sales")
+	require.NoError(t, s.PutDive(t.Context(), d))
+	u := createUser(t, s, org.ID, "robot", true)
+
+	got, err := s.GetEmbedTarget(t.Context(), org.ID, d.ID, "nobody")
+	require.NoError(t, err)
+	assert.True(t, got.DiveFound)
+	assert.False(t, got.UserFound)
+	assert.Equal(t, storage.User{}, got.User)
+
+	got, err = s.GetEmbedTarget(t.Context(), org.ID, uuid.NewString(), u.FoldedUsername)
+	require.NoError(t, err)
+	assert.False(t, got.DiveFound)
+	assert.True(t, got.UserFound)
+	assert.Equal(t, storage.Dive{}, got.Dive)
+
+	got, err = s.GetEmbedTarget(t.Context(), "no-such-org", d.ID, u.FoldedUsername)
+	require.NoError(t, err)
+	assert.Equal(t, storage.EmbedTarget{}, got)
+}
+
+// Neither the Dive nor the user of another org is found.
+func testEmbedTargetOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	d := newDive(a.ID, "Sales")
+	require.NoError(t, s.PutDive(t.Context(), d))
+	u := createUser(t, s, a.ID, "robot", true)
+
+	got, err := s.GetEmbedTarget(t.Context(), b.ID, d.ID, u.FoldedUsername)
+	require.NoError(t, err)
+	assert.Equal(t, storage.EmbedTarget{}, got)
+}
+
+// Mutating what GetEmbedTarget returns changes nothing stored.
+func testEmbedTargetCopies(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	d := newDive(org.ID, "Sales")
+	require.NoError(t, s.PutDive(t.Context(), d))
+	u := newUser(org.ID, "robot", true)
+	u.Privileges = []string{"a", "b"}
+	require.NoError(t, s.CreateUser(t.Context(), u))
+
+	got, err := s.GetEmbedTarget(t.Context(), org.ID, d.ID, u.FoldedUsername)
+	require.NoError(t, err)
+	scribble(got.Dive.RequiredResources, storage.Resource{URL: "md:changed"})
+	scribble(got.User.Privileges, "changed")
+
+	again, err := s.GetEmbedTarget(t.Context(), org.ID, d.ID, u.FoldedUsername)
+	require.NoError(t, err)
+	assert.Equal(t, normDive(d), normDive(again.Dive))
+	assertUser(t, u, again.User)
 }
