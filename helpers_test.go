@@ -3,13 +3,13 @@ package orgadmin_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/internal/fakeclock"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
@@ -17,27 +17,10 @@ import (
 // time the service stores.
 var t0 = time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
 
-// fakeClock is a manually advanced clock, safe for concurrent use.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is a clock the tests move by hand.
+type fakeClock = fakeclock.Clock
 
-func newFakeClock() *fakeClock { return &fakeClock{now: t0} }
-
-// Now returns the clock's current instant.
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newFakeClock() *fakeClock { return fakeclock.New(t0) }
 
 // env is a Service on a fresh memory store with a fake clock, and an org
 // "acme" whose Admin "admin" is authenticated as admin.

@@ -11,7 +11,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,35 +19,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/internal/fakeclock"
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
-
-// fakeClock is a clock the tests move by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
 
 // epoch is where every fake clock starts. It carries nanoseconds so that
 // the millisecond truncation of stored times is exercised.
 var epoch = time.Date(2026, 6, 19, 12, 34, 56, 789_654_321, time.UTC)
 
-func newFakeClock() *fakeClock { return &fakeClock{now: epoch} }
+// fakeClock is a clock the tests move by hand.
+type fakeClock = fakeclock.Clock
 
-// Now returns the clock's current time.
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward by d.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func newFakeClock() *fakeClock { return fakeclock.New(epoch) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
