@@ -20,9 +20,9 @@ type FeedbackInput struct {
 
 // Limits of feedback fields.
 const (
-	maxFeedbackPath  = 2048
-	maxFeedbackTitle = maxShortString
-	maxFeedbackSrc   = 255
+	MaxFeedbackPagePath  = 2048
+	MaxFeedbackPageTitle = maxShortString
+	MaxFeedbackSource    = 255
 )
 
 // SubmitFeedback records page feedback and returns its id (a UUID). It
@@ -46,9 +46,9 @@ func (s *Service) SubmitFeedback(ctx context.Context, in FeedbackInput) (string,
 // or nil.
 func ValidateFeedback(in FeedbackInput) error {
 	var is issues
-	is.checkString(in.PagePath, 1, maxFeedbackPath, "page_path")
+	is.checkString(in.PagePath, 1, MaxFeedbackPagePath, "page_path")
 	is.checkString(in.Text, 1, MaxFeedbackText, "text")
-	is.checkString(in.PageTitle, 0, maxFeedbackTitle, "page_title")
-	is.checkString(in.Source, 0, maxFeedbackSrc, "source")
+	is.checkString(in.PageTitle, 0, MaxFeedbackPageTitle, "page_title")
+	is.checkString(in.Source, 0, MaxFeedbackSource, "source")
 	return is.err()
 }

@@ -1157,3 +1157,26 @@ func TestActAs(t *testing.T) {
 	_, err = svc.ActAs(ctx, "globex", "bob")
 	require.ErrorIs(t, err, orgadmin.ErrNotFound)
 }
+
+func TestCreateOrg_IdRuleAndIdempotence(t *testing.T) {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	for _, ok := range []string{"a", "acme", "Acme-2.eu_west:1", strings.Repeat("o", 128)} {
+		require.NoError(t, svc.CreateOrg(ctx, ok), ok)
+		require.NoError(t, svc.CreateOrg(ctx, ok), "again: %s", ok)
+	}
+	for _, bad := range []string{"", strings.Repeat("o", 129), "a b", "{acme}", "acmé", "a/b"} {
+		requireCode(t, svc.CreateOrg(ctx, bad), orgadmin.ErrBadRequest)
+	}
+}
+
+// A token id over 255 characters is malformed (400); a shorter unknown one,
+// uuid or not, is simply missing (404).
+func TestDeleteToken_IdBounds(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "admin", strings.Repeat("x", 256)), orgadmin.ErrBadRequest)
+	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "admin", strings.Repeat("x", 255)), orgadmin.ErrNotFound)
+	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "admin", "not-a-uuid"), orgadmin.ErrNotFound)
+	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "admin", ""), orgadmin.ErrBadRequest)
+}

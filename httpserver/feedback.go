@@ -64,21 +64,14 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 			writeError(w, r, cfg.Logger, queryError("Malformed query string", nil))
 			return
 		}
-		var d decoder
-		in := orgadmin.FeedbackInput{PageTitle: q.Get("page_title"), Source: q.Get("source")}
-		for _, p := range []struct {
-			key string
-			dst *string
-		}{{"page_path", &in.PagePath}, {"text", &in.Text}} {
-			if !q.Has(p.key) {
-				d.add(orgadmin.IssueInvalidType, "Required", []any{p.key})
-			}
-			*p.dst = q.Get(p.key)
+		in := orgadmin.FeedbackInput{
+			PagePath:  q.Get("page_path"),
+			Text:      q.Get("text"),
+			PageTitle: q.Get("page_title"),
+			Source:    q.Get("source"),
 		}
-		if err := d.typeErrors(func() error { return orgadmin.ValidateFeedback(in) }); err != nil {
-			writeError(w, r, cfg.Logger, err)
-			return
-		}
+		// Validate before counting against the rate, so that a bad request
+		// costs the client nothing.
 		if err := orgadmin.ValidateFeedback(in); err != nil {
 			writeError(w, r, cfg.Logger, err)
 			return

@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
-	"github.com/orgadmin/orgadmin/internal/fakeclock"
 	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/internal/fakeclock"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 

@@ -963,6 +963,9 @@ func TestListUsersPageTokenPrecedenceAndMalformed(t *testing.T) {
 	assert.Equal(t, usernames(byOffset), usernames(byToken))
 	assert.Equal(t, byToken, both)
 	assert.Equal(t, byToken, bothFirst)
+	// An empty page_token, as clients send for the first page, is absent.
+	emptyToken, _ := listUsers(t, w, admin, "limit=5&offset=5&page_token=")
+	assert.Equal(t, usernames(byOffset), usernames(emptyToken))
 
 	for _, bad := range []string{"!!!", "Zm9v", "dQ", "%00", "x", strings.Repeat("A", 3000)} {
 		t.Run(bad[:min(len(bad), 10)], func(t *testing.T) {
@@ -1615,6 +1618,12 @@ func TestFeedbackParameters(t *testing.T) {
 		{"text 2001", url.Values{"page_path": {"/docs/x"}, "text": {text2000 + "x"}}, []any{"text"}},
 		{"text 2000", url.Values{"page_path": {"/docs/x"}, "text": {text2000}}, nil},
 		{"all fields", url.Values{"page_path": {"/docs/x"}, "text": {"good"}, "page_title": {"X"}, "source": {"cli"}}, nil},
+		{"page_path at its limit", url.Values{"page_path": {strings.Repeat("p", orgadmin.MaxFeedbackPagePath)}, "text": {"hi"}}, nil},
+		{"page_path over its limit", url.Values{"page_path": {strings.Repeat("p", orgadmin.MaxFeedbackPagePath+1)}, "text": {"hi"}}, []any{"page_path"}},
+		{"page_title at its limit", url.Values{"page_path": {"/x"}, "text": {"hi"}, "page_title": {strings.Repeat("t", orgadmin.MaxFeedbackPageTitle)}}, nil},
+		{"page_title over its limit", url.Values{"page_path": {"/x"}, "text": {"hi"}, "page_title": {strings.Repeat("t", orgadmin.MaxFeedbackPageTitle+1)}}, []any{"page_title"}},
+		{"source at its limit", url.Values{"page_path": {"/x"}, "text": {"hi"}, "source": {strings.Repeat("s", orgadmin.MaxFeedbackSource)}}, nil},
+		{"source over its limit", url.Values{"page_path": {"/x"}, "text": {"hi"}, "source": {strings.Repeat("s", orgadmin.MaxFeedbackSource+1)}}, []any{"source"}},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			w := w.with(t)
@@ -1660,6 +1669,20 @@ func TestFeedbackRateLimit(t *testing.T) {
 	requireOK(t, feedback(t, srv, q))
 	requireError(t, feedback(t, srv, q), 429)
 	w.clock.Advance(time.Minute)
+	requireOK(t, feedback(t, srv, q))
+	requireOK(t, feedback(t, srv, q))
+	requireError(t, feedback(t, srv, q), 429)
+}
+
+// A request refused as malformed does not count against the rate.
+func TestFeedbackBadRequestsDoNotCount(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, orgadmin.Config{})
+	srv := newFeedbackServer(t, w.clock, w.svc)
+	for range 5 {
+		requireError(t, feedback(t, srv, url.Values{"text": {"no page"}}), 400)
+	}
+	q := url.Values{"page_path": {"/docs/x"}, "text": {"hi"}}
 	requireOK(t, feedback(t, srv, q))
 	requireOK(t, feedback(t, srv, q))
 	requireError(t, feedback(t, srv, q), 429)

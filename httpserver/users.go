@@ -75,9 +75,6 @@ func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c orgadmin.C
 		Offset:    d.queryInt(q, "offset"),
 		PageToken: q.Get("page_token"),
 	}
-	if q.Has("page_token") && opt.PageToken == "" {
-		d.add(orgadmin.IssueInvalidString, "Invalid page token", []any{"page_token"})
-	}
 	if q.Has("is_service_account") {
 		switch v := q.Get("is_service_account"); v {
 		case "true", "false":
