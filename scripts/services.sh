@@ -19,6 +19,29 @@ s.close()
 PY
 }
 
+# free_cluster_port prints a port P below 55536 such that P and P+10000 (a
+# Cluster node's bus port) are both free.
+free_cluster_port() {
+  python3 - <<'PY'
+import random, socket
+for _ in range(1000):
+    p = random.randint(20000, 45000)
+    try:
+        socks = []
+        for q in (p, p + 10000):
+            s = socket.socket()
+            s.bind(("127.0.0.1", q))
+            socks.append(s)
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(p)
+    break
+PY
+}
+
 # wait_port PORT NAME waits up to 30 s for something to listen on PORT.
 wait_port() {
   for _ in $(seq 1 300); do
@@ -31,8 +54,57 @@ wait_port() {
   return 1
 }
 
+# start_redis starts one Redis server and exports ORGADMIN_REDIS_ADDR, unless
+# it is set already.
+start_redis() {
+  if [ -n "${ORGADMIN_REDIS_ADDR:-}" ]; then
+    return 0
+  fi
+  local port dir
+  port=$(free_port)
+  dir="$services_dir/redis-$port"
+  mkdir -p "$dir"
+  redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --save '' \
+    --appendonly no --daemonize no --logfile "$dir/log" &
+  service_pids+=($!)
+  wait_port "$port" redis-server
+  export ORGADMIN_REDIS_ADDR="127.0.0.1:$port"
+}
+
+# start_redis_cluster starts a Redis Cluster of three masters and exports
+# ORGADMIN_REDIS_CLUSTER (their addresses, comma-separated), unless it is
+# set already.
+start_redis_cluster() {
+  if [ -n "${ORGADMIN_REDIS_CLUSTER:-}" ]; then
+    return 0
+  fi
+  local port dir addrs=()
+  for _ in 1 2 3; do
+    port=$(free_cluster_port)
+    dir="$services_dir/cluster-$port"
+    mkdir -p "$dir"
+    redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --save '' \
+      --appendonly no --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" \
+      --daemonize no --logfile "$dir/log" &
+    service_pids+=($!)
+    wait_port "$port" "redis-server (cluster)"
+    addrs+=("127.0.0.1:$port")
+  done
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$services_dir/cluster-create.log"
+  for _ in $(seq 1 100); do
+    if redis-cli -h 127.0.0.1 -p "${addrs[0]##*:}" cluster info | grep -q 'cluster_state:ok'; then
+      export ORGADMIN_REDIS_CLUSTER=$(IFS=,; echo "${addrs[*]}")
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "the Redis Cluster did not become ready" >&2
+  return 1
+}
+
 start_services() {
-  :
+  start_redis
+  start_redis_cluster
 }
 
 stop_services() {

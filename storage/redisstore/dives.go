@@ -1,0 +1,134 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// PutDive implements storage.Store.
+func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	doc := diveDoc{Title: d.Title, Version: d.Version, Resources: toResourceDocs(d.RequiredResources)}
+	v, err := s.run(ctx, putDiveScript, d.Org, d.ID, encode(doc)).Result()
+	return status("put dive", v, err)
+}
+
+// GetDive implements storage.Store.
+func (s *Store) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	v, err := s.c.HGet(ctx, s.orgBase(org)+"dives", id).Result()
+	if errors.Is(err, redis.Nil) {
+		return storage.Dive{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.Dive{}, failed("get dive", err)
+	}
+	return diveFrom(org, id, v)
+}
+
+// GetEmbedTarget implements storage.Store, in one round trip.
+func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) (storage.EmbedTarget, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var t storage.EmbedTarget
+	v, err := s.run(ctx, embedTargetScript, org, diveID, folded).Slice()
+	if err != nil {
+		return t, failed("get embed target", err)
+	}
+	if len(v) != 3 {
+		return t, fmt.Errorf("redisstore: get embed target: unexpected reply")
+	}
+	if d, ok := v[0].(string); ok {
+		if t.Dive, err = diveFrom(org, diveID, d); err != nil {
+			return storage.EmbedTarget{}, err
+		}
+		t.DiveFound = true
+	}
+	if u, ok := v[1].(string); ok {
+		if t.User, err = userFrom(org, folded, u, str(v[2])); err != nil {
+			return storage.EmbedTarget{}, err
+		}
+		t.UserFound = true
+	}
+	return t, nil
+}
+
+// CreateEmbedSession implements storage.Store. Redis drops the session's
+// keys a grace period after it expires. On a Cluster the session's pointer
+// is reserved first, as a token's is.
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	hex := hexDigest(es.Digest)
+	pointer := es.Org + "\n" + es.UserID
+	ttl := s.ttl(es.CreatedAt, es.ExpiresAt)
+	doc := sessionDoc{
+		DiveID: es.DiveID, Version: es.Version, UserID: es.UserID, Username: es.Username,
+		Resources: toResourceDocs(es.Resources), InitialState: string(es.InitialState),
+		Affinity: es.AffinityKey, Created: millis(es.CreatedAt), Expires: millis(es.ExpiresAt),
+	}
+	args := []any{es.UserID, hex, encode(doc), ttl, single(s.single), s.prefix, pointer}
+	if s.single {
+		v, err := s.run(ctx, createSessionScript, es.Org, args...).Result()
+		return status("create embed session", v, err)
+	}
+	keys := map[string]string{s.prefix + "ses:" + hex: pointer}
+	if err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond); err != nil {
+		return fmt.Errorf("create embed session: %w", err)
+	}
+	if err := s.stepped("create embed session: reserved"); err != nil {
+		return err
+	}
+	v, err := s.run(ctx, createSessionScript, es.Org, args...).Result()
+	if err = status("create embed session", v, err); err != nil && isRefusal(err) {
+		s.release(ctx, keys)
+	}
+	return err
+}
+
+// EmbedSessionByDigest implements storage.Store.
+func (s *Store) EmbedSessionByDigest(ctx context.Context, d storage.Digest) (storage.EmbedSession, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	hex := hexDigest(d)
+	var org, rec string
+	var err error
+	if s.single {
+		var v []any
+		v, err = sessionScript.Run(ctx, s.c, []string{s.prefix + "ses:" + hex}, s.prefix, hex).Slice()
+		if err == nil {
+			if len(v) != 2 {
+				return storage.EmbedSession{}, fmt.Errorf("redisstore: embed session by digest: unexpected reply")
+			}
+			org, rec = str(v[0]), str(v[1])
+		}
+	} else {
+		var pointer string
+		pointer, err = s.c.Get(ctx, s.prefix+"ses:"+hex).Result()
+		if err == nil {
+			var uid string
+			var ok bool
+			org, uid, ok = strings.Cut(pointer, "\n")
+			if !ok {
+				return storage.EmbedSession{}, fmt.Errorf("redisstore: corrupt session pointer")
+			}
+			rec, err = s.c.Get(ctx, s.orgBase(org)+"ses:"+uid+":"+hex).Result()
+		}
+	}
+	if errors.Is(err, redis.Nil) {
+		return storage.EmbedSession{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.EmbedSession{}, failed("embed session by digest", err)
+	}
+	return sessionFrom(org, d, rec)
+}

@@ -1,0 +1,241 @@
+// Package redisstore is the Redis storage adapter: several orgadmin
+// processes can share one Redis server or one Redis Cluster.
+//
+// All keys of one organization share one hash tag, so every change that
+// spans several of them runs as one Lua script, atomically, on a single
+// server and on a Cluster alike. Token and embed-session digests are looked
+// up through pointer keys outside the org's slot; see the comment on the
+// scripts for the layout and for the order in which a Cluster writes them.
+//
+// Round trips: on a single server, authenticating a token is one; every
+// other method is one, except that reserving and releasing the pointer keys
+// of a token or a session on a Cluster adds one each. A page of users is
+// one round trip however deep it starts (a sorted set read BYLEX from a
+// keyset cursor).
+//
+// Expiry is decided by the caller's clock, never by Redis: expired tokens
+// and sessions are still returned by the lookups that the contract says do
+// not check expiry. Redis key expiry only cleans up, a grace period after
+// a record's own lifetime has passed.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix      = "orgadmin:"
+	DefaultTimeout     = 2 * time.Second
+	DefaultMaxFeedback = 100_000
+	DefaultExpiryGrace = time.Hour
+)
+
+// Options configures a Store. The zero value of each field means its
+// default.
+type Options struct {
+	// Prefix starts every key the Store writes (default "orgadmin:"), so
+	// that several stores can share one Redis. It must not contain '{' or
+	// '}', which would break the hash tags.
+	Prefix string
+	// Timeout bounds each operation, retries included (default 2 s). A
+	// Redis that is down, slow or drops connections makes the operation
+	// fail with an error once it has passed.
+	Timeout time.Duration
+	// MaxFeedback is how many feedback submissions the Store keeps; older
+	// ones are dropped (default 100 000).
+	MaxFeedback int
+	// ExpiryGrace is how long Redis keeps the keys of a token or an embed
+	// session after its lifetime has passed, counted from its creation
+	// (default 1 hour). The caller's clock, not Redis, decides expiry; this
+	// only bounds how long the dead keys stay.
+	ExpiryGrace time.Duration
+}
+
+// Store is a storage.Store on Redis. It keeps nothing in process: every
+// call reads Redis, so several processes see each other's changes at once.
+type Store struct {
+	c       redis.UniversalClient
+	prefix  string
+	timeout time.Duration
+	maxFB   int
+	grace   time.Duration
+	// single is true on one server, where the pointer keys are written in
+	// the same script as the org's keys. On a Cluster they live in other
+	// slots and are written in order around it.
+	single bool
+	// step, when set (by tests), is called between the writes of a
+	// Cluster-mode operation; an error stops the operation there, as a
+	// crash would.
+	step func(name string) error
+}
+
+var _ storage.Store = (*Store)(nil)
+
+// New returns a Store on c, which the caller owns and closes. c must be a
+// *redis.Client (one server, or Sentinel failover) or a
+// *redis.ClusterClient, created with ContextTimeoutEnabled so that
+// Options.Timeout bounds each call. New does not contact Redis.
+func New(c redis.UniversalClient, opts Options) (*Store, error) {
+	s := &Store{
+		c:       c,
+		prefix:  opts.Prefix,
+		timeout: opts.Timeout,
+		maxFB:   opts.MaxFeedback,
+		grace:   opts.ExpiryGrace,
+	}
+	if s.prefix == "" {
+		s.prefix = DefaultPrefix
+	}
+	if strings.ContainsAny(s.prefix, "{}") {
+		return nil, fmt.Errorf("redisstore: prefix %q contains a brace", s.prefix)
+	}
+	if s.timeout <= 0 {
+		s.timeout = DefaultTimeout
+	}
+	if s.maxFB <= 0 {
+		s.maxFB = DefaultMaxFeedback
+	}
+	if s.grace <= 0 {
+		s.grace = DefaultExpiryGrace
+	}
+	var ctxTimeouts bool
+	switch c := c.(type) {
+	case *redis.Client:
+		s.single, ctxTimeouts = true, c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		ctxTimeouts = c.Options().ContextTimeoutEnabled
+	default:
+		return nil, fmt.Errorf("redisstore: unsupported client %T (want *redis.Client or *redis.ClusterClient)", c)
+	}
+	if !ctxTimeouts {
+		return nil, errors.New("redisstore: the client must be created with ContextTimeoutEnabled, or a slow Redis could outlast the operation timeout")
+	}
+	return s, nil
+}
+
+// op bounds one operation by the Store's timeout.
+func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
+}
+
+// orgKey is the key of org's record, and KEYS[1] of the org's scripts.
+func (s *Store) orgKey(org string) string {
+	return s.prefix + "{o:" + org + "}:org"
+}
+
+func (s *Store) orgBase(org string) string {
+	return s.prefix + "{o:" + org + "}:"
+}
+
+func single(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// run runs a script of org.
+func (s *Store) run(ctx context.Context, sc *redis.Script, org string, args ...any) *redis.Cmd {
+	return sc.Run(ctx, s.c, []string{s.orgKey(org)}, args...)
+}
+
+// status maps the status a script returns to the contract's sentinels.
+func status(op string, v any, err error) error {
+	if err != nil {
+		return fmt.Errorf("redisstore: %s: %w", op, err)
+	}
+	switch v {
+	case "OK":
+		return nil
+	case "NOTFOUND":
+		return storage.ErrNotFound
+	case "EXISTS":
+		return storage.ErrAlreadyExists
+	case "LIMIT":
+		return storage.ErrLimitExceeded
+	}
+	return fmt.Errorf("redisstore: %s: unexpected reply %v", op, v)
+}
+
+// failed wraps a Redis error of op.
+func failed(op string, err error) error {
+	return fmt.Errorf("redisstore: %s: %w", op, err)
+}
+
+// ttl is how long Redis keeps a record that lives from created to expires:
+// its lifetime plus the grace, in milliseconds.
+func (s *Store) ttl(created, expires time.Time) int64 {
+	life := max(expires.Sub(created), 0)
+	return (life + s.grace).Milliseconds()
+}
+
+// CreateOrg implements storage.Store.
+func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	ok, err := s.c.SetNX(ctx, s.orgKey(o.ID), encode(orgDoc{ID: o.ID, Created: millis(o.CreatedAt)}), 0).Result()
+	if err != nil {
+		return failed("create org", err)
+	}
+	if !ok {
+		return storage.ErrAlreadyExists
+	}
+	return nil
+}
+
+// GetOrg implements storage.Store.
+func (s *Store) GetOrg(ctx context.Context, id string) (storage.Org, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	v, err := s.c.Get(ctx, s.orgKey(id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return storage.Org{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.Org{}, failed("get org", err)
+	}
+	var d orgDoc
+	if err := decode(v, &d); err != nil {
+		return storage.Org{}, err
+	}
+	return storage.Org{ID: id, CreatedAt: fromMillis(d.Created)}, nil
+}
+
+// AddFeedback implements storage.Store. The Store keeps the newest
+// Options.MaxFeedback submissions.
+func (s *Store) AddFeedback(ctx context.Context, f storage.Feedback) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	doc := feedbackDoc{PagePath: f.PagePath, Text: f.Text, PageTitle: f.PageTitle, Source: f.Source, Created: millis(f.CreatedAt)}
+	keys := []string{s.prefix + "{fb}:h", s.prefix + "{fb}:q"}
+	v, err := addFeedbackScript.Run(ctx, s.c, keys, f.ID, encode(doc), s.maxFB).Result()
+	return status("add feedback", v, err)
+}
+
+// Ping implements storage.Store: it reports whether Redis answers within
+// the timeout (on a Cluster, every master).
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var err error
+	if cc, ok := s.c.(*redis.ClusterClient); ok {
+		err = cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return c.Ping(ctx).Err()
+		})
+	} else {
+		err = s.c.Ping(ctx).Err()
+	}
+	if err != nil {
+		return failed("ping", err)
+	}
+	return nil
+}

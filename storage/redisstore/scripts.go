@@ -1,0 +1,321 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// The Lua scripts below keep every multi-key change atomic. An org-scoped
+// script gets the org's record key as KEYS[1] ("<prefix>{o:<org>}:org"),
+// which routes it to the org's slot on a Cluster, and derives the other keys
+// of the org from it: they share its hash tag, so no CROSSSLOT is possible.
+//
+// The org's keys, after the base "<prefix>{o:<org>}:":
+//
+//	org            the org record
+//	users          hash: folded username -> user record
+//	inst           hash: folded username -> instance configuration
+//	uid            hash: user id -> folded username
+//	ix:all ix:sa ix:hu   sorted sets (score 0) of folded usernames: every
+//	               user, service accounts, humans; listed BYLEX
+//	tok:<uid>      hash: token id -> token record (with its digest)
+//	sess:<uid>     set of the user's embed session digests
+//	ses:<uid>:<hex>  embed session record (expires)
+//	duck:<uid>     hash: Duckling id -> activity report
+//	active         sorted set (score 0) of "<folded>\0<uid>" with reports
+//	dives          hash: Dive id -> Dive record
+//
+// Global keys (their own slots), after "<prefix>":
+//
+//	tok:<hex>      token digest -> "<org>\n<uid>\n<token id>"
+//	tid:<id>       token id -> digest hex (keeps ids unique in the store)
+//	ses:<hex>      session digest -> "<org>\n<uid>"
+//	{fb}:h {fb}:q  feedback records and their order
+//
+// The org's keys are the truth; a global key only points at them. On a
+// single server the scripts write both in one step (single = "1"). On a
+// Cluster the global keys are written first and removed last (see
+// tokens.go), so a crash leaves at most a pointer to nothing, which never
+// authenticates.
+
+// orgBase is the Lua prelude that derives the org's key base from KEYS[1].
+const orgBase = `
+local b = string.sub(KEYS[1], 1, -4)
+`
+
+var createUserScript = redis.NewScript(orgBase + `
+-- ARGV: folded, id, user, inst, kind ("sa" or "hu")
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOTFOUND' end
+if redis.call('HEXISTS', b..'users', ARGV[1]) == 1 or redis.call('HEXISTS', b..'uid', ARGV[2]) == 1 then
+  return 'EXISTS'
+end
+redis.call('HSET', b..'users', ARGV[1], ARGV[3])
+redis.call('HSET', b..'inst', ARGV[1], ARGV[4])
+redis.call('HSET', b..'uid', ARGV[2], ARGV[1])
+redis.call('ZADD', b..'ix:all', 0, ARGV[1])
+redis.call('ZADD', b..'ix:'..ARGV[5], 0, ARGV[1])
+return 'OK'
+`)
+
+var getUserScript = redis.NewScript(orgBase + `
+-- ARGV: folded
+local u = redis.call('HGET', b..'users', ARGV[1])
+if not u then return false end
+return {u, redis.call('HGET', b..'inst', ARGV[1])}
+`)
+
+var updateUserScript = redis.NewScript(orgBase + `
+-- ARGV: id, user, inst, kind
+local f = redis.call('HGET', b..'uid', ARGV[1])
+if not f then return 'NOTFOUND' end
+redis.call('HSET', b..'users', f, ARGV[2])
+redis.call('HSET', b..'inst', f, ARGV[3])
+redis.call('ZREM', b..'ix:sa', f)
+redis.call('ZREM', b..'ix:hu', f)
+redis.call('ZADD', b..'ix:'..ARGV[4], 0, f)
+return 'OK'
+`)
+
+var setInstancesScript = redis.NewScript(orgBase + `
+-- ARGV: folded, inst
+if redis.call('HEXISTS', b..'users', ARGV[1]) == 0 then return 'NOTFOUND' end
+redis.call('HSET', b..'inst', ARGV[1], ARGV[2])
+return 'OK'
+`)
+
+// deleteUserScript removes the user and everything of it in the org's slot
+// at once and returns {user, inst, global keys (without prefix)}. With
+// single = "1" it removes those global keys too, and returns none.
+var deleteUserScript = redis.NewScript(orgBase + `
+-- ARGV: folded, single, prefix
+local f = ARGV[1]
+local u = redis.call('HGET', b..'users', f)
+if not u then return false end
+local i = redis.call('HGET', b..'inst', f)
+local id = cjson.decode(u).id
+local gone = {}
+local tk = b..'tok:'..id
+for _, v in ipairs(redis.call('HVALS', tk)) do
+  local t = cjson.decode(v)
+  gone[#gone+1] = 'tok:'..t.d
+  gone[#gone+1] = 'tid:'..t.id
+end
+local ss = b..'sess:'..id
+for _, h in ipairs(redis.call('SMEMBERS', ss)) do
+  redis.call('DEL', b..'ses:'..id..':'..h)
+  gone[#gone+1] = 'ses:'..h
+end
+redis.call('DEL', tk, ss, b..'duck:'..id)
+redis.call('ZREM', b..'active', f..'\0'..id)
+redis.call('HDEL', b..'users', f)
+redis.call('HDEL', b..'inst', f)
+redis.call('HDEL', b..'uid', id)
+redis.call('ZREM', b..'ix:all', f)
+redis.call('ZREM', b..'ix:sa', f)
+redis.call('ZREM', b..'ix:hu', f)
+if ARGV[2] == '1' then
+  for _, k in ipairs(gone) do redis.call('DEL', ARGV[3]..k) end
+  gone = {}
+end
+return {u, i or '', gone}
+`)
+
+// listUsersScript returns {total, names, users, insts} for one page: by keyset
+// (after the folded username ARGV[2], BYLEX) or by rank (offset ARGV[3]),
+// at most ARGV[4] users. Both cost O(log N + page), however deep.
+var listUsersScript = redis.NewScript(orgBase + `
+-- ARGV: index, after, offset, count
+local ix = b..'ix:'..ARGV[1]
+local n = tonumber(ARGV[4])
+local names
+if ARGV[2] ~= '' then
+  names = redis.call('ZRANGE', ix, '('..ARGV[2], '+', 'BYLEX', 'LIMIT', 0, n)
+else
+  local off = tonumber(ARGV[3])
+  names = redis.call('ZRANGE', ix, off, off + n - 1)
+end
+local total = redis.call('ZCARD', ix)
+if #names == 0 then return {total, {}, {}, {}} end
+return {total, names, redis.call('HMGET', b..'users', unpack(names)), redis.call('HMGET', b..'inst', unpack(names))}
+`)
+
+// tokenRecord is the Lua body that reads token ARGV[2] of user ARGV[1] with
+// its user: {token, user, inst, folded username}, or false.
+const tokenRecord = `
+local function credential(b, uid, tid)
+  local t = redis.call('HGET', b..'tok:'..uid, tid)
+  if not t then return false end
+  local f = redis.call('HGET', b..'uid', uid)
+  if not f then return false end
+  return {t, redis.call('HGET', b..'users', f), redis.call('HGET', b..'inst', f), f}
+end
+`
+
+// credentialScript is the second step of authentication on a Cluster.
+var credentialScript = redis.NewScript(orgBase + tokenRecord + `
+-- ARGV: uid, tid
+return credential(b, ARGV[1], ARGV[2])
+`)
+
+// authenticateScript is authentication on a single server: the digest's
+// pointer and the records it points at, in one round trip. KEYS[1] is the
+// pointer; the org's keys are derived from its value.
+var authenticateScript = redis.NewScript(tokenRecord + `
+-- ARGV: prefix
+local v = redis.call('GET', KEYS[1])
+if not v then return false end
+local org, uid, tid = string.match(v, '^([^\n]*)\n([^\n]*)\n(.*)$')
+if not org then return false end
+local c = credential(ARGV[1]..'{o:'..org..'}:', uid, tid)
+if not c then return false end
+return {org, c[1], c[2], c[3], c[4]}
+`)
+
+// createTokenScript adds a token to its user, counting the user's live
+// tokens against the limit and dropping those no longer live when the
+// count is at the limit (or, without one, now and then).
+var createTokenScript = redis.NewScript(orgBase + `
+-- ARGV: uid, tid, token, max, liveAt (ms), single, prefix, hex, pointer, ttl (ms, 0 = none)
+local P = ARGV[7]
+local single = ARGV[6] == '1'
+if single then
+  if redis.call('EXISTS', P..'tok:'..ARGV[8]) == 1 or redis.call('EXISTS', P..'tid:'..ARGV[2]) == 1 then
+    return 'EXISTS'
+  end
+end
+if redis.call('HEXISTS', b..'uid', ARGV[1]) == 0 then return 'NOTFOUND' end
+local tk = b..'tok:'..ARGV[1]
+if redis.call('HEXISTS', tk, ARGV[2]) == 1 then return 'EXISTS' end
+local max = tonumber(ARGV[4])
+local n = redis.call('HLEN', tk)
+if (max > 0 and n >= max) or n % 1024 == 1023 then
+  local live = tonumber(ARGV[5])
+  local all = redis.call('HGETALL', tk)
+  for j = 1, #all, 2 do
+    local t = cjson.decode(all[j+1])
+    if t.e ~= 0 and t.e <= live then
+      redis.call('HDEL', tk, all[j])
+      n = n - 1
+      if single then redis.call('DEL', P..'tok:'..t.d, P..'tid:'..t.id) end
+    end
+  end
+end
+if max > 0 and n >= max then return 'LIMIT' end
+redis.call('HSET', tk, ARGV[2], ARGV[3])
+if single then
+  local ttl = tonumber(ARGV[10])
+  if ttl > 0 then
+    redis.call('SET', P..'tok:'..ARGV[8], ARGV[9], 'PX', ttl)
+    redis.call('SET', P..'tid:'..ARGV[2], ARGV[8], 'PX', ttl)
+  else
+    redis.call('SET', P..'tok:'..ARGV[8], ARGV[9])
+    redis.call('SET', P..'tid:'..ARGV[2], ARGV[8])
+  end
+end
+return 'OK'
+`)
+
+// deleteTokenScript removes a live token and returns {status, digest hex}.
+var deleteTokenScript = redis.NewScript(orgBase + `
+-- ARGV: uid, tid, liveAt (ms), single, prefix
+local tk = b..'tok:'..ARGV[1]
+local v = redis.call('HGET', tk, ARGV[2])
+if not v then return {'NOTFOUND'} end
+local t = cjson.decode(v)
+if t.e ~= 0 and t.e <= tonumber(ARGV[3]) then return {'NOTFOUND'} end
+redis.call('HDEL', tk, ARGV[2])
+if ARGV[4] == '1' then redis.call('DEL', ARGV[5]..'tok:'..t.d, ARGV[5]..'tid:'..t.id) end
+return {'OK', t.d}
+`)
+
+// releaseScript deletes KEYS[1] if it still holds ARGV[1]: the undo of a
+// global key this process reserved.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+var setDucklingScript = redis.NewScript(orgBase + `
+-- ARGV: uid, duckling id, report
+local f = redis.call('HGET', b..'uid', ARGV[1])
+if not f then return 'NOTFOUND' end
+redis.call('HSET', b..'duck:'..ARGV[1], ARGV[2], ARGV[3])
+redis.call('ZADD', b..'active', 0, f..'\0'..ARGV[1])
+return 'OK'
+`)
+
+// listActivityScript returns {user, inst, {id, report, ...}, folded} for every
+// user with Duckling reports, ordered by folded username.
+var listActivityScript = redis.NewScript(orgBase + `
+local out = {}
+for _, m in ipairs(redis.call('ZRANGE', b..'active', 0, -1)) do
+  local f, id = string.match(m, '^([^%z]*)%z(.*)$')
+  local u = redis.call('HGET', b..'users', f)
+  if u then
+    out[#out+1] = {u, redis.call('HGET', b..'inst', f), redis.call('HGETALL', b..'duck:'..id), f}
+  end
+end
+return out
+`)
+
+var putDiveScript = redis.NewScript(orgBase + `
+-- ARGV: id, dive
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOTFOUND' end
+redis.call('HSET', b..'dives', ARGV[1], ARGV[2])
+return 'OK'
+`)
+
+// embedTargetScript returns {dive, user, inst}, each false when missing.
+var embedTargetScript = redis.NewScript(orgBase + `
+-- ARGV: dive id, folded
+return {redis.call('HGET', b..'dives', ARGV[1]), redis.call('HGET', b..'users', ARGV[2]), redis.call('HGET', b..'inst', ARGV[2])}
+`)
+
+// createSessionScript stores a session of a user that exists and prunes
+// the user's set of sessions of those Redis has expired.
+var createSessionScript = redis.NewScript(orgBase + `
+-- ARGV: uid, hex, session, ttl (ms), single, prefix, pointer
+local single = ARGV[5] == '1'
+if single and redis.call('EXISTS', ARGV[6]..'ses:'..ARGV[2]) == 1 then return 'EXISTS' end
+if redis.call('HEXISTS', b..'uid', ARGV[1]) == 0 then return 'NOTFOUND' end
+local ss = b..'sess:'..ARGV[1]
+local sk = b..'ses:'..ARGV[1]..':'
+if redis.call('EXISTS', sk..ARGV[2]) == 1 then return 'EXISTS' end
+if redis.call('SCARD', ss) >= 64 then
+  for _, h in ipairs(redis.call('SMEMBERS', ss)) do
+    if redis.call('EXISTS', sk..h) == 0 then redis.call('SREM', ss, h) end
+  end
+end
+redis.call('SET', sk..ARGV[2], ARGV[3], 'PX', ARGV[4])
+redis.call('SADD', ss, ARGV[2])
+if single then redis.call('SET', ARGV[6]..'ses:'..ARGV[2], ARGV[7], 'PX', ARGV[4]) end
+return 'OK'
+`)
+
+// sessionScript is a session lookup on a single server, in one round trip:
+// {org, session}, or false.
+var sessionScript = redis.NewScript(`
+-- KEYS[1]: the digest's pointer. ARGV: prefix, hex
+local v = redis.call('GET', KEYS[1])
+if not v then return false end
+local org, uid = string.match(v, '^([^\n]*)\n(.*)$')
+if not org then return false end
+local rec = redis.call('GET', ARGV[1]..'{o:'..org..'}:ses:'..uid..':'..ARGV[2])
+if not rec then return false end
+return {org, rec}
+`)
+
+var addFeedbackScript = redis.NewScript(`
+-- KEYS: records, order. ARGV: id, record, max
+if redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 'EXISTS' end
+redis.call('RPUSH', KEYS[2], ARGV[1])
+while redis.call('LLEN', KEYS[2]) > tonumber(ARGV[3]) do
+  redis.call('HDEL', KEYS[1], redis.call('LPOP', KEYS[2]))
+end
+return 'OK'
+`)
+
+var scripts = []*redis.Script{
+	createUserScript, getUserScript, updateUserScript, setInstancesScript,
+	deleteUserScript, listUsersScript, credentialScript, authenticateScript,
+	createTokenScript, deleteTokenScript, releaseScript, setDucklingScript,
+	listActivityScript, putDiveScript, embedTargetScript, createSessionScript,
+	sessionScript, addFeedbackScript,
+}

@@ -1,0 +1,151 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+func kind(serviceAccount bool) string {
+	if serviceAccount {
+		return "sa"
+	}
+	return "hu"
+}
+
+// CreateUser implements storage.Store.
+func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	v, err := s.run(ctx, createUserScript, u.Org, u.FoldedUsername, u.ID,
+		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount)).Result()
+	return status("create user", v, err)
+}
+
+// GetUser implements storage.Store.
+func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	v, err := s.run(ctx, getUserScript, org, folded).Slice()
+	if errors.Is(err, redis.Nil) {
+		return storage.User{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.User{}, failed("get user", err)
+	}
+	return userFrom(org, folded, str(v[0]), str(v[1]))
+}
+
+// UpdateUser implements storage.Store.
+func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	v, err := s.run(ctx, updateUserScript, u.Org, u.ID,
+		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount)).Result()
+	return status("update user", v, err)
+}
+
+// SetInstances implements storage.Store.
+func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	v, err := s.run(ctx, setInstancesScript, org, folded, encode(toInstDoc(c))).Result()
+	return status("set instances", v, err)
+}
+
+// DeleteUser implements storage.Store. One script removes the user and all
+// it owns from the org's slot, so from then on none of it can be read or
+// used. On a Cluster the pointer keys of its tokens and sessions, in other
+// slots, are removed afterwards; until then (or for ever, if the process
+// dies first) they point at nothing.
+func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	v, err := s.run(ctx, deleteUserScript, org, folded, single(s.single), s.prefix).Slice()
+	if errors.Is(err, redis.Nil) {
+		return storage.User{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.User{}, failed("delete user", err)
+	}
+	u, err := userFrom(org, folded, str(v[0]), str(v[1]))
+	if err != nil {
+		return storage.User{}, err
+	}
+	if gone, _ := v[2].([]any); len(gone) > 0 {
+		if err := s.stepped("delete user: pointers"); err != nil {
+			return u, nil
+		}
+		keys := make([]string, len(gone))
+		for i, k := range gone {
+			keys[i] = s.prefix + str(k)
+		}
+		// The user is gone whatever happens here: a pointer left behind
+		// points at nothing and expires or stays inert.
+		_ = s.delKeys(ctx, keys)
+	}
+	return u, nil
+}
+
+// delKeys deletes keys that may live in different slots, in one pipeline.
+func (s *Store) delKeys(ctx context.Context, keys []string) error {
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range keys {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	return err
+}
+
+// stepped reports whether a test stops a Cluster-mode operation at step.
+func (s *Store) stepped(step string) error {
+	if s.step == nil {
+		return nil
+	}
+	return s.step(step)
+}
+
+// ListUsers implements storage.Store.
+func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) (storage.UserPage, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	index := "all"
+	if q.ServiceAccount != nil {
+		index = kind(*q.ServiceAccount)
+	}
+	v, err := s.run(ctx, listUsersScript, org, index, q.After, q.Offset, q.Limit+1).Slice()
+	if err != nil {
+		return storage.UserPage{}, failed("list users", err)
+	}
+	total, _ := v[0].(int64)
+	names, _ := v[1].([]any)
+	users, _ := v[2].([]any)
+	insts, _ := v[3].([]any)
+	if len(users) != len(names) || len(insts) != len(names) {
+		return storage.UserPage{}, fmt.Errorf("redisstore: list users: unexpected reply")
+	}
+	page := storage.UserPage{Users: make([]storage.User, 0, min(len(users), q.Limit)), Total: int(total)}
+	for i, raw := range users {
+		if len(page.Users) == q.Limit {
+			page.More = true
+			break
+		}
+		u, err := userFrom(org, str(names[i]), str(raw), str(insts[i]))
+		if err != nil {
+			return storage.UserPage{}, err
+		}
+		page.Users = append(page.Users, u)
+	}
+	return page, nil
+}
+
+// str returns v as a string; a nil reply (a missing field) is "".
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
