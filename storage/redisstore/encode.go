@@ -65,15 +65,15 @@ type resourceDoc struct {
 }
 
 type sessionDoc struct {
-	DiveID       string          `json:"dv"`
-	Version      int             `json:"v"`
-	UserID       string          `json:"u"`
-	Username     string          `json:"n"`
-	Resources    []resourceDoc   `json:"r,omitempty"`
+	DiveID       string        `json:"dv"`
+	Version      int           `json:"v"`
+	UserID       string        `json:"u"`
+	Username     string        `json:"n"`
+	Resources    []resourceDoc `json:"r,omitempty"`
 	InitialState string        `json:"is,omitempty"`
-	Affinity     string          `json:"af"`
-	Created      int64           `json:"c"`
-	Expires      int64           `json:"e"`
+	Affinity     string        `json:"af"`
+	Created      int64         `json:"c"`
+	Expires      int64         `json:"e"`
 }
 
 type feedbackDoc struct {
