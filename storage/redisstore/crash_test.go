@@ -1,0 +1,154 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// errStop stands for a process that dies between two writes.
+var errStop = errors.New("stopped here")
+
+var crashT0 = time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+
+// crashWorld is an org with a user, on a Store writing as on a Cluster.
+type crashWorld struct {
+	s    *Store
+	user storage.User
+}
+
+func newCrashWorld(t *testing.T) *crashWorld {
+	ctx := t.Context()
+	s := newStore(t, miniClient(t), false)
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: crashT0}))
+	w := &crashWorld{s: s, user: storage.User{
+		ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
+		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0,
+	}}
+	require.NoError(t, s.CreateUser(ctx, w.user))
+	return w
+}
+
+// stopAt makes the Store stop at step, once.
+func (w *crashWorld) stopAt(t *testing.T, step string) {
+	hit := false
+	w.s.step = func(name string) error {
+		if name == step && !hit {
+			hit = true
+			return errStop
+		}
+		return nil
+	}
+	t.Cleanup(func() { assert.True(t, hit, "the test never reached step %q", step) })
+}
+
+func (w *crashWorld) token(value string, expires time.Time) storage.Token {
+	return storage.Token{
+		ID: uuid.NewString(), Org: w.user.Org, UserID: w.user.ID, Digest: sha256.Sum256([]byte(value)),
+		Name: value, Type: "read_write", CreatedAt: crashT0, ExpiresAt: expires,
+	}
+}
+
+// requireUnusable asserts that tok neither authenticates nor is listed.
+func (w *crashWorld) requireUnusable(t *testing.T, tok storage.Token) {
+	t.Helper()
+	_, err := w.s.TokenByDigest(t.Context(), tok.Digest)
+	require.ErrorIs(t, err, storage.ErrNotFound, "the token authenticates")
+	toks, err := w.s.ListTokens(t.Context(), tok.Org, tok.UserID, crashT0)
+	require.NoError(t, err)
+	for _, got := range toks {
+		require.NotEqual(t, tok.ID, got.ID, "the token is listed")
+	}
+}
+
+// A stop after the pointers are reserved leaves a token that neither
+// authenticates nor is listed nor counts against the limit; the user
+// can still be deleted and its name taken again.
+func TestCrashCreateTokenAfterReserve(t *testing.T) {
+	for _, expires := range []time.Time{{}, crashT0.Add(time.Hour)} {
+		w := newCrashWorld(t)
+		ctx := t.Context()
+		w.stopAt(t, "create token: reserved")
+		lost := w.token("lost-token-value", expires)
+		require.ErrorIs(t, w.s.CreateToken(ctx, lost, storage.TokenLimit{Max: 1, LiveAt: crashT0}), errStop)
+		w.requireUnusable(t, lost)
+
+		next := w.token("next-token-value", expires)
+		require.NoError(t, w.s.CreateToken(ctx, next, storage.TokenLimit{Max: 1, LiveAt: crashT0}))
+		cred, err := w.s.TokenByDigest(ctx, next.Digest)
+		require.NoError(t, err)
+		assert.Equal(t, next.ID, cred.Token.ID)
+
+		_, err = w.s.DeleteUser(ctx, "acme", "robot")
+		require.NoError(t, err)
+		w.requireUnusable(t, next)
+		require.NoError(t, w.s.CreateUser(ctx, storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}))
+	}
+}
+
+// A stop after the token left its user, before its pointers are removed:
+// it no longer authenticates, and deleting it again is ErrNotFound.
+func TestCrashDeleteTokenBeforePointers(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	tok := w.token("doomed-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}))
+	w.stopAt(t, "delete token: pointers")
+	require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, crashT0))
+	w.requireUnusable(t, tok)
+	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, crashT0), storage.ErrNotFound)
+}
+
+// A stop after the user left the org's slot, before the pointers of its
+// tokens and sessions are removed: none of them can be used, and the
+// username can be created again without inheriting them.
+func TestCrashDeleteUserBeforePointers(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	tok := w.token("orphan-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}))
+	ses := storage.EmbedSession{
+		Digest: sha256.Sum256([]byte("orphan-session")), Org: "acme", DiveID: uuid.NewString(), Version: 1,
+		UserID: w.user.ID, Username: w.user.Username, AffinityKey: "k", CreatedAt: crashT0, ExpiresAt: crashT0.Add(time.Hour),
+	}
+	require.NoError(t, w.s.CreateEmbedSession(ctx, ses))
+
+	w.stopAt(t, "delete user: pointers")
+	_, err := w.s.DeleteUser(ctx, "acme", "robot")
+	require.NoError(t, err)
+	w.requireUnusable(t, tok)
+	_, err = w.s.EmbedSessionByDigest(ctx, ses.Digest)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = w.s.GetUser(ctx, "acme", "robot")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+
+	again := storage.User{ID: uuid.NewString(), Org: "acme", Username: "ROBOT", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}
+	require.NoError(t, w.s.CreateUser(ctx, again))
+	toks, err := w.s.ListTokens(ctx, "acme", again.ID, crashT0)
+	require.NoError(t, err)
+	assert.Empty(t, toks)
+	w.requireUnusable(t, tok)
+}
+
+// A stop after a session's pointer is reserved leaves nothing that
+// resolves.
+func TestCrashCreateEmbedSessionAfterReserve(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := context.Background()
+	w.stopAt(t, "create embed session: reserved")
+	ses := storage.EmbedSession{
+		Digest: sha256.Sum256([]byte("lost-session")), Org: "acme", DiveID: uuid.NewString(), Version: 1,
+		UserID: w.user.ID, Username: w.user.Username, AffinityKey: "k", CreatedAt: crashT0, ExpiresAt: crashT0.Add(time.Hour),
+	}
+	require.ErrorIs(t, w.s.CreateEmbedSession(ctx, ses), errStop)
+	_, err := w.s.EmbedSessionByDigest(ctx, ses.Digest)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}
