@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	storeURI := fs.String("store", "memory", "store: memory")
+	storeURI := fs.String("store", "memory", "store: memory, redis://HOST:PORT[/DB], or a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=...")
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
 	if err := fs.Parse(args); err != nil {
 		return err

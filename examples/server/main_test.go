@@ -15,8 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage/redisstore"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's concurrent writes.
@@ -87,7 +90,85 @@ func call(t *testing.T, method, url, token, body string) (int, map[string]any) {
 // TestReadmeTour runs the five-minute tour of README.md against the sample
 // fixture.
 func TestReadmeTour(t *testing.T) {
-	base, _ := startServer(t, nil, "-seed", "../seed.json")
+	testReadmeTour(t)
+}
+
+// The same tour on a real Redis server and a Redis Cluster, when
+// scripts/test.sh has started them.
+func TestReadmeTourRedis(t *testing.T) {
+	testReadmeTour(t, "-store", redisURI(t))
+}
+
+func TestReadmeTourRedisCluster(t *testing.T) {
+	testReadmeTour(t, "-store", redisClusterURI(t))
+}
+
+// redisURI returns a redis:// URI of database 1 of the test Redis server,
+// emptied first, or skips.
+func redisURI(t *testing.T) string {
+	addr := os.Getenv("ORGADMIN_REDIS_ADDR")
+	if addr == "" {
+		t.Skip("ORGADMIN_REDIS_ADDR not set; scripts/test.sh starts a Redis server")
+	}
+	c := redis.NewClient(&redis.Options{Addr: addr, DB: 1})
+	defer c.Close()
+	require.NoError(t, c.FlushDB(context.Background()).Err())
+	return "redis://" + addr + "/1"
+}
+
+// redisClusterURI returns the Cluster form of -store for the test Cluster,
+// with the server's keys deleted first, or skips.
+func redisClusterURI(t *testing.T) string {
+	addrs := os.Getenv("ORGADMIN_REDIS_CLUSTER")
+	if addrs == "" {
+		t.Skip("ORGADMIN_REDIS_CLUSTER not set; scripts/test.sh starts a Redis Cluster")
+	}
+	list := strings.Split(addrs, ",")
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: list})
+	defer c.Close()
+	err := c.ForEachMaster(context.Background(), func(ctx context.Context, c *redis.Client) error {
+		iter := c.Scan(ctx, 0, redisstore.DefaultPrefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			if err := c.Del(ctx, iter.Val()).Err(); err != nil {
+				return err
+			}
+		}
+		return iter.Err()
+	})
+	require.NoError(t, err)
+	return "redis://" + list[0] + "?addr=" + strings.Join(list[1:], "&addr=")
+}
+
+// Restarting on a persistent store neither fails nor makes a second
+// Admin: the first token still works, and a new one is printed.
+func TestRestartOnRedis(t *testing.T) {
+	uri := redisURI(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	first := &syncBuffer{}
+	done := make(chan error, 1)
+	ready := make(chan net.Addr, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-store", uri}, func(string) string { return "" }, first, func(a net.Addr) { ready <- a })
+	}()
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("first start: %v\n%s", err, first)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	token := regexp.MustCompile(`oat_\w+`).FindString(first.String())
+	require.NotEmpty(t, token, first.String())
+
+	base, second := startServer(t, nil, "-store", uri)
+	st, body := call(t, "GET", base+"/v1/users", token, "")
+	require.Equal(t, 200, st, body)
+	assert.Equal(t, 1.0, body["total_count"], "a second Admin was made")
+	assert.Regexp(t, `oat_\w+`, second.String())
+}
+
+func testReadmeTour(t *testing.T, args ...string) {
+	base, _ := startServer(t, nil, append([]string{"-seed", "../seed.json"}, args...)...)
 	const admin = "dev-admin-token-change-me"
 
 	st, body := call(t, "POST", base+"/v1/users", admin, `{"username": "reporter", "description": "nightly reports"}`)

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"net/url"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
+	"github.com/orgadmin/orgadmin/storage/redisstore"
 )
 
 // openStore opens the store a -store value names and returns it with a
@@ -15,9 +18,42 @@ func openStore(_ context.Context, uri string) (storage.Store, func(), error) {
 	switch storeKind(uri) {
 	case "memory":
 		return memstore.New(), func() {}, nil
+	case "redis", "rediss":
+		return openRedis(uri)
 	default:
-		return nil, nil, fmt.Errorf("-store %q: unsupported store (want memory)", redact(uri))
+		return nil, nil, fmt.Errorf("-store %q: unsupported store (want memory or redis://)", redact(uri))
 	}
+}
+
+// openRedis opens redis://HOST:PORT[/DB], or a Redis Cluster given as
+// redis://HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3.
+func openRedis(uri string) (storage.Store, func(), error) {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
+	}
+	var c redis.UniversalClient
+	if u.Query().Has("addr") {
+		opts, err := redis.ParseClusterURL(uri)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
+		}
+		opts.ContextTimeoutEnabled = true
+		c = redis.NewClusterClient(opts)
+	} else {
+		opts, err := redis.ParseURL(uri)
+		if err != nil {
+			return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
+		}
+		opts.ContextTimeoutEnabled = true
+		c = redis.NewClient(opts)
+	}
+	s, err := redisstore.New(c, redisstore.Options{})
+	if err != nil {
+		_ = c.Close()
+		return nil, nil, err
+	}
+	return s, func() { _ = c.Close() }, nil
 }
 
 // storeKind returns the scheme of a -store value ("memory" for memory).

@@ -94,7 +94,7 @@ func TestTimeoutOnSilentRedis(t *testing.T) {
 		"CreateToken": func() error {
 			return s.CreateToken(ctx, storage.Token{ID: "t", Org: "acme", UserID: "u"}, storage.TokenLimit{})
 		},
-		"ListUsers": func() error { _, err := s.ListUsers(ctx, "acme", storage.UserQuery{Limit: 10}); return err },
+		"ListUsers":  func() error { _, err := s.ListUsers(ctx, "acme", storage.UserQuery{Limit: 10}); return err },
 		"DeleteUser": func() error { _, err := s.DeleteUser(ctx, "acme", "a"); return err },
 	}
 	for name, call := range calls {

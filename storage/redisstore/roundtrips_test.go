@@ -92,7 +92,10 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 		max  int64
 		call func(c orgadmin.Caller, round int) error
 	}{
-		{"get instance config", 3, func(c orgadmin.Caller, round int) error { _, err := svc.GetInstanceConfig(ctx, c, "robot000"); return err }},
+		{"get instance config", 3, func(c orgadmin.Caller, round int) error {
+			_, err := svc.GetInstanceConfig(ctx, c, "robot000")
+			return err
+		}},
 		{"set instance config", 3, func(c orgadmin.Caller, round int) error {
 			_, err := svc.SetInstanceConfig(ctx, c, "robot000", orgadmin.SetInstanceConfigInput{Config: &cfg})
 			return err
@@ -124,7 +127,10 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 			_, err := svc.CreateEmbedSession(ctx, c, dive, orgadmin.CreateEmbedSessionInput{Username: "robot000", Version: orgadmin.Ptr(1)})
 			return err
 		}},
-		{"delete user", 3, func(c orgadmin.Caller, round int) error { _, err := svc.DeleteUser(ctx, c, fmt.Sprintf("robot%03d", 1+round)); return err }},
+		{"delete user", 3, func(c orgadmin.Caller, round int) error {
+			_, err := svc.DeleteUser(ctx, c, fmt.Sprintf("robot%03d", 1+round))
+			return err
+		}},
 	}
 	for _, op := range ops {
 		// Once warm: each script has been loaded by an earlier call.
