@@ -1,0 +1,148 @@
+// Package storebench benchmarks the orgadmin operations on any
+// storage.Store, so that every adapter is measured by the same code and
+// the figures of `go test -bench` line up, store beside store, for
+// benchstat.
+package storebench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Run runs the benchmarks on stores made by newStore, a fresh one for each.
+func Run(b *testing.B, newStore func(testing.TB) storage.Store) {
+	b.Run("Authenticate", func(b *testing.B) { authenticate(b, newStore(b)) })
+	b.Run("CreateToken", func(b *testing.B) { createToken(b, newStore(b)) })
+	b.Run("ListTokens", func(b *testing.B) { listTokens(b, newStore(b)) })
+	b.Run("CreateServiceAccount", func(b *testing.B) { createServiceAccount(b, newStore(b)) })
+	b.Run("ListUsers", func(b *testing.B) { listUsers(b, newStore(b)) })
+}
+
+// world is an org with an Admin and a service account "robot".
+type world struct {
+	svc   *orgadmin.Service
+	admin orgadmin.Caller
+	token string
+}
+
+func newWorld(b *testing.B, s storage.Store) world {
+	b.Helper()
+	ctx := context.Background()
+	svc := orgadmin.New(s, orgadmin.Config{})
+	tok, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := svc.Authenticate(ctx, tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"}); err != nil {
+		b.Fatal(err)
+	}
+	return world{svc: svc, admin: admin, token: tok}
+}
+
+func authenticate(b *testing.B, s storage.Store) {
+	w := newWorld(b, s)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := w.svc.Authenticate(ctx, w.token); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// createToken spreads tokens over 1000 service accounts, so that no user
+// nears the live-token limit.
+func createToken(b *testing.B, s storage.Store) {
+	w := newWorld(b, s)
+	ctx := context.Background()
+	names := make([]string, 1000)
+	for i := range names {
+		names[i] = fmt.Sprint("robot", i)
+		if _, err := w.svc.CreateServiceAccount(ctx, w.admin, orgadmin.CreateServiceAccountInput{Username: names[i]}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	in := orgadmin.CreateTokenInput{Name: "bench"}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		if _, err := w.svc.CreateToken(ctx, w.admin, names[i%len(names)], in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// listTokens lists a user's 10 tokens.
+func listTokens(b *testing.B, s storage.Store) {
+	w := newWorld(b, s)
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := w.svc.CreateToken(ctx, w.admin, "robot", orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		ts, err := w.svc.ListTokens(ctx, w.admin, "robot")
+		if err != nil || len(ts) != 10 {
+			b.Fatal(len(ts), err)
+		}
+	}
+}
+
+func createServiceAccount(b *testing.B, s storage.Store) {
+	w := newWorld(b, s)
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		in := orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("sa%09d", i)}
+		if _, err := w.svc.CreateServiceAccount(ctx, w.admin, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// listUsers lists pages of 100 users of an org of 10 000: the first page,
+// and a page about 9 000 users in, by cursor and by offset.
+func listUsers(b *testing.B, s storage.Store) {
+	w := newWorld(b, s)
+	ctx := context.Background()
+	for i := range 10_000 {
+		if _, err := w.svc.CreateUser(ctx, "bench", orgadmin.NewUser{Username: fmt.Sprintf("u%07d", i), IsServiceAccount: true}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	deep, err := w.svc.ListUsers(ctx, w.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(8_900)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		name string
+		opt  orgadmin.ListUsersOptions
+	}{
+		{"first_page", orgadmin.ListUsersOptions{}},
+		{"cursor_9k", orgadmin.ListUsersOptions{PageToken: deep.NextPageToken}},
+		{"offset_9k", orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(9_000)}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				page, err := w.svc.ListUsers(ctx, w.admin, bc.opt)
+				if err != nil || len(page.Users) != 100 {
+					b.Fatal(len(page.Users), err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,96 @@
+package redisstore
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/internal/storebench"
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// BenchmarkStore runs the shared operation benchmarks on the real Redis
+// server (one process on loopback).
+func BenchmarkStore(b *testing.B) {
+	c := serverClient(b)
+	storebench.Run(b, func(tb testing.TB) storage.Store { return newStore(tb, c, true) })
+}
+
+// BenchmarkListTokensHTTP serves authenticated GET /v1/users/{u}/tokens
+// through the Handler on Redis, beside a bare handler that does one Redis
+// GET per request (hash the bearer, GET a key holding the answer, write
+// it), from 8 goroutines per core so the round trips overlap as a server's
+// would. The ratio of their ns/op is the ratio of their throughputs.
+func BenchmarkListTokensHTTP(b *testing.B) {
+	c := serverClient(b)
+	s := newStore(b, c, true)
+	svc := orgadmin.New(s, orgadmin.Config{})
+	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, listTokensRequest(token))
+	if rec.Code != http.StatusOK {
+		b.Fatal(rec.Code, rec.Body.String())
+	}
+	sum := sha256.Sum256([]byte(token))
+	key := s.prefix + "bare:" + hex.EncodeToString(sum[:])
+	if err := c.Set(b.Context(), key, rec.Body.String(), 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	bare := bareRedisHandler(c, s.prefix+"bare:")
+
+	for _, bc := range []struct {
+		name string
+		h    http.Handler
+	}{{"handler", h}, {"bare_one_get", bare}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				req := listTokensRequest(token)
+				for pb.Next() {
+					w := httptest.NewRecorder()
+					bc.h.ServeHTTP(w, req)
+					if w.Code != http.StatusOK {
+						b.Error(w.Code, w.Body.String())
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+func listTokensRequest(token string) *http.Request {
+	req := httptest.NewRequest(http.MethodGet, "/v1/users/admin/tokens", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	return req
+}
+
+// bareRedisHandler answers with the value of prefix+hex(sha256(bearer)),
+// or 401 when there is none: the least a Redis-backed server can do.
+func bareRedisHandler(c redis.UniversalClient, prefix string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(tok))
+		body, err := c.Get(r.Context(), prefix+hex.EncodeToString(sum[:])).Bytes()
+		if !ok || err != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+}
