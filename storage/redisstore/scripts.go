@@ -311,11 +311,3 @@ while redis.call('LLEN', KEYS[2]) > tonumber(ARGV[3]) do
 end
 return 'OK'
 `)
-
-var scripts = []*redis.Script{
-	createUserScript, getUserScript, updateUserScript, setInstancesScript,
-	deleteUserScript, listUsersScript, credentialScript, authenticateScript,
-	createTokenScript, deleteTokenScript, releaseScript, setDucklingScript,
-	listActivityScript, putDiveScript, embedTargetScript, createSessionScript,
-	sessionScript, addFeedbackScript,
-}
