@@ -135,6 +135,17 @@ func TestExpiredTokenIsUnauthorized(t *testing.T) {
 	assert.NotEmpty(t, e.RequestID)
 }
 
+// A bare number is nanoseconds, not seconds: refused rather than sent as a
+// token that never expires.
+func TestTTLUnderASecondIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	srv.CreateServiceAccount("robot")
+	_, err := client.New(srv.URL(), srv.AdminToken()).CreateToken(t.Context(), "robot", client.CreateTokenRequest{Name: "x", TTL: 300})
+	require.ErrorContains(t, err, "time.Duration")
+	assert.Empty(t, srv.Tokens("robot"))
+}
+
 func TestErrors(t *testing.T) {
 	t.Parallel()
 	srv := orgadmintest.NewServer(t)

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"time"
 )
@@ -38,8 +39,10 @@ type Token struct {
 type CreateTokenRequest struct {
 	// Name is 1 to 255 characters.
 	Name string
-	// TTL is the token's lifetime, sent in whole seconds (rounded down):
-	// 300 to 31536000 seconds. Zero means the token never expires.
+	// TTL is the token's lifetime, such as 5*time.Minute, sent in whole
+	// seconds (rounded down): 300 to 31536000 seconds. Zero means the token
+	// never expires. A positive TTL under a second (a bare 300 is 300ns) is
+	// refused before anything is sent.
 	TTL time.Duration
 	// Description is at most 1000 characters; "" sends none.
 	Description string
@@ -49,6 +52,9 @@ type CreateTokenRequest struct {
 
 // MarshalJSON encodes r in its wire form, with ttl in seconds.
 func (r CreateTokenRequest) MarshalJSON() ([]byte, error) {
+	if r.TTL > 0 && r.TTL < time.Second {
+		return nil, fmt.Errorf("TTL %v is under a second; it is a time.Duration, such as 5*time.Minute", r.TTL)
+	}
 	wire := struct {
 		Name        string    `json:"name"`
 		TTL         int64     `json:"ttl,omitempty"`

@@ -354,7 +354,7 @@ func (s *Server) MarkDucklingIdle(username, id string) {
 	}
 }
 
-// admin is the bootstrapped Admin as a Caller, for inspection.
+// adminCaller is the bootstrapped Admin as a Caller, for inspection.
 func (s *Server) adminCaller() orgadmin.Caller {
 	s.helper()
 	c, err := s.svc.ActAs(s.ctx(), s.org, s.admin)
