@@ -29,6 +29,9 @@ type FeedbackConfig struct {
 	Now func() time.Time
 }
 
+// FeedbackPath is where the feedback endpoint is conventionally mounted.
+const FeedbackPath = "/docs/api/feedback/agent"
+
 // feedbackResponse is the answer to a submission.
 type feedbackResponse struct {
 	FeedbackID string `json:"feedback_id"`
@@ -37,7 +40,7 @@ type feedbackResponse struct {
 // NewFeedback returns the page-feedback handler: GET with the query
 // parameters page_path, text, page_title and source; no bearer token
 // needed. Mount it where the host program chooses, conventionally at
-// /docs/api/feedback/agent. A client past its rate gets 429 with
+// FeedbackPath. A client past its rate gets 429 with
 // Retry-After.
 func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 	if cfg.Logger == nil {

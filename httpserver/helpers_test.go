@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -195,7 +194,8 @@ type response struct {
 
 func bearer(token string) string { return "Bearer " + token }
 
-// do sends a request to the world's server. auth is the whole
+// do sends a request to the world's server, and checks it and the answer
+// against the OpenAPI document (checkExchange). auth is the whole
 // Authorization header value ("" sends none). body is nil (no body), a
 // string or []byte (sent as is), or any other value (sent as its JSON).
 func (w *world) do(method, path, auth string, body any) response {
@@ -205,16 +205,20 @@ func (w *world) do(method, path, auth string, body any) response {
 
 func doRequest(tb testing.TB, base, method, path, auth string, body any) response {
 	tb.Helper()
-	var rd io.Reader
+	var raw []byte
 	switch b := body.(type) {
 	case nil:
 	case string:
-		rd = strings.NewReader(b)
+		raw = []byte(b)
 	case []byte:
-		rd = bytes.NewReader(b)
+		raw = b
 	default:
-		raw, err := json.Marshal(b)
+		var err error
+		raw, err = json.Marshal(b)
 		require.NoError(tb, err)
+	}
+	var rd io.Reader
+	if body != nil {
 		rd = bytes.NewReader(raw)
 	}
 	req, err := http.NewRequestWithContext(tb.Context(), method, base+path, rd)
@@ -228,9 +232,11 @@ func doRequest(tb testing.TB, base, method, path, auth string, body any) respons
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(tb, err)
 	defer res.Body.Close()
-	raw, err := io.ReadAll(res.Body)
+	resBody, err := io.ReadAll(res.Body)
 	require.NoError(tb, err)
-	return response{status: res.StatusCode, header: res.Header, body: raw}
+	r := response{status: res.StatusCode, header: res.Header, body: resBody}
+	checkExchange(tb, req, raw, r)
+	return r
 }
 
 // String describes the response for failure messages.

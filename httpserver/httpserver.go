@@ -1,5 +1,6 @@
 // Package httpserver serves an orgadmin.Service as the standard /v1 REST
-// API, plus the optional page-feedback endpoint and a health check.
+// API, with its OpenAPI document at /docs/specs, plus the optional
+// page-feedback endpoint and a health check.
 //
 // Handlers are thin: decode the request, make one Service call, encode the
 // answer. Every error goes through one writer that maps the orgadmin error
@@ -27,9 +28,11 @@ type Config struct {
 	MaxBodyBytes int64
 }
 
-// Handler serves the /v1 API. Paths that match no route answer a plain-text
-// 404; a known path with a wrong method answers 405 with an Allow header.
-// Mount it at the root of a mux, or at "/v1/" beside other routes.
+// Handler serves the /v1 API, and its OpenAPI document at GET /docs/specs
+// (OpenAPIPath) without credentials. Paths that match no route answer a
+// plain-text 404; a known path with a wrong method answers 405 with an Allow
+// header. Mount it at the root of a mux, or at "/v1/" beside other routes
+// (the document is then not served; serve OpenAPI() where you like).
 type Handler struct {
 	svc     *orgadmin.Service
 	log     *slog.Logger
@@ -48,31 +51,39 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 		h.maxBody = DefaultMaxBodyBytes
 	}
 	for _, rt := range h.routes() {
+		if rt.public != nil {
+			h.mux.Handle(rt.pattern, rt.public)
+			continue
+		}
 		h.mux.Handle(rt.pattern, h.authenticated(rt.handle))
 	}
 	h.next = LogRequests(h.log, h.mux)
 	return h
 }
 
-// route is one operation of the API.
+// route is one operation of the API (handle, which runs for an
+// authenticated caller), or a public resource (public, which needs no
+// credential).
 type route struct {
 	pattern string
 	handle  func(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error)
+	public  http.Handler
 }
 
-// routes is the table of every /v1 operation.
+// routes is the table of every /v1 operation and of the OpenAPI document.
 func (h *Handler) routes() []route {
 	return []route{
-		{"GET /v1/users/{username}/instances", h.getInstanceConfig},
-		{"PUT /v1/users/{username}/instances", h.setInstanceConfig},
-		{"GET /v1/active_accounts", h.getActiveAccounts},
-		{"POST /v1/users", h.createServiceAccount},
-		{"GET /v1/users", h.listUsers},
-		{"DELETE /v1/users/{username}", h.deleteUser},
-		{"POST /v1/users/{username}/tokens", h.createToken},
-		{"GET /v1/users/{username}/tokens", h.listTokens},
-		{"DELETE /v1/users/{username}/tokens/{token_id}", h.deleteToken},
-		{"POST /v1/dives/{dive_id}/embed-session", h.createEmbedSession},
+		{pattern: "GET /v1/users/{username}/instances", handle: h.getInstanceConfig},
+		{pattern: "PUT /v1/users/{username}/instances", handle: h.setInstanceConfig},
+		{pattern: "GET /v1/active_accounts", handle: h.getActiveAccounts},
+		{pattern: "POST /v1/users", handle: h.createServiceAccount},
+		{pattern: "GET /v1/users", handle: h.listUsers},
+		{pattern: "DELETE /v1/users/{username}", handle: h.deleteUser},
+		{pattern: "POST /v1/users/{username}/tokens", handle: h.createToken},
+		{pattern: "GET /v1/users/{username}/tokens", handle: h.listTokens},
+		{pattern: "DELETE /v1/users/{username}/tokens/{token_id}", handle: h.deleteToken},
+		{pattern: "POST /v1/dives/{dive_id}/embed-session", handle: h.createEmbedSession},
+		{pattern: "GET " + OpenAPIPath, public: http.HandlerFunc(serveOpenAPI)},
 	}
 }
 

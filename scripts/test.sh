@@ -22,6 +22,14 @@ go vet ./...
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+echo "== spectral (lint of the OpenAPI document)"
+if ! command -v npx >/dev/null 2>&1; then
+  echo "npx (Node.js 18 or later) is needed to lint httpserver/openapi.json" >&2
+  exit 1
+fi
+npx --yes @stoplight/spectral-cli@6.15.0 lint --fail-severity=warn \
+  --ruleset .spectral.yaml httpserver/openapi.json
+
 echo "== database servers"
 start_services
 

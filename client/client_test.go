@@ -1,0 +1,392 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/client"
+	"github.com/orgadmin/orgadmin/orgadmintest"
+)
+
+const diveID = "0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b"
+
+// apiError returns err as an *client.Error, or fails.
+func apiError(tb testing.TB, err error) *client.Error {
+	tb.Helper()
+	var e *client.Error
+	require.True(tb, errors.As(err, &e), "want *client.Error, got %T: %v", err, err)
+	return e
+}
+
+func TestEveryOperationAgainstTheFake(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	ctx := t.Context()
+	c := client.New(srv.URL(), srv.AdminToken())
+
+	sa, err := c.CreateServiceAccount(ctx, client.CreateServiceAccountRequest{Username: "Reporter", Description: "nightly"})
+	require.NoError(t, err)
+	assert.Equal(t, &client.ServiceAccount{Username: "Reporter", Description: "nightly"}, sa)
+
+	tok, err := c.CreateToken(ctx, "reporter", client.CreateTokenRequest{Name: "ci", TTL: time.Hour, Type: client.TokenReadWrite})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(tok.Value, "oat_"), tok.Value)
+	assert.Equal(t, "ci", tok.Name)
+	assert.Equal(t, time.Hour, tok.ExpireAt.Sub(tok.CreatedAt))
+	assert.Equal(t, client.TokenReadWrite, tok.Type)
+	assert.False(t, tok.ReadOnly)
+
+	srv.FastForward(time.Second) // tokens list oldest first
+	ro, err := c.CreateToken(ctx, "reporter", client.CreateTokenRequest{Name: "ro", Type: client.TokenReadScaling, Description: "replicas"})
+	require.NoError(t, err)
+	assert.True(t, ro.ReadOnly)
+	assert.True(t, ro.ExpireAt.IsZero())
+
+	toks, err := c.ListTokens(ctx, "reporter")
+	require.NoError(t, err)
+	require.Len(t, toks, 2)
+	for _, lt := range toks {
+		assert.Empty(t, lt.Value, "values are shown on creation only")
+	}
+	assert.Equal(t, []string{tok.ID, ro.ID}, []string{toks[0].ID, toks[1].ID})
+	require.NoError(t, c.DeleteToken(ctx, "reporter", ro.ID))
+	assert.Len(t, srv.Tokens("reporter"), 1)
+
+	// The service account manages its own configuration with its token.
+	rc := client.New(srv.URL(), tok.Value)
+	cfg, err := rc.GetInstanceConfig(ctx, "reporter")
+	require.NoError(t, err)
+	assert.Equal(t, &client.InstanceConfig{
+		ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizeStandard, CooldownSeconds: 60},
+		ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizeStandard, FlockSize: 4, CooldownSeconds: 60},
+	}, cfg)
+	cfg, err = rc.SetInstanceConfig(ctx, "reporter", client.InstanceConfig{
+		ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizePulse},
+		ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizeMega, FlockSize: 0},
+	})
+	require.NoError(t, err)
+	assert.Equal(t, &client.InstanceConfig{
+		ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizePulse},
+		ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizeMega, FlockSize: 0, CooldownSeconds: 300},
+	}, cfg)
+	assert.Equal(t, orgadmin.SizeMega, srv.InstanceConfig("reporter").ReadScaling.InstanceSize)
+
+	srv.MarkDucklingActive("reporter", "rw")
+	accs, err := c.GetActiveAccounts(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []client.ActiveAccount{{Username: "Reporter", Ducklings: []client.Duckling{{ID: "rw", Type: client.DucklingReadWrite, Status: client.StatusActive}}}}, accs)
+
+	srv.RegisterDive(orgadmin.Dive{ID: diveID, Title: "Sales", Version: 2})
+	es, err := c.CreateEmbedSession(ctx, diveID, client.CreateEmbedSessionRequest{
+		Username: "reporter", SessionName: "s", Version: 1,
+		RequiredResources: []client.Resource{}, InitialState: map[string]any{"region": "emea"},
+	})
+	require.NoError(t, err)
+	resolved, ok := srv.EmbedSession(es.Session)
+	require.True(t, ok)
+	assert.Equal(t, 1, resolved.Version)
+	assert.Empty(t, resolved.RequiredResources, "an empty, non-nil slice replaces the Dive's resources")
+	assert.JSONEq(t, `{"region":"emea"}`, string(resolved.InitialState))
+
+	fb, err := c.SubmitFeedback(ctx, client.Feedback{PagePath: "/docs/api", Text: "clear", Source: "test"})
+	require.NoError(t, err)
+	assert.Len(t, fb.FeedbackID, 36)
+
+	del, err := c.DeleteUser(ctx, "REPORTER")
+	require.NoError(t, err)
+	assert.Equal(t, "Reporter", del.Username)
+	_, ok = srv.User("reporter")
+	assert.False(t, ok)
+}
+
+// The scenario of the issue: a token expires when the fake's clock moves,
+// and the client reports a 401 UNAUTHORIZED.
+func TestExpiredTokenIsUnauthorized(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	ctx := t.Context()
+	admin := client.New(srv.URL(), srv.AdminToken())
+	_, err := admin.CreateServiceAccount(ctx, client.CreateServiceAccountRequest{Username: "robot"})
+	require.NoError(t, err)
+	tok, err := admin.CreateToken(ctx, "robot", client.CreateTokenRequest{Name: "short", TTL: 5 * time.Minute})
+	require.NoError(t, err)
+
+	robot := client.New(srv.URL(), tok.Value)
+	_, err = robot.ListTokens(ctx, "robot")
+	require.NoError(t, err)
+
+	srv.FastForward(5 * time.Minute)
+	_, err = robot.ListTokens(ctx, "robot")
+	e := apiError(t, err)
+	assert.Equal(t, http.StatusUnauthorized, e.StatusCode)
+	assert.Equal(t, client.CodeUnauthorized, e.Code)
+	assert.Equal(t, "Invalid Credentials", e.Message)
+	assert.NotEmpty(t, e.RequestID)
+}
+
+// A bare number is nanoseconds, not seconds: refused rather than sent as a
+// token that never expires.
+func TestTTLUnderASecondIsRefused(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	srv.CreateServiceAccount("robot")
+	_, err := client.New(srv.URL(), srv.AdminToken()).CreateToken(t.Context(), "robot", client.CreateTokenRequest{Name: "x", TTL: 300})
+	require.ErrorContains(t, err, "time.Duration")
+	assert.Empty(t, srv.Tokens("robot"))
+}
+
+func TestErrors(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	ctx := t.Context()
+	c := client.New(srv.URL(), srv.AdminToken())
+
+	t.Run("400 lists issues", func(t *testing.T) {
+		_, err := c.CreateServiceAccount(ctx, client.CreateServiceAccountRequest{Username: "1bad", Description: strings.Repeat("d", 1001)})
+		e := apiError(t, err)
+		assert.Equal(t, 400, e.StatusCode)
+		assert.Equal(t, client.CodeBadRequest, e.Code)
+		require.Len(t, e.Issues, 2)
+		assert.Equal(t, []any{"username"}, e.Issues[0].Path)
+		assert.Contains(t, e.Error(), "orgadmin: 400 BAD_REQUEST: Bad Request: username: ")
+	})
+	t.Run("403", func(t *testing.T) {
+		srv.CreateUser(orgadmin.NewUser{Username: "bob"})
+		_, err := client.New(srv.URL(), srv.CreateToken("bob", orgadmin.CreateTokenInput{})).GetActiveAccounts(ctx)
+		assert.Equal(t, client.CodeForbidden, apiError(t, err).Code)
+	})
+	t.Run("404 of a missing user", func(t *testing.T) {
+		_, err := c.GetInstanceConfig(ctx, "nobody")
+		e := apiError(t, err)
+		assert.Equal(t, 404, e.StatusCode)
+		assert.Equal(t, client.CodeNotFound, e.Code)
+	})
+	t.Run("plain-text 404 of a wrong URL", func(t *testing.T) {
+		_, err := client.New(srv.URL()+"/nope", srv.AdminToken()).ListTokens(ctx, "admin")
+		e := apiError(t, err)
+		assert.Equal(t, 404, e.StatusCode)
+		assert.Empty(t, e.Code)
+		assert.Equal(t, "404 page not found", e.Message)
+	})
+	t.Run("transport failure is not an *Error", func(t *testing.T) {
+		dead := httptest.NewServer(http.NotFoundHandler())
+		dead.Close()
+		_, err := client.New(dead.URL, "x").ListTokens(ctx, "admin")
+		require.Error(t, err)
+		var e *client.Error
+		assert.False(t, errors.As(err, &e))
+	})
+}
+
+func TestAllUsersWalksEveryPage(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	for _, name := range []string{"b", "C", "d", "e", "f"} {
+		srv.CreateServiceAccount(name)
+	}
+	c := client.New(srv.URL(), srv.AdminToken())
+
+	page, err := c.ListUsers(t.Context(), client.ListUsersOptions{Limit: 4})
+	require.NoError(t, err)
+	assert.Equal(t, 6, page.TotalCount)
+	assert.Len(t, page.Users, 4)
+	assert.NotEmpty(t, page.NextPageToken)
+	last, err := c.ListUsers(t.Context(), client.ListUsersOptions{Limit: 4, PageToken: page.NextPageToken})
+	require.NoError(t, err)
+	assert.Len(t, last.Users, 2)
+	assert.Empty(t, last.NextPageToken, "null on the last page")
+
+	var names []string
+	for u, err := range c.AllUsers(t.Context(), client.ListUsersOptions{Limit: 2}) {
+		require.NoError(t, err)
+		names = append(names, u.Username)
+	}
+	assert.Equal(t, []string{"admin", "b", "C", "d", "e", "f"}, names)
+
+	var sas []string
+	for u, err := range c.AllUsers(t.Context(), client.ListUsersOptions{Limit: 1, ServiceAccount: orgadmin.Ptr(true)}) {
+		require.NoError(t, err)
+		sas = append(sas, u.Username)
+		if len(sas) == 3 {
+			break
+		}
+	}
+	assert.Equal(t, []string{"b", "C", "d"}, sas, "breaking out stops the walk")
+
+	for _, err := range client.New(srv.URL(), "wrong-token").AllUsers(t.Context(), client.ListUsersOptions{}) {
+		assert.Equal(t, client.CodeUnauthorized, apiError(t, err).Code)
+	}
+}
+
+// flaky answers status (with Retry-After, when set) the first fails
+// requests, then 200 {"tokens": []}; it counts requests and checks that
+// each carries the whole body.
+type flaky struct {
+	fails      int32
+	status     int
+	retryAfter string
+	wantBody   string
+	calls      atomic.Int32
+	badBody    atomic.Bool
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	n := f.calls.Add(1)
+	if b, _ := io.ReadAll(r.Body); string(b) != f.wantBody {
+		f.badBody.Store(true)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if n <= f.fails {
+		if f.retryAfter != "" {
+			w.Header().Set("Retry-After", f.retryAfter)
+		}
+		w.WriteHeader(f.status)
+		_, _ = io.WriteString(w, `{"message":"Too Many Requests","code":"TOO_MANY_REQUESTS"}`)
+		return
+	}
+	_, _ = io.WriteString(w, `{"tokens":[],"read_write":{"instance_size":"pulse"},"read_scaling":{"instance_size":"pulse","flock_size":0},"username":"x","session":"s"}`)
+}
+
+func fastRetry(n int) client.Option {
+	return client.WithRetry(client.RetryPolicy{MaxRetries: n, MinBackoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond})
+}
+
+func TestRetries(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	serve := func(t *testing.T, f *flaky) string {
+		srv := httptest.NewServer(f)
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	for _, status := range []int{429, 502, 503, 504} {
+		t.Run("GET retried on "+http.StatusText(status), func(t *testing.T) {
+			f := &flaky{fails: 2, status: status}
+			_, err := client.New(serve(t, f), "t", fastRetry(3)).ListTokens(ctx, "x")
+			require.NoError(t, err)
+			assert.EqualValues(t, 3, f.calls.Load())
+		})
+	}
+	t.Run("PUT and DELETE retried with their body", func(t *testing.T) {
+		f := &flaky{fails: 2, status: 503, retryAfter: "0",
+			wantBody: `{"config":{"read_write":{"instance_size":"pulse"},"read_scaling":{"instance_size":"pulse","flock_size":0}}}`}
+		_, err := client.New(serve(t, f), "t", fastRetry(3)).SetInstanceConfig(ctx, "x", client.InstanceConfig{
+			ReadWrite: client.ReadWriteInstance{InstanceSize: client.SizePulse}, ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizePulse},
+		})
+		require.NoError(t, err)
+		assert.EqualValues(t, 3, f.calls.Load())
+		assert.False(t, f.badBody.Load(), "every attempt carries the whole body")
+
+		d := &flaky{fails: 1, status: 502}
+		_, err = client.New(serve(t, d), "t", fastRetry(3)).DeleteUser(ctx, "x")
+		require.NoError(t, err)
+		assert.EqualValues(t, 2, d.calls.Load())
+	})
+	t.Run("POST never retried", func(t *testing.T) {
+		f := &flaky{fails: 1, status: 503, retryAfter: "0", wantBody: `{"username":"x"}`}
+		_, err := client.New(serve(t, f), "t", fastRetry(3)).CreateServiceAccount(ctx, client.CreateServiceAccountRequest{Username: "x"})
+		assert.Equal(t, 503, apiError(t, err).StatusCode)
+		assert.EqualValues(t, 1, f.calls.Load())
+
+		g := &flaky{fails: 1, status: 429, retryAfter: "0"}
+		_, err = client.New(serve(t, g), "t", fastRetry(3)).CreateEmbedSession(ctx, diveID, client.CreateEmbedSessionRequest{Username: "x"})
+		assert.Equal(t, 429, apiError(t, err).StatusCode)
+		assert.EqualValues(t, 1, g.calls.Load())
+	})
+	t.Run("feedback never retried", func(t *testing.T) {
+		f := &flaky{fails: 1, status: 429, retryAfter: "0"}
+		_, err := client.New(serve(t, f), "t", fastRetry(3)).SubmitFeedback(ctx, client.Feedback{PagePath: "/", Text: "x"})
+		e := apiError(t, err)
+		assert.Equal(t, client.CodeTooManyRequests, e.Code)
+		assert.Equal(t, time.Duration(0), e.RetryAfter)
+		assert.EqualValues(t, 1, f.calls.Load())
+	})
+	t.Run("other statuses not retried", func(t *testing.T) {
+		f := &flaky{fails: 1, status: 500}
+		_, err := client.New(serve(t, f), "t", fastRetry(3)).ListTokens(ctx, "x")
+		assert.Equal(t, 500, apiError(t, err).StatusCode)
+		assert.EqualValues(t, 1, f.calls.Load())
+	})
+	t.Run("gives up after MaxRetries with the last answer", func(t *testing.T) {
+		f := &flaky{fails: 10, status: 503}
+		_, err := client.New(serve(t, f), "t", fastRetry(2)).ListTokens(ctx, "x")
+		assert.Equal(t, 503, apiError(t, err).StatusCode)
+		assert.EqualValues(t, 3, f.calls.Load())
+	})
+	t.Run("RetryPolicy{} turns retries off", func(t *testing.T) {
+		f := &flaky{fails: 1, status: 503}
+		_, err := client.New(serve(t, f), "t", client.WithRetry(client.RetryPolicy{})).ListTokens(ctx, "x")
+		assert.Equal(t, 503, apiError(t, err).StatusCode)
+		assert.EqualValues(t, 1, f.calls.Load())
+	})
+	t.Run("a Retry-After beyond MaxBackoff is not waited for", func(t *testing.T) {
+		f := &flaky{fails: 1, status: 429, retryAfter: "120"}
+		start := time.Now()
+		_, err := client.New(serve(t, f), "t", fastRetry(3)).ListTokens(ctx, "x")
+		e := apiError(t, err)
+		assert.Equal(t, 2*time.Minute, e.RetryAfter)
+		assert.EqualValues(t, 1, f.calls.Load())
+		assert.Less(t, time.Since(start), 10*time.Second)
+	})
+	t.Run("a cancelled context stops the waiting", func(t *testing.T) {
+		f := &flaky{fails: 10, status: 503, retryAfter: "20"}
+		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		_, err := client.New(serve(t, f), "t", client.WithRetry(client.RetryPolicy{MaxRetries: 3, MaxBackoff: time.Minute})).ListTokens(cctx, "x")
+		assert.ErrorIs(t, err, context.DeadlineExceeded)
+		assert.Equal(t, 503, apiError(t, err).StatusCode, "the last answer is kept")
+		assert.EqualValues(t, 1, f.calls.Load())
+	})
+}
+
+func TestOptions(t *testing.T) {
+	t.Parallel()
+	var ua, auth atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ua.Store(r.UserAgent())
+		auth.Store(r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"feedback_id":"f","tokens":[]}`)
+	}))
+	t.Cleanup(srv.Close)
+	calls := 0
+	hc := &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		calls++
+		return http.DefaultTransport.RoundTrip(r)
+	})}
+	c := client.New(srv.URL+"/", "secret", client.WithHTTPClient(hc), client.WithUserAgent("provisioner/1.0"), client.WithFeedbackURL(srv.URL+"/elsewhere"))
+	_, err := c.ListTokens(t.Context(), "x")
+	require.NoError(t, err)
+	assert.Equal(t, "provisioner/1.0", ua.Load())
+	assert.Equal(t, "Bearer secret", auth.Load())
+	_, err = c.SubmitFeedback(t.Context(), client.Feedback{PagePath: "/", Text: "x"})
+	require.NoError(t, err)
+	assert.Equal(t, "", auth.Load(), "feedback is sent without the token")
+	assert.Equal(t, 2, calls)
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestResponseSizeIsBounded(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"tokens":[`+strings.Repeat(" ", client.MaxResponseBytes)+`]}`)
+	}))
+	t.Cleanup(srv.Close)
+	_, err := client.New(srv.URL, "t").ListTokens(t.Context(), "x")
+	require.ErrorContains(t, err, "larger than")
+}
