@@ -122,6 +122,8 @@ func TestStoreCallsPerOperation(t *testing.T) {
 			return err
 		}},
 		{"list tokens", 3, func(c orgadmin.Caller) error { _, err := svc.ListTokens(ctx, c, "robot"); return err }},
+		// The caller's own id comes from authentication: no second read.
+		{"list own tokens", 2, func(c orgadmin.Caller) error { _, err := svc.ListTokens(ctx, c, "ADMIN"); return err }},
 		{"delete token", 3, func(c orgadmin.Caller) error { return svc.DeleteToken(ctx, c, "robot", extra.ID) }},
 		{"create embed session", 3, func(c orgadmin.Caller) error {
 			_, err := svc.CreateEmbedSession(ctx, c, dive, orgadmin.CreateEmbedSessionInput{Username: "robot", Version: orgadmin.Ptr(1)})

@@ -154,11 +154,11 @@ func (s *Service) ListTokens(ctx context.Context, c Caller, username string) ([]
 	if err := s.Authorize(c, OpListTokens, username); err != nil {
 		return nil, err
 	}
-	u, err := s.resolveUser(ctx, c.Org, username)
+	userID, err := s.userIDOf(ctx, c, username)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := s.store.ListTokens(ctx, c.Org, u.ID, s.now())
+	recs, err := s.store.ListTokens(ctx, c.Org, userID, s.now())
 	if err != nil {
 		return nil, internal("list tokens", err)
 	}
@@ -184,11 +184,11 @@ func (s *Service) DeleteToken(ctx context.Context, c Caller, username, tokenID s
 	if err := is.err(); err != nil {
 		return err
 	}
-	u, err := s.resolveUser(ctx, c.Org, username)
+	userID, err := s.userIDOf(ctx, c, username)
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteToken(ctx, c.Org, u.ID, tokenID, s.now()); err != nil {
+	if err := s.store.DeleteToken(ctx, c.Org, userID, tokenID, s.now()); err != nil {
 		return s.storeErr("delete token", err, "token", "token_id")
 	}
 	return nil
