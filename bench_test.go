@@ -35,70 +35,8 @@ func newBenchWorld(b *testing.B) benchWorld {
 	return benchWorld{svc: svc, admin: admin, token: tok}
 }
 
-func BenchmarkAuthenticate(b *testing.B) {
-	w := newBenchWorld(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := w.svc.Authenticate(ctx, w.token); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkCreateToken spreads tokens over 1000 service accounts, so that
-// no user nears the live-token limit.
-func BenchmarkCreateToken(b *testing.B) {
-	w := newBenchWorld(b)
-	ctx := context.Background()
-	names := make([]string, 1000)
-	for i := range names {
-		names[i] = fmt.Sprint("robot", i)
-		if _, err := w.svc.CreateServiceAccount(ctx, w.admin, orgadmin.CreateServiceAccountInput{Username: names[i]}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	in := orgadmin.CreateTokenInput{Name: "bench"}
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		if _, err := w.svc.CreateToken(ctx, w.admin, names[i%len(names)], in); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-func BenchmarkListTokens(b *testing.B) {
-	w := newBenchWorld(b)
-	ctx := context.Background()
-	for i := range 10 {
-		if _, err := w.svc.CreateToken(ctx, w.admin, "robot", orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		ts, err := w.svc.ListTokens(ctx, w.admin, "robot")
-		if err != nil || len(ts) != 10 {
-			b.Fatal(len(ts), err)
-		}
-	}
-}
-
-func BenchmarkCreateServiceAccount(b *testing.B) {
-	w := newBenchWorld(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	i := 0
-	for b.Loop() {
-		i++
-		in := orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("sa%09d", i)}
-		if _, err := w.svc.CreateServiceAccount(ctx, w.admin, in); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+// The per-operation benchmarks of every store, memory included, are in
+// internal/storebench; this file keeps the memory store at scale.
 
 // million is an org of 1 000 000 users, built once for the list benchmarks.
 var million struct {
