@@ -12,10 +12,10 @@ import (
 // cleanupBatch bounds how many unfinished deletes one Cleanup reads at once.
 const cleanupBatch = 100
 
-// Cleanup removes what no read can see any more, and returns how many
-// documents it removed: it finishes the deletes of users that stopped
-// part-way (a crash, a timeout), and removes the tokens and embed sessions
-// that are no longer live at now. The caller's clock decides, as
+// Cleanup removes what no read can see any more: it finishes the deletes
+// of users that stopped part-way (a crash, a timeout), and removes the
+// tokens and embed sessions that are no longer live at now. It returns how
+// many deletes it finished plus how many tokens and sessions it removed. The caller's clock decides, as
 // everywhere; a deployment's TTL indexes, if any, are not needed. It is
 // safe to run at any time, in any number of processes; each step is
 // bounded by the per-operation timeout.

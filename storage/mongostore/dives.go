@@ -196,10 +196,6 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 	if _, err := s.liveUser(ctx, es.Org, es.UserID); err != nil {
 		return wrap("create embed session: user", err)
 	}
-	doc := sessionToDoc(es)
-	if _, err := s.sessions.InsertOne(ctx, doc); err != nil {
-		return wrap("create embed session", err)
-	}
 	expired := bson.D{
 		{Key: "org", Value: es.Org},
 		{Key: "uid", Value: es.UserID},
@@ -207,6 +203,10 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 	}
 	if _, err := s.sessions.DeleteMany(ctx, expired); err != nil {
 		return wrap("create embed session: delete expired", err)
+	}
+	doc := sessionToDoc(es)
+	if _, err := s.sessions.InsertOne(ctx, doc); err != nil {
+		return wrap("create embed session", err)
 	}
 	if _, err := s.liveUser(ctx, es.Org, es.UserID); err != nil {
 		_, derr := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.Digest}})
