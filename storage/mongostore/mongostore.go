@@ -118,15 +118,15 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 	}
 	for _, c := range []struct {
 		coll    *mongo.Collection
-		indexes []mongo.IndexModel
+		indexes []indexSpec
 	}{
-		{s.users, []mongo.IndexModel{
+		{s.users, []indexSpec{
 			// The unique key of users, and the order of listings.
 			index("org_fkey", true, "org", "fkey"),
 			// Listings filtered on the kind of account.
 			index("org_sa_fkey", false, "org", "sa", "fkey"),
 		}},
-		{s.tokens, []mongo.IndexModel{
+		{s.tokens, []indexSpec{
 			index("tid", true, "tid"),
 			// The quota (see CreateToken) and the tokens of one user.
 			index("org_uid_slot", true, "org", "uid", "slot"),
@@ -135,22 +135,46 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 			// Cleanup of expired tokens.
 			index("exp", false, "exp"),
 		}},
-		{s.sessions, []mongo.IndexModel{
+		{s.sessions, []indexSpec{
 			index("org_uid_exp", false, "org", "uid", "exp"),
 			index("exp", false, "exp"),
 		}},
-		{s.ducklings, []mongo.IndexModel{
+		{s.ducklings, []indexSpec{
 			index("org_uid", false, "org", "uid"),
 		}},
 	} {
-		ctx, cancel := s.op(ctx)
-		_, err := c.coll.Indexes().CreateMany(ctx, c.indexes)
-		cancel()
-		if err != nil {
+		if err := s.createIndexes(ctx, c.coll, c.indexes); err != nil {
 			return nil, fmt.Errorf("mongostore: create indexes of %s: %w", c.coll.Name(), err)
 		}
 	}
 	return s, nil
+}
+
+// createIndexes creates those of indexes that coll lacks, by name. (Asking
+// for all of them every time would be idempotent on MongoDB, but FerretDB
+// v1 fails when every index asked for exists.)
+func (s *Store) createIndexes(ctx context.Context, coll *mongo.Collection, indexes []indexSpec) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	specs, err := coll.Indexes().ListSpecifications(ctx)
+	if err != nil {
+		return err
+	}
+	have := make(map[string]bool, len(specs))
+	for _, spec := range specs {
+		have[spec.Name] = true
+	}
+	var missing []mongo.IndexModel
+	for _, ix := range indexes {
+		if !have[ix.name] {
+			missing = append(missing, ix.model())
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = coll.Indexes().CreateMany(ctx, missing)
+	return err
 }
 
 // createFeedback creates the feedback collection, capped at MaxFeedback
@@ -177,14 +201,25 @@ func (s *Store) createFeedback(ctx context.Context) error {
 	return nil
 }
 
-// index returns an ascending index on fields named name.
-func index(name string, unique bool, fields ...string) mongo.IndexModel {
+// indexSpec is an ascending index on fields.
+type indexSpec struct {
+	name   string
+	unique bool
+	fields []string
+}
+
+// index returns the spec of an ascending index on fields named name.
+func index(name string, unique bool, fields ...string) indexSpec {
+	return indexSpec{name: name, unique: unique, fields: fields}
+}
+
+func (ix indexSpec) model() mongo.IndexModel {
 	keys := bson.D{}
-	for _, f := range fields {
+	for _, f := range ix.fields {
 		keys = append(keys, bson.E{Key: f, Value: 1})
 	}
-	opts := options.Index().SetName(name)
-	if unique {
+	opts := options.Index().SetName(ix.name)
+	if ix.unique {
 		opts.SetUnique(true)
 	}
 	return mongo.IndexModel{Keys: keys, Options: opts}
