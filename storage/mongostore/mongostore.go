@@ -53,8 +53,8 @@ import (
 const DefaultTimeout = 2 * time.Second
 
 // MaxFeedback is how many feedback submissions a Store keeps when it
-// creates the feedback collection (a capped collection); older ones are
-// dropped.
+// creates the feedback collection, as a capped collection (where the
+// deployment allows one); older ones are dropped.
 const MaxFeedback = 100_000
 
 // Options configures a Store. The zero value is usable.
@@ -192,7 +192,10 @@ func (s *Store) createFeedback(ctx context.Context) error {
 	opts := options.CreateCollection().SetCapped(true).SetSizeInBytes(256 << 20).SetMaxDocuments(MaxFeedback)
 	err = s.db.CreateCollection(ctx, feedbackColl, opts)
 	var ce mongo.CommandError
-	if errors.As(err, &ce) && ce.Code == 48 { // NamespaceExists: another process won
+	if errors.As(err, &ce) {
+		// NamespaceExists: another process won. Anything else the server
+		// refused (a deployment without capped collections): the first
+		// insert creates an uncapped collection.
 		return nil
 	}
 	if err != nil {
