@@ -70,13 +70,13 @@ func BenchmarkAuthenticate(b *testing.B) {
 	})
 }
 
-// BenchmarkCreateToken spreads tokens over 100 service accounts, so that
+// BenchmarkCreateToken spreads tokens over 1000 service accounts, so that
 // no user nears the live-token limit.
 func BenchmarkCreateToken(b *testing.B) {
 	eachStore(b, func(b *testing.B, s storage.Store) {
 		w := newBenchWorld(b, s)
 		ctx := context.Background()
-		names := make([]string, 100)
+		names := make([]string, 1000)
 		for i := range names {
 			names[i] = fmt.Sprint("robot", i)
 			if _, err := w.svc.CreateServiceAccount(ctx, w.admin, orgadmin.CreateServiceAccountInput{Username: names[i]}); err != nil {
