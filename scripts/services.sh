@@ -105,6 +105,27 @@ start_redis_cluster() {
 start_services() {
   start_redis
   start_redis_cluster
+  start_ferretdb
+}
+
+# start_ferretdb builds the FerretDB launcher (scripts/ferretdb, its own Go
+# module), serves it on a free port with its SQLite files in $services_dir,
+# and exports ORGADMIN_MONGO_URI. When ORGADMIN_MONGO_URI is already set
+# (a real mongod, say), it uses that and starts nothing.
+start_ferretdb() {
+  if [ -n "${ORGADMIN_MONGO_URI:-}" ]; then
+    echo "MongoDB: using ORGADMIN_MONGO_URI"
+    return 0
+  fi
+  local port
+  port=$(free_port)
+  (cd scripts/ferretdb && go build -o "$services_dir/ferretdb" .)
+  "$services_dir/ferretdb" -listen "127.0.0.1:$port" -dir "$services_dir/ferretdb-data" \
+    >"$services_dir/ferretdb.log" 2>&1 &
+  service_pids+=($!)
+  wait_port "$port" FerretDB || { cat "$services_dir/ferretdb.log" >&2; return 1; }
+  export ORGADMIN_MONGO_URI="mongodb://127.0.0.1:$port/"
+  echo "FerretDB (SQLite) on 127.0.0.1:$port"
 }
 
 stop_services() {

@@ -1,6 +1,6 @@
 // Command server runs the orgadmin REST API.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory] [-seed FILE]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|mongodb://HOST:PORT/DB] [-seed FILE]
 //
 // Without -seed it bootstraps the organization "default" with the Admin
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
@@ -43,7 +43,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	storeURI := fs.String("store", "memory", "store: memory, redis://HOST:PORT[/DB], or a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=...")
+	storeURI := fs.String("store", "memory", "store: memory, redis://HOST:PORT[/DB], a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB")
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -53,7 +53,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
-	store, closeStore, err := openStore(ctx, *storeURI)
+	store, closeStore, err := openStore(ctx, *storeURI, log)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,15 +15,18 @@ import (
 )
 
 // openStore opens the store a -store value names and returns it with a
-// function that releases it.
-func openStore(_ context.Context, uri string) (storage.Store, func(), error) {
+// function that releases it; log receives what the store does in the
+// background.
+func openStore(ctx context.Context, uri string, log *slog.Logger) (storage.Store, func(), error) {
 	switch storeKind(uri) {
 	case "memory":
 		return memstore.New(), func() {}, nil
 	case "redis", "rediss":
 		return openRedis(uri)
+	case "mongodb", "mongodb+srv":
+		return openMongo(ctx, uri, log)
 	default:
-		return nil, nil, fmt.Errorf("-store %q: unsupported store (want memory or redis://)", redact(uri))
+		return nil, nil, fmt.Errorf("-store %q: unsupported store (want memory, redis://HOST:PORT[/DB] or mongodb://HOST:PORT/DB)", redact(uri))
 	}
 }
 
@@ -61,11 +66,12 @@ func storeKind(uri string) string {
 	if uri == "memory" || uri == "" {
 		return "memory"
 	}
-	u, err := url.Parse(uri)
-	if err != nil {
+	// Not net/url: a MongoDB replica set's URI lists several hosts.
+	scheme, _, ok := strings.Cut(uri, "://")
+	if !ok {
 		return "invalid"
 	}
-	return u.Scheme
+	return scheme
 }
 
 // redact hides a password in a store URI before it is shown.

@@ -1,0 +1,235 @@
+package mongostore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// diveDoc is a Dive; its id is key(org, Dive id).
+type diveDoc struct {
+	ID        string        `bson:"_id"`
+	Org       string        `bson:"org"`
+	DID       string        `bson:"did"`
+	Title     string        `bson:"title"`
+	Version   int           `bson:"version"`
+	Resources []resourceDoc `bson:"res,omitempty"`
+}
+
+type resourceDoc struct {
+	URL   string `bson:"url"`
+	Alias string `bson:"alias,omitempty"`
+}
+
+func resourcesToDoc(rs []storage.Resource) []resourceDoc {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]resourceDoc, len(rs))
+	for i, r := range rs {
+		out[i] = resourceDoc{URL: r.URL, Alias: r.Alias}
+	}
+	return out
+}
+
+func resourcesRecord(rs []resourceDoc) []storage.Resource {
+	if len(rs) == 0 {
+		return nil
+	}
+	out := make([]storage.Resource, len(rs))
+	for i, r := range rs {
+		out[i] = storage.Resource{URL: r.URL, Alias: r.Alias}
+	}
+	return out
+}
+
+func diveToDoc(d storage.Dive) diveDoc {
+	return diveDoc{
+		ID:        key(d.Org, d.ID),
+		Org:       d.Org,
+		DID:       d.ID,
+		Title:     d.Title,
+		Version:   d.Version,
+		Resources: resourcesToDoc(d.RequiredResources),
+	}
+}
+
+func (d diveDoc) record() storage.Dive {
+	return storage.Dive{
+		ID:                d.DID,
+		Org:               d.Org,
+		Title:             d.Title,
+		Version:           d.Version,
+		RequiredResources: resourcesRecord(d.Resources),
+	}
+}
+
+// PutDive implements storage.Store.
+func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	switch ok, err := s.orgExists(ctx, d.Org); {
+	case err != nil:
+		return wrap("put dive", err)
+	case !ok:
+		return fmt.Errorf("mongostore: put dive: org: %w", storage.ErrNotFound)
+	}
+	doc := diveToDoc(d)
+	return wrap("put dive", replace(ctx, s.dives, doc.ID, doc))
+}
+
+// GetDive implements storage.Store.
+func (s *Store) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var d diveDoc
+	if err := s.dives.FindOne(ctx, bson.D{{Key: "_id", Value: key(org, id)}}).Decode(&d); err != nil {
+		return storage.Dive{}, wrap("get dive", err)
+	}
+	return d.record(), nil
+}
+
+// GetEmbedTarget implements storage.Store. The Dive and the user are read
+// concurrently: two round trips in the time of one.
+func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) (storage.EmbedTarget, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var (
+		t       storage.EmbedTarget
+		d       diveDoc
+		diveErr error
+		wg      sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		diveErr = s.dives.FindOne(ctx, bson.D{{Key: "_id", Value: key(org, diveID)}}).Decode(&d)
+	}()
+	var u userDoc
+	userErr := s.users.FindOne(ctx, byName(org, folded)).Decode(&u)
+	wg.Wait()
+	if errors.Is(diveErr, mongo.ErrNoDocuments) {
+		diveErr = nil
+	} else if diveErr == nil {
+		t.Dive, t.DiveFound = d.record(), true
+	}
+	if errors.Is(userErr, mongo.ErrNoDocuments) {
+		userErr = nil
+	} else if userErr == nil {
+		t.User, t.UserFound = u.record(), true
+	}
+	if err := cmp.Or(diveErr, userErr); err != nil {
+		return storage.EmbedTarget{}, wrap("get embed target", err)
+	}
+	return t, nil
+}
+
+// sessionDoc is an embed session; its id is the hex digest.
+type sessionDoc struct {
+	Digest    string        `bson:"_id"`
+	Org       string        `bson:"org"`
+	UID       string        `bson:"uid"`
+	Dive      string        `bson:"dive"`
+	Version   int           `bson:"version"`
+	Username  string        `bson:"name"`
+	Resources []resourceDoc `bson:"res,omitempty"`
+	State     []byte        `bson:"state,omitempty"`
+	Affinity  string        `bson:"aff"`
+	Created   time.Time     `bson:"created"`
+	Expires   time.Time     `bson:"exp"`
+}
+
+func sessionToDoc(es storage.EmbedSession) sessionDoc {
+	return sessionDoc{
+		Digest:    digestKey(es.Digest),
+		Org:       es.Org,
+		UID:       es.UserID,
+		Dive:      es.DiveID,
+		Version:   es.Version,
+		Username:  es.Username,
+		Resources: resourcesToDoc(es.Resources),
+		State:     es.InitialState,
+		Affinity:  es.AffinityKey,
+		Created:   es.CreatedAt,
+		Expires:   es.ExpiresAt,
+	}
+}
+
+func (d sessionDoc) record() (storage.EmbedSession, error) {
+	digest, err := parseDigest(d.Digest)
+	if err != nil {
+		return storage.EmbedSession{}, err
+	}
+	es := storage.EmbedSession{
+		Digest:      digest,
+		Org:         d.Org,
+		DiveID:      d.Dive,
+		Version:     d.Version,
+		UserID:      d.UID,
+		Username:    d.Username,
+		Resources:   resourcesRecord(d.Resources),
+		AffinityKey: d.Affinity,
+		CreatedAt:   d.Created,
+		ExpiresAt:   d.Expires,
+	}
+	if len(d.State) > 0 {
+		es.InitialState = d.State
+	}
+	return es, nil
+}
+
+// CreateEmbedSession implements storage.Store. Like CreateToken, it checks
+// the user before and after the insert, and removes a session that lost
+// the race with DeleteUser. It deletes the user's sessions that expired
+// before es.CreatedAt.
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if _, err := s.liveUser(ctx, es.Org, es.UserID); err != nil {
+		return wrap("create embed session: user", err)
+	}
+	expired := bson.D{
+		{Key: "org", Value: es.Org},
+		{Key: "uid", Value: es.UserID},
+		{Key: "exp", Value: bson.D{{Key: "$lte", Value: es.CreatedAt}}},
+	}
+	if _, err := s.sessions.DeleteMany(ctx, expired); err != nil {
+		return wrap("create embed session: delete expired", err)
+	}
+	doc := sessionToDoc(es)
+	if _, err := s.sessions.InsertOne(ctx, doc); err != nil {
+		return wrap("create embed session", err)
+	}
+	if _, err := s.liveUser(ctx, es.Org, es.UserID); err != nil {
+		_, derr := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.Digest}})
+		return wrap("create embed session: user", cmp.Or(err, derr))
+	}
+	return nil
+}
+
+// EmbedSessionByDigest implements storage.Store. A session whose user is
+// gone or being deleted is not found.
+func (s *Store) EmbedSessionByDigest(ctx context.Context, digest storage.Digest) (storage.EmbedSession, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var d sessionDoc
+	if err := s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: digestKey(digest)}}).Decode(&d); err != nil {
+		return storage.EmbedSession{}, wrap("embed session by digest", err)
+	}
+	if _, err := s.liveUser(ctx, d.Org, d.UID); err != nil {
+		return storage.EmbedSession{}, wrap("embed session by digest: user", err)
+	}
+	es, err := d.record()
+	if err != nil {
+		return storage.EmbedSession{}, fmt.Errorf("mongostore: embed session by digest: %w", err)
+	}
+	return es, nil
+}

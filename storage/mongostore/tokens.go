@@ -1,0 +1,259 @@
+package mongostore
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// tokenDoc is an access token. Its id is the hex digest, so that
+// authentication reads it by id.
+type tokenDoc struct {
+	Digest string `bson:"_id"`
+	ID     string `bson:"tid"`
+	Org    string `bson:"org"`
+	UID    string `bson:"uid"`
+	// Slot is distinct among the tokens of one user; see CreateToken.
+	Slot    int        `bson:"slot"`
+	Name    string     `bson:"name"`
+	Desc    string     `bson:"desc,omitempty"`
+	Type    string     `bson:"type"`
+	Created time.Time  `bson:"created"`
+	Expires *time.Time `bson:"exp,omitempty"` // nil: never expires
+}
+
+func tokenToDoc(t storage.Token) tokenDoc {
+	d := tokenDoc{
+		Digest:  digestKey(t.Digest),
+		ID:      t.ID,
+		Org:     t.Org,
+		UID:     t.UserID,
+		Name:    t.Name,
+		Desc:    t.Description,
+		Type:    t.Type,
+		Created: t.CreatedAt,
+	}
+	if !t.ExpiresAt.IsZero() {
+		exp := t.ExpiresAt
+		d.Expires = &exp
+	}
+	return d
+}
+
+func (d tokenDoc) record() (storage.Token, error) {
+	t := storage.Token{
+		ID:          d.ID,
+		Org:         d.Org,
+		UserID:      d.UID,
+		Name:        d.Name,
+		Description: d.Desc,
+		Type:        d.Type,
+		CreatedAt:   d.Created,
+	}
+	if d.Expires != nil {
+		t.ExpiresAt = *d.Expires
+	}
+	var err error
+	t.Digest, err = parseDigest(d.Digest)
+	return t, err
+}
+
+// liveAt is the filter of the tokens (or sessions) live at the instant at:
+// without an expiry, or expiring after it.
+func liveAt(at time.Time) bson.E {
+	return bson.E{Key: "$or", Value: bson.A{
+		bson.D{{Key: "exp", Value: nil}},
+		bson.D{{Key: "exp", Value: bson.D{{Key: "$gt", Value: at}}}},
+	}}
+}
+
+// maxSlotAttempts bounds how often CreateToken retries after another
+// token took the slot it chose.
+const maxSlotAttempts = 1000
+
+// CreateToken implements storage.Store.
+//
+// The quota is kept without a transaction by slots: every token of a user
+// holds a slot number, unique among that user's tokens (a unique index),
+// and a token created under lim.Max takes a free slot below lim.Max, so no
+// interleaving of concurrent creations can store more than lim.Max tokens
+// under one quota. Tokens that are not live at lim.LiveAt are deleted
+// first, freeing their slots. The user is checked before the insert and
+// again after it: a token that lost the race with DeleteUser is removed
+// and the call fails with ErrNotFound.
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	if _, err := s.liveUser(ctx, t.Org, t.UserID); err != nil {
+		return wrap("create token: user", err)
+	}
+	doc := tokenToDoc(t)
+	for attempt := 1; ; attempt++ {
+		slot, err := s.freeSlot(ctx, t.Org, t.UserID, lim)
+		if err != nil {
+			return fmt.Errorf("mongostore: create token: %w", err)
+		}
+		doc.Slot = slot
+		_, err = s.tokens.InsertOne(ctx, doc)
+		if err == nil {
+			break
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return wrap("create token", err)
+		}
+		// Duplicate digest or id, or a slot another token just took?
+		err = s.tokens.FindOne(ctx, bson.D{{Key: "$or", Value: bson.A{
+			bson.D{{Key: "_id", Value: doc.Digest}},
+			bson.D{{Key: "tid", Value: doc.ID}},
+		}}}, options.FindOne().SetProjection(idOnly)).Err()
+		switch {
+		case err == nil:
+			return fmt.Errorf("mongostore: create token: %w", storage.ErrAlreadyExists)
+		case !errors.Is(err, mongo.ErrNoDocuments):
+			return wrap("create token", err)
+		case attempt == maxSlotAttempts:
+			return fmt.Errorf("mongostore: create token: no free slot after %d attempts", attempt)
+		}
+	}
+	if _, err := s.liveUser(ctx, t.Org, t.UserID); err != nil {
+		// Deleted meanwhile (or unreadable): the token must not outlive
+		// the user. Should this removal fail too, TokenByDigest still
+		// refuses a token whose user is gone.
+		_, derr := s.tokens.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.Digest}, {Key: "tid", Value: doc.ID}})
+		return wrap("create token: user", cmp.Or(err, derr))
+	}
+	return nil
+}
+
+// freeSlot returns a slot for a new token of the user id of org under lim,
+// after deleting that user's tokens that are not live at lim.LiveAt. It
+// returns ErrLimitExceeded when lim.Max live tokens hold slots.
+func (s *Store) freeSlot(ctx context.Context, org, id string, lim storage.TokenLimit) (int, error) {
+	cur, err := s.tokens.Find(ctx, bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}},
+		options.Find().SetProjection(bson.D{{Key: "slot", Value: 1}, {Key: "exp", Value: 1}}))
+	if err != nil {
+		return 0, err
+	}
+	var held []tokenDoc
+	if err := cur.All(ctx, &held); err != nil {
+		return 0, err
+	}
+	used := make(map[int]bool, len(held))
+	var dead bson.A
+	for _, d := range held {
+		if !lim.LiveAt.IsZero() && d.Expires != nil && !d.Expires.After(lim.LiveAt) {
+			dead = append(dead, d.Digest)
+			continue
+		}
+		used[d.Slot] = true
+	}
+	if len(dead) > 0 {
+		filter := bson.D{
+			{Key: "_id", Value: bson.D{{Key: "$in", Value: dead}}},
+			{Key: "exp", Value: bson.D{{Key: "$lte", Value: lim.LiveAt}}},
+		}
+		if _, err := s.tokens.DeleteMany(ctx, filter); err != nil {
+			return 0, fmt.Errorf("delete expired tokens: %w", err)
+		}
+	}
+	if lim.Max > 0 && len(used) >= lim.Max {
+		return 0, storage.ErrLimitExceeded
+	}
+	// Choose among the first few free slots at random, so that concurrent
+	// creations for one user seldom choose the same.
+	var free []int
+	for n := 0; len(free) < 16; n++ {
+		if !used[n] {
+			free = append(free, n)
+		}
+	}
+	if lim.Max > 0 {
+		for len(free) > 0 && free[len(free)-1] >= lim.Max {
+			free = free[:len(free)-1]
+		}
+	}
+	return free[rand.IntN(len(free))], nil
+}
+
+// TokenByDigest implements storage.Store. It reads the token, then its
+// user, both by document id; a token whose user is gone or being deleted
+// is not found.
+func (s *Store) TokenByDigest(ctx context.Context, digest storage.Digest) (storage.Credential, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var td tokenDoc
+	if err := s.tokens.FindOne(ctx, bson.D{{Key: "_id", Value: digestKey(digest)}}).Decode(&td); err != nil {
+		return storage.Credential{}, wrap("token by digest", err)
+	}
+	u, err := s.liveUser(ctx, td.Org, td.UID)
+	if err != nil {
+		return storage.Credential{}, wrap("token by digest: user", err)
+	}
+	t, err := td.record()
+	if err != nil {
+		return storage.Credential{}, fmt.Errorf("mongostore: token by digest: %w", err)
+	}
+	return storage.Credential{Token: t, User: u.record()}, nil
+}
+
+// ListTokens implements storage.Store. The tokens of a user that is gone
+// or being deleted are not listed.
+func (s *Store) ListTokens(ctx context.Context, org, userID string, at time.Time) ([]storage.Token, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var (
+		userErr error
+		wg      sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, userErr = s.liveUser(ctx, org, userID)
+	}()
+	filter := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: userID}, liveAt(at)}
+	opts := options.Find().SetSort(bson.D{{Key: "created", Value: 1}, {Key: "tid", Value: 1}})
+	var docs []tokenDoc
+	cur, err := s.tokens.Find(ctx, filter, opts)
+	if err == nil {
+		err = cur.All(ctx, &docs)
+	}
+	wg.Wait()
+	if errors.Is(userErr, mongo.ErrNoDocuments) {
+		return []storage.Token{}, nil
+	}
+	if err := cmp.Or(userErr, err); err != nil {
+		return nil, wrap("list tokens", err)
+	}
+	out := make([]storage.Token, len(docs))
+	for i, d := range docs {
+		if out[i], err = d.record(); err != nil {
+			return nil, fmt.Errorf("mongostore: list tokens: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// DeleteToken implements storage.Store.
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, at time.Time) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	filter := bson.D{{Key: "tid", Value: id}, {Key: "org", Value: org}, {Key: "uid", Value: userID}, liveAt(at)}
+	res, err := s.tokens.DeleteOne(ctx, filter)
+	if err != nil {
+		return wrap("delete token", err)
+	}
+	if res.DeletedCount == 0 {
+		return fmt.Errorf("mongostore: delete token: %w", storage.ErrNotFound)
+	}
+	return nil
+}

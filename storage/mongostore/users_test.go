@@ -1,0 +1,175 @@
+package mongostore
+
+import (
+	"crypto/sha256"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+var t0 = time.Date(2026, 6, 19, 12, 34, 56, 789000000, time.UTC)
+
+// errCrash stands for the process dying between two steps of DeleteUser.
+var errCrash = errors.New("crash")
+
+// A DeleteUser that stops after any of its steps leaves nothing usable:
+// the user, its tokens and sessions are not found, its activity is not
+// listed, and the username can be created again at once. A later Cleanup
+// finishes the delete, leaving no document of the user behind.
+func TestDeleteUserCrashPoints(t *testing.T) {
+	for _, stop := range []string{stepTombstone, stepTokens, stepSessions, stepDucklings, stepUser} {
+		t.Run("after_"+stop, func(t *testing.T) {
+			s := newTestStore(t)
+			ctx := t.Context()
+			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+			require.NoError(t, s.CreateOrg(ctx, org))
+			alice := crashUser(org.ID, "Alice")
+			bob := crashUser(org.ID, "bob")
+			require.NoError(t, s.CreateUser(ctx, alice))
+			require.NoError(t, s.CreateUser(ctx, bob))
+			aliceTokens := []storage.Token{crashToken(alice, time.Time{}), crashToken(alice, t0.Add(time.Hour))}
+			for _, tok := range aliceTokens {
+				require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0}))
+			}
+			bobToken := crashToken(bob, time.Time{})
+			require.NoError(t, s.CreateToken(ctx, bobToken, storage.TokenLimit{}))
+			session := crashSession(alice)
+			require.NoError(t, s.CreateEmbedSession(ctx, session))
+			for _, id := range []string{"rw", "rs.0"} {
+				require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org.ID, UserID: alice.ID, ID: id, Active: true, At: t0}))
+			}
+			require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org.ID, UserID: bob.ID, ID: "rw", Active: true, At: t0}))
+
+			var steps []string
+			s.afterDeleteStep = func(step string) error {
+				steps = append(steps, step)
+				if step == stop {
+					return errCrash
+				}
+				return nil
+			}
+			_, err := s.DeleteUser(ctx, org.ID, "alice")
+			require.ErrorIs(t, err, errCrash)
+			s.afterDeleteStep = nil
+			assert.Equal(t, stop, steps[len(steps)-1])
+
+			// Nothing of alice can be read or used.
+			_, err = s.GetUser(ctx, org.ID, "alice")
+			require.ErrorIs(t, err, storage.ErrNotFound)
+			for _, tok := range aliceTokens {
+				_, err := s.TokenByDigest(ctx, tok.Digest)
+				require.ErrorIs(t, err, storage.ErrNotFound)
+			}
+			toks, err := s.ListTokens(ctx, org.ID, alice.ID, t0)
+			require.NoError(t, err)
+			assert.Empty(t, toks)
+			_, err = s.EmbedSessionByDigest(ctx, session.Digest)
+			require.ErrorIs(t, err, storage.ErrNotFound)
+			acts, err := s.ListActivity(ctx, org.ID)
+			require.NoError(t, err)
+			require.Len(t, acts, 1)
+			assert.Equal(t, bob.ID, acts[0].User.ID)
+			page, err := s.ListUsers(ctx, org.ID, storage.UserQuery{Limit: 10})
+			require.NoError(t, err)
+			assert.Equal(t, 1, page.Total)
+			require.Len(t, page.Users, 1)
+			assert.Equal(t, "bob", page.Users[0].FoldedUsername)
+			require.ErrorIs(t, s.CreateToken(ctx, crashToken(alice, time.Time{}), storage.TokenLimit{}), storage.ErrNotFound)
+			_, err = s.DeleteUser(ctx, org.ID, "alice")
+			require.ErrorIs(t, err, storage.ErrNotFound)
+
+			// The username is free again, and the new user starts clean.
+			fresh := crashUser(org.ID, "ALICE")
+			require.NoError(t, s.CreateUser(ctx, fresh))
+			toks, err = s.ListTokens(ctx, org.ID, fresh.ID, t0)
+			require.NoError(t, err)
+			assert.Empty(t, toks)
+
+			// Cleanup finishes the delete: no document of the old user is left.
+			_, err = s.Cleanup(ctx, t0)
+			require.NoError(t, err)
+			for _, c := range []*mongo.Collection{s.users, s.tokens, s.sessions, s.ducklings} {
+				n, err := c.CountDocuments(ctx, bson.D{{Key: "uid", Value: alice.ID}})
+				require.NoError(t, err)
+				assert.Zero(t, n, "documents of the deleted user in %s", c.Name())
+			}
+
+			// Bob was never touched.
+			c, err := s.TokenByDigest(ctx, bobToken.Digest)
+			require.NoError(t, err)
+			assert.Equal(t, bob.ID, c.User.ID)
+		})
+	}
+}
+
+// Cleanup removes the tokens and sessions that are no longer live at the
+// instant it is given, and only those.
+func TestCleanupRemovesExpired(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	alice := crashUser(org.ID, "alice")
+	require.NoError(t, s.CreateUser(ctx, alice))
+	expired := crashToken(alice, t0)
+	live := crashToken(alice, t0.Add(time.Millisecond))
+	never := crashToken(alice, time.Time{})
+	for _, tok := range []storage.Token{expired, live, never} {
+		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}))
+	}
+	oldSession := crashSession(alice)
+	oldSession.ExpiresAt = t0
+	newSession := crashSession(alice)
+	newSession.ExpiresAt = t0.Add(time.Second)
+	newSession.CreatedAt = t0.Add(-time.Hour) // too early to prune oldSession
+	for _, es := range []storage.EmbedSession{oldSession, newSession} {
+		require.NoError(t, s.CreateEmbedSession(ctx, es))
+	}
+
+	n, err := s.Cleanup(ctx, t0)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	_, err = s.TokenByDigest(ctx, expired.Digest)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.EmbedSessionByDigest(ctx, oldSession.Digest)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	for _, tok := range []storage.Token{live, never} {
+		_, err := s.TokenByDigest(ctx, tok.Digest)
+		require.NoError(t, err)
+	}
+	_, err = s.EmbedSessionByDigest(ctx, newSession.Digest)
+	require.NoError(t, err)
+}
+
+func crashUser(org, name string) storage.User {
+	return storage.User{
+		ID: uuid.NewString(), Org: org, Username: name, FoldedUsername: strings.ToLower(name),
+		Role: "Member", CreatedAt: t0,
+		Instances: storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "standard"}},
+	}
+}
+
+func crashToken(u storage.User, expires time.Time) storage.Token {
+	id := uuid.NewString()
+	return storage.Token{
+		ID: id, Org: u.Org, UserID: u.ID, Digest: sha256.Sum256([]byte(id)),
+		Name: "t", Type: "read_write", CreatedAt: t0, ExpiresAt: expires,
+	}
+}
+
+func crashSession(u storage.User) storage.EmbedSession {
+	return storage.EmbedSession{
+		Digest: sha256.Sum256([]byte(uuid.NewString())), Org: u.Org, DiveID: uuid.NewString(),
+		Version: 1, UserID: u.ID, Username: u.Username, AffinityKey: "a",
+		CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+	}
+}
