@@ -208,6 +208,9 @@ func testReadmeTour(t *testing.T, args ...string) {
 
 	st, _ = call(t, "GET", base+"/healthz", "", "")
 	assert.Equal(t, 200, st)
+	st, body = call(t, "GET", base+"/docs/specs", "", "")
+	assert.Equal(t, 200, st)
+	assert.Equal(t, "3.0.3", body["openapi"])
 	st, body = call(t, "GET", base+"/docs/api/feedback/agent?page_path=%2Fdocs&text=great", "", "")
 	assert.Equal(t, 200, st, body)
 }
