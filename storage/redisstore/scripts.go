@@ -118,18 +118,17 @@ return {u, i or '', gone}
 `)
 
 // listUsersScript returns {total, names, users, insts} for one page: by keyset
-// (after the folded username ARGV[2], BYLEX) or by rank (offset ARGV[3]),
-// at most ARGV[4] users. Both cost O(log N + page), however deep.
+// (after the folded username ARGV[2], BYLEX) or by rank (ARGV[3] to
+// ARGV[4]), at most ARGV[5] users. Both cost O(log N + page), however deep.
 var listUsersScript = redis.NewScript(orgBase + `
--- ARGV: index, after, offset, count
+-- ARGV: index, after, first rank, last rank, count
+-- (the ranks are computed by the caller: Lua numbers lose large integers)
 local ix = b..'ix:'..ARGV[1]
-local n = tonumber(ARGV[4])
 local names
 if ARGV[2] ~= '' then
-  names = redis.call('ZRANGE', ix, '('..ARGV[2], '+', 'BYLEX', 'LIMIT', 0, n)
+  names = redis.call('ZRANGE', ix, '('..ARGV[2], '+', 'BYLEX', 'LIMIT', 0, ARGV[5])
 else
-  local off = tonumber(ARGV[3])
-  names = redis.call('ZRANGE', ix, off, off + n - 1)
+  names = redis.call('ZRANGE', ix, ARGV[3], ARGV[4])
 end
 local total = redis.call('ZCARD', ix)
 if #names == 0 then return {total, {}, {}, {}} end

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/redis/go-redis/v9"
 
@@ -118,7 +119,11 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 	if q.ServiceAccount != nil {
 		index = kind(*q.ServiceAccount)
 	}
-	v, err := s.run(ctx, listUsersScript, org, index, q.After, q.Offset, q.Limit+1).Slice()
+	// No sorted set holds 2^53 members: a larger offset is past the end
+	// anyway, and clamping it keeps the ranks exact integers.
+	first := min(q.Offset, 1<<53)
+	v, err := s.run(ctx, listUsersScript, org, index, q.After,
+		strconv.Itoa(first), strconv.Itoa(first+q.Limit), strconv.Itoa(q.Limit+1)).Slice()
 	if err != nil {
 		return storage.UserPage{}, failed("list users", err)
 	}

@@ -2,6 +2,7 @@ package storagetest
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -157,6 +158,10 @@ func testListUsersOffset(t *testing.T, s storage.Store) {
 		{q: storage.UserQuery{Offset: 7, Limit: 3}, users: []string{"heidi-bot"}, more: false, total: 8},
 		{q: storage.UserQuery{Offset: 8, Limit: 3}, users: nil, more: false, total: 8},
 		{q: storage.UserQuery{Offset: 100, Limit: 3}, users: nil, more: false, total: 8},
+		// An offset no store could reach is an empty page, not a failure.
+		{q: storage.UserQuery{Offset: math.MaxInt32, Limit: 1000}, users: nil, more: false, total: 8},
+		{q: storage.UserQuery{Offset: math.MaxInt - 5, Limit: 1000}, users: nil, more: false, total: 8},
+		{q: storage.UserQuery{Offset: math.MaxInt, Limit: 1000}, users: nil, more: false, total: 8},
 	})
 }
 
