@@ -108,6 +108,17 @@ start_services() {
   start_ferretdb
 }
 
+# build_ferretdb starts building the FerretDB launcher in the background, so
+# that the build overlaps the checks that run before the servers are needed;
+# start_ferretdb waits for it.
+build_ferretdb() {
+  if [ -n "${ORGADMIN_MONGO_URI:-}" ]; then
+    return 0
+  fi
+  (cd scripts/ferretdb && go build -o "$services_dir/ferretdb" .) >"$services_dir/ferretdb-build.log" 2>&1 &
+  ferretdb_build_pid=$!
+}
+
 # start_ferretdb builds the FerretDB launcher (scripts/ferretdb, its own Go
 # module), serves it on a free port with its SQLite files in $services_dir,
 # and exports ORGADMIN_MONGO_URI. When ORGADMIN_MONGO_URI is already set
@@ -119,7 +130,11 @@ start_ferretdb() {
   fi
   local port
   port=$(free_port)
-  (cd scripts/ferretdb && go build -o "$services_dir/ferretdb" .)
+  if [ -n "${ferretdb_build_pid:-}" ]; then
+    wait "$ferretdb_build_pid" || { cat "$services_dir/ferretdb-build.log" >&2; return 1; }
+  else
+    (cd scripts/ferretdb && go build -o "$services_dir/ferretdb" .)
+  fi
   "$services_dir/ferretdb" -listen "127.0.0.1:$port" -dir "$services_dir/ferretdb-data" \
     >"$services_dir/ferretdb.log" 2>&1 &
   service_pids+=($!)
@@ -130,6 +145,10 @@ start_ferretdb() {
 
 stop_services() {
   local pid
+  if [ -n "${ferretdb_build_pid:-}" ]; then
+    pkill -P "$ferretdb_build_pid" 2>/dev/null || true
+    wait "$ferretdb_build_pid" 2>/dev/null || true
+  fi
   for pid in "${service_pids[@]}"; do
     kill "$pid" 2>/dev/null || true
   done

@@ -7,6 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
 trap stop_services EXIT
+build_ferretdb
 
 echo "== gofmt"
 unformatted=$(gofmt -l .)
