@@ -31,26 +31,7 @@ func BenchmarkStore(b *testing.B) {
 // it), from 8 goroutines per core so the round trips overlap as a server's
 // would. The ratio of their ns/op is the ratio of their throughputs.
 func BenchmarkListTokensHTTP(b *testing.B) {
-	c := serverClient(b)
-	s := newStore(b, c, true)
-	svc := orgadmin.New(s, orgadmin.Config{})
-	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, listTokensRequest(token))
-	if rec.Code != http.StatusOK {
-		b.Fatal(rec.Code, rec.Body.String())
-	}
-	sum := sha256.Sum256([]byte(token))
-	key := s.prefix + "bare:" + hex.EncodeToString(sum[:])
-	if err := c.Set(b.Context(), key, rec.Body.String(), 0).Err(); err != nil {
-		b.Fatal(err)
-	}
-	bare := bareRedisHandler(c, s.prefix+"bare:")
-
+	token, h, bare := listTokensHandlers(b)
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
@@ -79,24 +60,11 @@ func BenchmarkListTokensHTTP(b *testing.B) {
 // includes what every HTTP server pays (parsing, syscalls) as a load test
 // sees it.
 func BenchmarkListTokensLoopback(b *testing.B) {
-	c := serverClient(b)
-	s := newStore(b, c, true)
-	svc := orgadmin.New(s, orgadmin.Config{})
-	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, listTokensRequest(token))
-	sum := sha256.Sum256([]byte(token))
-	if err := c.Set(b.Context(), s.prefix+"bare:"+hex.EncodeToString(sum[:]), rec.Body.String(), 0).Err(); err != nil {
-		b.Fatal(err)
-	}
+	token, h, bare := listTokensHandlers(b)
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
-	}{{"handler", h}, {"bare_one_get", bareRedisHandler(c, s.prefix+"bare:")}} {
+	}{{"handler", h}, {"bare_one_get", bare}} {
 		b.Run(bc.name, func(b *testing.B) {
 			srv := httptest.NewServer(bc.h)
 			defer srv.Close()
@@ -123,6 +91,30 @@ func BenchmarkListTokensLoopback(b *testing.B) {
 			})
 		})
 	}
+}
+
+// listTokensHandlers returns an Admin's token, the Handler on a Redis
+// store, and the bare one-GET handler primed with the Handler's answer to
+// that Admin's GET /v1/users/admin/tokens.
+func listTokensHandlers(b *testing.B) (token string, h, bare http.Handler) {
+	c := serverClient(b)
+	s := newStore(b, c, true)
+	svc := orgadmin.New(s, orgadmin.Config{})
+	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h = httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, listTokensRequest(token))
+	if rec.Code != http.StatusOK {
+		b.Fatal(rec.Code, rec.Body.String())
+	}
+	sum := sha256.Sum256([]byte(token))
+	if err := c.Set(b.Context(), s.prefix+"bare:"+hex.EncodeToString(sum[:]), rec.Body.String(), 0).Err(); err != nil {
+		b.Fatal(err)
+	}
+	return token, h, bareRedisHandler(c, s.prefix+"bare:")
 }
 
 func listTokensRequest(token string) *http.Request {
