@@ -8,38 +8,38 @@
 services_dir=$(mktemp -d "${TMPDIR:-/tmp}/orgadmin-services.XXXXXX")
 service_pids=()
 
-# free_port prints a TCP port that nothing listens on at the moment.
+# free_port prints a TCP port of 127.0.0.1 that nothing listens on now.
 free_port() {
-  python3 - <<'PY' 2>/dev/null || echo $((20000 + RANDOM % 20000))
-import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()
-PY
+  local p
+  for _ in $(seq 1 1000); do
+    p=$((20000 + RANDOM % 40000))
+    if ! port_in_use "$p"; then
+      echo "$p"
+      return 0
+    fi
+  done
+  echo "no free port" >&2
+  return 1
 }
 
 # free_cluster_port prints a port P below 55536 such that P and P+10000 (a
 # Cluster node's bus port) are both free.
 free_cluster_port() {
-  python3 - <<'PY'
-import random, socket
-for _ in range(1000):
-    p = random.randint(20000, 45000)
-    try:
-        socks = []
-        for q in (p, p + 10000):
-            s = socket.socket()
-            s.bind(("127.0.0.1", q))
-            socks.append(s)
-    except OSError:
-        continue
-    finally:
-        for s in socks:
-            s.close()
-    print(p)
-    break
-PY
+  local p
+  for _ in $(seq 1 1000); do
+    p=$((20000 + RANDOM % 25000))
+    if ! port_in_use "$p" && ! port_in_use $((p + 10000)); then
+      echo "$p"
+      return 0
+    fi
+  done
+  echo "no free port pair for a Redis Cluster node" >&2
+  return 1
+}
+
+# port_in_use PORT reports whether something listens on 127.0.0.1:PORT.
+port_in_use() {
+  (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
 # wait_port PORT NAME waits up to 30 s for something to listen on PORT.
