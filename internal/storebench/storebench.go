@@ -19,7 +19,7 @@ func Run(b *testing.B, newStore func(testing.TB) storage.Store) {
 	b.Run("CreateToken", func(b *testing.B) { createToken(b, newStore(b)) })
 	b.Run("ListTokens", func(b *testing.B) { listTokens(b, newStore(b)) })
 	b.Run("CreateServiceAccount", func(b *testing.B) { createServiceAccount(b, newStore(b)) })
-	b.Run("ListUsers", func(b *testing.B) { listUsers(b, newStore(b)) })
+	b.Run("ListUsers", func(b *testing.B) { ListUsers(b, newStore(b), 10_000) })
 }
 
 // world is an org with an Admin and a service account "robot".
@@ -113,17 +113,20 @@ func createServiceAccount(b *testing.B, s storage.Store) {
 	}
 }
 
-// listUsers lists pages of 100 users of an org of 10 000: the first page,
-// and a page about 9 000 users in, by cursor and by offset.
-func listUsers(b *testing.B, s storage.Store) {
+// ListUsers lists pages of 100 users of an org of n users, built on s
+// first: the first page, and a page nine tenths of the way in, by cursor
+// and by offset. Its sub-benchmarks are first_page, cursor_90pct and
+// offset_90pct.
+func ListUsers(b *testing.B, s storage.Store, n int) {
 	w := newWorld(b, s)
 	ctx := context.Background()
-	for i := range 10_000 {
+	for i := range n {
 		if _, err := w.svc.CreateUser(ctx, "bench", orgadmin.NewUser{Username: fmt.Sprintf("u%07d", i), IsServiceAccount: true}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	deep, err := w.svc.ListUsers(ctx, w.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(8_900)})
+	deepAt := n * 9 / 10
+	deep, err := w.svc.ListUsers(ctx, w.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(deepAt - 100)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -132,8 +135,8 @@ func listUsers(b *testing.B, s storage.Store) {
 		opt  orgadmin.ListUsersOptions
 	}{
 		{"first_page", orgadmin.ListUsersOptions{}},
-		{"cursor_9k", orgadmin.ListUsersOptions{PageToken: deep.NextPageToken}},
-		{"offset_9k", orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(9_000)}},
+		{"cursor_90pct", orgadmin.ListUsersOptions{PageToken: deep.NextPageToken}},
+		{"offset_90pct", orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(deepAt)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
