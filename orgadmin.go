@@ -207,6 +207,12 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error
 		return Caller{}, ErrUnauthorized
 	}
 	cred, err := s.store.TokenByDigest(ctx, sha256.Sum256([]byte(token)))
+	return s.callerOfCredential(cred, err, s.now())
+}
+
+// callerOfCredential is the Caller of a credential the store read (with
+// err, the store's answer) for a token presented at now.
+func (s *Service) callerOfCredential(cred storage.Credential, err error, now time.Time) (Caller, error) {
 	if err != nil {
 		if errors.Is(err, storage.ErrNotFound) {
 			return Caller{}, ErrUnauthorized
@@ -214,7 +220,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error
 		return Caller{}, internal("authenticate", err)
 	}
 	t, u := cred.Token, cred.User
-	if !t.LiveAt(s.now()) || t.UserID != u.ID || t.Org != u.Org {
+	if !t.LiveAt(now) || t.UserID != u.ID || t.Org != u.Org {
 		return Caller{}, ErrUnauthorized
 	}
 	c := callerOf(u, t.ID)

@@ -162,11 +162,48 @@ func (s *Service) ListTokens(ctx context.Context, c Caller, username string) ([]
 	if err != nil {
 		return nil, internal("list tokens", err)
 	}
+	return tokensFromRecords(recs), nil
+}
+
+// AuthenticateListTokens is Authenticate(token) followed by ListTokens of
+// username, with the same results and errors. On a store that reads a
+// credential and a user's tokens together (storage.CredentialTokensReader,
+// such as Redis on a single server) it takes one round trip instead of two:
+// the commonest authenticated read of the API, served at the cost of
+// authentication alone.
+func (s *Service) AuthenticateListTokens(ctx context.Context, token, username string) (Caller, []Token, error) {
+	r, ok := s.store.(storage.CredentialTokensReader)
+	folded, canExist, err := pathUsername(username)
+	if !ok || err != nil || !canExist || len(token) == 0 || len(token) > maxTokenLen {
+		// The two steps give these answers in the order DESIGN §2 wants.
+		c, err := s.Authenticate(ctx, token)
+		if err != nil {
+			return Caller{}, nil, err
+		}
+		ts, err := s.ListTokens(ctx, c, username)
+		return c, ts, err
+	}
+	now := s.now()
+	cred, ut, err := r.CredentialTokens(ctx, sha256.Sum256([]byte(token)), folded, now)
+	c, err := s.callerOfCredential(cred, err, now)
+	if err != nil {
+		return Caller{}, nil, err
+	}
+	if err := s.Authorize(c, OpListTokens, username); err != nil {
+		return c, nil, err
+	}
+	if !ut.Found {
+		return c, nil, notFound("user", "username")
+	}
+	return c, tokensFromRecords(ut.Tokens), nil
+}
+
+func tokensFromRecords(recs []storage.Token) []Token {
 	out := make([]Token, len(recs))
 	for i, t := range recs {
 		out[i] = tokenFromRecord(t)
 	}
-	return out, nil
+	return out
 }
 
 // maxTokenIDLen bounds token ids in paths; longer ones are a BAD_REQUEST.

@@ -51,23 +51,27 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 		h.maxBody = DefaultMaxBodyBytes
 	}
 	for _, rt := range h.routes() {
-		if rt.public != nil {
+		switch {
+		case rt.public != nil:
 			h.mux.Handle(rt.pattern, rt.public)
-			continue
+		case rt.handleToken != nil:
+			h.mux.Handle(rt.pattern, h.withToken(rt.handleToken))
+		default:
+			h.mux.Handle(rt.pattern, h.withToken(h.authenticated(rt.handle)))
 		}
-		h.mux.Handle(rt.pattern, h.authenticated(rt.handle))
 	}
 	h.next = LogRequests(h.log, h.mux)
 	return h
 }
 
 // route is one operation of the API (handle, which runs for an
-// authenticated caller), or a public resource (public, which needs no
-// credential).
+// authenticated caller, or handleToken, which authenticates the bearer
+// token itself), or a public resource (public, which needs no credential).
 type route struct {
-	pattern string
-	handle  func(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error)
-	public  http.Handler
+	pattern     string
+	handle      func(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error)
+	handleToken func(w http.ResponseWriter, r *http.Request, token string) (any, error)
+	public      http.Handler
 }
 
 // routes is the table of every /v1 operation and of the OpenAPI document.
@@ -80,7 +84,7 @@ func (h *Handler) routes() []route {
 		{pattern: "GET /v1/users", handle: h.listUsers},
 		{pattern: "DELETE /v1/users/{username}", handle: h.deleteUser},
 		{pattern: "POST /v1/users/{username}/tokens", handle: h.createToken},
-		{pattern: "GET /v1/users/{username}/tokens", handle: h.listTokens},
+		{pattern: "GET /v1/users/{username}/tokens", handleToken: h.listTokens},
 		{pattern: "DELETE /v1/users/{username}/tokens/{token_id}", handle: h.deleteToken},
 		{pattern: "POST /v1/dives/{dive_id}/embed-session", handle: h.createEmbedSession},
 		{pattern: "GET " + OpenAPIPath, public: http.HandlerFunc(serveOpenAPI)},
@@ -92,27 +96,34 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(w, r)
 }
 
-// authenticated resolves the bearer token, then runs fn and writes its
-// answer as a 200 JSON object, or its error.
-func (h *Handler) authenticated(fn func(http.ResponseWriter, *http.Request, orgadmin.Caller) (any, error)) http.Handler {
+// withToken takes the bearer token from the request's one Authorization
+// header, then runs fn and writes its answer as a 200 JSON object, or its
+// error. A missing or malformed header is UNAUTHORIZED.
+func (h *Handler) withToken(fn func(http.ResponseWriter, *http.Request, string) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := orgadmin.BearerToken(r.Header.Get("Authorization"))
 		if !ok || len(r.Header.Values("Authorization")) != 1 {
 			writeError(w, r, h.log, orgadmin.ErrUnauthorized)
 			return
 		}
-		c, err := h.svc.Authenticate(r.Context(), tok)
-		if err != nil {
-			writeError(w, r, h.log, err)
-			return
-		}
-		v, err := fn(w, r, c)
+		v, err := fn(w, r, tok)
 		if err != nil {
 			writeError(w, r, h.log, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, v)
 	})
+}
+
+// authenticated resolves the bearer token to its caller, then runs fn.
+func (h *Handler) authenticated(fn func(http.ResponseWriter, *http.Request, orgadmin.Caller) (any, error)) func(http.ResponseWriter, *http.Request, string) (any, error) {
+	return func(w http.ResponseWriter, r *http.Request, tok string) (any, error) {
+		c, err := h.svc.Authenticate(r.Context(), tok)
+		if err != nil {
+			return nil, err
+		}
+		return fn(w, r, c)
+	}
 }
 
 // writeJSON writes v as the JSON body of a response with the given status.

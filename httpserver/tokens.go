@@ -66,8 +66,10 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c orgadmin
 	return tokenToJSON(t), nil
 }
 
-func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
-	ts, err := h.svc.ListTokens(r.Context(), c, r.PathValue("username"))
+// listTokens authenticates and lists in one Service call, which is one
+// store round trip where the store allows.
+func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, token string) (any, error) {
+	_, ts, err := h.svc.AuthenticateListTokens(r.Context(), token, r.PathValue("username"))
 	if err != nil {
 		return nil, err
 	}

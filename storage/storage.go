@@ -132,6 +132,26 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
+// CredentialTokensReader is an optional capability of a Store: reading a
+// credential together with one user's tokens, as one round trip where
+// TokenByDigest and ListTokens would take two. The Service uses it, when
+// the store has it, to serve a token listing (authentication included).
+type CredentialTokensReader interface {
+	// CredentialTokens returns what TokenByDigest(digest) returns and, read
+	// at the same moment, the tokens live at liveAt of the user of the
+	// credential's org whose FoldedUsername is folded, ordered as ListTokens
+	// orders them. Its errors are those of TokenByDigest; a missing user is
+	// reported by Found, not by an error.
+	CredentialTokens(ctx context.Context, digest Digest, folded string, liveAt time.Time) (Credential, UserTokens, error)
+}
+
+// UserTokens are the live tokens of a user, as CredentialTokens reads them.
+type UserTokens struct {
+	// Found is false when the org has no user of that folded username.
+	Found  bool
+	Tokens []Token
+}
+
 // Digest is a SHA-256 digest. Secrets (token values, embed session values)
 // are stored only as digests.
 type Digest [32]byte

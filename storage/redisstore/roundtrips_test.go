@@ -148,4 +148,22 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 			t.Logf("%s: %d round trips", op.name, counter.n.Load())
 		}
 	}
+
+	// A token listing, authentication included, costs what authentication
+	// alone costs: the tokens come with the credential.
+	for _, target := range []string{"admin", "robot000", "nobody"} {
+		for round := range 2 {
+			counter.n.Store(0)
+			_, toks, err := svc.AuthenticateListTokens(ctx, token, target)
+			if target == "nobody" {
+				require.ErrorIs(t, err, orgadmin.ErrNotFound)
+			} else {
+				require.NoError(t, err)
+				require.NotEmpty(t, toks)
+			}
+			if round == 1 {
+				assert.EqualValues(t, auth, counter.n.Load(), "authenticate and list the tokens of %s", target)
+			}
+		}
+	}
 }

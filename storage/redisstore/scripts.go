@@ -24,7 +24,9 @@ import "github.com/redis/go-redis/v9"
 //
 // Global keys (their own slots), after "<prefix>":
 //
-//	tok:<hex>      token digest -> "<org>\n<uid>\n<token id>"
+//	tok:<hex>      token digest -> "<org>\n<uid>\n<token id>" on a Cluster,
+//	               "<org>\n<uid>\n<folded username>\n<token id>" on a
+//	               single server (a user's folded username never changes)
 //	tid:<id>       token id -> digest hex (keeps ids unique in the store)
 //	ses:<hex>      session digest -> "<org>\n<uid>"
 //	{fb}:h {fb}:q  feedback records and their order
@@ -147,31 +149,80 @@ local function credential(b, uid, tid)
 end
 `
 
+// userTokens is the Lua body that reads the token records of the user
+// whose folded username is target, given the folded username f and id uid
+// of the caller (whose id needs no lookup): {user id, {records}}, or false
+// when there is no such user.
+const userTokens = `
+local function tokensOf(b, target, f, uid)
+  if target ~= f then
+    local u = redis.call('HGET', b..'users', target)
+    if not u then return false end
+    uid = cjson.decode(u).id
+  end
+  return {uid, redis.call('HVALS', b..'tok:'..uid)}
+end
+`
+
 // credentialScript is the second step of authentication on a Cluster.
 var credentialScript = redis.NewScript(orgBase + tokenRecord + `
 -- ARGV: uid, tid
 return credential(b, ARGV[1], ARGV[2])
 `)
 
+// credentialTokensScript is credentialScript followed by the token records
+// of the user ARGV[3]: {token, user, inst, folded, tokens or false}.
+var credentialTokensScript = redis.NewScript(orgBase + tokenRecord + userTokens + `
+-- ARGV: uid, tid, target folded
+local c = credential(b, ARGV[1], ARGV[2])
+if not c then return false end
+c[5] = tokensOf(b, ARGV[3], c[4], ARGV[1])
+return c
+`)
+
 // authenticateScript is authentication on a single server: the digest's
-// pointer and the records it points at, in one round trip. KEYS[1] is the
-// pointer; the org's keys are derived from its value.
-var authenticateScript = redis.NewScript(tokenRecord + `
--- ARGV: prefix
+// pointer and the records it points at, in one round trip, with the token
+// records of the user ARGV[2] when it is not empty. KEYS[1] is the pointer;
+// the org's keys are derived from its value. It returns {org, uid, token id,
+// folded, user, inst, token, tokens}, where token is false when the caller
+// lists its own tokens (its record is among them) and tokens is
+// {uid, {records}}, or false when there is no user ARGV[2] or none was
+// asked for. Each redis.call costs more than the command it runs, so the
+// script makes as few as it can: four for either answer.
+var authenticateScript = redis.NewScript(userTokens + `
+-- ARGV: prefix, target folded ('' for none)
 local v = redis.call('GET', KEYS[1])
 if not v then return false end
-local org, uid, tid = string.match(v, '^([^\n]*)\n([^\n]*)\n(.*)$')
-if not org then return false end
-local c = credential(ARGV[1]..'{o:'..org..'}:', uid, tid)
-if not c then return false end
-return {org, c[1], c[2], c[3], c[4]}
+local org, uid, f, tid = string.match(v, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
+local b
+if org then
+  b = ARGV[1]..'{o:'..org..'}:'
+else
+  org, uid, tid = string.match(v, '^([^\n]*)\n([^\n]*)\n(.*)$')
+  if not org then return false end
+  b = ARGV[1]..'{o:'..org..'}:'
+  f = redis.call('HGET', b..'uid', uid)
+  if not f then return false end
+end
+local u = redis.call('HGET', b..'users', f)
+if not u then return false end
+local i = redis.call('HGET', b..'inst', f)
+local t, ts = false, false
+if ARGV[2] == f then
+  ts = {uid, redis.call('HVALS', b..'tok:'..uid)}
+else
+  t = redis.call('HGET', b..'tok:'..uid, tid)
+  if not t then return false end
+  if ARGV[2] ~= '' then ts = tokensOf(b, ARGV[2], f, uid) end
+end
+return {org, uid, tid, f, u, i or '', t, ts}
 `)
 
 // createTokenScript adds a token to its user, counting the user's live
 // tokens against the limit and dropping those no longer live when the
 // count is at the limit (or, without one, now and then).
 var createTokenScript = redis.NewScript(orgBase + `
--- ARGV: uid, tid, token, max, liveAt (ms), single, prefix, hex, pointer, ttl (ms, 0 = none)
+-- ARGV: uid, tid, token, max, liveAt (ms), single, prefix, hex, org, ttl (ms, 0 = none)
 local P = ARGV[7]
 local single = ARGV[6] == '1'
 if single then
@@ -179,7 +230,8 @@ if single then
     return 'EXISTS'
   end
 end
-if redis.call('HEXISTS', b..'uid', ARGV[1]) == 0 then return 'NOTFOUND' end
+local f = redis.call('HGET', b..'uid', ARGV[1])
+if not f then return 'NOTFOUND' end
 local tk = b..'tok:'..ARGV[1]
 if redis.call('HEXISTS', tk, ARGV[2]) == 1 then return 'EXISTS' end
 local max = tonumber(ARGV[4])
@@ -199,12 +251,13 @@ end
 if max > 0 and n >= max then return 'LIMIT' end
 redis.call('HSET', tk, ARGV[2], ARGV[3])
 if single then
+  local pointer = ARGV[9]..'\n'..ARGV[1]..'\n'..f..'\n'..ARGV[2]
   local ttl = tonumber(ARGV[10])
   if ttl > 0 then
-    redis.call('SET', P..'tok:'..ARGV[8], ARGV[9], 'PX', ttl)
+    redis.call('SET', P..'tok:'..ARGV[8], pointer, 'PX', ttl)
     redis.call('SET', P..'tid:'..ARGV[2], ARGV[8], 'PX', ttl)
   else
-    redis.call('SET', P..'tok:'..ARGV[8], ARGV[9])
+    redis.call('SET', P..'tok:'..ARGV[8], pointer)
     redis.call('SET', P..'tid:'..ARGV[2], ARGV[8])
   end
 end

@@ -23,12 +23,12 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	hex := hexDigest(t.Digest)
-	pointer := t.Org + "\n" + t.UserID + "\n" + t.ID
+	pointer := t.Org + "\n" + t.UserID + "\n" + t.ID // a single server's script writes its own
 	var ttl int64
 	if !t.ExpiresAt.IsZero() {
 		ttl = s.ttl(t.CreatedAt, t.ExpiresAt)
 	}
-	args := []any{t.UserID, t.ID, encode(toTokenDoc(t)), lim.Max, millis(lim.LiveAt), single(s.single), s.prefix, hex, pointer, ttl}
+	args := []any{t.UserID, t.ID, encode(toTokenDoc(t)), lim.Max, millis(lim.LiveAt), single(s.single), s.prefix, hex, t.Org, ttl}
 	if s.single {
 		v, err := s.run(ctx, createTokenScript, t.Org, args...).Result()
 		return status("create token", v, err)
@@ -100,47 +100,100 @@ func isRefusal(err error) bool {
 // TokenByDigest implements storage.Store. On a single server it is one
 // round trip; on a Cluster two: the pointer, then the org's records.
 func (s *Store) TokenByDigest(ctx context.Context, d storage.Digest) (storage.Credential, error) {
+	cred, _, err := s.credential(ctx, d, "", time.Time{})
+	return cred, err
+}
+
+// CredentialTokens implements storage.CredentialTokensReader, in as many
+// round trips as TokenByDigest: the tokens come with the credential.
+func (s *Store) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time) (storage.Credential, storage.UserTokens, error) {
+	if folded == "" {
+		// No user has an empty name; "" asks the scripts for no tokens.
+		cred, err := s.TokenByDigest(ctx, d)
+		return cred, storage.UserTokens{}, err
+	}
+	return s.credential(ctx, d, folded, liveAt)
+}
+
+// credential reads the credential of digest d and, when target is not
+// empty, the tokens live at liveAt of the user of its org whose folded
+// username is target.
+func (s *Store) credential(ctx context.Context, d storage.Digest, target string, liveAt time.Time) (storage.Credential, storage.UserTokens, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	hex := hexDigest(d)
-	var org string
-	var v []any
-	var err error
+	key := s.prefix + "tok:" + hexDigest(d)
+	// The parts of the answer: the caller's ids, records, token record (""
+	// when it is among the listed ones) and the listed {uid, records}.
+	var org, uid, tid, folded, user, inst, token string
+	var listed any
 	if s.single {
-		v, err = authenticateScript.Run(ctx, s.c, []string{s.prefix + "tok:" + hex}, s.prefix).Slice()
-		if err == nil {
-			org, v = str(v[0]), v[1:]
+		v, err := authenticateScript.Run(ctx, s.c, []string{key}, s.prefix, target).Slice()
+		if err != nil {
+			return credentialErr(err)
 		}
+		org, uid, tid, folded, user, inst, token = str(v[0]), str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), str(v[6])
+		listed = v[7]
 	} else {
-		var pointer string
-		pointer, err = s.c.Get(ctx, s.prefix+"tok:"+hex).Result()
-		if err == nil {
-			parts := strings.SplitN(pointer, "\n", 3)
-			if len(parts) != 3 {
-				return storage.Credential{}, fmt.Errorf("redisstore: corrupt token pointer")
-			}
-			org = parts[0]
-			v, err = s.run(ctx, credentialScript, org, parts[1], parts[2]).Slice()
+		pointer, err := s.c.Get(ctx, key).Result()
+		if err != nil {
+			return credentialErr(err)
+		}
+		parts := strings.SplitN(pointer, "\n", 3)
+		if len(parts) != 3 {
+			return storage.Credential{}, storage.UserTokens{}, fmt.Errorf("redisstore: corrupt token pointer")
+		}
+		org, uid, tid = parts[0], parts[1], parts[2]
+		script, args := credentialScript, []any{uid, tid}
+		if target != "" {
+			script, args = credentialTokensScript, append(args, target)
+		}
+		v, err := s.run(ctx, script, org, args...).Slice()
+		if err != nil {
+			return credentialErr(err)
+		}
+		token, user, inst, folded = str(v[0]), str(v[1]), str(v[2]), str(v[3])
+		if len(v) > 4 {
+			listed = v[4]
 		}
 	}
-	if errors.Is(err, redis.Nil) {
-		return storage.Credential{}, storage.ErrNotFound
-	}
+	u, err := userFrom(org, folded, user, inst)
 	if err != nil {
-		return storage.Credential{}, failed("token by digest", err)
+		return storage.Credential{}, storage.UserTokens{}, err
 	}
-	u, err := userFrom(org, str(v[3]), str(v[1]), str(v[2]))
-	if err != nil {
-		return storage.Credential{}, err
+	if u.ID != uid {
+		// The name now belongs to a user created after the token's.
+		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
 	}
-	t, err := tokenFrom(org, u.ID, str(v[0]))
-	if err != nil {
-		return storage.Credential{}, err
+	var ut storage.UserTokens
+	if pair, ok := listed.([]any); ok && len(pair) == 2 {
+		recs, _ := pair[1].([]any)
+		ut.Found = true
+		if ut.Tokens, err = decodeTokens(org, str(pair[0]), recs); err != nil {
+			return storage.Credential{}, storage.UserTokens{}, err
+		}
+	}
+	var t storage.Token
+	if token != "" {
+		if t, err = tokenFrom(org, uid, token); err != nil {
+			return storage.Credential{}, storage.UserTokens{}, err
+		}
+	} else if i := slices.IndexFunc(ut.Tokens, func(t storage.Token) bool { return t.ID == tid }); i >= 0 {
+		t = ut.Tokens[i]
 	}
 	if t.Digest != d {
-		return storage.Credential{}, storage.ErrNotFound
+		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
 	}
-	return storage.Credential{Token: t, User: u}, nil
+	ut.Tokens = liveSorted(ut.Tokens, liveAt)
+	return storage.Credential{Token: t, User: u}, ut, nil
+}
+
+// credentialErr is the answer to a failed credential read: ErrNotFound
+// when there is no such credential.
+func credentialErr(err error) (storage.Credential, storage.UserTokens, error) {
+	if errors.Is(err, redis.Nil) {
+		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
+	}
+	return storage.Credential{}, storage.UserTokens{}, failed("token by digest", err)
 }
 
 // ListTokens implements storage.Store.
@@ -157,17 +210,35 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 		if err != nil {
 			return nil, err
 		}
-		if t.LiveAt(liveAt) {
-			out = append(out, t)
-		}
+		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b storage.Token) int {
+	return liveSorted(out, liveAt), nil
+}
+
+// decodeTokens decodes the token records of the user userID of org.
+func decodeTokens(org, userID string, recs []any) ([]storage.Token, error) {
+	out := make([]storage.Token, 0, len(recs))
+	for _, raw := range recs {
+		t, err := tokenFrom(org, userID, str(raw))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// liveSorted keeps the tokens of ts live at liveAt, in place, ordered by
+// creation, then id.
+func liveSorted(ts []storage.Token, liveAt time.Time) []storage.Token {
+	ts = slices.DeleteFunc(ts, func(t storage.Token) bool { return !t.LiveAt(liveAt) })
+	slices.SortFunc(ts, func(a, b storage.Token) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	return out, nil
+	return ts
 }
 
 // DeleteToken implements storage.Store. The token leaves its user's records

@@ -44,6 +44,7 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store) {
 		{"Tokens", tokenTests},
 		{"ListTokens", listTokensTests},
 		{"DeleteToken", deleteTokenTests},
+		{"CredentialTokens", credentialTokensTests},
 		{"Ducklings", ducklingTests},
 		{"Dives", diveTests},
 		{"EmbedSessions", embedSessionTests},
