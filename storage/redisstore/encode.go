@@ -135,12 +135,12 @@ func toInstDoc(c storage.InstanceConfig) instDoc {
 // whose folded username is folded.
 func userFrom(org, folded, user, inst string) (storage.User, error) {
 	var d userDoc
-	if err := decode(user, &d); err != nil {
+	if err := readRecord(user, &d, readUserDoc); err != nil {
 		return storage.User{}, err
 	}
 	var c instDoc
 	if inst != "" {
-		if err := decode(inst, &c); err != nil {
+		if err := readRecord(inst, &c, readInstDoc); err != nil {
 			return storage.User{}, err
 		}
 	}
@@ -165,7 +165,7 @@ func toTokenDoc(t storage.Token) tokenDoc {
 
 func tokenFrom(org, userID, s string) (storage.Token, error) {
 	var d tokenDoc
-	if err := decode(s, &d); err != nil {
+	if err := readRecord(s, &d, readTokenDoc); err != nil {
 		return storage.Token{}, err
 	}
 	t := storage.Token{

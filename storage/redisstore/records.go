@@ -1,0 +1,292 @@
+package redisstore
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// The user, instance and token records are read on every authenticated
+// request, and encoding/json's reflection was the largest cost of a token
+// listing after the round trip itself. The readers below decode exactly
+// the JSON that encode writes for these records (flat objects of plain
+// strings, integers, booleans and string arrays, and the two sides of an
+// instance configuration) without reflection, and report false for
+// anything else, which is then decoded by encoding/json as before: the
+// result is the same either way (TestRecordReadersMatchEncodingJSON and
+// FuzzRecordReaders).
+
+// scanner reads one JSON text. Its methods do nothing once bad is set.
+type scanner struct {
+	s   string
+	i   int
+	bad bool
+}
+
+func (r *scanner) space() {
+	for r.i < len(r.s) {
+		switch r.s[r.i] {
+		case ' ', '\t', '\n', '\r':
+			r.i++
+		default:
+			return
+		}
+	}
+}
+
+// peek returns the next byte after white space, or 0 at the end.
+func (r *scanner) peek() byte {
+	r.space()
+	if r.bad || r.i >= len(r.s) {
+		return 0
+	}
+	return r.s[r.i]
+}
+
+func (r *scanner) expect(c byte) {
+	if r.peek() != c {
+		r.bad = true
+		return
+	}
+	r.i++
+}
+
+// object reads an object, calling member for each key with the scanner
+// positioned on its value, which member must read.
+func (r *scanner) object(member func(key string)) {
+	r.expect('{')
+	if r.peek() == '}' {
+		r.i++
+		return
+	}
+	for !r.bad {
+		key := r.str()
+		r.expect(':')
+		if r.bad {
+			return
+		}
+		member(key)
+		switch r.peek() {
+		case ',':
+			r.i++
+		case '}':
+			r.i++
+			return
+		default:
+			r.bad = true
+		}
+	}
+}
+
+// str reads a string. One with escapes, control or non-UTF-8 bytes is
+// left to encoding/json (bad).
+func (r *scanner) str() string {
+	r.expect('"')
+	if r.bad {
+		return ""
+	}
+	start := r.i
+	for r.i < len(r.s) {
+		c := r.s[r.i]
+		switch {
+		case c == '"':
+			v := r.s[start:r.i]
+			r.i++
+			if !utf8.ValidString(v) {
+				r.bad = true
+			}
+			return v
+		case c == '\\' || c < 0x20:
+			r.bad = true
+			return ""
+		}
+		r.i++
+	}
+	r.bad = true
+	return ""
+}
+
+// int reads an integer that fits an int64 (no fraction, no exponent).
+func (r *scanner) int() int64 {
+	r.space()
+	start := r.i
+	if r.i < len(r.s) && r.s[r.i] == '-' {
+		r.i++
+	}
+	for r.i < len(r.s) && r.s[r.i] >= '0' && r.s[r.i] <= '9' {
+		r.i++
+	}
+	digits := r.s[start:r.i]
+	if r.i < len(r.s) && (r.s[r.i] == '.' || r.s[r.i] == 'e' || r.s[r.i] == 'E') {
+		r.bad = true
+		return 0
+	}
+	if len(digits) > 1 && (digits[0] == '0' || digits[:2] == "-0") {
+		r.bad = true // a leading zero is not JSON
+		return 0
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil {
+		r.bad = true
+	}
+	return n
+}
+
+func (r *scanner) bool() bool {
+	r.space()
+	switch {
+	case len(r.s)-r.i >= 4 && r.s[r.i:r.i+4] == "true":
+		r.i += 4
+		return true
+	case len(r.s)-r.i >= 5 && r.s[r.i:r.i+5] == "false":
+		r.i += 5
+		return false
+	}
+	r.bad = true
+	return false
+}
+
+// strs reads an array of strings, or null (nil).
+func (r *scanner) strs() []string {
+	if r.peek() == 'n' {
+		if len(r.s)-r.i >= 4 && r.s[r.i:r.i+4] == "null" {
+			r.i += 4
+			return nil
+		}
+		r.bad = true
+		return nil
+	}
+	r.expect('[')
+	out := []string{}
+	if r.peek() == ']' {
+		r.i++
+		return out
+	}
+	for !r.bad {
+		out = append(out, r.str())
+		switch r.peek() {
+		case ',':
+			r.i++
+		case ']':
+			r.i++
+			return out
+		default:
+			r.bad = true
+		}
+	}
+	return nil
+}
+
+// end reports whether the whole text was read without trouble.
+func (r *scanner) end() bool {
+	r.space()
+	return !r.bad && r.i == len(r.s)
+}
+
+// readUserDoc decodes a user record into d.
+func readUserDoc(s string, d *userDoc) bool {
+	r := scanner{s: s}
+	r.object(func(key string) {
+		switch key {
+		case "id":
+			d.ID = r.str()
+		case "n":
+			d.Username = r.str()
+		case "ds":
+			d.Description = r.str()
+		case "sa":
+			d.SA = r.bool()
+		case "r":
+			d.Role = r.str()
+		case "p":
+			d.Privileges = r.strs()
+		case "em":
+			d.Email = r.str()
+		case "fn":
+			d.FirstName = r.str()
+		case "ln":
+			d.LastName = r.str()
+		case "c":
+			d.Created = r.int()
+		default:
+			r.bad = true
+		}
+	})
+	return r.end()
+}
+
+// readInstDoc decodes an instance configuration record into d.
+func readInstDoc(s string, d *instDoc) bool {
+	r := scanner{s: s}
+	side := func(sd *sideDoc) {
+		r.object(func(key string) {
+			switch key {
+			case "s":
+				sd.Size = r.str()
+			case "f":
+				sd.Flock = r.smallInt()
+			case "cd":
+				sd.Cooldown = r.smallInt()
+			default:
+				r.bad = true
+			}
+		})
+	}
+	r.object(func(key string) {
+		switch key {
+		case "rw":
+			side(&d.RW)
+		case "rs":
+			side(&d.RS)
+		default:
+			r.bad = true
+		}
+	})
+	return r.end()
+}
+
+// smallInt reads an integer that fits an int32, so that it fits an int
+// everywhere.
+func (r *scanner) smallInt() int {
+	n := r.int()
+	if int64(int32(n)) != n {
+		r.bad = true
+	}
+	return int(n)
+}
+
+// readTokenDoc decodes a token record into d.
+func readTokenDoc(s string, d *tokenDoc) bool {
+	r := scanner{s: s}
+	r.object(func(key string) {
+		switch key {
+		case "id":
+			d.ID = r.str()
+		case "d":
+			d.Digest = r.str()
+		case "n":
+			d.Name = r.str()
+		case "ds":
+			d.Description = r.str()
+		case "ty":
+			d.Type = r.str()
+		case "c":
+			d.Created = r.int()
+		case "e":
+			d.Expires = r.int()
+		default:
+			r.bad = true
+		}
+	})
+	return r.end()
+}
+
+// readRecord decodes s into d with read when it can, and with
+// encoding/json otherwise, starting afresh.
+func readRecord[D any](s string, d *D, read func(string, *D) bool) error {
+	if read(s, d) {
+		return nil
+	}
+	var zero D
+	*d = zero
+	return decode(s, d)
+}

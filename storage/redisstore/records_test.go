@@ -1,0 +1,96 @@
+package redisstore
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// sameAsJSON requires that readRecord decodes s exactly as json.Unmarshal
+// does: the same error-ness and, on success, the same value.
+func sameAsJSON[D any](t testing.TB, s string, read func(string, *D) bool) {
+	t.Helper()
+	var want, got D
+	wantErr := json.Unmarshal([]byte(s), &want)
+	gotErr := readRecord(s, &got, read)
+	if wantErr != nil {
+		require.Error(t, gotErr, "encoding/json refuses %q", s)
+		return
+	}
+	require.NoError(t, gotErr, "encoding/json accepts %q", s)
+	require.True(t, reflect.DeepEqual(want, got), "%q:\nwant %#v\n got %#v", s, want, got)
+}
+
+// The records encode writes are read without encoding/json, to the same
+// values, whatever their strings hold.
+func TestRecordReadersMatchEncodingJSON(t *testing.T) {
+	odd := []string{"", "plain", `quote " and \ backslash`, "tab\tnew\nline", "ünïcødé ✓ 🦆", "<html>&amp;", "\u2028\u2029", "\x7f"}
+	for _, s := range odd {
+		users := []userDoc{
+			{ID: s, Username: s, Role: "Admin", Created: 1_750_000_000_123},
+			{ID: "u", Username: "n", Description: s, SA: true, Role: s, Privileges: []string{s, "x"}, Email: s, FirstName: s, LastName: s, Created: -1},
+			{ID: "u", Privileges: []string{}, Created: math.MaxInt64},
+			{ID: "u", Created: math.MinInt64},
+		}
+		for _, u := range users {
+			enc := encode(u)
+			sameAsJSON(t, enc, readUserDoc)
+			var d userDoc
+			assert.Equal(t, json.Valid([]byte(enc)) && !needsEscape(enc), readUserDoc(enc, &d), "fast path for %s", enc)
+		}
+		tok := tokenDoc{ID: s, Digest: "ab", Name: s, Description: s, Type: "read_write", Created: 1, Expires: 0}
+		sameAsJSON(t, encode(tok), readTokenDoc)
+	}
+	for _, c := range []instDoc{{}, {RW: sideDoc{Size: "jumbo"}, RS: sideDoc{Size: "mega", Flock: 64, Cooldown: 86400}}, {RS: sideDoc{Flock: -3}}} {
+		enc := encode(c)
+		sameAsJSON(t, enc, readInstDoc)
+		var d instDoc
+		assert.True(t, readInstDoc(enc, &d), "fast path for %s", enc)
+	}
+}
+
+// needsEscape reports whether encoding/json wrote an escape into s, which
+// the readers leave to encoding/json.
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			return true
+		}
+	}
+	return false
+}
+
+// Texts that are not what encode writes decode as encoding/json decodes
+// them, refusals included.
+func TestRecordReadersOddTexts(t *testing.T) {
+	texts := []string{
+		``, `{`, `}`, `{}`, ` { } `, `null`, `[]`, `"x"`, `{"id":"a"}x`, `{"id":"a",}`, `{,}`,
+		`{"id":"a","id":"b"}`, `{"ID":"a"}`, `{"unknown":1,"id":"a"}`, `{"id":1}`, `{"id":null}`,
+		`{"c":1.5}`, `{"c":1e3}`, `{"c":01}`, `{"c":-0}`, `{"c":-}`, `{"c":+1}`, `{"c":99999999999999999999}`,
+		`{"c":"5"}`, `{"sa":true}`, `{"sa":truex}`, `{"sa":null}`, `{"sa":1}`, `{"p":null}`, `{"p":[]}`,
+		`{"p":["a",]}`, `{"p":["a" "b"]}`, `{"p":[1]}`, `{"p":"a"}`, "{\"id\":\"a\x01\"}", "{\"id\":\"\xff\"}",
+		`{"id":"\u0061"}`, `{"id":"a\/b"}`, `{"n":"x"` + "\n" + `,"r":"Admin"}`, `{"rw":{"s":"x","f":2147483648}}`,
+		`{"rw":{"s":"x","f":-2147483648}}`, `{"rw":{}}`, `{"rw":null}`, `{"rs":{"cd":1,"cd":2}}`, `{"e":0,"d":"ff"}`,
+	}
+	for _, s := range texts {
+		sameAsJSON(t, s, readUserDoc)
+		sameAsJSON(t, s, readInstDoc)
+		sameAsJSON(t, s, readTokenDoc)
+	}
+}
+
+func FuzzRecordReaders(f *testing.F) {
+	f.Add(encode(userDoc{ID: "u", Username: "Bob", Role: "Member", Privileges: []string{"p"}, Created: 5}))
+	f.Add(encode(instDoc{RW: sideDoc{Size: "jumbo"}, RS: sideDoc{Size: "mega", Flock: 2, Cooldown: 60}}))
+	f.Add(encode(tokenDoc{ID: "t", Digest: "00ff", Name: "ci", Type: "read_write", Created: 1, Expires: 2}))
+	f.Add(`{"id":"a\"b","p":[],"sa":false}`)
+	f.Fuzz(func(t *testing.T, s string) {
+		sameAsJSON(t, s, readUserDoc)
+		sameAsJSON(t, s, readInstDoc)
+		sameAsJSON(t, s, readTokenDoc)
+	})
+}
