@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store) {
 		{"Feedback", feedbackTests},
 		{"Ping", pingTests},
 		{"Concurrency", concurrencyTests},
+		{"Service", serviceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

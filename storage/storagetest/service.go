@@ -1,0 +1,280 @@
+package storagetest
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// The races below run through a Service on the store, as the API would:
+// what they check is what a client sees, whatever the store does inside.
+var serviceTests = []subtest{
+	{"CreateServiceAccountSameUsername", testServiceCreateSameUsername},
+	{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
+	{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
+	{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
+}
+
+// Fewer racers and rounds than the store-level races: every call here is
+// several store calls, and the suite runs on slow servers too.
+const (
+	serviceRacers = 16
+	serviceRounds = 3
+)
+
+// serviceOn returns a Service on s with the org "acme" bootstrapped, and
+// its Admin.
+func serviceOn(t testing.TB, s storage.Store) (*orgadmin.Service, orgadmin.Caller) {
+	t.Helper()
+	svc := orgadmin.New(s, orgadmin.Config{})
+	token, err := svc.Bootstrap(t.Context(), orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(t.Context(), token)
+	require.NoError(t, err)
+	return svc, admin
+}
+
+// Of concurrent creations of one username, in several spellings, exactly
+// one succeeds; the others are a BAD_REQUEST saying the username is
+// taken, and the winner's spelling is the one stored.
+func testServiceCreateSameUsername(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	spellings := []string{"Robot", "robot", "ROBOT", "rObOt"}
+	errs := race(serviceRacers, func(i int) error {
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{
+			Username: spellings[i%len(spellings)], Description: orgadmin.Ptr(fmt.Sprint(i)),
+		})
+		return err
+	})
+	winner := requireOneWinner(t, errs, orgadmin.ErrBadRequest)
+	for i, err := range errs {
+		if i != winner {
+			assert.Equal(t, []orgadmin.Issue{{Message: "Username is already taken", Path: []any{"username"}, Code: orgadmin.IssueConflict}},
+				err.(*orgadmin.Error).Issues, "call %d", i)
+		}
+	}
+	page, err := svc.ListUsers(t.Context(), admin, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	require.Equal(t, 2, page.TotalCount)
+	var names []string
+	for _, u := range page.Users {
+		names = append(names, u.Username+"/"+u.Description)
+	}
+	assert.Equal(t, []string{"admin/", spellings[winner%len(spellings)] + "/" + fmt.Sprint(winner)}, names)
+}
+
+// raceConfig is the i-th of a family of instance configurations in which
+// every field but the sizes carries i, so that a mix of two is caught.
+func raceConfig(i int) orgadmin.InstanceConfig {
+	sizes := []string{orgadmin.SizeStandard, orgadmin.SizeJumbo, orgadmin.SizeMega, orgadmin.SizeGiga}
+	return orgadmin.InstanceConfig{
+		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: sizes[i%len(sizes)], CooldownSeconds: orgadmin.Ptr(100 + i)},
+		ReadScaling: &orgadmin.InstanceSide{InstanceSize: sizes[(i+1)%len(sizes)], FlockSize: orgadmin.Ptr(i), CooldownSeconds: orgadmin.Ptr(200 + i)},
+	}
+}
+
+// describeInstances renders c for comparisons and messages.
+func describeInstances(c orgadmin.InstanceConfig) string {
+	side := func(s *orgadmin.InstanceSide) string {
+		if s == nil {
+			return "<nil>"
+		}
+		out := s.InstanceSize
+		if s.FlockSize != nil {
+			out += fmt.Sprintf(" flock %d", *s.FlockSize)
+		}
+		if s.CooldownSeconds != nil {
+			out += fmt.Sprintf(" cooldown %d", *s.CooldownSeconds)
+		}
+		return out
+	}
+	return "rw: " + side(c.ReadWrite) + "; rs: " + side(c.ReadScaling)
+}
+
+// Concurrent PUTs of one user's configuration, each with another body: each
+// answers its own body, and the configuration stored afterwards is exactly
+// one of them, read alike through every path.
+func testServiceSetInstanceConfigSameUser(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+	tok, err := svc.CreateToken(t.Context(), admin, "robot", orgadmin.CreateTokenInput{Name: "ci"})
+	require.NoError(t, err)
+
+	sent := make(map[string]bool)
+	for round := range serviceRounds {
+		got := make([]orgadmin.InstanceConfig, serviceRacers)
+		errs := race(serviceRacers, func(i int) error {
+			var err error
+			got[i], err = svc.SetInstanceConfig(t.Context(), admin, "robot", orgadmin.SetInstanceConfigInput{Config: orgadmin.Ptr(raceConfig(round*serviceRacers + i))})
+			return err
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: PUT %d", round, i)
+			want := describeInstances(raceConfig(round*serviceRacers + i))
+			require.Equal(t, want, describeInstances(got[i]), "round %d: the answer of PUT %d", round, i)
+			sent[want] = true
+		}
+
+		stored, err := svc.GetInstanceConfig(t.Context(), admin, "robot")
+		require.NoError(t, err)
+		require.True(t, sent[describeInstances(stored)], "round %d: stored %s, which no PUT sent", round, describeInstances(stored))
+		robot, err := svc.Authenticate(t.Context(), tok.Value)
+		require.NoError(t, err)
+		viaToken, err := svc.GetInstanceConfig(t.Context(), robot, "robot")
+		require.NoError(t, err)
+		require.Equal(t, describeInstances(stored), describeInstances(viaToken), "round %d: read as the user itself", round)
+	}
+}
+
+// raceCreations runs serviceRacers goroutines that each call create in a
+// loop until it fails, and one that deletes the user named "doomed" once
+// serviceRacers calls have succeeded, so that creations run before, during
+// and after the delete. It returns the error that ended each loop and that
+// of the delete. A creation that starts after the delete has returned and
+// succeeds ends its loop with an error saying so.
+func raceCreations(t testing.TB, svc *orgadmin.Service, admin orgadmin.Caller, create func(racer int) error) ([]error, error) {
+	t.Helper()
+	var (
+		succeeded atomic.Int32
+		ready     = make(chan struct{})
+		deleted   = make(chan struct{})
+	)
+	errs := race(serviceRacers+1, func(i int) error {
+		if i == serviceRacers {
+			defer close(deleted)
+			<-ready
+			_, err := svc.DeleteUser(t.Context(), admin, "doomed")
+			return err
+		}
+		for {
+			var after bool
+			select {
+			case <-deleted:
+				after = true
+			default:
+			}
+			if err := create(i); err != nil {
+				return err
+			}
+			if after {
+				return errors.New("a creation that started after the delete returned succeeded")
+			}
+			// Enough creations before the delete; the rest wait for it.
+			switch n := succeeded.Add(1); {
+			case n == serviceRacers:
+				close(ready)
+			case n > 2*serviceRacers:
+				<-deleted
+			}
+		}
+	})
+	return errs[:serviceRacers], errs[serviceRacers]
+}
+
+// Tokens created before, while and after their user is deleted: each
+// creation succeeds or fails with NOT_FOUND; once the delete has returned,
+// no token that succeeded authenticates, and none is listed for the user
+// created again under the same name.
+func testServiceCreateTokenRacingDeleteUser(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	for round := range serviceRounds {
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "doomed"})
+		require.NoError(t, err, "round %d", round)
+		var (
+			mu     sync.Mutex
+			tokens []orgadmin.Token
+		)
+		errs, err := raceCreations(t, svc, admin, func(i int) error {
+			tok, err := svc.CreateToken(t.Context(), admin, "doomed", orgadmin.CreateTokenInput{Name: fmt.Sprint("racer ", i)})
+			if err == nil {
+				mu.Lock()
+				tokens = append(tokens, tok)
+				mu.Unlock()
+			}
+			return err
+		})
+		require.NoError(t, err, "round %d: DeleteUser", round)
+		for i, err := range errs {
+			require.ErrorIs(t, err, orgadmin.ErrNotFound, "round %d: racer %d", round, i)
+		}
+		requireTokensDead(t, svc, tokens, fmt.Sprintf("round %d, after the delete", round))
+
+		_, err = svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "doomed"})
+		require.NoError(t, err, "round %d: the name is free again", round)
+		listed, err := svc.ListTokens(t.Context(), admin, "doomed")
+		require.NoError(t, err)
+		require.Empty(t, listed, "round %d: tokens of the user created again", round)
+		requireTokensDead(t, svc, tokens, fmt.Sprintf("round %d, after the name is created again", round))
+		_, err = svc.DeleteUser(t.Context(), admin, "doomed")
+		require.NoError(t, err)
+	}
+}
+
+// requireTokensDead requires that none of tokens authenticates; when says
+// at which point of the test.
+func requireTokensDead(t testing.TB, svc *orgadmin.Service, tokens []orgadmin.Token, when string) {
+	t.Helper()
+	for _, tok := range tokens {
+		c, err := svc.Authenticate(t.Context(), tok.Value)
+		require.ErrorIs(t, err, orgadmin.ErrUnauthorized, "%s: token %s (%s) authenticates as %s/%s",
+			when, tok.ID, tok.Name, c.Username, c.UserID)
+	}
+}
+
+// Embed sessions minted before, while and after their service account is
+// deleted: each creation succeeds or fails with NOT_FOUND; once the delete
+// has returned, no session that succeeded resolves, even when the name is
+// created again.
+func testServiceCreateEmbedSessionRacingDeleteUser(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	dive := uuid.NewString()
+	require.NoError(t, svc.RegisterDive(t.Context(), "acme", orgadmin.Dive{ID: dive, Title: "Sales", Version: 2}))
+	for round := range serviceRounds {
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "doomed"})
+		require.NoError(t, err, "round %d", round)
+		var (
+			mu       sync.Mutex
+			sessions []string
+		)
+		errs, err := raceCreations(t, svc, admin, func(i int) error {
+			v, err := svc.CreateEmbedSession(t.Context(), admin, dive, orgadmin.CreateEmbedSessionInput{Username: "doomed", SessionName: orgadmin.Ptr(fmt.Sprint(i))})
+			if err == nil {
+				mu.Lock()
+				sessions = append(sessions, v)
+				mu.Unlock()
+			}
+			return err
+		})
+		require.NoError(t, err, "round %d: DeleteUser", round)
+		for i, err := range errs {
+			require.ErrorIs(t, err, orgadmin.ErrNotFound, "round %d: racer %d", round, i)
+		}
+		requireSessionsDead(t, svc, sessions, round)
+		_, err = svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "doomed"})
+		require.NoError(t, err, "round %d: the name is free again", round)
+		requireSessionsDead(t, svc, sessions, round)
+		_, err = svc.DeleteUser(t.Context(), admin, "doomed")
+		require.NoError(t, err)
+	}
+}
+
+// requireSessionsDead requires that none of the session values resolves.
+func requireSessionsDead(t testing.TB, svc *orgadmin.Service, sessions []string, round int) {
+	t.Helper()
+	for _, v := range sessions {
+		es, err := svc.ResolveEmbedSession(t.Context(), v)
+		if !errors.Is(err, orgadmin.ErrNotFound) {
+			require.Failf(t, "a session outlived its user", "round %d: session of %q resolves (%v)", round, es.Username, err)
+		}
+	}
+}
