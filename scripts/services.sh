@@ -106,6 +106,7 @@ start_services() {
   start_redis
   start_redis_cluster
   start_ferretdb
+  start_toxiproxy
 }
 
 # build_ferretdb starts building the FerretDB launcher in the background, so
@@ -143,12 +144,60 @@ start_ferretdb() {
   echo "FerretDB (SQLite) on 127.0.0.1:$port"
 }
 
-stop_services() {
-  local pid
-  if [ -n "${ferretdb_build_pid:-}" ]; then
-    pkill -P "$ferretdb_build_pid" 2>/dev/null || true
-    wait "$ferretdb_build_pid" 2>/dev/null || true
+# toxiproxy_dir holds the toxiproxy server, built once per version (the
+# package cmd/server builds a binary named "server").
+toxiproxy_version=v2.12.0
+toxiproxy_dir="${XDG_CACHE_HOME:-$HOME/.cache}/orgadmin/toxiproxy-$toxiproxy_version"
+
+# install_toxiproxy builds the toxiproxy server into $toxiproxy_dir unless
+# it is there already.
+install_toxiproxy() {
+  if [ -x "$toxiproxy_dir/server" ]; then
+    return 0
   fi
+  mkdir -p "$toxiproxy_dir"
+  GOBIN="$toxiproxy_dir" go install "github.com/Shopify/toxiproxy/v2/cmd/server@$toxiproxy_version"
+}
+
+# build_toxiproxy starts install_toxiproxy in the background, as
+# build_ferretdb does; start_toxiproxy waits for it.
+build_toxiproxy() {
+  if [ -n "${ORGADMIN_TOXIPROXY_URL:-}" ]; then
+    return 0
+  fi
+  install_toxiproxy >"$services_dir/toxiproxy-build.log" 2>&1 &
+  toxiproxy_build_pid=$!
+}
+
+# start_toxiproxy starts a toxiproxy server (network faults on demand,
+# between the tests and the database servers) on a free port and exports
+# ORGADMIN_TOXIPROXY_URL, the base URL of its HTTP API, unless it is set
+# already.
+start_toxiproxy() {
+  if [ -n "${ORGADMIN_TOXIPROXY_URL:-}" ]; then
+    return 0
+  fi
+  local port
+  port=$(free_port)
+  if [ -n "${toxiproxy_build_pid:-}" ]; then
+    wait "$toxiproxy_build_pid" || { cat "$services_dir/toxiproxy-build.log" >&2; return 1; }
+  else
+    install_toxiproxy
+  fi
+  "$toxiproxy_dir/server" -host 127.0.0.1 -port "$port" >"$services_dir/toxiproxy.log" 2>&1 &
+  service_pids+=($!)
+  wait_port "$port" toxiproxy-server || { cat "$services_dir/toxiproxy.log" >&2; return 1; }
+  export ORGADMIN_TOXIPROXY_URL="http://127.0.0.1:$port"
+}
+
+stop_services() {
+  local pid build
+  for build in "${ferretdb_build_pid:-}" "${toxiproxy_build_pid:-}"; do
+    if [ -n "$build" ]; then
+      pkill -P "$build" 2>/dev/null || true
+      wait "$build" 2>/dev/null || true
+    fi
+  done
   for pid in "${service_pids[@]}"; do
     kill "$pid" 2>/dev/null || true
   done

@@ -8,6 +8,7 @@ cd "$(dirname "$0")/.."
 . scripts/services.sh
 trap stop_services EXIT
 build_ferretdb
+build_toxiproxy
 
 echo "== gofmt"
 unformatted=$(gofmt -l .)
