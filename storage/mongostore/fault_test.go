@@ -1,0 +1,31 @@
+package mongostore
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/orgadmin/orgadmin/internal/faulttest"
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// The fault tests put a toxiproxy between the service and the test server.
+func TestFaults(t *testing.T) {
+	target := serverAddr(t)
+	faulttest.Run(t, faulttest.Target{Upstreams: []string{target}, NewStores: func(tb testing.TB, proxied map[string]string) (storage.Store, storage.Store) {
+		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + proxied[target] + "/?directConnection=true"))
+		require.NoError(tb, err)
+		tb.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+		// The direct store creates the indexes, with the tests' generous
+		// timeout; the faulty one finds them there.
+		db := newDB(tb, client(tb))
+		direct, err := New(tb.Context(), db, Options{Timeout: testTimeout})
+		require.NoError(tb, err)
+		faulty, err := New(tb.Context(), c.Database(db.Name()), Options{Timeout: faulttest.Timeout})
+		require.NoError(tb, err)
+		return faulty, direct
+	}})
+}
