@@ -143,10 +143,69 @@ func single(b bool) string {
 	return "0"
 }
 
-// run runs a script of org.
+// run runs a script of org: once, unless it is resendable.
 func (s *Store) run(ctx context.Context, sc *redis.Script, org string, args ...any) *redis.Cmd {
-	return sc.Run(ctx, s.c, []string{s.orgKey(org)}, args...)
+	keys := []string{s.orgKey(org)}
+	if resendable[sc] {
+		return sc.Run(ctx, s.c, keys, args...)
+	}
+	return sc.Run(ctx, once{s.c}, keys, args...)
 }
+
+// resendable are the scripts that answer alike however often they run:
+// the reads, and the writes that set a value whole. go-redis resends a
+// command whose connection broke before its answer came (MaxRetries);
+// any other script may have run then, and a second run would answer as
+// if the first had not: the username taken, the user or token not found,
+// a token's pointers released as if it had never been stored.
+var resendable = map[*redis.Script]bool{
+	getUserScript:          true,
+	listUsersScript:        true,
+	credentialScript:       true,
+	credentialTokensScript: true,
+	listActivityScript:     true,
+	embedTargetScript:      true,
+	updateUserScript:       true,
+	setInstancesScript:     true,
+	setDucklingScript:      true,
+	putDiveScript:          true,
+}
+
+// once is a redis.Scripter whose EVAL and EVALSHA go-redis never resends
+// (a NOSCRIPT answer, which means the script did not run, still falls
+// back to EVAL). A script whose answer was lost fails with the error of
+// the connection.
+type once struct{ redis.UniversalClient }
+
+func (o once) Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd {
+	return o.eval(ctx, "eval", script, keys, args)
+}
+
+func (o once) EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd {
+	return o.eval(ctx, "evalsha", sha1, keys, args)
+}
+
+// eval sends the command name (EVAL or EVALSHA) of payload; args must be
+// scalars, as go-redis sends them as they are.
+func (o once) eval(ctx context.Context, name, payload string, keys []string, args []any) *redis.Cmd {
+	cmdArgs := make([]any, 0, 3+len(keys)+len(args))
+	cmdArgs = append(cmdArgs, name, payload, len(keys))
+	for _, k := range keys {
+		cmdArgs = append(cmdArgs, k)
+	}
+	cmd := redis.NewCmd(ctx, append(cmdArgs, args...)...)
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // routes the command to the keys' slot
+	}
+	_ = o.Process(ctx, onceCmd{cmd})
+	return cmd
+}
+
+// onceCmd is a command go-redis does not resend.
+type onceCmd struct{ *redis.Cmd }
+
+// NoRetry implements redis.Cmder.
+func (onceCmd) NoRetry() bool { return true }
 
 // status maps the status a script returns to the contract's sentinels.
 func status(op string, v any, err error) error {
@@ -217,7 +276,7 @@ func (s *Store) AddFeedback(ctx context.Context, f storage.Feedback) error {
 	defer cancel()
 	doc := feedbackDoc{PagePath: f.PagePath, Text: f.Text, PageTitle: f.PageTitle, Source: f.Source, Created: millis(f.CreatedAt)}
 	keys := []string{s.prefix + "{fb}:h", s.prefix + "{fb}:q"}
-	v, err := addFeedbackScript.Run(ctx, s.c, keys, f.ID, encode(doc), s.maxFB).Result()
+	v, err := addFeedbackScript.Run(ctx, once{s.c}, keys, f.ID, encode(doc), s.maxFB).Result()
 	return status("add feedback", v, err)
 }
 
