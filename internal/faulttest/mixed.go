@@ -77,29 +77,37 @@ func testMixedOperations(t *testing.T, e *env) {
 		}()
 	}
 
-	spell := func(min, spread time.Duration) time.Duration {
-		return min + time.Duration(rng.Int64N(int64(spread)))
+	// The plan: every fault for a spell, and short ones too, many of them,
+	// which strike requests part-way more often than long spells do.
+	between := func(min, max time.Duration) time.Duration {
+		return min + time.Duration(rng.Int64N(int64(max-min)))
 	}
+	type spell struct {
+		f                fault
+		healthy, faulted time.Duration
+	}
+	var plan []spell
 	fs := faults()
-	rng.Shuffle(len(fs), func(i, j int) { fs[i], fs[j] = fs[j], fs[i] })
-	// Short outages as well: a server back within the timeout of requests
-	// that were in flight when it went.
-	blip := fault{name: "server gone briefly", off: true}
-	for i := range 3 {
-		fs = slices.Insert(fs, 2*i+1, blip)
+	for _, f := range fs {
+		plan = append(plan, spell{f, between(150*time.Millisecond, 400*time.Millisecond), between(200*time.Millisecond, 500*time.Millisecond)})
 	}
+	for range 3 {
+		f := fault{name: "server gone briefly", off: true}
+		plan = append(plan, spell{f, between(100*time.Millisecond, 300*time.Millisecond), between(10*time.Millisecond, Timeout/2)})
+	}
+	for range 12 {
+		f := fs[rng.IntN(len(fs))]
+		plan = append(plan, spell{f, between(20*time.Millisecond, 60*time.Millisecond), between(5*time.Millisecond, 40*time.Millisecond)})
+	}
+	rng.Shuffle(len(plan), func(i, j int) { plan[i], plan[j] = plan[j], plan[i] })
 	faultErr := func() error {
-		for _, f := range fs {
-			time.Sleep(spell(150*time.Millisecond, 250*time.Millisecond))
-			if err := e.inject(f); err != nil {
+		for _, sp := range plan {
+			time.Sleep(sp.healthy)
+			if err := e.inject(sp.f); err != nil {
 				return err
 			}
-			if f.name == blip.name {
-				time.Sleep(spell(10*time.Millisecond, Timeout/2))
-			} else {
-				time.Sleep(spell(200*time.Millisecond, 300*time.Millisecond))
-			}
-			if err := e.heal(f); err != nil {
+			time.Sleep(sp.faulted)
+			if err := e.heal(sp.f); err != nil {
 				return err
 			}
 		}
@@ -255,9 +263,12 @@ func (w *worker) run(stop <-chan struct{}) {
 			return
 		default:
 		}
-		if w.rng.IntN(10) == 0 {
+		switch w.rng.IntN(20) {
+		case 0, 1:
 			w.sharedConfig()
-		} else {
+		case 2:
+			w.listUsers()
+		default:
 			w.step(w.accounts[w.rng.IntN(len(w.accounts))])
 		}
 		w.sent++
@@ -498,6 +509,37 @@ func (w *worker) createSession(a *account) {
 	case ans.failed() || ans.err != nil:
 	default:
 		w.unexpected(a, "create embed session", ans)
+	}
+}
+
+// listUsers lists every user and checks that the worker's accounts known
+// to exist are listed and those known to be gone are not.
+func (w *worker) listUsers() {
+	ans := w.e.do(http.MethodGet, "/v1/users?limit=1000", "")
+	var page struct {
+		Users []struct {
+			Username string `json:"username"`
+		} `json:"users"`
+		TotalCount int `json:"total_count"`
+	}
+	switch {
+	case ans.failed():
+		return
+	case ans.err != nil || ans.status != http.StatusOK || json.Unmarshal(ans.body, &page) != nil:
+		w.probs.add("list users: unexpected answer %s", ans)
+		return
+	}
+	if page.TotalCount != len(page.Users) {
+		w.probs.add("list users: %d users listed, %d counted", len(page.Users), page.TotalCount)
+	}
+	listed := make(map[string]bool, len(page.Users))
+	for _, u := range page.Users {
+		listed[u.Username] = true
+	}
+	for _, a := range w.accounts {
+		if a.state == present && !listed[a.name] || a.state == absent && listed[a.name] {
+			w.probs.add("list users: %s is %s, and listed: %v", a.name, a.state, listed[a.name])
+		}
 	}
 }
 
