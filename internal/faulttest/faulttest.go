@@ -56,12 +56,6 @@ type Target struct {
 	// timeout Timeout, and a Store of the same data, on fresh data, that
 	// reaches the servers directly. Both are released when t ends.
 	NewStores func(t testing.TB, proxied map[string]string) (faulty, direct storage.Store)
-	// ResentReservation tolerates a known defect: a token creation that
-	// answers 400 "Token value already in use" because the store resent
-	// the reservation of the token's keys after losing its answer (the
-	// Redis Cluster adapter does), and found the keys its first attempt
-	// had set. No token is stored then; the answer is wrong all the same.
-	ResentReservation bool
 }
 
 // Run runs the fault tests on target, in parallel, each on fresh data
@@ -97,13 +91,11 @@ type env struct {
 	directStore storage.Store
 	admin       orgadmin.Caller // the Admin, on direct
 	dive        string
-
-	resentReservation bool // see Target
 }
 
 func newEnv(t *testing.T, tp *toxiproxy, target Target) *env {
 	t.Helper()
-	e := &env{hc: &http.Client{Timeout: hangAfter}, resentReservation: target.ResentReservation}
+	e := &env{hc: &http.Client{Timeout: hangAfter}}
 	proxied := make(map[string]string, len(target.Upstreams))
 	for _, u := range target.Upstreams {
 		p := tp.newProxy(t, u)

@@ -202,18 +202,10 @@ func (a *account) mustFail(seq int) bool { return after(a.gone, seq) }
 func (a *account) tokenMustWork(tk *knownToken) bool { return a.mustWork(tk.seq) && !tk.revoking }
 func (a *account) tokenMustFail(tk *knownToken) bool { return a.mustFail(tk.seq) || tk.revoked }
 
-// problems collects what the workers saw go wrong, and the known
-// defects they tolerated.
+// problems collects what the workers saw go wrong.
 type problems struct {
-	mu        sync.Mutex
-	list      []string
-	tolerated []string
-}
-
-func (p *problems) tolerate(format string, args ...any) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.tolerated = append(p.tolerated, fmt.Sprintf(format, args...))
+	mu   sync.Mutex
+	list []string
 }
 
 func (p *problems) add(format string, args ...any) {
@@ -226,9 +218,6 @@ func (p *problems) report(t testing.TB) {
 	t.Helper()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, s := range p.tolerated {
-		t.Log("known defect tolerated: " + s)
-	}
 	for i, s := range p.list {
 		if i == 20 {
 			t.Errorf("and %d more", len(p.list)-i)
@@ -421,15 +410,10 @@ func (w *worker) createToken(a *account) {
 		w.sawAbsent(a, seq, "create token", ans)
 	case ans.failed() || ans.err != nil:
 		a.lostTokens++
-	case w.e.resentReservation && ans.is(http.StatusBadRequest, valueInUse):
-		w.probs.tolerate("create token: %s (a resent reservation)", ans)
-		a.lostTokens++
 	default:
 		w.unexpected(a, "create token", ans)
 	}
 }
-
-const valueInUse = `{"message":"Bad Request","code":"BAD_REQUEST","issues":[{"message":"Token value already in use","path":["value"],"code":"already_exists"}]}`
 
 // validToken reports whether a is the 200 of a token creation named
 // name.

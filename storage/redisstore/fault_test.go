@@ -68,10 +68,5 @@ func TestFaultsRedisCluster(t *testing.T) {
 			require.NoError(tb, err)
 			return faulty, direct
 		},
-		// CreateToken reserves the token's keys in a pipeline that
-		// go-redis resends when the answer is lost; the second attempt
-		// finds the keys the first set, and the token is refused as a
-		// duplicate. The fix belongs in tokens.go (reserve).
-		ResentReservation: true,
 	})
 }

@@ -199,3 +199,40 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 	_, err = direct.GetUser(ctx, "acme", "robot")
 	require.ErrorIs(t, err, storage.ErrNotFound, "the user was deleted")
 }
+
+// On a Cluster a token's pointer keys are reserved by a pipeline that
+// go-redis resends when its answer is lost. The second attempt finds the
+// keys holding the values the first one wrote: they are this call's own,
+// and the token is created, not refused as a duplicate.
+func TestResentReservationIsOwn(t *testing.T) {
+	ctx := t.Context()
+	direct := newStore(t, miniClient(t), false)
+	p := newAnswerLoser(t, direct.c.(*redis.Client).Options().Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	s, err := New(c, Options{Prefix: direct.prefix, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	s.single = false
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: crashT0}))
+	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot",
+		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0}
+	require.NoError(t, s.CreateUser(ctx, u))
+
+	tok := storage.Token{ID: uuid.NewString(), Org: "acme", UserID: u.ID, Digest: sha256.Sum256([]byte("resent")),
+		Name: "ci", Type: "read_write", CreatedAt: crashT0}
+	p.arm("\r\nnx\r\n") // SET NX: the reservation, not the script
+	require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: crashT0}))
+	require.False(t, p.armed(), "the reservation's answer was lost")
+	cred, err := direct.TokenByDigest(ctx, tok.Digest)
+	require.NoError(t, err, "the token authenticates")
+	assert.Equal(t, tok.ID, cred.Token.ID)
+
+	// A key held by another value is still refused, and this call's own
+	// reservation undone.
+	other := tok
+	other.ID = uuid.NewString()
+	require.ErrorIs(t, s.CreateToken(ctx, other, storage.TokenLimit{Max: 10, LiveAt: crashT0}), storage.ErrAlreadyExists)
+	n, err := direct.c.Exists(ctx, direct.prefix+"tid:"+other.ID).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the refused token's id is not left reserved")
+}

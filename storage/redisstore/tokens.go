@@ -50,7 +50,9 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 
 // reserve sets each key to its value if none of them exists, with the
 // given lifetime (none when 0). It returns ErrAlreadyExists, having undone
-// its own writes, when one exists.
+// its own writes, when one exists. A key that already holds its value is
+// this call's own: go-redis resends a pipeline whose answer was lost, and
+// the values (a token's ids, a random digest) are never another's.
 func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.Duration) error {
 	cmds := make(map[string]*redis.BoolCmd, len(keys))
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -62,16 +64,34 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 	if err != nil {
 		return failed("reserve", err)
 	}
+	held := make(map[string]*redis.StringCmd)
+	for k, c := range cmds {
+		if !c.Val() {
+			held[k] = nil
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k := range held {
+			held[k] = p.Get(ctx, k)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return failed("reserve", err)
+	}
 	taken := false
-	for _, c := range cmds {
-		taken = taken || !c.Val()
+	for k, c := range held {
+		taken = taken || c.Val() != keys[k]
 	}
 	if !taken {
 		return nil
 	}
 	got := make(map[string]string)
-	for k, c := range cmds {
-		if c.Val() {
+	for k := range cmds {
+		if _, ok := held[k]; !ok {
 			got[k] = keys[k]
 		}
 	}
