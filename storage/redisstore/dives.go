@@ -117,7 +117,7 @@ func (s *Store) EmbedSessionByDigest(ctx context.Context, d storage.Digest) (sto
 		if err == nil {
 			var uid string
 			var ok bool
-			org, uid, ok = strings.Cut(pointer, "\n")
+			org, uid, ok = strings.Cut(unmark(pointer), "\n")
 			if !ok {
 				return storage.EmbedSession{}, fmt.Errorf("redisstore: corrupt session pointer")
 			}

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -50,10 +52,17 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 
 // reserve sets each key to its value if none of them exists, with the
 // given lifetime (none when 0). It returns ErrAlreadyExists, having undone
-// its own writes, when one exists. A key that already holds its value is
-// this call's own: go-redis resends a pipeline whose answer was lost, and
-// the values (a token's ids, a random digest) are never another's.
+// its own writes, when one exists.
+//
+// Each value gets a mark of this call (in keys itself, which release then
+// matches): go-redis resends a pipeline whose answer was lost, and a key
+// that holds this call's mark is this call's own, not another's.
 func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.Duration) error {
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
+	for k, v := range keys {
+		keys[k] = v + markSep + hex.EncodeToString(nonce[:])
+	}
 	cmds := make(map[string]*redis.BoolCmd, len(keys))
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, v := range keys {
@@ -97,6 +106,16 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 	}
 	s.release(ctx, got)
 	return storage.ErrAlreadyExists
+}
+
+// markSep separates a reserved value from the mark of the call that
+// reserved it.
+const markSep = "\x00"
+
+// unmark returns a reserved value without its mark.
+func unmark(v string) string {
+	v, _, _ = strings.Cut(v, markSep)
+	return v
 }
 
 // release deletes the keys that still hold the values this process wrote.
@@ -158,7 +177,7 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 		if err != nil {
 			return credentialErr(err)
 		}
-		parts := strings.SplitN(pointer, "\n", 3)
+		parts := strings.SplitN(unmark(pointer), "\n", 3)
 		if len(parts) != 3 {
 			return storage.Credential{}, storage.UserTokens{}, fmt.Errorf("redisstore: corrupt token pointer")
 		}
