@@ -115,7 +115,9 @@ func DecodeSeed(r io.Reader) (Seed, error) {
 	if err := dec.Decode(&sd); err != nil {
 		return Seed{}, fmt.Errorf("seed: %w", err)
 	}
-	if dec.More() {
+	// Only white space may follow. (dec.More would let a stray "]" or "}"
+	// through.)
+	if _, err := dec.Token(); err != io.EOF {
 		return Seed{}, errors.New("seed: data after the JSON object")
 	}
 	return sd, nil

@@ -349,3 +349,16 @@ func TestDecodeSeed_RejectsMalformedJSON(t *testing.T) {
 	require.Len(t, sd.Organizations, 1)
 	assert.Equal(t, "acme", sd.Organizations[0].ID)
 }
+
+// A seed file is one JSON object and nothing else: a stray closing bracket
+// after it is refused like any other trailing data (found by FuzzSeed).
+func TestDecodeSeed_RefusesAnyDataAfterTheObject(t *testing.T) {
+	for _, js := range []string{`{"organizations": []}]`, `{"organizations": []}}`, `{} {}`, `{} x`, `{},`} {
+		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		assert.EqualErrorf(t, err, "seed: data after the JSON object", "%q", js)
+	}
+	for _, js := range []string{`{}`, "{} \n\t\r", " {\"organizations\": []}\n"} {
+		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		assert.NoErrorf(t, err, "%q", js)
+	}
+}
