@@ -102,8 +102,10 @@ func checkExchange(tb testing.TB, req *http.Request, reqBody []byte, res respons
 			MultiError:         true,
 		},
 	}
-	if reqErr := openapi3filter.ValidateRequest(context.Background(), reqInput); reqErr != nil {
-		assert.GreaterOrEqual(tb, res.status, 400,
+	// The message of a refusal is costly to build (a third of a fuzz
+	// input's time): build it only for a failure.
+	if reqErr := openapi3filter.ValidateRequest(context.Background(), reqInput); reqErr != nil && res.status < 400 {
+		assert.Failf(tb, "a refused request succeeded",
 			"%s %s: the document refuses the request (%v) but the server answered %s", req.Method, req.URL.Path, clip(reqErr.Error(), 500), res)
 	}
 	resInput := &openapi3filter.ResponseValidationInput{
