@@ -266,7 +266,7 @@ func (c *Client) backoff(attempt int) time.Duration {
 		d *= 2
 	}
 	d = min(d, limit)
-	return d/2 + rand.N(d/2+1)
+	return d/2 + rand.N(d/2+1) // #nosec G404 -- retry jitter; nothing secret
 }
 
 // parseRetryAfter reads a Retry-After header: delay-seconds or an HTTP
