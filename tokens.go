@@ -343,7 +343,7 @@ func encodeBase62(dst, src []byte) {
 		var rem uint64
 		for j := range limbs {
 			cur := rem<<32 | uint64(limbs[j])
-			limbs[j] = uint32(cur / 62)
+			limbs[j] = uint32(cur / 62) // #nosec G115 -- rem < 62, so cur < 62<<32 and cur/62 < 1<<32
 			rem = cur % 62
 		}
 		dst[i] = base62[rem]

@@ -248,6 +248,7 @@ func readInstDoc(s string, d *instDoc) bool {
 // everywhere.
 func (r *scanner) smallInt() int {
 	n := r.int()
+	// #nosec G115 -- this conversion is the overflow check
 	if int64(int32(n)) != n {
 		r.bad = true
 	}
