@@ -18,7 +18,8 @@ import (
 
 // Counter wraps a Store and counts the writes that succeeded. Reads pass
 // through uncounted; a write that fails is not counted, since the storage
-// contract says it changed nothing.
+// contract says it changed nothing. Counter has none of the optional
+// capabilities of the store it wraps (storage.CredentialTokensReader).
 type Counter struct {
 	storage.Store
 	writes atomic.Int64
