@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every check and test of the repository: formatting, go vet,
-# staticcheck, and the whole test suite with the race detector, against real
+# staticcheck, gosec, and the whole test suite with the race detector, against real
 # database servers that this script starts on free loopback ports and stops
-# when it exits (see scripts/services.sh).
+# when it exits (see scripts/services.sh); then each fuzz target for a few
+# seconds (scripts/fuzz.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/services.sh
@@ -24,6 +25,14 @@ go vet ./...
 echo "== staticcheck"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+echo "== gosec"
+# Not the nested module scripts/ferretdb (FerretDB's launcher, which does
+# not load as part of this module); test files are left out, as gosec
+# does by default. A justified exclusion is a #nosec with its reason on
+# its line.
+go run github.com/securego/gosec/v2/cmd/gosec@v2.22.0 -quiet -color=false \
+  -exclude-dir=scripts/ferretdb ./...
+
 echo "== spectral (lint of the OpenAPI document)"
 if ! command -v npx >/dev/null 2>&1; then
   echo "npx (Node.js 18 or later) is needed to lint httpserver/openapi.json" >&2
@@ -37,3 +46,6 @@ start_services
 
 echo "== go test -race"
 go test -race -count=1 ./...
+
+echo "== fuzz (each target for a few seconds)"
+scripts/fuzz.sh

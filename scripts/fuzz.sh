@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Runs every fuzz target of the module (each func FuzzXxx(f *testing.F) in
+# a _test.go file) for a short fixed time, one target per go test
+# invocation, as -fuzz requires. Called by scripts/test.sh; run it alone
+# with a longer FUZZTIME to search harder:
+#
+#   FUZZTIME=5m scripts/fuzz.sh
+#
+# A failing input is written to testdata/fuzz/<FuzzName>/ of its package
+# (commit it with the fix: go test replays it from then on) and fails the
+# run. Minimizing new coverage is capped (FUZZMINIMIZETIME), since the
+# default of a minute per input would eat a short run.
+#
+# Each run starts from the committed corpora alone: the inputs it finds
+# go to a fresh directory, removed at the end, not to the build cache,
+# where they would pile up run after run until replaying them took the
+# whole of a short run. Set FUZZCACHEDIR to keep them across runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fuzztime=${FUZZTIME:-5s}
+minimizetime=${FUZZMINIMIZETIME:-100x}
+cachedir=${FUZZCACHEDIR:-}
+if [ -z "$cachedir" ]; then
+  cachedir=$(mktemp -d "${TMPDIR:-/tmp}/orgadmin-fuzz.XXXXXX")
+  trap 'rm -rf "$cachedir"' EXIT
+fi
+
+# Each target as "package-dir name". The nested module scripts/ferretdb
+# is not ours to fuzz.
+targets=$(grep -rE --include='*_test.go' --exclude-dir=scripts -o '^func Fuzz[A-Za-z0-9_]+\(f \*testing\.F\)' . |
+  sed -E 's|^(.*)/[^/]+_test\.go:func (Fuzz[A-Za-z0-9_]+).*|\1 \2|' | sort -u)
+if [ -z "$targets" ]; then
+  echo "no fuzz targets found" >&2
+  exit 1
+fi
+
+start=$SECONDS
+while read -r dir name; do
+  out=$(mktemp)
+  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" \
+    -fuzzminimizetime "$minimizetime" "$dir" \
+    -args -test.fuzzcachedir="$cachedir/${dir#./}" >"$out" 2>&1; then
+    cat "$out" >&2
+    rm -f "$out"
+    echo "fuzz: $name ($dir) failed" >&2
+    exit 1
+  fi
+  execs=$(grep -oE 'execs: [0-9]+' "$out" | tail -n 1 || true)
+  rm -f "$out"
+  printf '%-28s %-14s %s\n' "$name" "$dir" "${execs:-execs: 0}"
+done <<<"$targets"
+echo "fuzzing took $((SECONDS - start)) s"
