@@ -82,15 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	mux.Handle("/healthz", httpserver.LogRequests(log, httpserver.Health(svc)))
 	mux.Handle("/docs/api/feedback/agent", httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log}))
 
-	srv := &http.Server{
-		Handler:           mux,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
+	srv := newHTTPServer(mux, log)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

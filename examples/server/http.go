@@ -1,0 +1,42 @@
+package main
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+)
+
+// Limits of the HTTP server, so that a slow or idle client cannot hold a
+// connection (and its goroutine) for long, nor send headers of any size.
+// Request bodies are bounded by the /v1 Handler itself (1 MiB, a 400
+// beyond); the other routes read none.
+const (
+	// readHeaderTimeout bounds the time to read the request line and
+	// headers: a client that trickles them is cut off.
+	readHeaderTimeout = 5 * time.Second
+	// readTimeout bounds the time to read a whole request, body included.
+	readTimeout = 30 * time.Second
+	// writeTimeout bounds the time from the end of the request headers to
+	// the end of the response.
+	writeTimeout = 30 * time.Second
+	// idleTimeout bounds how long a keep-alive connection waits for its
+	// next request.
+	idleTimeout = 2 * time.Minute
+	// maxHeaderBytes bounds the request line and headers; beyond it the
+	// answer is 431 Request Header Fields Too Large.
+	maxHeaderBytes = 64 << 10
+)
+
+// newHTTPServer returns the server of h with the limits above; its own
+// errors (a client's TLS or protocol mistakes) go to log as warnings.
+func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+}
