@@ -381,10 +381,15 @@ func addBodySeeds(f *testing.F, valid []string, fields []string) {
 		// The same valid body with a duplicate key of another value.
 		f.Add([]byte(strings.Replace(b, "{", `{"`+fields[0]+`": 7, `, 1)))
 	}
+	// Every field once of each JSON type, and each odd value in some
+	// field: a small corpus, so that a short run gets past replaying it.
 	for _, k := range fields {
-		for _, v := range fieldSeeds {
+		for _, v := range []string{`null`, `true`, `1`, `"x"`, `[]`, `{}`} {
 			f.Add([]byte(`{"` + k + `":` + v + `}`))
 		}
+	}
+	for i, v := range fieldSeeds {
+		f.Add([]byte(`{"` + fields[i%len(fields)] + `":` + v + `}`))
 	}
 }
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the module (each func FuzzXxx(f *testing.F) in
-# a _test.go file) for a short fixed time, one target per go test
-# invocation, as -fuzz requires. Called by scripts/test.sh; run it alone
-# with a longer FUZZTIME to search harder:
+# a _test.go file) for a short time, one target per go test invocation, as
+# -fuzz requires. Called by scripts/test.sh, where the targets share about
+# a minute (FUZZBUDGET, in seconds) evenly, at least 2 s each; each
+# invocation also costs 2 to 3 s to start and to replay its corpus. Run it
+# alone with a FUZZTIME per target to search harder:
 #
 #   FUZZTIME=5m scripts/fuzz.sh
 #
@@ -17,7 +19,6 @@
 # whole of a short run. Set FUZZCACHEDIR to keep them across runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fuzztime=${FUZZTIME:-5s}
 minimizetime=${FUZZMINIMIZETIME:-100x}
 cachedir=${FUZZCACHEDIR:-}
 if [ -z "$cachedir" ]; then
@@ -33,6 +34,9 @@ if [ -z "$targets" ]; then
   echo "no fuzz targets found" >&2
   exit 1
 fi
+n=$(wc -l <<<"$targets")
+fuzztime=${FUZZTIME:-$(((${FUZZBUDGET:-54} / n) > 2 ? ${FUZZBUDGET:-54} / n : 2))s}
+echo "$n fuzz targets, $fuzztime each"
 
 start=$SECONDS
 while read -r dir name; do
@@ -47,6 +51,6 @@ while read -r dir name; do
   fi
   execs=$(grep -oE 'execs: [0-9]+' "$out" | tail -n 1 || true)
   rm -f "$out"
-  printf '%-28s %-14s %s\n' "$name" "$dir" "${execs:-execs: 0}"
+  printf '%-26s %-22s %s\n' "$name" "$dir" "${execs:-execs: 0}"
 done <<<"$targets"
 echo "fuzzing took $((SECONDS - start)) s"
