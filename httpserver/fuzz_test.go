@@ -451,6 +451,16 @@ func FuzzSetInstanceConfig(f *testing.F) {
 		get := w.serve(t, newFuzzRequest(t, "GET", "/v1/users/robot/instances", bearer(w.tokens["admin"]), nil), nil)
 		require.Equal(t, http.StatusOK, get.status, "response: %s", get.response)
 		require.Equal(t, a.obj, get.obj, "PUT answers the configuration GET then shows")
+		// DESIGN §7: the effective cooldown shows on every side but a pulse
+		// one, and flock_size on the read-scaling side only, 0 to 64.
+		for _, side := range []string{"read_write", "read_scaling"} {
+			o, _ := a.obj[side].(map[string]any)
+			_, cooldown := o["cooldown_seconds"]
+			require.Equal(t, o["instance_size"] != "pulse", cooldown, "%s: %s", side, a.response)
+			flock, ok := o["flock_size"].(float64)
+			require.Equal(t, side == "read_scaling", ok, "%s: %s", side, a.response)
+			require.True(t, !ok || (flock >= 0 && flock <= orgadmin.MaxFlockSize && flock == float64(int(flock))), "%s", a.response)
+		}
 	})
 }
 
@@ -487,6 +497,22 @@ func FuzzCreateToken(f *testing.F) {
 		require.GreaterOrEqual(t, utf8.RuneCountInString(name), 1)
 		require.LessOrEqual(t, utf8.RuneCountInString(name), orgadmin.MaxTokenNameLen)
 		require.Contains(t, []any{"read_write", "read_scaling"}, a.obj["token_type"])
+		require.Equal(t, a.obj["token_type"] == "read_scaling", a.obj["read_only"], "response: %s", a.response)
+		// A ttl, the last one given, sets expire_at that many seconds on.
+		var in map[string]json.RawMessage
+		require.NoError(t, json.Unmarshal(body, &in))
+		created, err := time.Parse(time.RFC3339, a.obj["created_ts"].(string))
+		require.NoError(t, err)
+		expire, hasExpiry := a.obj["expire_at"].(string)
+		if ttl, ok := in["ttl"]; !ok || string(ttl) == "null" {
+			require.False(t, hasExpiry, "no ttl, no expiry: %s", a.response)
+			return
+		}
+		var ttl float64
+		require.NoError(t, json.Unmarshal(in["ttl"], &ttl))
+		at, err := time.Parse(time.RFC3339, expire)
+		require.NoError(t, err, "response: %s", a.response)
+		require.Equal(t, time.Duration(ttl)*time.Second, at.Sub(created), "response: %s", a.response)
 	})
 }
 
