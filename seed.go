@@ -284,14 +284,17 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 
 // checkSeedTokens refuses, before anything is written, a seed token value
 // that the store already holds for a user other than the one the seed
-// gives it to.
+// gives it to, and a user whose new seeded tokens would take it past the
+// limit of live tokens (which would otherwise stop the loading half-way).
 func (s *Service) checkSeedTokens(ctx context.Context, sd Seed) error {
 	for i, o := range sd.Organizations {
 		for j, u := range o.Users {
+			added := 0
 			for k, t := range u.Tokens {
 				cred, err := s.store.TokenByDigest(ctx, sha256.Sum256([]byte(t.Value)))
 				switch {
 				case errors.Is(err, storage.ErrNotFound):
+					added++
 					continue
 				case err != nil:
 					return fmt.Errorf("seed: %w", internal("check token", err))
@@ -299,6 +302,26 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed) error {
 				if cred.User.Org != o.ID || cred.User.FoldedUsername != FoldUsername(u.Username) {
 					return fmt.Errorf("seed: organizations[%d].users[%d] (%q).tokens[%d] (%q): token value already belongs to another user", i, j, u.Username, k, t.Name)
 				}
+			}
+			if added == 0 {
+				continue
+			}
+			live := 0
+			rec, err := s.store.GetUser(ctx, o.ID, FoldUsername(u.Username))
+			switch {
+			case errors.Is(err, storage.ErrNotFound):
+			case err != nil:
+				return fmt.Errorf("seed: %w", internal("check user", err))
+			default:
+				ts, err := s.store.ListTokens(ctx, o.ID, rec.ID, s.now())
+				if err != nil {
+					return fmt.Errorf("seed: %w", internal("check tokens", err))
+				}
+				live = len(ts)
+			}
+			if live+added > s.maxTokens {
+				return fmt.Errorf("seed: organizations[%d].users[%d] (%q): %d new tokens would pass the limit of %d live tokens a user (it holds %d)",
+					i, j, u.Username, added, s.maxTokens, live)
 			}
 		}
 	}

@@ -362,3 +362,36 @@ func TestDecodeSeed_RefusesAnyDataAfterTheObject(t *testing.T) {
 		assert.NoErrorf(t, err, "%q", js)
 	}
 }
+
+// A seed that would give a user more live tokens than the limit is refused
+// before anything is written, naming the user, rather than stopping
+// half-way through the loading.
+func TestSeed_TokensPastTheLimitWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	seed := func(values ...string) orgadmin.Seed {
+		var toks []string
+		for _, v := range values {
+			toks = append(toks, `{"name": "t", "value": "`+v+`"}`)
+		}
+		sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [
+		  {"username": "alice"}, {"username": "bob", "tokens": [` + strings.Join(toks, ",") + `]}]}]}`))
+		require.NoError(t, err)
+		require.NoError(t, sd.Validate(), "within the rules a seed alone can check")
+		return sd
+	}
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{MaxTokensPerUser: 2})
+
+	err := svc.ApplySeed(ctx, seed("token-value-0001", "token-value-0002", "token-value-0003"))
+	require.ErrorContains(t, err, `users[1] ("bob")`)
+	_, err = store.GetOrg(ctx, "acme")
+	require.ErrorIs(t, err, storage.ErrNotFound, "nothing was written")
+
+	// Two fit; the same two again add nothing; a third new one is refused.
+	require.NoError(t, svc.ApplySeed(ctx, seed("token-value-0001", "token-value-0002")))
+	require.NoError(t, svc.ApplySeed(ctx, seed("token-value-0001", "token-value-0002")))
+	err = svc.ApplySeed(ctx, seed("token-value-0001", "token-value-0003"))
+	require.ErrorContains(t, err, `users[1] ("bob")`)
+	_, err = svc.Authenticate(ctx, "token-value-0003")
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
