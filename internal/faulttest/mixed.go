@@ -48,9 +48,9 @@ const defaultConfig = `{"read_write":{"instance_size":"standard","cooldown_secon
 // find the name taken). Afterwards, with the network healthy, the stored
 // state is read directly and must be whole: see check.
 func testMixedOperations(t *testing.T, e *env) {
-	seed := uint64(time.Now().UnixNano())
+	seed := uint64(time.Now().UnixNano()) // #nosec G115 -- any bits make a seed
 	t.Logf("seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 0))
+	rng := rand.New(rand.NewPCG(seed, 0)) // #nosec G404 -- a test's operation mix, replayable from its seed
 	var probs problems
 	shared := &sharedConfig{sent: map[string]bool{canonical(defaultConfig): true}}
 	_, err := e.direct.CreateServiceAccount(t.Context(), e.admin, orgadmin.CreateServiceAccountInput{Username: "shared"})
@@ -58,7 +58,7 @@ func testMixedOperations(t *testing.T, e *env) {
 
 	ws := make([]*worker, workers)
 	for i := range ws {
-		ws[i] = &worker{e: e, probs: &probs, shared: shared, rng: rand.New(rand.NewPCG(seed, uint64(i)+1))}
+		ws[i] = &worker{e: e, probs: &probs, shared: shared, rng: rand.New(rand.NewPCG(seed, uint64(i)+1))} // #nosec G115 G404 -- i is small; a replayable test mix
 		for j := range accountsOfWorker {
 			ws[i].accounts = append(ws[i].accounts, &account{
 				name:    fmt.Sprintf("w%d_a%d", i, j),
