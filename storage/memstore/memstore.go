@@ -184,7 +184,8 @@ func (s *Store) setUser(e *user, u storage.User) {
 // before when they have an equal configuration.
 func (s *Store) shareInstances(c storage.InstanceConfig) *storage.InstanceConfig {
 	if s.instances == nil || *s.instances != c {
-		s.instances = &c
+		s.instances = new(storage.InstanceConfig) // here, so c itself stays on the stack
+		*s.instances = c
 	}
 	return s.instances
 }
