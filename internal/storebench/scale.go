@@ -16,16 +16,18 @@ import (
 //
 //   - create builds the org on a fresh store through the Service: n
 //     service accounts, then one token each (CreateUser, CreateToken). Its
-//     time per op is the time of the whole build, and cpu-sec/op the CPU
-//     time the process spent on it (garbage collection included), which
-//     other load on the machine disturbs less; heap-B and inuse-B are the
-//     live heap (runtime.MemStats HeapAlloc and HeapInuse, after a
+//     time per op is the time of the whole build; heap-B and inuse-B are
+//     the live heap (runtime.MemStats HeapAlloc and HeapInuse, after a
 //     collection) the built org holds.
 //   - authenticate authenticates tokens of users spread over the org, in
 //     turn.
 //   - page_first, page_cursor_90pct and page_offset_90pct list pages of
 //     100 users: the first, and the one nine tenths of the way in, by
 //     page token and by offset.
+//
+// Each also reports cpu-ns/op, the CPU time the process spent per
+// operation (garbage collection included; on Unix), which other load on
+// the machine disturbs far less than the time per op.
 //
 // The build of a million users takes tens of seconds: run Scale with the
 // default -benchtime, which builds each org once.
@@ -49,14 +51,10 @@ func scale(b *testing.B, newStore func(testing.TB) storage.Store, n int) {
 	var org *bigOrg
 	b.Run("create", func(b *testing.B) {
 		before := liveHeap()
-		cpu0, cpuOK := cpuTime()
-		for b.Loop() {
+		loop(b, func() {
 			org = nil
 			org = buildOrg(b, newStore(b), n)
-		}
-		if cpu1, ok := cpuTime(); cpuOK && ok {
-			b.ReportMetric((cpu1-cpu0).Seconds()/float64(b.N), "cpu-sec/op")
-		}
+		})
 		after := liveHeap()
 		b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "heap-B")
 		b.ReportMetric(float64(after.HeapInuse)-float64(before.HeapInuse), "inuse-B")
@@ -69,12 +67,12 @@ func scale(b *testing.B, newStore func(testing.TB) storage.Store, n int) {
 	b.Run("authenticate", func(b *testing.B) {
 		b.ReportAllocs()
 		i := 0
-		for b.Loop() {
+		loop(b, func() {
 			i++
 			if _, err := org.svc.Authenticate(ctx, org.tokens[i%len(org.tokens)]); err != nil {
 				b.Fatal(err)
 			}
-		}
+		})
 	})
 	deepAt := n * 9 / 10
 	deep, err := org.svc.ListUsers(ctx, org.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(deepAt - 100)})
@@ -91,12 +89,12 @@ func scale(b *testing.B, newStore func(testing.TB) storage.Store, n int) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
-			for b.Loop() {
+			loop(b, func() {
 				page, err := org.svc.ListUsers(ctx, org.admin, bc.opt)
 				if err != nil || len(page.Users) != 100 {
 					b.Fatal(len(page.Users), err)
 				}
-			}
+			})
 		})
 	}
 }
@@ -125,6 +123,18 @@ func buildOrg(b *testing.B, s storage.Store, n int) *bigOrg {
 		}
 	}
 	return org
+}
+
+// loop runs body in b's loop and reports the process CPU time per
+// iteration as cpu-ns/op, where it can be read.
+func loop(b *testing.B, body func()) {
+	cpu0, ok0 := cpuTime()
+	for b.Loop() {
+		body()
+	}
+	if cpu1, ok1 := cpuTime(); ok0 && ok1 {
+		b.ReportMetric(float64(cpu1-cpu0)/float64(b.N), "cpu-ns/op")
+	}
 }
 
 // liveHeap returns the memory statistics after a full collection.
