@@ -44,7 +44,7 @@ func search(c []*user, key string) (int, bool) {
 func (x *userIndex) Insert(u *user) bool {
 	if len(x.chunks) == 0 {
 		x.chunks = [][]*user{{u}}
-		x.counts = newFenwick(x.chunks)
+		x.counts = x.counts.rebuild(x.chunks)
 		x.n = 1
 		return true
 	}
@@ -69,7 +69,7 @@ func (x *userIndex) Insert(u *user) bool {
 	half := len(c) / 2
 	x.chunks[ci] = slices.Clone(c[:half])
 	x.chunks = slices.Insert(x.chunks, ci+1, slices.Clone(c[half:]))
-	x.counts = newFenwick(x.chunks)
+	x.counts = x.counts.rebuild(x.chunks)
 	return true
 }
 
@@ -89,7 +89,7 @@ func (x *userIndex) Delete(key string) bool {
 	x.n--
 	if len(c) == 0 {
 		x.chunks = slices.Delete(x.chunks, ci, ci+1)
-		x.counts = newFenwick(x.chunks)
+		x.counts = x.counts.rebuild(x.chunks)
 		return true
 	}
 	x.chunks[ci] = c
@@ -144,9 +144,11 @@ func (x *userIndex) Scan(p position, fn func(u *user) bool) {
 // k-lowbit(k) to k-1 (0-based).
 type fenwick []int
 
-// newFenwick builds the tree of the lengths of chunks in O(len(chunks)).
-func newFenwick(chunks [][]*user) fenwick {
-	f := make(fenwick, len(chunks)+1)
+// rebuild returns the tree of the lengths of chunks, built in
+// O(len(chunks)) in f's memory when it is large enough.
+func (f fenwick) rebuild(chunks [][]*user) fenwick {
+	f = slices.Grow(f[:0], len(chunks)+1)[:len(chunks)+1]
+	clear(f)
 	for i, c := range chunks {
 		k := i + 1
 		f[k] += len(c)
