@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/orgadmin/orgadmin/internal/storebench"
+	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
@@ -13,4 +14,14 @@ import (
 // from the start and nine tenths of the way in, by cursor and by offset.
 func BenchmarkListUsersMillion(b *testing.B) {
 	storebench.ListUsers(b, memstore.New(), 1_000_000)
+}
+
+// BenchmarkScale builds an org of 1 000 users and one of 1 000 000 in
+// memory, each user with a token, and reports the build time, the heap the
+// org holds, and authenticate and page costs in each (see
+// storebench.Scale):
+//
+//	go test -run '^$' -bench Scale -benchmem . | benchstat -col /users -
+func BenchmarkScale(b *testing.B) {
+	storebench.Scale(b, func(testing.TB) storage.Store { return memstore.New() }, 1_000, 1_000_000)
 }

@@ -3,7 +3,9 @@
 //
 // It is safe for concurrent use. Lookups by username, token digest and
 // session digest are map lookups; listings walk sorted indexes, so a page
-// costs the same however deep it starts.
+// costs the same however deep it starts. Users and tokens are held in
+// compact records (an org of a million users, each with a token, takes
+// about 0.7 GiB), converted to storage records as they are read.
 package memstore
 
 import (
@@ -32,6 +34,10 @@ type Store struct {
 	sessions map[storage.Digest]*sessionEntry
 	feedback map[string]storage.Feedback
 	fbOrder  []string // feedback ids, oldest first
+
+	// instances is the instance configuration stored last, which the next
+	// user with an equal one shares (most users keep the default).
+	instances *storage.InstanceConfig
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -40,23 +46,52 @@ type org struct {
 	rec    storage.Org
 	users  map[string]*user // by folded username
 	byID   map[string]*user
-	all    sortedIndex      // folded usernames of every user
-	sa     sortedIndex      // of service accounts
-	humans sortedIndex      // of human users
+	all    userIndex        // every user
+	sa     userIndex        // service accounts
+	humans userIndex        // human users
 	active map[string]*user // users with Duckling records, by ID
 	dives  map[string]storage.Dive
 }
 
+// user is a stored user: a storage.User less what its org and the
+// neighbouring users already hold. What is pointed to (details,
+// instances) is never changed in place, only replaced, so it may be shared.
 type user struct {
-	rec       storage.User
+	org            *org
+	id             string
+	username       string
+	folded         string
+	role           string
+	createdAt      time.Time
+	serviceAccount bool
+	details        *userDetails            // nil when every field is empty
+	instances      *storage.InstanceConfig // shared by users with equal ones
+
 	tokens    []*tokenEntry // ordered by CreatedAt, then ID
 	ducklings map[string]storage.Duckling
 	sessions  []*sessionEntry
 }
 
+// userDetails are the fields of a user that most users leave empty.
+type userDetails struct {
+	description string
+	email       string
+	firstName   string
+	lastName    string
+	privileges  []string
+}
+
+// tokenEntry is a stored token: a storage.Token less its Org and UserID,
+// which its user holds.
 type tokenEntry struct {
-	tok  storage.Token
-	user *user
+	digest      storage.Digest
+	id          string
+	name        string
+	description string
+	typ         string
+	createdAt   time.Time
+	expiresAt   time.Time
+	user        *user
 }
 
 type sessionEntry struct {
@@ -117,15 +152,67 @@ func (s *Store) CreateUser(_ context.Context, u storage.User) error {
 	if _, ok := o.byID[u.ID]; ok {
 		return storage.ErrAlreadyExists
 	}
-	e := &user{rec: cloneUser(u)}
+	e := &user{org: o, username: u.Username, folded: u.FoldedUsername}
+	s.setUser(e, u)
 	o.users[u.FoldedUsername] = e
 	o.byID[u.ID] = e
-	o.all.Insert(u.FoldedUsername)
-	o.kindIndex(u.IsServiceAccount).Insert(u.FoldedUsername)
+	o.all.Insert(e)
+	o.kindIndex(u.IsServiceAccount).Insert(e)
 	return nil
 }
 
-func (o *org) kindIndex(serviceAccount bool) *sortedIndex {
+// setUser stores in e every field of u but its org and names.
+func (s *Store) setUser(e *user, u storage.User) {
+	e.id = u.ID
+	e.role = u.Role
+	e.createdAt = u.CreatedAt
+	e.serviceAccount = u.IsServiceAccount
+	e.details = nil
+	if u.Description != "" || u.Email != "" || u.FirstName != "" || u.LastName != "" || u.Privileges != nil {
+		e.details = &userDetails{
+			description: u.Description,
+			email:       u.Email,
+			firstName:   u.FirstName,
+			lastName:    u.LastName,
+			privileges:  slices.Clone(u.Privileges),
+		}
+	}
+	e.instances = s.shareInstances(u.Instances)
+}
+
+// shareInstances returns a pointer to c, shared with the users stored
+// before when they have an equal configuration.
+func (s *Store) shareInstances(c storage.InstanceConfig) *storage.InstanceConfig {
+	if s.instances == nil || *s.instances != c {
+		s.instances = new(storage.InstanceConfig) // here, so c itself stays on the stack
+		*s.instances = c
+	}
+	return s.instances
+}
+
+// record returns the storage.User e holds, sharing no memory with it.
+func (e *user) record() storage.User {
+	u := storage.User{
+		ID:               e.id,
+		Org:              e.org.rec.ID,
+		Username:         e.username,
+		FoldedUsername:   e.folded,
+		IsServiceAccount: e.serviceAccount,
+		Role:             e.role,
+		CreatedAt:        e.createdAt,
+		Instances:        *e.instances,
+	}
+	if d := e.details; d != nil {
+		u.Description = d.description
+		u.Email = d.email
+		u.FirstName = d.firstName
+		u.LastName = d.lastName
+		u.Privileges = slices.Clone(d.privileges)
+	}
+	return u
+}
+
+func (o *org) kindIndex(serviceAccount bool) *userIndex {
 	if serviceAccount {
 		return &o.sa
 	}
@@ -158,7 +245,7 @@ func (s *Store) GetUser(_ context.Context, orgID, folded string) (storage.User, 
 	if e == nil {
 		return storage.User{}, storage.ErrNotFound
 	}
-	return cloneUser(e.rec), nil
+	return e.record(), nil
 }
 
 // UpdateUser implements storage.Store.
@@ -169,13 +256,11 @@ func (s *Store) UpdateUser(_ context.Context, u storage.User) error {
 	if e == nil {
 		return storage.ErrNotFound
 	}
-	u.Username, u.FoldedUsername = e.rec.Username, e.rec.FoldedUsername
-	if u.IsServiceAccount != e.rec.IsServiceAccount {
-		o := s.orgs[u.Org]
-		o.kindIndex(e.rec.IsServiceAccount).Delete(u.FoldedUsername)
-		o.kindIndex(u.IsServiceAccount).Insert(u.FoldedUsername)
+	if u.IsServiceAccount != e.serviceAccount {
+		e.org.kindIndex(e.serviceAccount).Delete(e.folded)
+		e.org.kindIndex(u.IsServiceAccount).Insert(e)
 	}
-	e.rec = cloneUser(u)
+	s.setUser(e, u)
 	return nil
 }
 
@@ -187,7 +272,7 @@ func (s *Store) SetInstances(_ context.Context, orgID, folded string, c storage.
 	if e == nil {
 		return storage.ErrNotFound
 	}
-	e.rec.Instances = c
+	e.instances = s.shareInstances(c)
 	return nil
 }
 
@@ -210,12 +295,12 @@ func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.Use
 		delete(s.sessions, se.s.Digest)
 	}
 	delete(o.users, folded)
-	delete(o.byID, e.rec.ID)
-	delete(o.active, e.rec.ID)
+	delete(o.byID, e.id)
+	delete(o.active, e.id)
 	o.all.Delete(folded)
-	o.kindIndex(e.rec.IsServiceAccount).Delete(folded)
+	o.kindIndex(e.serviceAccount).Delete(folded)
 	e.tokens, e.sessions, e.ducklings = nil, nil, nil
-	return e.rec, nil // e is unreachable now: no copy needed
+	return e.record(), nil
 }
 
 // ListUsers implements storage.Store.
@@ -237,12 +322,12 @@ func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) 
 		start = idx.At(q.Offset)
 	}
 	page := storage.UserPage{Users: make([]storage.User, 0, min(q.Limit, idx.Len())), Total: idx.Len()}
-	idx.Scan(start, func(key string) bool {
+	idx.Scan(start, func(e *user) bool {
 		if len(page.Users) == q.Limit {
 			page.More = true
 			return false
 		}
-		page.Users = append(page.Users, cloneUser(o.users[key].rec))
+		page.Users = append(page.Users, e.record())
 		return true
 	})
 	return page, nil
@@ -267,7 +352,7 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	if (lim.Max > 0 && len(e.tokens) >= lim.Max) || len(e.tokens)%1024 == 1023 {
 		kept := e.tokens[:0]
 		for _, te := range e.tokens {
-			if te.tok.LiveAt(lim.LiveAt) {
+			if te.liveAt(lim.LiveAt) {
 				kept = append(kept, te)
 			} else {
 				s.dropToken(te)
@@ -279,8 +364,17 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	if lim.Max > 0 && len(e.tokens) >= lim.Max {
 		return storage.ErrLimitExceeded
 	}
-	te := &tokenEntry{tok: t, user: e}
-	i := sort.Search(len(e.tokens), func(i int) bool { return tokenLess(t, e.tokens[i].tok) })
+	te := &tokenEntry{
+		digest:      t.Digest,
+		id:          t.ID,
+		name:        t.Name,
+		description: t.Description,
+		typ:         t.Type,
+		createdAt:   t.CreatedAt,
+		expiresAt:   t.ExpiresAt,
+		user:        e,
+	}
+	i := sort.Search(len(e.tokens), func(i int) bool { return te.less(e.tokens[i]) })
 	e.tokens = slices.Insert(e.tokens, i, te)
 	s.tokens[t.Digest] = te
 	s.tokenIDs[t.ID] = te
@@ -289,15 +383,36 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 
 // dropToken forgets a token in the store-wide maps.
 func (s *Store) dropToken(te *tokenEntry) {
-	delete(s.tokens, te.tok.Digest)
-	delete(s.tokenIDs, te.tok.ID)
+	delete(s.tokens, te.digest)
+	delete(s.tokenIDs, te.id)
 }
 
-func tokenLess(a, b storage.Token) bool {
-	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+// less orders the tokens of a user: by CreatedAt, then ID.
+func (te *tokenEntry) less(other *tokenEntry) bool {
+	if c := te.createdAt.Compare(other.createdAt); c != 0 {
 		return c < 0
 	}
-	return a.ID < b.ID
+	return te.id < other.id
+}
+
+// liveAt reports whether te has not expired at the instant at.
+func (te *tokenEntry) liveAt(at time.Time) bool {
+	return storage.Token{ExpiresAt: te.expiresAt}.LiveAt(at)
+}
+
+// record returns the storage.Token te holds.
+func (te *tokenEntry) record() storage.Token {
+	return storage.Token{
+		ID:          te.id,
+		Org:         te.user.org.rec.ID,
+		UserID:      te.user.id,
+		Digest:      te.digest,
+		Name:        te.name,
+		Description: te.description,
+		Type:        te.typ,
+		CreatedAt:   te.createdAt,
+		ExpiresAt:   te.expiresAt,
+	}
 }
 
 // TokenByDigest implements storage.Store.
@@ -308,7 +423,7 @@ func (s *Store) TokenByDigest(_ context.Context, d storage.Digest) (storage.Cred
 	if !ok {
 		return storage.Credential{}, storage.ErrNotFound
 	}
-	return storage.Credential{Token: te.tok, User: cloneUser(te.user.rec)}, nil
+	return storage.Credential{Token: te.record(), User: te.user.record()}, nil
 }
 
 // ListTokens implements storage.Store.
@@ -321,8 +436,8 @@ func (s *Store) ListTokens(_ context.Context, orgID, userID string, liveAt time.
 	}
 	out := make([]storage.Token, 0, len(e.tokens))
 	for _, te := range e.tokens {
-		if te.tok.LiveAt(liveAt) {
-			out = append(out, te.tok)
+		if te.liveAt(liveAt) {
+			out = append(out, te.record())
 		}
 	}
 	return out, nil
@@ -336,8 +451,8 @@ func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt 
 	if e == nil {
 		return storage.ErrNotFound
 	}
-	i := slices.IndexFunc(e.tokens, func(te *tokenEntry) bool { return te.tok.ID == id })
-	if i < 0 || !e.tokens[i].tok.LiveAt(liveAt) {
+	i := slices.IndexFunc(e.tokens, func(te *tokenEntry) bool { return te.id == id })
+	if i < 0 || !e.tokens[i].liveAt(liveAt) {
 		return storage.ErrNotFound
 	}
 	s.dropToken(e.tokens[i])
@@ -371,7 +486,7 @@ func (s *Store) ListActivity(_ context.Context, orgID string) ([]storage.Activit
 	}
 	out := make([]storage.Activity, 0, len(o.active))
 	for _, e := range o.active {
-		a := storage.Activity{User: cloneUser(e.rec), Ducklings: make([]storage.Duckling, 0, len(e.ducklings))}
+		a := storage.Activity{User: e.record(), Ducklings: make([]storage.Duckling, 0, len(e.ducklings))}
 		for _, d := range e.ducklings {
 			a.Ducklings = append(a.Ducklings, d)
 		}
@@ -426,7 +541,7 @@ func (s *Store) GetEmbedTarget(_ context.Context, orgID, diveID, folded string) 
 		t.Dive.RequiredResources = slices.Clone(d.RequiredResources)
 	}
 	if e, ok := o.users[folded]; ok {
-		t.User, t.UserFound = cloneUser(e.rec), true
+		t.User, t.UserFound = e.record(), true
 	}
 	return t, nil
 }
@@ -486,13 +601,6 @@ func (s *Store) AddFeedback(_ context.Context, f storage.Feedback) error {
 
 // Ping implements storage.Store; the memory store always answers.
 func (s *Store) Ping(context.Context) error { return nil }
-
-func cloneUser(u storage.User) storage.User {
-	if u.Privileges != nil {
-		u.Privileges = slices.Clone(u.Privileges)
-	}
-	return u
-}
 
 func cloneSession(s storage.EmbedSession) storage.EmbedSession {
 	s.Resources = slices.Clone(s.Resources)

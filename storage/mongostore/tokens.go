@@ -88,23 +88,20 @@ const maxSlotAttempts = 1000
 // and a token created under lim.Max takes a free slot below lim.Max, so no
 // interleaving of concurrent creations can store more than lim.Max tokens
 // under one quota. Tokens that are not live at lim.LiveAt are deleted
-// first, freeing their slots. The user is checked before the insert and
-// again after it: a token that lost the race with DeleteUser is removed
-// and the call fails with ErrNotFound.
+// first, freeing their slots. The user is checked before the insert (while
+// the slots are read, concurrently) and again after it: a token that lost
+// the race with DeleteUser is removed and the call fails with ErrNotFound.
 func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	if _, err := s.liveUser(ctx, t.Org, t.UserID); err != nil {
-		return wrap("create token: user", err)
-	}
 	doc := tokenToDoc(t)
+	slot, err := s.checkUserAndFreeSlot(ctx, t.Org, t.UserID, lim)
+	if err != nil {
+		return err
+	}
 	for attempt := 1; ; attempt++ {
-		slot, err := s.freeSlot(ctx, t.Org, t.UserID, lim)
-		if err != nil {
-			return fmt.Errorf("mongostore: create token: %w", err)
-		}
 		doc.Slot = slot
-		_, err = s.tokens.InsertOne(ctx, doc)
+		_, err := s.tokens.InsertOne(ctx, doc)
 		if err == nil {
 			break
 		}
@@ -124,6 +121,9 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 		case attempt == maxSlotAttempts:
 			return fmt.Errorf("mongostore: create token: no free slot after %d attempts", attempt)
 		}
+		if slot, err = s.freeSlot(ctx, t.Org, t.UserID, lim); err != nil {
+			return fmt.Errorf("mongostore: create token: %w", err)
+		}
 	}
 	if _, err := s.liveUser(ctx, t.Org, t.UserID); err != nil {
 		// Deleted meanwhile (or unreadable): the token must not outlive
@@ -133,6 +133,30 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 		return wrap("create token: user", cmp.Or(err, derr))
 	}
 	return nil
+}
+
+// checkUserAndFreeSlot checks that the user id of org is alive while it
+// looks for a free slot (see freeSlot), the two reads running
+// concurrently. A missing user is ErrNotFound, whatever the slots say.
+func (s *Store) checkUserAndFreeSlot(ctx context.Context, org, id string, lim storage.TokenLimit) (int, error) {
+	var (
+		userErr error
+		wg      sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_, userErr = s.liveUser(ctx, org, id)
+	}()
+	slot, err := s.freeSlot(ctx, org, id, lim)
+	wg.Wait()
+	if userErr != nil {
+		return 0, wrap("create token: user", userErr)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("mongostore: create token: %w", err)
+	}
+	return slot, nil
 }
 
 // freeSlot returns a slot for a new token of the user id of org under lim,

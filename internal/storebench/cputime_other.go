@@ -1,0 +1,8 @@
+//go:build !unix
+
+package storebench
+
+import "time"
+
+// cpuTime reports false: the process CPU time is read on Unix only.
+func cpuTime() (time.Duration, bool) { return 0, false }
