@@ -353,4 +353,41 @@ const formatTime = "2006-01-02T15:04:05.000Z"
 
 // FormatTime formats t as the API shows times: RFC 3339 in UTC with
 // millisecond precision.
-func FormatTime(t time.Time) string { return t.UTC().Format(formatTime) }
+func FormatTime(t time.Time) string {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.Format(formatTime)
+	}
+	// Every answer carries these, and time.Format reads its layout anew on
+	// each call: the fixed form is written directly, as time.Format would.
+	hour, minute, sec := t.Clock()
+	b := make([]byte, 0, len(formatTime))
+	b = appendDigits(b, year, 4)
+	b = append(b, '-')
+	b = appendDigits(b, int(month), 2)
+	b = append(b, '-')
+	b = appendDigits(b, day, 2)
+	b = append(b, 'T')
+	b = appendDigits(b, hour, 2)
+	b = append(b, ':')
+	b = appendDigits(b, minute, 2)
+	b = append(b, ':')
+	b = appendDigits(b, sec, 2)
+	b = append(b, '.')
+	b = appendDigits(b, t.Nanosecond()/1e6, 3)
+	b = append(b, 'Z')
+	return string(b)
+}
+
+// appendDigits appends the n last decimal digits of v (v >= 0).
+func appendDigits(b []byte, v, n int) []byte {
+	for i := n - 1; i >= 0; i-- {
+		b = append(b, 0)
+	}
+	for i := len(b) - 1; n > 0; i, n = i-1, n-1 {
+		b[i] = byte('0' + v%10)
+		v /= 10
+	}
+	return b
+}

@@ -1180,3 +1180,18 @@ func TestDeleteToken_IdBounds(t *testing.T) {
 	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "admin", "not-a-uuid"), orgadmin.ErrNotFound)
 	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "admin", ""), orgadmin.ErrBadRequest)
 }
+
+// FormatTime writes what time.Format writes with the wire layout, for
+// every year, month, day and instant of the day.
+func TestFormatTime_MatchesTimeFormat(t *testing.T) {
+	zone := time.FixedZone("far east", 14*3600)
+	instants := []time.Time{{}, time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(2026, 12, 31, 23, 30, 0, 5_000_000, zone)}
+	for i := range 20000 {
+		instants = append(instants, time.Unix(int64(i)*977_777_777-9_000_000_000, int64(i)*7_654_321%1_000_000_000))
+	}
+	for _, at := range instants {
+		assert.Equal(t, at.UTC().Format("2006-01-02T15:04:05.000Z"), orgadmin.FormatTime(at), "%v", at)
+	}
+}
