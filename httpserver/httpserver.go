@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/orgadmin/orgadmin"
 )
@@ -130,6 +131,13 @@ func (h *Handler) authenticated(fn func(http.ResponseWriter, *http.Request, orga
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
+	if a, ok := v.(jsonAppender); ok {
+		b := a.appendJSON(make([]byte, 0, 512))
+		w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+		w.WriteHeader(status)
+		_, _ = w.Write(append(b, '\n')) // the client went away; nothing to do
+		return
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
 }
