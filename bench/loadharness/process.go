@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// process is a server the harness started, in a process group of its own
+// (npx starts node as a child), with its output in a log file.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+// startProcess runs argv pinned to cpu (when not "") with its standard
+// output and error in dir/name.log.
+func startProcess(dir, name, cpu string, env []string, argv ...string) (*process, error) {
+	if cpu != "" {
+		argv = append([]string{"taskset", "-c", cpu}, argv...)
+	}
+	logFile := fmt.Sprintf("%s/%s.log", dir, name)
+	f, err := os.Create(logFile)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logFile, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// stop ends the process group with SIGTERM, then SIGKILL after ten
+// seconds, and waits for the process.
+func (p *process) stop() {
+	if p == nil {
+		return
+	}
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// logTail returns the last lines of the process's log, for error messages.
+func (p *process) logTail() string {
+	b, _ := os.ReadFile(p.log)
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitReady polls check until it succeeds, the process exits, or limit
+// passes.
+func (p *process) waitReady(ctx context.Context, limit time.Duration, check func() error) error {
+	deadline := time.Now().Add(limit)
+	for {
+		err := check()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited (%v) before it was ready:\n%s", p.name, p.err, p.logTail())
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s: %v\n%s", p.name, limit, err, p.logTail())
+		}
+	}
+}
+
+// freeAddr returns a loopback address nothing listens on now.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+// get sends one request and returns the status and body.
+func get(ctx context.Context, method, url, token, body string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return 0, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.StatusCode, b, nil
+}
+
+var httpClient = &http.Client{Timeout: 60 * time.Second}
+
+// errSkipped marks a target that cannot run here; its reason is shown in
+// the table instead of figures.
+var errSkipped = errors.New("skipped")
