@@ -77,6 +77,7 @@ type settings struct {
 	redisDB                   int
 	svg, markdown             string
 	cpuProfile                string
+	keep                      bool
 	startLimit                time.Duration
 }
 
@@ -104,6 +105,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&o.svg, "svg", "", "write the chart of throughput to this SVG file")
 	fs.StringVar(&o.markdown, "markdown", "", "rewrite the "+sectionBegin+" section of this Markdown file (BENCHMARKS.md) with the figures")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "after the repeats, profile the memory-store server during one list-tokens run and write the CPU profile here")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work files (server logs, seeds, wrk scripts) instead of removing them")
 	fs.DurationVar(&o.startLimit, "start-timeout", 5*time.Minute, "how long a server may take to load its seed and listen")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -388,10 +390,12 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 						return err
 					}
 				}
+				cpu := t.proc.cpuTime()
 				s, err := h.wrk.run(ctx, t.url, t.scripts[w], d)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", t.Name, w, err)
 				}
+				s.CPU = t.proc.cpuTime() - cpu
 				if w == createToken {
 					t.dirty = true
 				}
@@ -404,7 +408,7 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 				if s.StatusErrors+s.SocketErrors > 0 {
 					bad = fmt.Sprintf("  ERRORS: %d status >= 400, %d socket", s.StatusErrors, s.SocketErrors)
 				}
-				logf("%-11s %-15s %-13s %8.0f req/s  p50 %-8s p99 %-8s%s", phase, t.Name, w, s.RPS(), fmtLatency(s.P50), fmtLatency(s.P99), bad)
+				logf("%-11s %-15s %-13s %8.0f req/s  p50 %-8s p99 %-8s cpu/req %-7s%s", phase, t.Name, w, s.RPS(), fmtLatency(s.P50), fmtLatency(s.P99), fmtLatency(s.CPUPerRequest()), bad)
 			}
 		}
 	}
@@ -524,7 +528,11 @@ func (h *harness) cleanup(stderr io.Writer) {
 		}
 		_ = h.mongo.Disconnect(ctx)
 	}
-	if h.dir != "" {
+	switch {
+	case h.dir == "":
+	case h.opt.keep:
+		fmt.Fprintln(stderr, "loadharness: work files kept in", h.dir)
+	default:
 		_ = os.RemoveAll(h.dir)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -142,3 +143,56 @@ var httpClient = &http.Client{Timeout: 60 * time.Second}
 // errSkipped marks a target that cannot run here; its reason is shown in
 // the table instead of figures.
 var errSkipped = errors.New("skipped")
+
+// userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100 on
+// every Linux architecture Go supports).
+const userHZ = 100
+
+// cpuTime returns the CPU time (user and system) used so far by the
+// processes of p's process group, or 0 when /proc cannot tell.
+func (p *process) cpuTime() time.Duration {
+	if p == nil {
+		return 0
+	}
+	pgid := p.cmd.Process.Pid
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var ticks int64
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if group, t, ok := parseStat(string(b)); ok && group == pgid {
+			ticks += t
+		}
+	}
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// parseStat returns the process group and the user plus system ticks of a
+// /proc/PID/stat line.
+func parseStat(stat string) (pgrp int, ticks int64, ok bool) {
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := strings.LastIndexByte(stat, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	f := strings.Fields(stat[i+1:])
+	// f[0] is field 3 (state): pgrp is field 5, utime 14, stime 15.
+	if len(f) < 13 {
+		return 0, 0, false
+	}
+	g, err1 := strconv.Atoi(f[2])
+	u, err2 := strconv.ParseInt(f[11], 10, 64)
+	s, err3 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return 0, 0, false
+	}
+	return g, u + s, true
+}

@@ -54,11 +54,12 @@ type row struct {
 	Runs                   int
 	RPS                    float64
 	P50, P99               time.Duration
-	Errors                 int64 // status >= 400 and socket errors, over every run
+	CPU                    time.Duration // per request
+	Errors                 int64         // status >= 400 and socket errors, over every run
 	Baseline               string
 	// Ratios are medians over the repeats of the ratio within each
 	// repeat, so that both figures of a ratio come from the same round.
-	RatioRPS, RatioP50, RatioP99 float64
+	RatioRPS, RatioP50, RatioP99, RatioCPU float64
 }
 
 // baselineOf names the row a target's workload is compared with: the bare
@@ -106,36 +107,41 @@ func (r *results) rows(targets []*target, workloads []string) []row {
 func (r *results) fill(rw *row, baseline string) {
 	ss := r.samples[key{rw.Target, rw.Workload}]
 	rw.Runs = len(ss)
-	var rps, p50, p99 []float64
+	var rps, p50, p99, cpu []float64
 	for _, s := range ss {
 		rps = append(rps, s.RPS())
 		p50 = append(p50, float64(s.P50))
 		p99 = append(p99, float64(s.P99))
+		cpu = append(cpu, float64(s.CPUPerRequest()))
 		rw.Errors += s.StatusErrors + s.SocketErrors
 	}
 	rw.RPS = median(rps)
 	rw.P50 = time.Duration(median(p50))
 	rw.P99 = time.Duration(median(p99))
+	rw.CPU = time.Duration(median(cpu))
 	if baseline == "" {
 		return
 	}
 	rw.Baseline = baseline
-	rw.RatioRPS, rw.RatioP50, rw.RatioP99 = r.pairedRatios(key{rw.Target, rw.Workload}, key{baseline, listTokens})
+	rw.RatioRPS, rw.RatioP50, rw.RatioP99, rw.RatioCPU = r.pairedRatios(key{rw.Target, rw.Workload}, key{baseline, listTokens})
 }
 
-// pairedRatios returns the medians over repeats of a/b for requests/s and
-// both latencies.
-func (r *results) pairedRatios(a, b key) (rps, p50, p99 float64) {
+// pairedRatios returns the medians over repeats of a/b for requests/s,
+// both latencies and the CPU time per request.
+func (r *results) pairedRatios(a, b key) (rps, p50, p99, cpu float64) {
 	as, bs := r.samples[a], r.samples[b]
-	var xs, ys, zs []float64
+	var xs, ys, zs, cs []float64
 	for i := range min(len(as), len(bs)) {
 		if bs[i].RPS() > 0 && bs[i].P50 > 0 && bs[i].P99 > 0 {
 			xs = append(xs, as[i].RPS()/bs[i].RPS())
 			ys = append(ys, float64(as[i].P50)/float64(bs[i].P50))
 			zs = append(zs, float64(as[i].P99)/float64(bs[i].P99))
 		}
+		if ac, bc := as[i].CPUPerRequest(), bs[i].CPUPerRequest(); ac > 0 && bc > 0 {
+			cs = append(cs, float64(ac)/float64(bc))
+		}
 	}
-	return median(xs), median(ys), median(zs)
+	return median(xs), median(ys), median(zs), median(cs)
 }
 
 // goal is one of the targets the figures are held to.
@@ -175,7 +181,7 @@ func (r *results) goals(rows []row) []goal {
 		if ra == nil || rb == nil {
 			return g
 		}
-		g.Measured, _, _ = r.pairedRatios(key{a, listTokens}, key{b, listTokens})
+		g.Measured, _, _, _ = r.pairedRatios(key{a, listTokens}, key{b, listTokens})
 		g.Invalid = ra.Errors > 0 || rb.Errors > 0
 		return g
 	}
@@ -226,7 +232,9 @@ func fmtErrors(rw row) string {
 // cells returns the columns of rw as the table shows them.
 func (rw row) cells() []string {
 	if rw.Skip != "" {
-		return []string{rw.Target, rw.Workload, "skipped: " + rw.Skip, "", "", "", "", "", "", ""}
+		c := make([]string, len(header))
+		c[0], c[1], c[2] = rw.Target, rw.Workload, "skipped: "+rw.Skip
+		return c
 	}
 	base := rw.Baseline
 	if base == "" {
@@ -234,11 +242,11 @@ func (rw row) cells() []string {
 	} else if rw.Workload != listTokens {
 		base += " (" + listTokens + ")"
 	}
-	return []string{rw.Target, rw.Workload, fmtRPS(rw.RPS), fmtLatency(rw.P50), fmtLatency(rw.P99),
-		fmtErrors(rw), base, fmtRatio(rw.RatioRPS), fmtRatio(rw.RatioP50), fmtRatio(rw.RatioP99)}
+	return []string{rw.Target, rw.Workload, fmtRPS(rw.RPS), fmtLatency(rw.P50), fmtLatency(rw.P99), fmtLatency(rw.CPU),
+		fmtErrors(rw), base, fmtRatio(rw.RatioRPS), fmtRatio(rw.RatioP50), fmtRatio(rw.RatioP99), fmtRatio(rw.RatioCPU)}
 }
 
-var header = []string{"target", "workload", "req/s", "p50", "p99", "errors", "baseline", "req/s ratio", "p50 ratio", "p99 ratio"}
+var header = []string{"target", "workload", "req/s", "p50", "p99", "cpu/req", "errors", "baseline", "req/s ratio", "p50 ratio", "p99 ratio", "cpu/req ratio"}
 
 // writeTable prints rows and goals as aligned text.
 func writeTable(w io.Writer, rows []row, goals []goal) error {
@@ -264,7 +272,7 @@ func markdownTables(rows []row, goals []goal) string {
 	var b strings.Builder
 	b.WriteString("| " + strings.Join(header, " | ") + " |\n|")
 	for i := range header {
-		if i < 2 || i == 6 {
+		if i < 2 || i == 7 {
 			b.WriteString("---|")
 		} else {
 			b.WriteString("--:|")
@@ -273,10 +281,6 @@ func markdownTables(rows []row, goals []goal) string {
 	b.WriteString("\n")
 	for _, rw := range rows {
 		c := rw.cells()
-		if rw.Skip != "" {
-			c = c[:3]
-			c = append(c, "", "", "", "", "", "", "")
-		}
 		b.WriteString("| " + strings.Join(c, " | ") + " |\n")
 	}
 	b.WriteString("\n| list-tokens goal | measured | wanted | verdict |\n|---|--:|--:|---|\n")
@@ -317,7 +321,8 @@ var colors = map[string]string{
 }
 
 // chartSVG draws the median requests/s of every measured row as
-// horizontal bars, one group per workload, each group on its own scale.
+// horizontal bars, one group per workload, all on one scale, with a dashed
+// line at the bare baseline's figure.
 func chartSVG(rows []row, title string) string {
 	const (
 		width  = 760
@@ -326,6 +331,7 @@ func chartSVG(rows []row, title string) string {
 		barH   = 16
 		gap    = 4
 		groupH = 26
+		top    = 56
 	)
 	type bar struct {
 		label string
@@ -335,6 +341,7 @@ func chartSVG(rows []row, title string) string {
 	}
 	var groups []string
 	bars := map[string][]bar{}
+	scale, bare := 0.0, 0.0
 	for _, rw := range rows {
 		if rw.Skip != "" {
 			continue
@@ -347,8 +354,18 @@ func chartSVG(rows []row, title string) string {
 			c = "#76b7b2"
 		}
 		bars[rw.Workload] = append(bars[rw.Workload], bar{rw.Target, rw.RPS, c, rw.Errors > 0})
+		scale = max(scale, rw.RPS)
+		if rw.Target == bareName {
+			bare = rw.RPS
+		}
 	}
-	height := 50
+	x := func(v float64) float64 {
+		if scale <= 0 {
+			return left
+		}
+		return left + v/scale*barMax
+	}
+	height := top + 10
 	for _, g := range groups {
 		height += groupH + len(bars[g])*(barH+gap) + 8
 	}
@@ -356,30 +373,25 @@ func chartSVG(rows []row, title string) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n", width, height, width, height)
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
-	fmt.Fprintf(&b, `<text x="10" y="40" fill="#555555">median requests/s; each workload on its own scale; grey bars are the bare net/http baselines</text>`+"\n")
-	y := 50
+	fmt.Fprintf(&b, `<text x="10" y="40" fill="#555555">median requests/s, one scale; grey: the bare net/http baselines; dashed: the bare baseline's list-tokens</text>`+"\n")
+	y := top
 	for _, g := range groups {
 		y += groupH
 		fmt.Fprintf(&b, `<text x="10" y="%d" font-weight="bold">%s</text>`+"\n", y-8, html.EscapeString(g))
-		top := 0.0
 		for _, br := range bars[g] {
-			top = max(top, br.value)
-		}
-		for _, br := range bars[g] {
-			w := 0.0
-			if top > 0 {
-				w = br.value / top * barMax
-			}
 			label := fmtRPS(br.value)
 			if br.bad {
 				label += " (errors: invalid)"
 			}
 			fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", left-8, y+barH-4, html.EscapeString(br.label))
-			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y, w, barH, br.color)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", float64(left)+w+6, y+barH-4, html.EscapeString(label))
+			fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>`+"\n", left, y, x(br.value)-left, barH, br.color)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", x(br.value)+6, y+barH-4, html.EscapeString(label))
 			y += barH + gap
 		}
 		y += 8
+	}
+	if bare > 0 {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#333333" stroke-dasharray="4 3"/>`+"\n", x(bare), top, x(bare), y)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()

@@ -50,7 +50,9 @@ func testResults() *results {
 	for _, s := range []sample{ms(4000, 4, 40), ms(5000, 5, 50), ms(6000, 6, 60)} {
 		r.add(redisName, listTokens, s)
 	}
-	for _, s := range []sample{ms(9000, 2, 20), ms(15000, 2, 20), ms(10800, 4, 40)} {
+	for i, s := range []sample{ms(9000, 2, 20), ms(15000, 2, 20), ms(10800, 4, 40)} {
+		s.CPU = time.Duration(s.Requests) * 60 * time.Microsecond
+		r.samples[key{bareName, listTokens}][i].CPU = time.Duration(r.samples[key{bareName, listTokens}][i].Requests) * 40 * time.Microsecond
 		r.add("memory", listTokens, s)
 	}
 	for _, s := range []sample{ms(2400, 8, 80), ms(3500, 10, 100), ms(3600, 12, 120)} {
@@ -88,6 +90,9 @@ func TestRowsTakeMediansAndPairedRatios(t *testing.T) {
 	// but the paired one ignores which repeat was noisy).
 	assert.InDelta(t, 0.9, mem.RatioRPS, 1e-9)
 	assert.InDelta(t, 2.0, mem.RatioP50, 1e-9)
+	assert.Equal(t, 60*time.Microsecond, mem.CPU)
+	assert.InDelta(t, 1.5, mem.RatioCPU, 1e-9)
+	assert.Zero(t, byKey["redis list-tokens"].RatioCPU, "no CPU figures, no ratio")
 
 	red := byKey["redis list-tokens"]
 	assert.Equal(t, redisName, red.Baseline, "the Redis store is held to the baseline with one Redis GET")
@@ -123,8 +128,8 @@ func TestTables(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, writeTable(&b, rows, goals))
 	text := b.String()
-	assert.Regexp(t, `memory\s+list-tokens\s+10800\s+2.00ms\s+20.00ms\s+0\s+bare\s+0.90x\s+2.00x\s+2.00x`, text)
-	assert.Regexp(t, `redis\s+create-token\s+1000\s+5.00ms\s+50.00ms\s+7 INVALID\s+bare \(list-tokens\)`, text)
+	assert.Regexp(t, `memory\s+list-tokens\s+10800\s+2.00ms\s+20.00ms\s+60µs\s+0\s+bare\s+0.90x\s+2.00x\s+2.00x\s+1.50x`, text)
+	assert.Regexp(t, `redis\s+create-token\s+1000\s+5.00ms\s+50.00ms\s+-\s+7 INVALID\s+bare \(list-tokens\)`, text)
 	assert.Regexp(t, `mongodb\s+-\s+skipped: no MongoDB`, text)
 	assert.Regexp(t, `memory store / bare net/http\s+0.90x\s+>= 0.85x\s+met`, text)
 
@@ -134,7 +139,7 @@ func TestTables(t *testing.T) {
 	for _, l := range lines[:len(rows)+2] {
 		assert.Equal(t, cols, strings.Count(l, "|"), l)
 	}
-	assert.Contains(t, md, "| memory | list-tokens | 10800 | 2.00ms | 20.00ms | 0 | bare | 0.90x | 2.00x | 2.00x |")
+	assert.Contains(t, md, "| memory | list-tokens | 10800 | 2.00ms | 20.00ms | 60µs | 0 | bare | 0.90x | 2.00x | 2.00x | 1.50x |")
 	assert.Contains(t, md, "| memory store / Prism mock | - | ≥ 10x | not measured |")
 }
 

@@ -114,6 +114,17 @@ type sample struct {
 	// StatusErrors counts answers of status 400 or more; SocketErrors
 	// counts connect, read and write errors and timeouts.
 	StatusErrors, SocketErrors int64
+	// CPU is the CPU time the target's processes used during the run
+	// (not its database's), 0 when unknown.
+	CPU time.Duration
+}
+
+// CPUPerRequest returns the target's CPU time per request, or 0.
+func (s sample) CPUPerRequest() time.Duration {
+	if s.Requests == 0 {
+		return 0
+	}
+	return s.CPU / time.Duration(s.Requests)
 }
 
 // RPS returns the requests per second of s.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -54,13 +55,9 @@ func TestWrkSecondsRoundsUp(t *testing.T) {
 	assert.Equal(t, "3s", wrkSeconds(2100*time.Millisecond))
 }
 
-// TestWrkRunsTheScript drives a test server with real wrk, when it is
-// installed: every request of a cycling script arrives with its method,
-// body and bearer, and the result line parses.
-func TestWrkRunsTheScript(t *testing.T) {
-	if _, err := exec.LookPath("wrk"); err != nil {
-		t.Skip("wrk not installed (apt-get install wrk)")
-	}
+// recordingServer answers 200 {} (404 on /missing) and counts each
+// request by method, URI, bearer, content type and body.
+func recordingServer(t *testing.T) (*httptest.Server, func() map[string]int) {
 	var mu sync.Mutex
 	seen := map[string]int{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -74,30 +71,42 @@ func TestWrkRunsTheScript(t *testing.T) {
 		}
 		_, _ = w.Write([]byte("{}"))
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv, func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		return maps.Clone(seen)
+	}
+}
 
+// TestWrkRunsTheScript drives a test server with real wrk, when it is
+// installed: every request of a cycling script arrives with its method,
+// body and bearer, and the result line parses.
+func TestWrkRunsTheScript(t *testing.T) {
+	if _, err := exec.LookPath("wrk"); err != nil {
+		t.Skip("wrk not installed (apt-get install wrk)")
+	}
 	w := &wrkRunner{Threads: 2, Connections: 4, Timeout: 5 * time.Second, Dir: t.TempDir()}
+
+	srv, seen := recordingServer(t)
 	s, err := w.run(context.Background(), srv.URL, script{Token: "tok", Requests: []request{
 		{Method: "GET", Path: "/v1/users?limit=100&page_token=a%2Bb"},
 		{Method: "PUT", Path: "/v1/users/sa1/instances", Body: `{"config":{}}`},
 		{Method: "POST", Path: "/v1/users/sa2/tokens", Body: `{"name":"load"}`},
 	}}, time.Second)
 	require.NoError(t, err)
-	mu.Lock()
-	assert.Len(t, seen, 3, seen)
-	assert.Positive(t, seen["GET /v1/users?limit=100&page_token=a%2Bb Bearer tok  "])
-	assert.Positive(t, seen[`PUT /v1/users/sa1/instances Bearer tok application/json {"config":{}}`])
-	assert.Positive(t, seen[`POST /v1/users/sa2/tokens Bearer tok application/json {"name":"load"}`])
+	got := seen()
+	assert.Len(t, got, 3, got)
+	assert.Positive(t, got["GET /v1/users?limit=100&page_token=a%2Bb Bearer tok  "])
+	assert.Positive(t, got[`PUT /v1/users/sa1/instances Bearer tok application/json {"config":{}}`])
+	assert.Positive(t, got[`POST /v1/users/sa2/tokens Bearer tok application/json {"name":"load"}`])
 	assert.Positive(t, s.Requests)
 	assert.Zero(t, s.StatusErrors)
 
-	clear(seen)
-	mu.Unlock()
+	srv, seen = recordingServer(t)
 	s, err = w.run(context.Background(), srv.URL, script{Token: "tok", Requests: []request{{Method: "GET", Path: "/missing"}}}, time.Second)
 	require.NoError(t, err)
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Equal(t, []string{"GET /missing Bearer tok  "}, keys(seen))
+	assert.Equal(t, []string{"GET /missing Bearer tok  "}, keys(seen()))
 	assert.Equal(t, s.Requests, s.StatusErrors, "every 404 is counted")
 }
 
@@ -113,4 +122,18 @@ func TestSingleRequestScriptIsStatic(t *testing.T) {
 	lua := script{Token: "t", Requests: []request{{Method: "GET", Path: "/x"}}}.lua()
 	assert.NotContains(t, lua, "request = function")
 	assert.True(t, strings.Contains(lua, `wrk.path = "/x"`))
+}
+
+func TestParseStat(t *testing.T) {
+	g, ticks, ok := parseStat("29862 (a (weird) name) R 29698 4242 30146 0 -1 4194304 100 0 0 0 150 25 0 0 20 0 1 0 727366\n")
+	require.True(t, ok)
+	assert.Equal(t, 4242, g)
+	assert.Equal(t, int64(175), ticks)
+	_, _, ok = parseStat("garbage")
+	assert.False(t, ok)
+}
+
+func TestCPUPerRequest(t *testing.T) {
+	assert.Equal(t, 50*time.Microsecond, sample{Requests: 20000, CPU: time.Second}.CPUPerRequest())
+	assert.Zero(t, sample{CPU: time.Second}.CPUPerRequest())
 }
