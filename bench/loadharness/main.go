@@ -390,7 +390,7 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 						return err
 					}
 				}
-				cpu := t.proc.cpuTime()
+				cpu, logged := t.proc.cpuTime(), t.proc.logSize()
 				s, err := h.wrk.run(ctx, t.url, t.scripts[w], d)
 				if err != nil {
 					return fmt.Errorf("%s %s: %w", t.Name, w, err)
@@ -407,12 +407,50 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 				bad := ""
 				if s.StatusErrors+s.SocketErrors > 0 {
 					bad = fmt.Sprintf("  ERRORS: %d status >= 400, %d socket", s.StatusErrors, s.SocketErrors)
+					if t.Kind == kindStore && s.StatusErrors > 0 {
+						counts, cause := t.proc.failures(logged)
+						bad += " " + fmtStatuses(counts)
+						if round > 0 {
+							h.failures(t.Name, w, counts, cause)
+						}
+					}
 				}
 				logf("%-11s %-15s %-13s %8.0f req/s  p50 %-8s p99 %-8s cpu/req %-7s%s", phase, t.Name, w, s.RPS(), fmtLatency(s.P50), fmtLatency(s.P99), fmtLatency(s.CPUPerRequest()), bad)
 			}
 		}
 	}
 	return nil
+}
+
+// failures adds what a run's failed requests answered to the notes.
+func (h *harness) failures(target, workload string, counts map[int]int, cause string) {
+	n := fmt.Sprintf("%s %s: failed requests answered %s", target, workload, fmtStatuses(counts))
+	if cause != "" {
+		if len(cause) > 300 {
+			cause = cause[:300] + "..."
+		}
+		n += "; the server logged: " + cause
+	}
+	for _, old := range h.notes {
+		if strings.HasPrefix(old, target+" "+workload+":") {
+			return // one note per target and workload is enough
+		}
+	}
+	h.notes = append(h.notes, n)
+}
+
+// fmtStatuses writes status counts as "(500×3, 400×1)".
+func fmtStatuses(counts map[int]int) string {
+	var sts []int
+	for st := range counts {
+		sts = append(sts, st)
+	}
+	slices.Sort(sts)
+	var parts []string
+	for _, st := range sts {
+		parts = append(parts, fmt.Sprintf("%d×%d", st, counts[st]))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
 }
 
 // profile runs list-tokens on the memory server once more while taking a
@@ -573,7 +611,11 @@ func (h *harness) machine(ctx context.Context) []string {
 		if err := h.mongo.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&bi); err == nil {
 			s := fmt.Sprintf("MongoDB wire version %v", bi["version"])
 			if fv, ok := bi["ferretdbVersion"]; ok {
-				s = fmt.Sprintf("FerretDB %v (reports MongoDB %v)", fv, bi["version"])
+				if fv == "unknown" {
+					// Built from source by scripts/services.sh: its go.mod says which.
+					fv = moduleVersion(filepath.Join("scripts", "ferretdb", "go.mod"), "github.com/FerretDB/FerretDB")
+				}
+				s = fmt.Sprintf("FerretDB %v (SQLite; reports MongoDB %v)", fv, bi["version"])
 			}
 			out = append(out, s)
 		}
@@ -584,6 +626,22 @@ func (h *harness) machine(ctx context.Context) []string {
 		}
 	}
 	return out
+}
+
+// moduleVersion returns the version of module that the go.mod file
+// requires, or "unknown".
+func moduleVersion(file, module string) string {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "require "))
+		if len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	return "unknown"
 }
 
 func nodeVersion(ctx context.Context) string {

@@ -1,14 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,10 +141,6 @@ func get(ctx context.Context, method, url, token, body string) (int, []byte, err
 
 var httpClient = &http.Client{Timeout: 60 * time.Second}
 
-// errSkipped marks a target that cannot run here; its reason is shown in
-// the table instead of figures.
-var errSkipped = errors.New("skipped")
-
 // userHZ is the unit of the CPU times in /proc/PID/stat (USER_HZ, 100 on
 // every Linux architecture Go supports).
 const userHZ = 100
@@ -195,4 +192,52 @@ func parseStat(stat string) (pgrp int, ticks int64, ok bool) {
 		return 0, 0, false
 	}
 	return g, u + s, true
+}
+
+// logSize returns the current size of the process's log.
+func (p *process) logSize() int64 {
+	fi, err := os.Stat(p.log)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// failures reads the server's request log from offset on and returns how
+// many requests ended with each status of 400 or more, and the first
+// internal error it logged.
+func (p *process) failures(offset int64) (map[int]int, string) {
+	f, err := os.Open(p.log)
+	if err != nil {
+		return nil, ""
+	}
+	defer f.Close()
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil, ""
+	}
+	return scanFailures(f)
+}
+
+var (
+	statusField = regexp.MustCompile(`"msg":"request".*"status":(\d+)`)
+	errorField  = regexp.MustCompile(`"msg":"internal error".*"error":"((?:[^"\\]|\\.)*)"`)
+)
+
+// scanFailures reads JSON log lines of the server (see failures).
+func scanFailures(r io.Reader) (map[int]int, string) {
+	counts := map[int]int{}
+	first := ""
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if m := statusField.FindStringSubmatch(line); m != nil {
+			if st, _ := strconv.Atoi(m[1]); st >= 400 {
+				counts[st]++
+			}
+		} else if m := errorField.FindStringSubmatch(line); m != nil && first == "" {
+			first = m[1]
+		}
+	}
+	return counts, first
 }

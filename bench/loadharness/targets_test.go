@@ -109,3 +109,9 @@ func TestParseFlagsRefusesNonsense(t *testing.T) {
 	assert.Equal(t, []string{"memory", "redis"}, o.stores)
 	assert.Equal(t, []string{listUsers}, o.workloads)
 }
+
+func TestModuleVersion(t *testing.T) {
+	assert.Regexp(t, `^v1\.`, moduleVersion("../../scripts/ferretdb/go.mod", "github.com/FerretDB/FerretDB"))
+	assert.Equal(t, "unknown", moduleVersion("../../scripts/ferretdb/go.mod", "example.com/none"))
+	assert.Equal(t, "unknown", moduleVersion("no-such-file", "x"))
+}

@@ -137,3 +137,18 @@ func TestCPUPerRequest(t *testing.T) {
 	assert.Equal(t, 50*time.Microsecond, sample{Requests: 20000, CPU: time.Second}.CPUPerRequest())
 	assert.Zero(t, sample{CPU: time.Second}.CPUPerRequest())
 }
+
+func TestScanFailures(t *testing.T) {
+	log := `{"time":"x","level":"INFO","msg":"listening","addr":"127.0.0.1:1"}
+{"time":"x","level":"INFO","msg":"request","request_id":"a","method":"GET","path":"/v1/users","status":200,"bytes":10}
+{"time":"x","level":"ERROR","msg":"internal error","request_id":"b","method":"PUT","path":"/v1/users/sa1/instances","error":"set instances: mongostore: context deadline \"exceeded\""}
+{"time":"x","level":"INFO","msg":"request","request_id":"b","method":"PUT","path":"/v1/users/sa1/instances","status":500,"bytes":10}
+{"time":"x","level":"ERROR","msg":"internal error","request_id":"c","error":"second"}
+{"time":"x","level":"INFO","msg":"request","request_id":"c","status":500,"bytes":10}
+{"time":"x","level":"INFO","msg":"request","request_id":"d","status":400,"bytes":10}
+`
+	counts, cause := scanFailures(strings.NewReader(log))
+	assert.Equal(t, map[int]int{500: 2, 400: 1}, counts)
+	assert.Equal(t, `set instances: mongostore: context deadline \"exceeded\"`, cause)
+	assert.Equal(t, "(400×1, 500×2)", fmtStatuses(counts))
+}
