@@ -59,7 +59,9 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+		return
+	} else if err != nil {
 		fmt.Fprintln(os.Stderr, "loadharness:", err)
 		os.Exit(1)
 	}
@@ -174,6 +176,7 @@ type harness struct {
 	wrk     *wrkRunner
 	res     results
 	notes   []string
+	fails   failures
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -225,6 +228,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := h.measure(ctx, logf); err != nil {
 		return err
 	}
+	h.notes = append(h.notes, h.fails.notes()...)
 	rows := h.res.rows(h.targets, h.workloads)
 	goals := h.res.goals(rows)
 	fmt.Fprintf(stdout, "\n%d× %s per target and workload, wrk -t%d -c%d; medians; %s\n\n",
@@ -396,6 +400,7 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 					return fmt.Errorf("%s %s: %w", t.Name, w, err)
 				}
 				s.CPU = t.proc.cpuTime() - cpu
+				t.proc.settle(ctx, 10*time.Second)
 				if w == createToken {
 					t.dirty = true
 				}
@@ -411,7 +416,7 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 						counts, cause := t.proc.failures(logged)
 						bad += " " + fmtStatuses(counts)
 						if round > 0 {
-							h.failures(t.Name, w, counts, cause)
+							h.fails.add(t.Name, w, counts, cause)
 						}
 					}
 				}
@@ -422,21 +427,47 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 	return nil
 }
 
-// failures adds what a run's failed requests answered to the notes.
-func (h *harness) failures(target, workload string, counts map[int]int, cause string) {
-	n := fmt.Sprintf("%s %s: failed requests answered %s", target, workload, fmtStatuses(counts))
-	if cause != "" {
-		if len(cause) > 300 {
-			cause = cause[:300] + "..."
-		}
-		n += "; the server logged: " + cause
+// failures gathers, per target and workload, the statuses the server
+// logged for failed requests and the first cause of a 500.
+type failures struct {
+	order  []key
+	counts map[key]map[int]int
+	cause  map[key]string
+}
+
+func (f *failures) add(target, workload string, counts map[int]int, cause string) {
+	k := key{target, workload}
+	if f.counts == nil {
+		f.counts, f.cause = map[key]map[int]int{}, map[key]string{}
 	}
-	for _, old := range h.notes {
-		if strings.HasPrefix(old, target+" "+workload+":") {
-			return // one note per target and workload is enough
-		}
+	if f.counts[k] == nil {
+		f.order = append(f.order, k)
+		f.counts[k] = map[int]int{}
 	}
-	h.notes = append(h.notes, n)
+	for st, n := range counts {
+		f.counts[k][st] += n
+	}
+	if f.cause[k] == "" {
+		f.cause[k] = cause
+	}
+}
+
+// notes says what the failed requests of each target and workload
+// answered, by the server's log (which also counts requests that ended
+// after wrk stopped waiting).
+func (f *failures) notes() []string {
+	var out []string
+	for _, k := range f.order {
+		n := fmt.Sprintf("%s %s: the server logged failed requests %s", k.Target, k.Workload, fmtStatuses(f.counts[k]))
+		if c := f.cause[k]; c != "" {
+			if len(c) > 240 {
+				c = c[:240] + "..."
+			}
+			n += "; the first cause: " + c
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 // fmtStatuses writes status counts as "(500×3, 400×1)".

@@ -241,3 +241,28 @@ func scanFailures(r io.Reader) (map[int]int, string) {
 	}
 	return counts, first
 }
+
+// settle waits until the process group has been idle for 200 ms, or for
+// limit: requests wrk gave up on may still be running (a database that
+// answers slowly), and must not eat into the next target's run.
+func (p *process) settle(ctx context.Context, limit time.Duration) {
+	if p == nil {
+		return
+	}
+	deadline := time.Now().Add(limit)
+	last := p.cpuTime()
+	for time.Now().Before(deadline) {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.done:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		now := p.cpuTime()
+		if now-last < time.Second/userHZ {
+			return
+		}
+		last = now
+	}
+}

@@ -199,3 +199,14 @@ func TestFormats(t *testing.T) {
 	assert.Equal(t, "1234", fmtRPS(1234.4))
 	assert.Equal(t, "2.5", fmtRPS(2.5))
 }
+
+func TestFailuresAddUpOverRepeats(t *testing.T) {
+	var f failures
+	f.add("mongodb", setConfig, map[int]int{500: 3}, "set instances: timeout")
+	f.add("mongodb", listUsers, map[int]int{500: 1}, "")
+	f.add("mongodb", setConfig, map[int]int{500: 2, 400: 1}, "a later cause")
+	assert.Equal(t, []string{
+		"mongodb set-config: the server logged failed requests (400×1, 500×5); the first cause: set instances: timeout",
+		"mongodb list-users: the server logged failed requests (500×1)",
+	}, f.notes())
+}
