@@ -177,6 +177,7 @@ type harness struct {
 	res     results
 	notes   []string
 	fails   failures
+	load    string // the load average when the run started
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -215,6 +216,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	h.wrk.Dir = h.dir
 	defer h.cleanup(stderr)
 
+	h.load = loadAverage()
 	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
 	logf("loadharness: %s; work files in %s", h.pinning, h.dir)
 	h.serverBin = filepath.Join(h.dir, "orgadmin-server")
@@ -231,8 +233,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	h.notes = append(h.notes, h.fails.notes()...)
 	rows := h.res.rows(h.targets, h.workloads)
 	goals := h.res.goals(rows)
-	fmt.Fprintf(stdout, "\n%d× %s per target and workload, wrk -t%d -c%d; medians; %s\n\n",
-		opt.repeats, wrkSeconds(opt.duration), opt.threads, opt.connections, h.pinning)
+	fmt.Fprintf(stdout, "\n%d× %s per target and workload, wrk -t%d -c%d; medians; %s; load average %s at the start, %s now\n\n",
+		opt.repeats, wrkSeconds(opt.duration), opt.threads, opt.connections, h.pinning, h.load, loadAverage())
 	if err := writeTable(stdout, rows, goals); err != nil {
 		return err
 	}
@@ -622,6 +624,9 @@ func (h *harness) machine(ctx context.Context) []string {
 	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
 		out = append(out, "Linux "+strings.TrimSpace(string(b)))
 	}
+	if h.load != "" {
+		out = append(out, fmt.Sprintf("load average %s at the start, %s at the end (other work on the machine)", h.load, loadAverage()))
+	}
 	if b, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output(); err == nil {
 		out = append(out, "Go "+strings.TrimPrefix(strings.TrimSpace(string(b)), "go")+" (the server's build)")
 	}
@@ -657,6 +662,19 @@ func (h *harness) machine(ctx context.Context) []string {
 		}
 	}
 	return out
+}
+
+// loadAverage returns the one-minute load average, or "".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 // moduleVersion returns the version of module that the go.mod file

@@ -152,6 +152,20 @@ type goal struct {
 	Invalid  bool    // a run behind it had errors
 }
 
+// measured writes the ratio with one more digit than the table, so that
+// a ratio just under its goal does not read as equal to it.
+func (g goal) measured() string {
+	switch {
+	case g.Measured == 0:
+		return "-"
+	case g.Measured < 0.1:
+		return fmt.Sprintf("%.3gx", g.Measured)
+	case g.Measured < 10:
+		return fmt.Sprintf("%.3fx", g.Measured)
+	}
+	return fmt.Sprintf("%.1fx", g.Measured)
+}
+
 func (g goal) verdict() string {
 	switch {
 	case g.Measured == 0:
@@ -262,7 +276,7 @@ func writeTable(w io.Writer, rows []row, goals []goal) error {
 		if g.Min > 0 {
 			want = fmt.Sprintf(">= %gx", g.Min)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.What, fmtRatio(g.Measured), want, g.verdict())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", g.What, g.measured(), want, g.verdict())
 	}
 	return tw.Flush()
 }
@@ -289,7 +303,7 @@ func markdownTables(rows []row, goals []goal) string {
 		if g.Min > 0 {
 			want = fmt.Sprintf("≥ %gx", g.Min)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.What, fmtRatio(g.Measured), want, g.verdict())
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", g.What, g.measured(), want, g.verdict())
 	}
 	return b.String()
 }

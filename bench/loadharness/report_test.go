@@ -119,6 +119,10 @@ func TestGoals(t *testing.T) {
 	assert.Equal(t, "MISSED", goal{Measured: 0.84, Min: 0.85}.verdict())
 	assert.Equal(t, "invalid (errors)", goal{Measured: 0.9, Min: 0.85, Invalid: true}.verdict())
 	assert.Equal(t, "reported", goal{Measured: 0.01}.verdict())
+	assert.Equal(t, "0.599x", goal{Measured: 0.5994}.measured())
+	assert.Equal(t, "0.00331x", goal{Measured: 0.003312}.measured())
+	assert.Equal(t, "26.3x", goal{Measured: 26.27}.measured())
+	assert.Equal(t, "-", goal{}.measured())
 }
 
 func TestTables(t *testing.T) {
@@ -131,7 +135,7 @@ func TestTables(t *testing.T) {
 	assert.Regexp(t, `memory\s+list-tokens\s+10800\s+2.00ms\s+20.00ms\s+60µs\s+0\s+bare\s+0.90x\s+2.00x\s+2.00x\s+1.50x`, text)
 	assert.Regexp(t, `redis\s+create-token\s+1000\s+5.00ms\s+50.00ms\s+-\s+7 INVALID\s+bare \(list-tokens\)`, text)
 	assert.Regexp(t, `mongodb\s+-\s+skipped: no MongoDB`, text)
-	assert.Regexp(t, `memory store / bare net/http\s+0.90x\s+>= 0.85x\s+met`, text)
+	assert.Regexp(t, `memory store / bare net/http\s+0.900x\s+>= 0.85x\s+met`, text)
 
 	md := markdownTables(rows, goals)
 	lines := strings.Split(strings.TrimSpace(md), "\n")
