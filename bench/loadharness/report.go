@@ -388,6 +388,10 @@ func chartSVG(rows []row, title string) string {
 	fmt.Fprintf(&b, `<rect width="%d" height="%d" fill="#ffffff"/>`+"\n", width, height)
 	fmt.Fprintf(&b, `<text x="10" y="22" font-size="15" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
 	fmt.Fprintf(&b, `<text x="10" y="40" fill="#555555">median requests/s, one scale; grey: the bare net/http baselines; dashed: the bare baseline's list-tokens</text>`+"\n")
+	// Under the bars and their figures.
+	if bare > 0 {
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#333333" stroke-dasharray="4 3"/>`+"\n", x(bare), top, x(bare), height-10)
+	}
 	y := top
 	for _, g := range groups {
 		y += groupH
@@ -403,9 +407,6 @@ func chartSVG(rows []row, title string) string {
 			y += barH + gap
 		}
 		y += 8
-	}
-	if bare > 0 {
-		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#333333" stroke-dasharray="4 3"/>`+"\n", x(bare), top, x(bare), y)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
