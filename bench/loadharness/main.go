@@ -221,7 +221,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logf("loadharness: %s; work files in %s", h.pinning, h.dir)
 	h.serverBin = filepath.Join(h.dir, "orgadmin-server")
 	logf("building examples/server")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", h.serverBin, "./examples/server").CombinedOutput(); err != nil {
+	build := exec.CommandContext(ctx, "go", "build", "-o", h.serverBin, "./examples/server") // #nosec G204 -- into the harness's own work directory
+	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build ./examples/server: %w\n%s", err, out)
 	}
 	if err := h.startTargets(ctx, logf); err != nil {
@@ -247,7 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if opt.svg != "" {
-		if err := os.WriteFile(opt.svg, []byte(chartSVG(rows, "orgadmin server beside bare net/http baselines")), 0o644); err != nil {
+		if err := os.WriteFile(opt.svg, []byte(chartSVG(rows, "orgadmin server beside bare net/http baselines")), 0o600); err != nil {
 			return err
 		}
 		logf("wrote %s", opt.svg)
@@ -519,13 +520,13 @@ func (h *harness) profile(ctx context.Context, stdout io.Writer, logf func(strin
 	if p.err != nil {
 		return p.err
 	}
-	if err := os.WriteFile(h.opt.cpuProfile, p.body, 0o644); err != nil {
+	if err := os.WriteFile(h.opt.cpuProfile, p.body, 0o600); err != nil {
 		return err
 	}
 	logf("wrote %s", h.opt.cpuProfile)
 	for _, extra := range [][]string{{"-top"}, {"-top", "-cum"}} {
 		args := append([]string{"tool", "pprof", "-nodecount=25"}, extra...)
-		out, err := exec.CommandContext(ctx, "go", append(args, h.opt.cpuProfile)...).CombinedOutput()
+		out, err := exec.CommandContext(ctx, "go", append(args, h.opt.cpuProfile)...).CombinedOutput() // #nosec G204 -- the profile this run wrote
 		if err != nil {
 			return fmt.Errorf("go tool pprof: %w\n%s", err, out)
 		}
@@ -541,7 +542,7 @@ func (h *harness) openRedis(ctx context.Context) error {
 		return fmt.Errorf("redis %s: %w", h.opt.redisAddr, err)
 	}
 	if n != 0 {
-		h.redis.Close()
+		_ = h.redis.Close()
 		h.redis = nil
 		return fmt.Errorf("redis %s: database %d holds %d keys; the harness empties its database at the end, so give it an empty one with -redis-db", h.opt.redisAddr, h.opt.redisDB, n)
 	}
@@ -589,7 +590,7 @@ func (h *harness) cleanup(stderr io.Writer) {
 		if err := h.redis.FlushDB(ctx).Err(); err != nil {
 			fmt.Fprintln(stderr, "loadharness: emptying the Redis database:", err)
 		}
-		h.redis.Close()
+		_ = h.redis.Close()
 	}
 	if h.mongo != nil {
 		for _, db := range h.mongoDBs {
@@ -680,7 +681,7 @@ func loadAverage() string {
 // moduleVersion returns the version of module that the go.mod file
 // requires, or "unknown".
 func moduleVersion(file, module string) string {
-	b, err := os.ReadFile(file)
+	b, err := os.ReadFile(file) // #nosec G304 -- a go.mod of this repository
 	if err != nil {
 		return "unknown"
 	}
@@ -734,5 +735,5 @@ func (h *harness) writeMarkdown(ctx context.Context, rows []row, goals []goal, a
 	if err != nil {
 		return fmt.Errorf("%s: %w", h.opt.markdown, err)
 	}
-	return os.WriteFile(h.opt.markdown, []byte(out), 0o644)
+	return os.WriteFile(h.opt.markdown, []byte(out), 0o600) // an existing file keeps its mode
 }

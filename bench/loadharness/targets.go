@@ -131,7 +131,7 @@ func digestHex(token string) string {
 
 const (
 	configBody = `{"config":{"read_write":{"instance_size":"jumbo"},"read_scaling":{"instance_size":"standard","flock_size":2}}}`
-	tokenBody  = `{"name":"load","ttl":86400}`
+	tokenBody  = `{"name":"load","ttl":86400}` // #nosec G101 -- a request body naming a new token, no secret
 )
 
 // storeScripts returns the workloads of a server seeded with w, after

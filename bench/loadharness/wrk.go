@@ -196,7 +196,7 @@ func (w *wrkRunner) run(ctx context.Context, url string, s script, d time.Durati
 		args = append([]string{"-c", w.CPU, "wrk"}, args...)
 		name = "taskset"
 	}
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := exec.CommandContext(ctx, name, args...) // #nosec G204 -- wrk (under taskset) with the harness's own settings
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return sample{}, fmt.Errorf("wrk: %w\n%s", err, out)

@@ -32,9 +32,15 @@ func startPprof(addr string, log *slog.Logger) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("-pprof: %w", err)
 	}
-	// No write timeout: a CPU profile or a trace streams for as long as
-	// the client asks.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	// The server's limits but the write timeout: a CPU profile or a trace
+	// streams for as long as the client asks.
+	srv := &http.Server{
+		Handler:           mux,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+	}
 	go func() { _ = srv.Serve(ln) }()
 	log.Info("pprof listening", "addr", ln.Addr().String())
 	return func() {
