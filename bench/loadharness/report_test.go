@@ -111,6 +111,8 @@ func TestGoals(t *testing.T) {
 	goals := r.goals(r.rows(testTargets(), []string{listTokens}))
 	require.Len(t, goals, 4)
 	assert.InDelta(t, 0.9, goals[0].Measured, 1e-9)
+	assert.InDelta(t, 1/1.5, goals[0].FromCPU, 1e-9, "40 µs of CPU per request for the bare baseline, 60 for the memory store")
+	assert.Zero(t, goals[1].FromCPU)
 	assert.Equal(t, "met", goals[0].verdict())
 	assert.InDelta(t, 0.6, goals[1].Measured, 1e-9)
 	assert.Equal(t, "met", goals[1].verdict())
@@ -119,10 +121,10 @@ func TestGoals(t *testing.T) {
 	assert.Equal(t, "MISSED", goal{Measured: 0.84, Min: 0.85}.verdict())
 	assert.Equal(t, "invalid (errors)", goal{Measured: 0.9, Min: 0.85, Invalid: true}.verdict())
 	assert.Equal(t, "reported", goal{Measured: 0.01}.verdict())
-	assert.Equal(t, "0.599x", goal{Measured: 0.5994}.measured())
-	assert.Equal(t, "0.00331x", goal{Measured: 0.003312}.measured())
-	assert.Equal(t, "26.3x", goal{Measured: 26.27}.measured())
-	assert.Equal(t, "-", goal{}.measured())
+	assert.Equal(t, "0.599x", fmtGoal(0.5994))
+	assert.Equal(t, "0.00331x", fmtGoal(0.003312))
+	assert.Equal(t, "26.3x", fmtGoal(26.27))
+	assert.Equal(t, "-", fmtGoal(0))
 }
 
 func TestTables(t *testing.T) {
@@ -135,7 +137,7 @@ func TestTables(t *testing.T) {
 	assert.Regexp(t, `memory\s+list-tokens\s+10800\s+2.00ms\s+20.00ms\s+60µs\s+0\s+bare\s+0.90x\s+2.00x\s+2.00x\s+1.50x`, text)
 	assert.Regexp(t, `redis\s+create-token\s+1000\s+5.00ms\s+50.00ms\s+-\s+7 INVALID\s+bare \(list-tokens\)`, text)
 	assert.Regexp(t, `mongodb\s+-\s+skipped: no MongoDB`, text)
-	assert.Regexp(t, `memory store / bare net/http\s+0.900x\s+>= 0.85x\s+met`, text)
+	assert.Regexp(t, `memory store / bare net/http\s+0.900x\s+0.667x\s+>= 0.85x\s+met`, text)
 
 	md := markdownTables(rows, goals)
 	lines := strings.Split(strings.TrimSpace(md), "\n")
@@ -144,7 +146,7 @@ func TestTables(t *testing.T) {
 		assert.Equal(t, cols, strings.Count(l, "|"), l)
 	}
 	assert.Contains(t, md, "| memory | list-tokens | 10800 | 2.00ms | 20.00ms | 60µs | 0 | bare | 0.90x | 2.00x | 2.00x | 1.50x |")
-	assert.Contains(t, md, "| memory store / Prism mock | - | ≥ 10x | not measured |")
+	assert.Contains(t, md, "| memory store / Prism mock | - | - | ≥ 10x | not measured |")
 }
 
 func TestReplaceSection(t *testing.T) {
