@@ -38,14 +38,23 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 					writeError(rec, r, log, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
 				}
 			}
-			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			// Straight to the handler: Logger.LogAttrs would also walk the
+			// stack for a source position, which is always this line.
+			end := time.Now()
+			h := log.Handler()
+			if !h.Enabled(r.Context(), slog.LevelInfo) {
+				return
+			}
+			line := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+			line.AddAttrs(
 				slog.String("request_id", id),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.EscapedPath()),
 				slog.Int("status", rec.status),
 				slog.Int64("bytes", rec.bytes),
-				slog.Duration("duration", time.Since(start)),
+				slog.Duration("duration", end.Sub(start)),
 				slog.String("remote", r.RemoteAddr))
+			_ = h.Handle(r.Context(), line) // nowhere to report a failing log
 		}()
 		next.ServeHTTP(rec, r)
 	})

@@ -1,13 +1,14 @@
 // Command server runs the orgadmin REST API.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|mongodb://HOST:PORT/DB] [-seed FILE]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|mongodb://HOST:PORT/DB] [-seed FILE] [-pprof 127.0.0.1:6060]
 //
 // Without -seed it bootstraps the organization "default" with the Admin
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
 // printed once on standard error. With -seed it loads that fixture instead.
 // It serves /v1, GET /healthz and the page-feedback endpoint at
 // /docs/api/feedback/agent, logs one JSON line per request, and shuts down
-// gracefully on SIGINT or SIGTERM.
+// gracefully on SIGINT or SIGTERM. -pprof serves the runtime profiles on a
+// loopback address of its own (off by default).
 package main
 
 import (
@@ -45,6 +46,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	storeURI := fs.String("store", "memory", "store: memory, redis://HOST:PORT[/DB], a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB")
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
+	pprofAddr := fs.String("pprof", "", "loopback address to serve the runtime profiles at /debug/pprof/ (off when empty)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -53,6 +55,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 
 	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	if *pprofAddr != "" {
+		stopPprof, err := startPprof(*pprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	store, closeStore, err := openStore(ctx, *storeURI, log)
 	if err != nil {
 		return err

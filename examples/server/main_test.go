@@ -256,3 +256,28 @@ func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "postgres://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")
 }
+
+func TestPprofOnlyOnLoopback(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "10.1.2.3:6060", "example.com:6060", "nonsense"} {
+		err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-pprof", addr}, func(string) string { return "" }, io.Discard, nil)
+		require.ErrorContains(t, err, "-pprof", addr)
+	}
+}
+
+func TestPprofServesProfiles(t *testing.T) {
+	_, stderr := startServer(t, nil, "-pprof", "127.0.0.1:0")
+	m := regexp.MustCompile(`"msg":"pprof listening","addr":"([^"]+)"`).FindStringSubmatch(stderr.String())
+	require.Len(t, m, 2, stderr.String())
+	resp, err := http.Get("http://" + m[1] + "/debug/pprof/goroutine?debug=1")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Contains(t, string(body), "goroutine profile:")
+}
+
+func TestPprofOffByDefault(t *testing.T) {
+	_, stderr := startServer(t, nil)
+	assert.NotContains(t, stderr.String(), "pprof")
+}

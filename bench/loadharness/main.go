@@ -1,0 +1,739 @@
+// Command loadharness measures the orgadmin server under HTTP load, in one
+// run on one machine, beside the least a server could do for the same
+// request.
+//
+// From the repository root:
+//
+//	go run ./bench/loadharness [-duration 5s] [-repeats 3] [-stores memory,redis,mongodb] [-prism]
+//
+// or scripts/loadharness.sh, which starts Redis and FerretDB first. It
+// builds examples/server and starts it once per store, as a process of its
+// own, seeded with one organization (an Admin with -tokens tokens and -users
+// service accounts). Beside it run two bare net/http baselines, processes
+// of this program: one parses the bearer, hashes it, makes one map lookup
+// and writes the same JSON body the server answers for the Admin's tokens;
+// the other does the same with one Redis GET instead of the map. With
+// -prism it also starts the Prism mock server of the OpenAPI document.
+//
+// wrk drives every target with the same threads, connections and
+// duration, pinned with taskset to one CPU while the servers (and, through
+// scripts/loadharness.sh, the databases) have the other, and the runs are
+// interleaved: each repeat runs every target once. The table shows the
+// median of the repeats and each figure's ratio to its baseline. The Redis
+// store is found at $ORGADMIN_REDIS_ADDR (-redis) and MongoDB at
+// $ORGADMIN_MONGO_URI (-mongo); a store whose address is unset is skipped
+// and the table says so.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "baseline" {
+		if err := runBaseline(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "loadharness baseline:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); errors.Is(err, flag.ErrHelp) {
+		return
+	} else if err != nil {
+		fmt.Fprintln(os.Stderr, "loadharness:", err)
+		os.Exit(1)
+	}
+}
+
+type settings struct {
+	duration, warmup, timeout time.Duration
+	repeats                   int
+	threads, connections      int
+	stores, workloads         []string
+	prism                     bool
+	users, mongoUsers, tokens int
+	wrkCPU, serverCPU         string
+	redisAddr, mongoURI       string
+	redisDB                   int
+	svg, markdown             string
+	cpuProfile                string
+	keep                      bool
+	startLimit                time.Duration
+}
+
+func parseFlags(args []string, stderr io.Writer) (settings, error) {
+	var o settings
+	fs := flag.NewFlagSet("loadharness", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.DurationVar(&o.duration, "duration", 5*time.Second, "length of each measured wrk run (whole seconds)")
+	fs.DurationVar(&o.warmup, "warmup", time.Second, "length of one unmeasured run of each target and workload before the first repeat (0: none)")
+	fs.IntVar(&o.repeats, "repeats", 3, "measured runs of each target and workload; the table shows medians")
+	fs.IntVar(&o.threads, "threads", 1, "wrk threads")
+	fs.IntVar(&o.connections, "connections", 32, "wrk connections (the concurrency of every target)")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "wrk's timeout for one request; a request that takes longer is an error")
+	stores := fs.String("stores", "memory,redis,mongodb", "stores to run the server on (memory, redis, mongodb)")
+	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run ("+strings.Join(allWorkloads, ", ")+")")
+	fs.BoolVar(&o.prism, "prism", false, "also measure the Prism "+prismVersion+" mock server of httpserver/openapi.json (needs npx)")
+	fs.IntVar(&o.users, "users", 1000, "service accounts seeded in each store")
+	fs.IntVar(&o.mongoUsers, "mongo-users", 300, "service accounts seeded in MongoDB (FerretDB scans its collection for most lookups, so each request costs in proportion)")
+	fs.IntVar(&o.tokens, "tokens", 10, "tokens of the Admin, which list-tokens lists")
+	fs.StringVar(&o.wrkCPU, "wrk-cpu", "0", "CPU list wrk is pinned to (taskset -c); empty with -server-cpu empty: no pinning")
+	fs.StringVar(&o.serverCPU, "server-cpu", "1", "CPU list every server is pinned to")
+	fs.StringVar(&o.redisAddr, "redis", os.Getenv("ORGADMIN_REDIS_ADDR"), "Redis server HOST:PORT (default $ORGADMIN_REDIS_ADDR); empty skips the Redis targets")
+	fs.IntVar(&o.redisDB, "redis-db", 15, "Redis database to use; it must be empty, and is emptied again at the end")
+	fs.StringVar(&o.mongoURI, "mongo", os.Getenv("ORGADMIN_MONGO_URI"), "MongoDB URI mongodb://HOST:PORT/ (default $ORGADMIN_MONGO_URI); empty skips MongoDB. Each start uses a new database, dropped at the end")
+	fs.StringVar(&o.svg, "svg", "", "write the chart of throughput to this SVG file")
+	fs.StringVar(&o.markdown, "markdown", "", "rewrite the "+sectionBegin+" section of this Markdown file (BENCHMARKS.md) with the figures")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "after the repeats, profile the memory-store server during one list-tokens run and write the CPU profile here")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work files (server logs, seeds, wrk scripts) instead of removing them")
+	fs.DurationVar(&o.startLimit, "start-timeout", 5*time.Minute, "how long a server may take to load its seed and listen")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	o.stores, o.workloads = splitList(*stores), splitList(*workloads)
+	for _, s := range o.stores {
+		if !slices.Contains([]string{"memory", "redis", "mongodb"}, s) {
+			return o, fmt.Errorf("-stores: unknown store %q", s)
+		}
+	}
+	for _, w := range o.workloads {
+		if !slices.Contains(allWorkloads, w) {
+			return o, fmt.Errorf("-workloads: unknown workload %q", w)
+		}
+	}
+	switch {
+	case len(o.stores) == 0:
+		return o, errors.New("-stores: name at least one store")
+	case len(o.workloads) == 0:
+		return o, errors.New("-workloads: name at least one workload")
+	case o.repeats < 1:
+		return o, errors.New("-repeats: at least 1")
+	case o.duration < time.Second:
+		return o, errors.New("-duration: at least 1s")
+	case o.threads < 1 || o.connections < o.threads:
+		return o, errors.New("-threads at least 1 and -connections at least -threads")
+	case o.users < 1 || o.mongoUsers < 1 || o.tokens < 1:
+		return o, errors.New("-users, -mongo-users and -tokens: at least 1")
+	}
+	return o, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" && !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// harness is one run: its options, temporary directory, targets and
+// what they measured.
+type harness struct {
+	opt       settings
+	workloads []string
+	runID     string
+	dir       string
+	serverBin string
+	serverCPU string
+	pinning   string // how the runs share the CPUs, for the report
+
+	listBody  []byte // the list-tokens answer the baselines write
+	listToken string // the token they accept
+	redisKey  string
+
+	redis    *redis.Client
+	mongo    *mongo.Client
+	mongoDBs []string
+
+	targets []*target
+	wrk     *wrkRunner
+	res     results
+	notes   []string
+	fails   failures
+	load    string // the load average when the run started
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	opt, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(filepath.Join("examples", "server", "main.go")); err != nil {
+		return errors.New("run from the repository root (examples/server not found here)")
+	}
+	if _, err := exec.LookPath("wrk"); err != nil {
+		return errors.New("wrk not found: install it (Debian: apt-get install wrk)")
+	}
+	var idb [3]byte
+	_, _ = rand.Read(idb[:])
+	h := &harness{opt: opt, workloads: opt.workloads, runID: hex.EncodeToString(idb[:])}
+	h.redisKey = "loadharness:" + h.runID + ":"
+	h.wrk = &wrkRunner{Threads: opt.threads, Connections: opt.connections, Timeout: opt.timeout}
+	if opt.wrkCPU != "" || opt.serverCPU != "" {
+		_, tsErr := exec.LookPath("taskset")
+		switch {
+		case tsErr != nil:
+			h.pinning = "not pinned (no taskset; apt-get install util-linux); runs interleaved"
+		case runtime.NumCPU() < 2:
+			h.pinning = "not pinned (one CPU); runs interleaved"
+		default:
+			h.wrk.CPU, h.serverCPU = opt.wrkCPU, opt.serverCPU
+			h.pinning = fmt.Sprintf("wrk pinned to CPU %s, every server to CPU %s; runs interleaved", opt.wrkCPU, opt.serverCPU)
+		}
+	} else {
+		h.pinning = "not pinned (-wrk-cpu and -server-cpu empty); runs interleaved"
+	}
+	if h.dir, err = os.MkdirTemp("", "loadharness-"); err != nil {
+		return err
+	}
+	h.wrk.Dir = h.dir
+	defer h.cleanup(stderr)
+
+	h.load = loadAverage()
+	logf := func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) }
+	logf("loadharness: %s; work files in %s", h.pinning, h.dir)
+	h.serverBin = filepath.Join(h.dir, "orgadmin-server")
+	logf("building examples/server")
+	build := exec.CommandContext(ctx, "go", "build", "-o", h.serverBin, "./examples/server") // #nosec G204 -- into the harness's own work directory
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./examples/server: %w\n%s", err, out)
+	}
+	if err := h.startTargets(ctx, logf); err != nil {
+		return err
+	}
+	if err := h.measure(ctx, logf); err != nil {
+		return err
+	}
+	h.notes = append(h.notes, h.fails.notes()...)
+	rows := h.res.rows(h.targets, h.workloads)
+	goals := h.res.goals(rows)
+	fmt.Fprintf(stdout, "\n%d× %s per target and workload, wrk -t%d -c%d; medians; %s; load average %s at the start, %s now\n\n",
+		opt.repeats, wrkSeconds(opt.duration), opt.threads, opt.connections, h.pinning, h.load, loadAverage())
+	if err := writeTable(stdout, rows, goals); err != nil {
+		return err
+	}
+	for _, n := range h.notes {
+		fmt.Fprintln(stdout, "note:", n)
+	}
+	if opt.cpuProfile != "" {
+		if err := h.profile(ctx, stdout, logf); err != nil {
+			return err
+		}
+	}
+	if opt.svg != "" {
+		if err := os.WriteFile(opt.svg, []byte(chartSVG(rows, "orgadmin server beside bare net/http baselines")), 0o600); err != nil {
+			return err
+		}
+		logf("wrote %s", opt.svg)
+	}
+	if opt.markdown != "" {
+		if err := h.writeMarkdown(ctx, rows, goals, args); err != nil {
+			return err
+		}
+		logf("updated %s", opt.markdown)
+	}
+	return nil
+}
+
+// startTargets starts every store's server, then the baselines (which
+// answer the body the first server answered), then Prism.
+func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) error {
+	if h.opt.redisAddr != "" {
+		if err := h.openRedis(ctx); err != nil {
+			return err
+		}
+	}
+	for _, s := range h.opt.stores {
+		var t *target
+		switch s {
+		case "memory":
+			t = h.storeTarget("memory", func(int) string { return "memory" })
+			if h.opt.cpuProfile != "" {
+				addr, err := freeAddr()
+				if err != nil {
+					return err
+				}
+				t.pprof = addr
+			}
+		case "redis":
+			t = h.storeTarget("redis", func(int) string { return fmt.Sprintf("redis://%s/%d", h.opt.redisAddr, h.opt.redisDB) })
+			if h.opt.redisAddr == "" {
+				t.Skip = "no Redis: set ORGADMIN_REDIS_ADDR or -redis (scripts/loadharness.sh starts one)"
+			}
+		case "mongodb":
+			t = h.storeTarget("mongodb", h.mongoStoreURI)
+			t.users = h.opt.mongoUsers
+			if t.users != h.opt.users {
+				h.notes = append(h.notes, fmt.Sprintf("the MongoDB store holds %d service accounts (-mongo-users), the others %d (-users)", t.users, h.opt.users))
+			}
+			if h.opt.mongoURI == "" {
+				t.Skip = "no MongoDB: set ORGADMIN_MONGO_URI or -mongo (scripts/loadharness.sh starts FerretDB)"
+			} else if err := h.openMongo(ctx); err != nil {
+				return err
+			}
+		}
+		h.targets = append(h.targets, t)
+		if t.Skip != "" {
+			logf("%s: skipped: %s", t.Name, t.Skip)
+			continue
+		}
+		logf("%s: starting the server with %d service accounts", t.Name, t.users)
+		if err := h.startStore(ctx, t, 1, logf); err != nil {
+			return err
+		}
+	}
+	if h.listBody == nil {
+		return errors.New("no store ran, so there is no answer for the baselines to copy")
+	}
+	var base []*target
+	if slices.Contains(h.workloads, listTokens) {
+		logf("baselines: starting")
+		bare, err := h.baselineTarget(ctx, bareName, "")
+		if err != nil {
+			return err
+		}
+		base = append(base, bare)
+		if h.redis != nil {
+			if err := h.redis.Set(ctx, h.redisKey+digestHex(h.listToken), h.listBody, 0).Err(); err != nil {
+				return fmt.Errorf("redis: %w", err)
+			}
+			rt, err := h.baselineTarget(ctx, redisName, h.opt.redisAddr)
+			if err != nil {
+				return err
+			}
+			base = append(base, rt)
+		} else {
+			base = append(base, &target{Name: redisName, Kind: kindBaseline, Skip: "no Redis: set ORGADMIN_REDIS_ADDR or -redis"})
+		}
+		if h.opt.prism {
+			if _, err := exec.LookPath("npx"); err != nil {
+				base = append(base, &target{Name: "prism", Kind: kindPrism, Skip: "npx not found (Debian: apt-get install nodejs npm)"})
+			} else {
+				logf("prism: starting %s through npx (the first time fetches it)", prismVersion)
+				pt, err := h.prismTarget(ctx)
+				if err != nil {
+					return err
+				}
+				base = append(base, pt)
+			}
+		}
+	}
+	h.targets = append(base, h.targets...)
+	return nil
+}
+
+// startStore starts the server of store target t on generation gen,
+// trying up to three times: loading a seed again changes nothing, and a
+// database that answers slowly while the seed loads (FerretDB on a busy
+// machine) makes the server stop.
+func (h *harness) startStore(ctx context.Context, t *target, gen int, logf func(string, ...any)) error {
+	var err error
+	for try := 1; try <= 3; try++ {
+		start := time.Now()
+		if err = t.start(ctx, gen); err == nil {
+			logf("%s: ready in %s", t.Name, time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		logf("%s: start %d failed: %v", t.Name, try, err)
+	}
+	return fmt.Errorf("%s: %w", t.Name, err)
+}
+
+// measure runs the warm-up round, then the repeats. Each round runs every
+// workload on every target that serves it, rotating the order of the
+// targets from round to round. A token-creation run always starts on a
+// freshly seeded store, so that the per-user token limit is never reached
+// and every repeat starts alike.
+func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error {
+	for round := 0; round <= h.opt.repeats; round++ {
+		d := h.opt.duration
+		if round == 0 {
+			if h.opt.warmup <= 0 {
+				continue
+			}
+			d = h.opt.warmup
+		}
+		for _, w := range h.workloads {
+			var ts []*target
+			for _, t := range h.targets {
+				if t.serves(w) {
+					ts = append(ts, t)
+				}
+			}
+			for i := range ts {
+				t := ts[(i+round)%len(ts)]
+				if w == createToken && t.dirty {
+					if err := h.startStore(ctx, t, t.gen+1, logf); err != nil {
+						return err
+					}
+				}
+				cpu, logged := t.proc.cpuTime(), t.proc.logSize()
+				s, err := h.wrk.run(ctx, t.url, t.scripts[w], d)
+				if err != nil {
+					return fmt.Errorf("%s %s: %w", t.Name, w, err)
+				}
+				s.CPU = t.proc.cpuTime() - cpu
+				t.proc.settle(ctx, 10*time.Second)
+				if w == createToken {
+					t.dirty = true
+				}
+				phase := "warm-up"
+				if round > 0 {
+					phase = fmt.Sprintf("repeat %d/%d", round, h.opt.repeats)
+					h.res.add(t.Name, w, s)
+				}
+				bad := ""
+				if s.StatusErrors+s.SocketErrors > 0 {
+					bad = fmt.Sprintf("  ERRORS: %d status >= 400, %d socket", s.StatusErrors, s.SocketErrors)
+					if t.Kind == kindStore && s.StatusErrors > 0 {
+						counts, cause := t.proc.failures(logged)
+						bad += " " + fmtStatuses(counts)
+						if round > 0 {
+							h.fails.add(t.Name, w, counts, cause)
+						}
+					}
+				}
+				logf("%-11s %-15s %-13s %8.0f req/s  p50 %-8s p99 %-8s cpu/req %-7s%s", phase, t.Name, w, s.RPS(), fmtLatency(s.P50), fmtLatency(s.P99), fmtLatency(s.CPUPerRequest()), bad)
+			}
+		}
+	}
+	return nil
+}
+
+// failures gathers, per target and workload, the statuses the server
+// logged for failed requests and the first cause of a 500.
+type failures struct {
+	order  []key
+	counts map[key]map[int]int
+	cause  map[key]string
+}
+
+func (f *failures) add(target, workload string, counts map[int]int, cause string) {
+	k := key{target, workload}
+	if f.counts == nil {
+		f.counts, f.cause = map[key]map[int]int{}, map[key]string{}
+	}
+	if f.counts[k] == nil {
+		f.order = append(f.order, k)
+		f.counts[k] = map[int]int{}
+	}
+	for st, n := range counts {
+		f.counts[k][st] += n
+	}
+	if f.cause[k] == "" {
+		f.cause[k] = cause
+	}
+}
+
+// notes says what the failed requests of each target and workload
+// answered, by the server's log (which also counts requests that ended
+// after wrk stopped waiting).
+func (f *failures) notes() []string {
+	var out []string
+	for _, k := range f.order {
+		n := fmt.Sprintf("%s %s: the server logged failed requests %s", k.Target, k.Workload, fmtStatuses(f.counts[k]))
+		if c := f.cause[k]; c != "" {
+			if len(c) > 240 {
+				c = c[:240] + "..."
+			}
+			n += "; the first cause: " + c
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+// fmtStatuses writes status counts as "(500×3, 400×1)".
+func fmtStatuses(counts map[int]int) string {
+	var sts []int
+	for st := range counts {
+		sts = append(sts, st)
+	}
+	slices.Sort(sts)
+	var parts []string
+	for _, st := range sts {
+		parts = append(parts, fmt.Sprintf("%d×%d", st, counts[st]))
+	}
+	return "(" + strings.Join(parts, ", ") + ")"
+}
+
+// profile runs list-tokens on the memory server once more while taking a
+// CPU profile of it, and prints the top of the profile.
+func (h *harness) profile(ctx context.Context, stdout io.Writer, logf func(string, ...any)) error {
+	var mem *target
+	for _, t := range h.targets {
+		if t.Name == "memory" && t.serves(listTokens) {
+			mem = t
+		}
+	}
+	if mem == nil {
+		return errors.New("-cpuprofile needs the memory store and the list-tokens workload")
+	}
+	secs := int(h.opt.duration / time.Second)
+	logf("profiling the memory server for %ds of list-tokens", secs)
+	type got struct {
+		body []byte
+		err  error
+	}
+	c := make(chan got, 1)
+	go func() {
+		st, body, err := get(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", mem.pprof, secs), "", "")
+		if err == nil && st != 200 {
+			err = fmt.Errorf("pprof: status %d: %s", st, body)
+		}
+		c <- got{body, err}
+	}()
+	if _, err := h.wrk.run(ctx, mem.url, mem.scripts[listTokens], h.opt.duration+time.Second); err != nil {
+		return err
+	}
+	p := <-c
+	if p.err != nil {
+		return p.err
+	}
+	if err := os.WriteFile(h.opt.cpuProfile, p.body, 0o600); err != nil {
+		return err
+	}
+	logf("wrote %s", h.opt.cpuProfile)
+	for _, extra := range [][]string{{"-top"}, {"-top", "-cum"}} {
+		args := append([]string{"tool", "pprof", "-nodecount=25"}, extra...)
+		out, err := exec.CommandContext(ctx, "go", append(args, h.opt.cpuProfile)...).CombinedOutput() // #nosec G204 -- the profile this run wrote
+		if err != nil {
+			return fmt.Errorf("go tool pprof: %w\n%s", err, out)
+		}
+		fmt.Fprintf(stdout, "\n$ go tool pprof %s %s\n%s", strings.Join(args[2:], " "), h.opt.cpuProfile, out)
+	}
+	return nil
+}
+
+func (h *harness) openRedis(ctx context.Context) error {
+	h.redis = redis.NewClient(&redis.Options{Addr: h.opt.redisAddr, DB: h.opt.redisDB})
+	n, err := h.redis.DBSize(ctx).Result()
+	if err != nil {
+		return fmt.Errorf("redis %s: %w", h.opt.redisAddr, err)
+	}
+	if n != 0 {
+		_ = h.redis.Close()
+		h.redis = nil
+		return fmt.Errorf("redis %s: database %d holds %d keys; the harness empties its database at the end, so give it an empty one with -redis-db", h.opt.redisAddr, h.opt.redisDB, n)
+	}
+	return nil
+}
+
+func (h *harness) openMongo(ctx context.Context) error {
+	c, err := mongo.Connect(options.Client().ApplyURI(h.opt.mongoURI).SetServerSelectionTimeout(10 * time.Second))
+	if err != nil {
+		return fmt.Errorf("mongodb: %w", err)
+	}
+	h.mongo = c
+	return c.Ping(ctx, nil)
+}
+
+// mongoStoreURI returns -mongo with the database of generation gen.
+func (h *harness) mongoStoreURI(gen int) string {
+	db := fmt.Sprintf("loadharness_%s_%d", h.runID, gen)
+	h.mongoDBs = append(h.mongoDBs, db)
+	return withDatabase(h.opt.mongoURI, db)
+}
+
+// withDatabase returns the MongoDB URI uri naming database db instead of
+// any it named.
+func withDatabase(uri, db string) string {
+	rest, query, hasQuery := strings.Cut(uri, "?")
+	scheme, hosts, _ := strings.Cut(rest, "://")
+	hosts, _, _ = strings.Cut(hosts, "/")
+	out := scheme + "://" + hosts + "/" + db
+	if hasQuery {
+		out += "?" + query
+	}
+	return out
+}
+
+// cleanup stops every process, empties the Redis database, drops the
+// MongoDB databases and removes the work files.
+func (h *harness) cleanup(stderr io.Writer) {
+	for _, t := range h.targets {
+		t.proc.stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if h.redis != nil {
+		if err := h.redis.FlushDB(ctx).Err(); err != nil {
+			fmt.Fprintln(stderr, "loadharness: emptying the Redis database:", err)
+		}
+		_ = h.redis.Close()
+	}
+	if h.mongo != nil {
+		for _, db := range h.mongoDBs {
+			if err := h.mongo.Database(db).Drop(ctx); err != nil {
+				fmt.Fprintf(stderr, "loadharness: dropping %s: %v\n", db, err)
+			}
+		}
+		_ = h.mongo.Disconnect(ctx)
+	}
+	switch {
+	case h.dir == "":
+	case h.opt.keep:
+		fmt.Fprintln(stderr, "loadharness: work files kept in", h.dir)
+	default:
+		_ = os.RemoveAll(h.dir)
+	}
+}
+
+// machine describes where the figures come from.
+func (h *harness) machine(ctx context.Context) []string {
+	var out []string
+	cpu := "unknown CPU"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				cpu = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	out = append(out, fmt.Sprintf("%d CPUs (nproc), %s", runtime.NumCPU(), cpu))
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		out = append(out, "Linux "+strings.TrimSpace(string(b)))
+	}
+	if h.load != "" {
+		out = append(out, fmt.Sprintf("load average %s at the start, %s at the end (other work on the machine)", h.load, loadAverage()))
+	}
+	if b, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output(); err == nil {
+		out = append(out, "Go "+strings.TrimPrefix(strings.TrimSpace(string(b)), "go")+" (the server's build)")
+	}
+	if b, _ := exec.CommandContext(ctx, "wrk", "-v").CombinedOutput(); len(b) > 0 {
+		out = append(out, strings.SplitN(string(b), " Copyright", 2)[0])
+	}
+	if h.redis != nil {
+		if info, err := h.redis.Info(ctx, "server").Result(); err == nil {
+			for _, l := range strings.Split(info, "\n") {
+				if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
+					out = append(out, "Redis "+v)
+				}
+			}
+		}
+	}
+	if h.mongo != nil {
+		var bi bson.M
+		if err := h.mongo.Database("admin").RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&bi); err == nil {
+			s := fmt.Sprintf("MongoDB wire version %v", bi["version"])
+			if fv, ok := bi["ferretdbVersion"]; ok {
+				if fv == "unknown" {
+					// Built from source by scripts/services.sh: its go.mod says which.
+					fv = moduleVersion(filepath.Join("scripts", "ferretdb", "go.mod"), "github.com/FerretDB/FerretDB")
+				}
+				s = fmt.Sprintf("FerretDB %v (SQLite; reports MongoDB %v)", fv, bi["version"])
+			}
+			out = append(out, s)
+		}
+	}
+	for _, t := range h.targets {
+		if t.Name == "prism" && t.Skip == "" {
+			out = append(out, "Prism "+prismVersion+" (npm @stoplight/prism-cli, node "+nodeVersion(ctx)+")")
+		}
+	}
+	return out
+}
+
+// loadAverage returns the one-minute load average, or "".
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
+}
+
+// moduleVersion returns the version of module that the go.mod file
+// requires, or "unknown".
+func moduleVersion(file, module string) string {
+	b, err := os.ReadFile(file) // #nosec G304 -- a go.mod of this repository
+	if err != nil {
+		return "unknown"
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(l), "require "))
+		if len(f) >= 2 && f[0] == module {
+			return f[1]
+		}
+	}
+	return "unknown"
+}
+
+func nodeVersion(ctx context.Context) string {
+	b, err := exec.CommandContext(ctx, "node", "--version").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// writeMarkdown rewrites the marked section of the -markdown file.
+func (h *harness) writeMarkdown(ctx context.Context, rows []row, goals []goal, args []string) error {
+	doc, err := os.ReadFile(h.opt.markdown)
+	if err != nil {
+		return err
+	}
+	command := os.Getenv("LOADHARNESS_COMMAND")
+	if command == "" {
+		command = strings.TrimSpace("go run ./bench/loadharness " + strings.Join(args, " "))
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "Measured %s with:\n\n```sh\n%s\n```\n\n", time.Now().UTC().Format("2006-01-02 15:04 MST"), command)
+	b.WriteString("Machine: " + strings.Join(h.machine(ctx), "; ") + ".\n\n")
+	fmt.Fprintf(&b, "Each figure is the median of %d runs of %s (after a %s warm-up), wrk -t%d -c%d; %s. Workloads:\n\n",
+		h.opt.repeats, wrkSeconds(h.opt.duration), h.opt.warmup, h.opt.threads, h.opt.connections, h.pinning)
+	for _, w := range h.workloads {
+		fmt.Fprintf(&b, "- `%s`: %s\n", w, workloadTitles[w])
+	}
+	b.WriteString("\n" + markdownTables(rows, goals))
+	for _, n := range h.notes {
+		b.WriteString("\nNote: " + n + "\n")
+	}
+	if h.opt.svg != "" {
+		rel, err := filepath.Rel(filepath.Dir(h.opt.markdown), h.opt.svg)
+		if err != nil {
+			rel = h.opt.svg
+		}
+		fmt.Fprintf(&b, "\n![Median requests/s per target and workload](%s)\n", filepath.ToSlash(rel))
+	}
+	out, err := replaceSection(string(doc), b.String())
+	if err != nil {
+		return fmt.Errorf("%s: %w", h.opt.markdown, err)
+	}
+	return os.WriteFile(h.opt.markdown, []byte(out), 0o600) // an existing file keeps its mode
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestMedian(t *testing.T) {
+	assert.Equal(t, 0.0, median(nil))
+	assert.Equal(t, 5.0, median([]float64{5}))
+	assert.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	assert.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
+	xs := []float64{3, 1, 2}
+	median(xs)
+	assert.Equal(t, []float64{3, 1, 2}, xs, "the input is left as it was")
+}
+
+// ms returns a sample of rps requests per second and the given latencies
+// in milliseconds.
+func ms(rps int64, p50, p99 float64) sample {
+	return sample{Requests: rps, Duration: time.Second,
+		P50: time.Duration(p50 * float64(time.Millisecond)), P99: time.Duration(p99 * float64(time.Millisecond))}
+}
+
+func testTargets() []*target {
+	lt := map[string]script{listTokens: {}}
+	return []*target{
+		{Name: bareName, Kind: kindBaseline, scripts: lt},
+		{Name: redisName, Kind: kindBaseline, scripts: lt},
+		{Name: "prism", Kind: kindPrism, Skip: "npx not found"},
+		{Name: "memory", Kind: kindStore, scripts: map[string]script{listTokens: {}, createToken: {}}},
+		{Name: "redis", Kind: kindStore, scripts: map[string]script{listTokens: {}, createToken: {}}},
+		{Name: "mongodb", Kind: kindStore, Skip: "no MongoDB"},
+	}
+}
+
+func testResults() *results {
+	var r results
+	// Three repeats; the ratios are taken within each repeat.
+	for _, s := range []sample{ms(10000, 1, 10), ms(20000, 1, 10), ms(12000, 2, 20)} {
+		r.add(bareName, listTokens, s)
+	}
+	for _, s := range []sample{ms(4000, 4, 40), ms(5000, 5, 50), ms(6000, 6, 60)} {
+		r.add(redisName, listTokens, s)
+	}
+	for i, s := range []sample{ms(9000, 2, 20), ms(15000, 2, 20), ms(10800, 4, 40)} {
+		s.CPU = time.Duration(s.Requests) * 60 * time.Microsecond
+		r.samples[key{bareName, listTokens}][i].CPU = time.Duration(r.samples[key{bareName, listTokens}][i].Requests) * 40 * time.Microsecond
+		r.add("memory", listTokens, s)
+	}
+	for _, s := range []sample{ms(2400, 8, 80), ms(3500, 10, 100), ms(3600, 12, 120)} {
+		r.add("redis", listTokens, s)
+	}
+	for _, s := range []sample{ms(5000, 3, 30), ms(6000, 3, 30), ms(7000, 3, 30)} {
+		r.add("memory", createToken, s)
+	}
+	bad := ms(1000, 5, 50)
+	bad.StatusErrors = 7
+	for _, s := range []sample{bad, ms(1000, 5, 50), ms(1000, 5, 50)} {
+		r.add("redis", createToken, s)
+	}
+	return &r
+}
+
+func TestRowsTakeMediansAndPairedRatios(t *testing.T) {
+	rows := testResults().rows(testTargets(), []string{listTokens, createToken})
+	byKey := map[string]row{}
+	var order []string
+	for _, rw := range rows {
+		byKey[rw.Target+" "+rw.Workload] = rw
+		order = append(order, rw.Target+" "+rw.Workload)
+	}
+	assert.Equal(t, []string{
+		"bare list-tokens", "bare+redis-get list-tokens", "memory list-tokens", "redis list-tokens",
+		"memory create-token", "redis create-token", "prism -", "mongodb -",
+	}, order)
+
+	mem := byKey["memory list-tokens"]
+	assert.Equal(t, 10800.0, mem.RPS)
+	assert.Equal(t, 2*time.Millisecond, mem.P50)
+	assert.Equal(t, bareName, mem.Baseline)
+	// Per repeat: 0.9, 0.75, 0.9 -> 0.9 (the ratio of the medians would be 0.9 too,
+	// but the paired one ignores which repeat was noisy).
+	assert.InDelta(t, 0.9, mem.RatioRPS, 1e-9)
+	assert.InDelta(t, 2.0, mem.RatioP50, 1e-9)
+	assert.Equal(t, 60*time.Microsecond, mem.CPU)
+	assert.InDelta(t, 1.5, mem.RatioCPU, 1e-9)
+	assert.Zero(t, byKey["redis list-tokens"].RatioCPU, "no CPU figures, no ratio")
+
+	red := byKey["redis list-tokens"]
+	assert.Equal(t, redisName, red.Baseline, "the Redis store is held to the baseline with one Redis GET")
+	assert.InDelta(t, 0.6, red.RatioRPS, 1e-9) // 0.6, 0.7, 0.6
+	assert.Equal(t, "", byKey["bare list-tokens"].Baseline)
+
+	create := byKey["memory create-token"]
+	assert.Equal(t, bareName, create.Baseline)
+	assert.InDelta(t, 0.5, create.RatioRPS, 1e-9) // 0.5, 0.3, 0.5833
+	assert.Equal(t, int64(7), byKey["redis create-token"].Errors)
+	assert.Equal(t, "no MongoDB", byKey["mongodb -"].Skip)
+}
+
+func TestGoals(t *testing.T) {
+	r := testResults()
+	goals := r.goals(r.rows(testTargets(), []string{listTokens}))
+	require.Len(t, goals, 4)
+	assert.InDelta(t, 0.9, goals[0].Measured, 1e-9)
+	assert.InDelta(t, 1/1.5, goals[0].FromCPU, 1e-9, "40 µs of CPU per request for the bare baseline, 60 for the memory store")
+	assert.Zero(t, goals[1].FromCPU)
+	assert.Equal(t, "met", goals[0].verdict())
+	assert.InDelta(t, 0.6, goals[1].Measured, 1e-9)
+	assert.Equal(t, "met", goals[1].verdict())
+	assert.Equal(t, "not measured", goals[2].verdict())
+	assert.Equal(t, "not measured", goals[3].verdict())
+	assert.Equal(t, "MISSED", goal{Measured: 0.84, Min: 0.85}.verdict())
+	assert.Equal(t, "invalid (errors)", goal{Measured: 0.9, Min: 0.85, Invalid: true}.verdict())
+	assert.Equal(t, "reported", goal{Measured: 0.01}.verdict())
+	assert.Equal(t, "0.599x", fmtGoal(0.5994))
+	assert.Equal(t, "0.00331x", fmtGoal(0.003312))
+	assert.Equal(t, "26.3x", fmtGoal(26.27))
+	assert.Equal(t, "-", fmtGoal(0))
+}
+
+func TestTables(t *testing.T) {
+	r := testResults()
+	rows := r.rows(testTargets(), []string{listTokens, createToken})
+	goals := r.goals(rows)
+	var b bytes.Buffer
+	require.NoError(t, writeTable(&b, rows, goals))
+	text := b.String()
+	assert.Regexp(t, `memory\s+list-tokens\s+10800\s+2.00ms\s+20.00ms\s+60µs\s+0\s+bare\s+0.90x\s+2.00x\s+2.00x\s+1.50x`, text)
+	assert.Regexp(t, `redis\s+create-token\s+1000\s+5.00ms\s+50.00ms\s+-\s+7 INVALID\s+bare \(list-tokens\)`, text)
+	assert.Regexp(t, `mongodb\s+-\s+skipped: no MongoDB`, text)
+	assert.Regexp(t, `memory store / bare net/http\s+0.900x\s+0.667x\s+>= 0.85x\s+met`, text)
+
+	md := markdownTables(rows, goals)
+	lines := strings.Split(strings.TrimSpace(md), "\n")
+	cols := strings.Count(lines[0], "|")
+	for _, l := range lines[:len(rows)+2] {
+		assert.Equal(t, cols, strings.Count(l, "|"), l)
+	}
+	assert.Contains(t, md, "| memory | list-tokens | 10800 | 2.00ms | 20.00ms | 60µs | 0 | bare | 0.90x | 2.00x | 2.00x | 1.50x |")
+	assert.Contains(t, md, "| memory store / Prism mock | - | - | ≥ 10x | not measured |")
+}
+
+func TestReplaceSection(t *testing.T) {
+	doc := "# Benchmarks\n\nintro\n" + sectionBegin + "\nold figures\n" + sectionEnd + "\n\nmore\n"
+	out, err := replaceSection(doc, "\nnew figures\n")
+	require.NoError(t, err)
+	assert.Equal(t, "# Benchmarks\n\nintro\n"+sectionBegin+"\nnew figures\n"+sectionEnd+"\n\nmore\n", out)
+	again, err := replaceSection(out, "new figures")
+	require.NoError(t, err)
+	assert.Equal(t, out, again)
+	_, err = replaceSection("# no markers\n", "x")
+	assert.Error(t, err)
+}
+
+func TestChartIsWellFormedSVG(t *testing.T) {
+	r := testResults()
+	svg := chartSVG(r.rows(testTargets(), []string{listTokens, createToken}), "a <title> & more")
+	dec := xml.NewDecoder(strings.NewReader(svg))
+	rects, texts := 0, []string{}
+	inText := false
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		switch e := tok.(type) {
+		case xml.StartElement:
+			if e.Name.Local == "rect" {
+				rects++
+			}
+			inText = e.Name.Local == "text"
+		case xml.CharData:
+			if inText {
+				texts = append(texts, string(e))
+			}
+		case xml.EndElement:
+			inText = false
+		}
+	}
+	assert.Equal(t, 1+6, rects, "the background and one bar per measured row")
+	assert.Contains(t, texts, "a <title> & more")
+	assert.Contains(t, texts, "10800")
+	assert.Contains(t, texts, "1000 (errors: invalid)")
+	assert.NotContains(t, svg, "mongodb", "skipped targets have no bar")
+}
+
+func TestFormats(t *testing.T) {
+	assert.Equal(t, "-", fmtLatency(0))
+	assert.Equal(t, "750µs", fmtLatency(750*time.Microsecond))
+	assert.Equal(t, "1.50ms", fmtLatency(1500*time.Microsecond))
+	assert.Equal(t, "2.25s", fmtLatency(2250*time.Millisecond))
+	assert.Equal(t, "0.85x", fmtRatio(0.849999))
+	assert.Equal(t, "0.013x", fmtRatio(0.0131))
+	assert.Equal(t, "-", fmtRatio(0))
+	assert.Equal(t, "1234", fmtRPS(1234.4))
+	assert.Equal(t, "2.5", fmtRPS(2.5))
+}
+
+func TestFailuresAddUpOverRepeats(t *testing.T) {
+	var f failures
+	f.add("mongodb", setConfig, map[int]int{500: 3}, "set instances: timeout")
+	f.add("mongodb", listUsers, map[int]int{500: 1}, "")
+	f.add("mongodb", setConfig, map[int]int{500: 2, 400: 1}, "a later cause")
+	assert.Equal(t, []string{
+		"mongodb set-config: the server logged failed requests (400×1, 500×5); the first cause: set instances: timeout",
+		"mongodb list-users: the server logged failed requests (500×1)",
+	}, f.notes())
+}

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Target kinds.
+const (
+	kindStore    = "store"    // the orgadmin server on one store
+	kindBaseline = "baseline" // a bare net/http handler
+	kindPrism    = "prism"    // the Prism mock of the OpenAPI document
+)
+
+// Workload names.
+const (
+	listTokens  = "list-tokens"
+	getConfig   = "get-config"
+	setConfig   = "set-config"
+	createToken = "create-token"
+	listUsers   = "list-users"
+)
+
+var allWorkloads = []string{listTokens, getConfig, setConfig, createToken, listUsers}
+
+// workloadTitles says in words what each workload sends.
+var workloadTitles = map[string]string{
+	listTokens:  "GET /v1/users/admin/tokens (the Admin's own tokens)",
+	getConfig:   "GET /v1/users/{u}/instances, u over every service account",
+	setConfig:   "PUT /v1/users/{u}/instances, u over every service account",
+	createToken: "POST /v1/users/{u}/tokens, u over every service account, on a freshly seeded store",
+	listUsers:   "GET /v1/users?limit=100&page_token=..., every page in turn",
+}
+
+// target is one server the harness drives.
+type target struct {
+	Name string
+	Kind string
+	Skip string // why it does not run, or ""
+
+	url     string
+	scripts map[string]script // by workload
+	proc    *process
+
+	// Store targets: how to start (again), and whether token creation has
+	// run since the last start.
+	start func(ctx context.Context, gen int) error
+	gen   int
+	users int // service accounts seeded
+	dirty bool
+	pprof string // the server's -pprof address, or ""
+}
+
+// serves reports whether t runs workload w.
+func (t *target) serves(w string) bool {
+	_, ok := t.scripts[w]
+	return ok && t.Skip == ""
+}
+
+// world is what a seed puts in a store: one organization with an Admin
+// holding a few tokens, and many service accounts.
+type world struct {
+	Org        string
+	AdminToken string
+	Users      []string
+	Seed       []byte
+}
+
+// newWorld seeds the organization org with the Admin "admin" (tokens
+// tokens, the first one used to call) and users service accounts.
+func newWorld(org string, users, tokens int) (world, error) {
+	type seedToken struct {
+		Name  string `json:"name"`
+		Value string `json:"value"`
+		TTL   int    `json:"ttl"`
+	}
+	type seedUser struct {
+		Username         string      `json:"username"`
+		Role             string      `json:"role,omitempty"`
+		IsServiceAccount bool        `json:"is_service_account"`
+		Tokens           []seedToken `json:"tokens,omitempty"`
+	}
+	w := world{Org: org}
+	admin := seedUser{Username: "admin", Role: "Admin"}
+	for i := range max(tokens, 1) {
+		v, err := randomToken()
+		if err != nil {
+			return world{}, err
+		}
+		admin.Tokens = append(admin.Tokens, seedToken{Name: fmt.Sprintf("load%02d", i+1), Value: v, TTL: 30 * 86400})
+	}
+	w.AdminToken = admin.Tokens[0].Value
+	all := []seedUser{admin}
+	for i := range users {
+		u := fmt.Sprintf("sa%05d", i+1)
+		w.Users = append(w.Users, u)
+		all = append(all, seedUser{Username: u, IsServiceAccount: true})
+	}
+	seed := map[string]any{"organizations": []any{map[string]any{"id": org, "users": all}}}
+	b, err := json.Marshal(seed)
+	if err != nil {
+		return world{}, err
+	}
+	w.Seed = b
+	return w, nil
+}
+
+// randomToken returns a token value of 256 random bits.
+func randomToken() (string, error) {
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "load_" + hex.EncodeToString(b[:]), nil
+}
+
+// digestHex is the SHA-256 of a token value, as the baselines look it up.
+func digestHex(token string) string {
+	d := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(d[:])
+}
+
+const (
+	configBody = `{"config":{"read_write":{"instance_size":"jumbo"},"read_scaling":{"instance_size":"standard","flock_size":2}}}`
+	tokenBody  = `{"name":"load","ttl":86400}` // #nosec G101 -- a request body naming a new token, no secret
+)
+
+// storeScripts returns the workloads of a server seeded with w, after
+// checking that the first request of each answers 200. The list-users
+// workload walks the listing once to learn its page tokens.
+func storeScripts(ctx context.Context, base string, w world, workloads []string) (map[string]script, []byte, error) {
+	scripts := map[string]script{}
+	var listBody []byte
+	for _, name := range workloads {
+		var reqs []request
+		switch name {
+		case listTokens:
+			reqs = []request{{Method: "GET", Path: "/v1/users/admin/tokens"}}
+		case getConfig, setConfig, createToken:
+			for _, u := range w.Users {
+				switch name {
+				case getConfig:
+					reqs = append(reqs, request{Method: "GET", Path: "/v1/users/" + u + "/instances"})
+				case setConfig:
+					reqs = append(reqs, request{Method: "PUT", Path: "/v1/users/" + u + "/instances", Body: configBody})
+				case createToken:
+					reqs = append(reqs, request{Method: "POST", Path: "/v1/users/" + u + "/tokens", Body: tokenBody})
+				}
+			}
+		case listUsers:
+			pages, err := userPages(ctx, base, w)
+			if err != nil {
+				return nil, nil, err
+			}
+			for _, p := range pages {
+				reqs = append(reqs, request{Method: "GET", Path: p})
+			}
+		}
+		if len(reqs) == 0 {
+			return nil, nil, fmt.Errorf("workload %s: no requests (seed some users with -users)", name)
+		}
+		r := reqs[0]
+		st, body, err := get(ctx, r.Method, base+r.Path, w.AdminToken, r.Body)
+		if err != nil {
+			return nil, nil, err
+		}
+		if st != 200 {
+			return nil, nil, fmt.Errorf("%s %s: status %d: %s", r.Method, r.Path, st, body)
+		}
+		if name == listTokens {
+			listBody = body
+		}
+		scripts[name] = script{Token: w.AdminToken, Requests: reqs}
+	}
+	return scripts, listBody, nil
+}
+
+// userPages walks GET /v1/users by page_token and returns the path of
+// every page, the first one included.
+func userPages(ctx context.Context, base string, w world) ([]string, error) {
+	const first = "/v1/users?limit=100"
+	pages := []string{first}
+	path := first
+	for {
+		st, body, err := get(ctx, "GET", base+path, w.AdminToken, "")
+		if err != nil {
+			return nil, err
+		}
+		if st != 200 {
+			return nil, fmt.Errorf("GET %s: status %d: %s", path, st, body)
+		}
+		var page struct {
+			Users      []json.RawMessage `json:"users"`
+			TotalCount int               `json:"total_count"`
+			Next       *string           `json:"next_page_token"`
+		}
+		if err := json.Unmarshal(body, &page); err != nil {
+			return nil, fmt.Errorf("GET %s: %w", path, err)
+		}
+		if page.TotalCount != len(w.Users)+1 {
+			return nil, fmt.Errorf("GET %s: total_count %d, seeded %d users (is the store shared with something else?)", path, page.TotalCount, len(w.Users)+1)
+		}
+		if page.Next == nil {
+			return pages, nil
+		}
+		if len(pages) > 100000 {
+			return nil, fmt.Errorf("GET /v1/users: more than 100000 pages")
+		}
+		path = first + "&page_token=" + url.QueryEscape(*page.Next)
+		pages = append(pages, path)
+	}
+}
+
+// storeTarget returns the target of the server on store (memory, a Redis
+// URI or a MongoDB URI for database names made by storeURI).
+func (h *harness) storeTarget(name string, storeURI func(gen int) string) *target {
+	t := &target{Name: name, Kind: kindStore, users: h.opt.users}
+	t.start = func(ctx context.Context, gen int) error {
+		t.proc.stop()
+		t.gen = gen
+		w, err := newWorld(fmt.Sprintf("load%sg%d", h.runID, gen), t.users, h.opt.tokens)
+		if err != nil {
+			return err
+		}
+		seedFile := filepath.Join(h.dir, fmt.Sprintf("seed-%s-%d.json", name, gen))
+		if err := os.WriteFile(seedFile, w.Seed, 0o600); err != nil {
+			return err
+		}
+		addr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		argv := []string{h.serverBin, "-addr", addr, "-store", storeURI(gen), "-seed", seedFile}
+		if t.pprof != "" {
+			argv = append(argv, "-pprof", t.pprof)
+		}
+		p, err := startProcess(h.dir, fmt.Sprintf("server-%s-%d", name, gen), h.serverCPU, nil, argv...)
+		if err != nil {
+			return err
+		}
+		t.proc, t.url, t.dirty = p, "http://"+addr, false
+		if err := p.waitReady(ctx, h.opt.startLimit, func() error {
+			st, body, err := get(ctx, "GET", t.url+"/healthz", "", "")
+			if err == nil && st != 200 {
+				err = fmt.Errorf("/healthz: %d %s", st, body)
+			}
+			return err
+		}); err != nil {
+			return err
+		}
+		scripts, body, err := storeScripts(ctx, t.url, w, h.workloads)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		t.scripts = scripts
+		if h.listBody == nil && body != nil {
+			h.listBody, h.listToken = body, w.AdminToken
+		}
+		return nil
+	}
+	return t
+}
+
+// baselineTarget returns a bare handler answering h.listBody to
+// h.listToken, reading it from Redis when redisAddr is set.
+func (h *harness) baselineTarget(ctx context.Context, name, redisAddr string) (*target, error) {
+	t := &target{Name: name, Kind: kindBaseline}
+	bodyFile := filepath.Join(h.dir, "list-tokens-body.json")
+	if err := os.WriteFile(bodyFile, h.listBody, 0o600); err != nil {
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	argv := []string{self, "baseline", "-addr", addr, "-digest", digestHex(h.listToken), "-body", bodyFile}
+	if redisAddr != "" {
+		argv = append(argv, "-redis", redisAddr, "-redis-db", fmt.Sprint(h.opt.redisDB), "-key", h.redisKey)
+	}
+	p, err := startProcess(h.dir, name, h.serverCPU, nil, argv...)
+	if err != nil {
+		return nil, err
+	}
+	t.proc, t.url = p, "http://"+addr
+	t.scripts = map[string]script{listTokens: {Token: h.listToken, Requests: []request{{Method: "GET", Path: "/v1/users/admin/tokens"}}}}
+	return t, p.waitReady(ctx, 30*time.Second, func() error { return checkListTokens(ctx, t.url, h.listToken) })
+}
+
+// prismVersion is the Prism release measured against.
+const prismVersion = "5.14.2"
+
+// prismTarget returns the Prism mock server of the OpenAPI document,
+// started through npx (which fetches it the first time).
+func (h *harness) prismTarget(ctx context.Context) (*target, error) {
+	t := &target{Name: "prism", Kind: kindPrism}
+	addr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	host, port, _ := strings.Cut(addr, ":")
+	doc, err := filepath.Abs(filepath.Join("httpserver", "openapi.json"))
+	if err != nil {
+		return nil, err
+	}
+	p, err := startProcess(h.dir, "prism", h.serverCPU, nil,
+		"npx", "--yes", "@stoplight/prism-cli@"+prismVersion, "mock", "-h", host, "-p", port, "-v", "warn", doc)
+	if err != nil {
+		return nil, err
+	}
+	t.proc, t.url = p, "http://"+addr
+	t.scripts = map[string]script{listTokens: {Token: h.listToken, Requests: []request{{Method: "GET", Path: "/v1/users/admin/tokens"}}}}
+	return t, p.waitReady(ctx, 5*time.Minute, func() error { return checkListTokens(ctx, t.url, h.listToken) })
+}
+
+// checkListTokens asks base for the Admin's tokens once and wants a 200.
+func checkListTokens(ctx context.Context, base, token string) error {
+	st, body, err := get(ctx, "GET", base+"/v1/users/admin/tokens", token, "")
+	if err == nil && st != 200 {
+		err = fmt.Errorf("GET /v1/users/admin/tokens: %d %s", st, body)
+	}
+	return err
+}

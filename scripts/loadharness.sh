@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs the load harness (bench/loadharness) with a Redis server and FerretDB
+# of its own: starts them on free loopback ports through scripts/services.sh
+# (or uses ORGADMIN_REDIS_ADDR and ORGADMIN_MONGO_URI when set), pins them to
+# the servers' CPU, and stops them at the end. Every argument goes to the
+# harness, for example:
+#
+#   scripts/loadharness.sh -duration 10s -repeats 5 -prism -svg bench/throughput.svg -markdown BENCHMARKS.md
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+server_cpu=1
+prev=
+for arg in "$@"; do
+  case "$prev" in -server-cpu | --server-cpu) server_cpu=$arg ;; esac
+  case "$arg" in -server-cpu=* | --server-cpu=*) server_cpu=${arg#*=} ;; esac
+  prev=$arg
+done
+
+. scripts/services.sh
+trap stop_services EXIT
+build_ferretdb
+start_redis
+start_ferretdb
+
+# The databases run beside the servers, on their CPU, leaving wrk its own.
+if [ -n "$server_cpu" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
+  for pid in "${service_pids[@]}"; do
+    taskset -a -p -c "$server_cpu" "$pid" >/dev/null
+  done
+fi
+
+export LOADHARNESS_COMMAND="scripts/loadharness.sh $*"
+go run ./bench/loadharness "$@"
