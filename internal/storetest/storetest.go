@@ -26,12 +26,11 @@ type Kind struct {
 	// Name is the kind's subtest name: memory, miniredis, redis, cluster
 	// or mongo.
 	Name string
-	// Costly is true when Open costs too much to call for each of
-	// hundreds of test cases: on MongoDB it creates a database and its
-	// indexes, tens of milliseconds on FerretDB. A test with many cases
-	// then shares a store between several and keeps them apart by org
-	// ids.
-	Costly bool
+	// Slow is true for MongoDB, which tests run on FerretDB: every
+	// operation costs milliseconds there, and every query but an id
+	// lookup scans its whole collection. Tests that send many requests
+	// send fewer to a slow kind.
+	Slow bool
 
 	open func(tb testing.TB) *Store
 }
@@ -76,7 +75,7 @@ func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 	t.Run("cluster", func(t *testing.T) { test(t, redisKind("cluster", testdb.RedisCluster(t))) })
 	t.Run("mongo", func(t *testing.T) {
 		c := testdb.Mongo(t)
-		test(t, Kind{Name: "mongo", Costly: true, open: func(tb testing.TB) *Store { return openMongo(tb, c) }})
+		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) *Store { return openMongo(tb, c) }})
 	})
 }
 
