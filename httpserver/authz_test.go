@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -315,6 +316,17 @@ func expectStatus(op operation, c callerKind, target string) int {
 func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, k storetest.Kind) {
+		rows := make(chan func())
+		var wg sync.WaitGroup
+		for range matrixConcurrency {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for row := range rows {
+					row()
+				}
+			}()
+		}
 		for _, op := range operations {
 			targets := targetKinds
 			if !op.hasTarget {
@@ -322,16 +334,25 @@ func TestAuthorizationMatrix(t *testing.T) {
 			}
 			for _, c := range callerKinds {
 				for _, tk := range targets {
-					t.Run(op.name+"/"+c.name+"/"+tk.name, func(t *testing.T) {
-						t.Parallel()
-						f := newFixtureWith(t, orgadmin.Config{}, worldOptions{store: k.Open(t)})
-						testMatrixRow(t, f, op, c, tk)
-					})
+					rows <- func() {
+						t.Run(op.name+"/"+c.name+"/"+tk.name, func(t *testing.T) {
+							f := newFixtureWith(t, orgadmin.Config{}, worldOptions{store: k.Open(t)})
+							testMatrixRow(t, f, op, c, tk)
+						})
+					}
 				}
 			}
 		}
+		close(rows)
+		wg.Wait()
 	})
 }
+
+// matrixConcurrency is how many rows of the matrix run at once. A row
+// mostly waits for its store, FerretDB above all, so more rows than cores
+// keep the cores busy; t.Parallel would allow only -parallel, by default
+// as many as there are cores.
+const matrixConcurrency = 8
 
 // testMatrixRow calls op as c on the target tk names, on f, and checks the
 // status against expectStatus and the stored state against op.check.
