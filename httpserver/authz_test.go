@@ -336,7 +336,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 				for _, tk := range targets {
 					rows <- func() {
 						t.Run(op.name+"/"+c.name+"/"+tk.name, func(t *testing.T) {
-							f := newFixtureWith(t, orgadmin.Config{}, worldOptions{store: k.Open(t)})
+							f := newFixtureWith(t, orgadmin.Config{}, worldOptions{store: k.Open(t).Store})
 							testMatrixRow(t, f, op, c, tk)
 						})
 					}
@@ -409,7 +409,7 @@ func TestAuthorizationExamples(t *testing.T) {
 func TestCrossOrgIsIndistinguishableFromMissing(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, func(t *testing.T, k storetest.Kind) {
-		testCrossOrgIsIndistinguishableFromMissing(t, newFixtureWith(t, orgadmin.Config{}, worldOptions{store: k.Open(t)}))
+		testCrossOrgIsIndistinguishableFromMissing(t, newFixtureWith(t, orgadmin.Config{}, worldOptions{store: k.Open(t).Store}))
 	})
 }
 

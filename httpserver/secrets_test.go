@@ -31,7 +31,7 @@ func TestSecretsNeverStoredOrLogged(t *testing.T) {
 		store := k.Open(t)
 		var logs syncBuffer
 		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		w := newWorldWith(t, orgadmin.Config{}, worldOptions{store: store, logger: logger})
+		w := newWorldWith(t, orgadmin.Config{}, worldOptions{store: store.Store, logger: logger})
 		run := mintUseAndRevoke(t, w)
 
 		// The values are real: the live ones work, the others do not.

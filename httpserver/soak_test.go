@@ -20,6 +20,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/internal/storetest"
+	"github.com/orgadmin/orgadmin/storage"
 )
 
 // Soak sizes: soakWorkers goroutines each send a fixed number of requests,
@@ -49,11 +50,11 @@ func TestSoak(t *testing.T) {
 		if k.Slow {
 			n = soakRequestsOnSlow
 		}
-		testSoak(t, k.Open(t), n)
+		testSoak(t, k.Open(t).Store, n)
 	})
 }
 
-func testSoak(t *testing.T, store *storetest.Store, perWorker int) {
+func testSoak(t *testing.T, store storage.Store, perWorker int) {
 	ctx := t.Context()
 	svc := orgadmin.New(store, orgadmin.Config{})
 	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: discardLogger()}))

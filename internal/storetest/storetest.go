@@ -32,19 +32,21 @@ type Kind struct {
 	// send fewer to a slow kind.
 	Slow bool
 
-	open func(tb testing.TB) *Store
+	open func(tb testing.TB) Opened
 }
 
 // Open returns an empty store of the kind, which no other Open shares,
 // removed (its keys deleted, its database dropped) when tb ends.
-func (k Kind) Open(tb testing.TB) *Store {
+func (k Kind) Open(tb testing.TB) Opened {
 	tb.Helper()
 	return k.open(tb)
 }
 
-// Store is a store opened by Kind.Open.
-type Store struct {
-	storage.Store
+// Opened is a store opened by Kind.Open.
+type Opened struct {
+	// Store is the store as its adapter made it, not wrapped, so that it
+	// has every optional capability the adapter has.
+	Store    storage.Store
 	contents func(ctx context.Context) ([]string, error)
 }
 
@@ -53,11 +55,11 @@ type Store struct {
 // extended JSON and as raw BSON), and for memory every string, byte and
 // number reachable from the Store value. It fails tb when the store cannot
 // be read.
-func (s *Store) Contents(tb testing.TB) []string {
+func (o Opened) Contents(tb testing.TB) []string {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
 	defer cancel()
-	out, err := s.contents(ctx)
+	out, err := o.contents(ctx)
 	if err != nil {
 		tb.Fatalf("read the store's contents: %v", err)
 	}
@@ -75,13 +77,13 @@ func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 	t.Run("cluster", func(t *testing.T) { test(t, redisKind("cluster", testdb.RedisCluster(t))) })
 	t.Run("mongo", func(t *testing.T) {
 		c := testdb.Mongo(t)
-		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) *Store { return openMongo(tb, c) }})
+		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) Opened { return openMongo(tb, c) }})
 	})
 }
 
-func openMemory(testing.TB) *Store {
+func openMemory(testing.TB) Opened {
 	s := memstore.New()
-	return &Store{Store: s, contents: func(ctx context.Context) ([]string, error) {
+	return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
 		// A read under the Store's lock orders every earlier write before
 		// the walk, for the race detector.
 		_, _ = s.GetOrg(ctx, "")
@@ -92,28 +94,28 @@ func openMemory(testing.TB) *Store {
 // redisKind is a kind whose stores live on c, each under a key prefix of
 // its own.
 func redisKind(name string, c redis.UniversalClient) Kind {
-	return Kind{Name: name, open: func(tb testing.TB) *Store {
+	return Kind{Name: name, open: func(tb testing.TB) Opened {
 		tb.Helper()
 		prefix := testdb.RedisPrefix(tb, c)
 		s, err := redisstore.New(c, redisstore.Options{Prefix: prefix, Timeout: testdb.Timeout})
 		if err != nil {
 			tb.Fatalf("redisstore.New: %v", err)
 		}
-		return &Store{Store: s, contents: func(ctx context.Context) ([]string, error) {
+		return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
 			return testdb.RedisContents(ctx, c, prefix)
 		}}
 	}}
 }
 
 // openMongo returns a store on a database of its own.
-func openMongo(tb testing.TB, c *mongo.Client) *Store {
+func openMongo(tb testing.TB, c *mongo.Client) Opened {
 	tb.Helper()
 	db := testdb.MongoDatabase(tb, c)
 	s, err := mongostore.New(tb.Context(), db, mongostore.Options{Timeout: testdb.Timeout})
 	if err != nil {
 		tb.Fatalf("mongostore.New: %v", err)
 	}
-	return &Store{Store: s, contents: func(ctx context.Context) ([]string, error) {
+	return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
 		return testdb.MongoContents(ctx, db)
 	}}
 }

@@ -12,6 +12,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+	"github.com/orgadmin/orgadmin/storage/mongostore"
+	"github.com/orgadmin/orgadmin/storage/redisstore"
 )
 
 const secret = "oat_3kTq9ZvX2mLp8RwY4nBc7HdJ5sFg1Ae6Ui0OyKxQrVtNhWjM"
@@ -80,14 +83,19 @@ func TestWalk(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(got, "raw-bytes"), "a shared pointer is walked once")
 }
 
-// Every kind opens empty stores that see nothing of one another, and
-// shows what a store holds.
+// Every kind opens empty stores of its adapter's own type, unwrapped, that
+// see nothing of one another, and shows what a store holds.
 func TestKinds(t *testing.T) {
+	types := map[string]storage.Store{
+		"memory": &memstore.Store{}, "miniredis": &redisstore.Store{}, "redis": &redisstore.Store{},
+		"cluster": &redisstore.Store{}, "mongo": &mongostore.Store{},
+	}
 	Run(t, func(t *testing.T, k Kind) {
 		ctx := t.Context()
 		a, b := k.Open(t), k.Open(t)
-		require.NoError(t, a.CreateOrg(ctx, storage.Org{ID: "org-only-in-a", CreatedAt: time.Now()}))
-		_, err := b.GetOrg(ctx, "org-only-in-a")
+		assert.IsType(t, types[k.Name], a.Store)
+		require.NoError(t, a.Store.CreateOrg(ctx, storage.Org{ID: "org-only-in-a", CreatedAt: time.Now()}))
+		_, err := b.Store.GetOrg(ctx, "org-only-in-a")
 		require.ErrorIs(t, err, storage.ErrNotFound)
 		assert.Contains(t, strings.Join(a.Contents(t), "\n"), "org-only-in-a")
 		assert.NotContains(t, strings.Join(b.Contents(t), "\n"), "org-only-in-a")
