@@ -20,6 +20,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/internal/fakeclock"
+	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
@@ -34,8 +35,8 @@ func newFakeClock() *fakeClock { return fakeclock.New(epoch) }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// world is a Service on a fresh memory store, served over a real HTTP
-// transport, with a fake clock.
+// world is a Service on a store, served over a real HTTP transport, with
+// a fake clock.
 type world struct {
 	tb    testing.TB
 	clock *fakeClock
@@ -43,18 +44,37 @@ type world struct {
 	srv   *httptest.Server
 }
 
+// worldOptions say what a world runs on. The zero value is a fresh memory
+// store and a Handler that logs nowhere.
+type worldOptions struct {
+	store  storage.Store
+	logger *slog.Logger
+}
+
 // tokenSeq numbers seeded token values, so that every value is unique.
 var tokenSeq atomic.Int64
 
-// newWorld returns an empty world whose Service is configured by cfg (its
-// Now and Rand are replaced by the world's clock and crypto/rand).
+// newWorld returns an empty world on a fresh memory store, whose Service
+// is configured by cfg (its Now and Rand are replaced by the world's clock
+// and crypto/rand).
 func newWorld(tb testing.TB, cfg orgadmin.Config) *world {
+	return newWorldWith(tb, cfg, worldOptions{})
+}
+
+// newWorldWith is newWorld on what opts say.
+func newWorldWith(tb testing.TB, cfg orgadmin.Config, opts worldOptions) *world {
 	tb.Helper()
 	clock := newFakeClock()
 	cfg.Now = clock.Now
 	cfg.Rand = nil
-	svc := orgadmin.New(memstore.New(), cfg)
-	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: discardLogger()}))
+	if opts.store == nil {
+		opts.store = memstore.New()
+	}
+	if opts.logger == nil {
+		opts.logger = discardLogger()
+	}
+	svc := orgadmin.New(opts.store, cfg)
+	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: opts.logger}))
 	tb.Cleanup(srv.Close)
 	return &world{tb: tb, clock: clock, svc: svc, srv: srv}
 }
@@ -150,7 +170,13 @@ type fixture struct {
 
 func newFixture(tb testing.TB, cfg orgadmin.Config) *fixture {
 	tb.Helper()
-	f := &fixture{world: newWorld(tb, cfg)}
+	return newFixtureWith(tb, cfg, worldOptions{})
+}
+
+// newFixtureWith is newFixture on what opts say.
+func newFixtureWith(tb testing.TB, cfg orgadmin.Config, opts worldOptions) *fixture {
+	tb.Helper()
+	f := &fixture{world: newWorldWith(tb, cfg, opts)}
 	f.createOrg(acme)
 	f.createOrg(globex)
 	f.createUser(acme, orgadmin.NewUser{Username: "admin", Role: orgadmin.RoleAdmin})

@@ -2,8 +2,6 @@ package mongostore
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"os"
 	"sync"
 	"testing"
@@ -12,16 +10,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/orgadmin/orgadmin/internal/testdb"
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/storagetest"
 )
 
-// uriEnv names the variable that points the tests at a MongoDB-wire server.
-const uriEnv = "ORGADMIN_MONGO_URI"
-
 // testTimeout is the per-operation timeout of the stores the tests use:
 // generous, as the race detector and a loaded test server slow everything.
-const testTimeout = 30 * time.Second
+const testTimeout = testdb.Timeout
 
 // testClient is the client every test of the package shares.
 var testClient struct {
@@ -40,15 +36,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// testURI returns the server URI the tests use, or skips t.
-func testURI(t testing.TB) string {
-	t.Helper()
-	uri := os.Getenv(uriEnv)
-	if uri == "" {
-		t.Skip(uriEnv + " not set; scripts/test.sh starts a MongoDB-wire server")
-	}
-	return uri
-}
+// testURI returns the server URI the tests use, or skips t; newDB returns
+// a database of its own for t, dropped when t ends (internal/testdb).
+var (
+	testURI = testdb.MongoURI
+	newDB   = testdb.MongoDatabase
+)
 
 // client returns the shared client, connected to the test server.
 func client(t testing.TB) *mongo.Client {
@@ -61,22 +54,6 @@ func client(t testing.TB) *mongo.Client {
 		t.Fatalf("connect to %s: %v", uri, testClient.err)
 	}
 	return testClient.c
-}
-
-// newDB returns a database of its own for t, dropped when t ends.
-func newDB(t testing.TB, c *mongo.Client) *mongo.Database {
-	t.Helper()
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	db := c.Database("orgadmin_test_" + hex.EncodeToString(b[:]))
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
-		if err := db.Drop(ctx); err != nil {
-			t.Errorf("drop database %s: %v", db.Name(), err)
-		}
-	})
-	return db
 }
 
 // newTestStore returns a Store on a database of its own.

@@ -1,0 +1,121 @@
+// Package storetest runs a test on every kind of store: memory and
+// miniredis always, and a real Redis server, a Redis Cluster and a
+// MongoDB-wire server when the environment names them (see
+// internal/testdb). Each kind opens fresh stores of its own and can show
+// everything a store holds, so that a test can look for what must never be
+// stored.
+package storetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/orgadmin/orgadmin/internal/testdb"
+	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+	"github.com/orgadmin/orgadmin/storage/mongostore"
+	"github.com/orgadmin/orgadmin/storage/redisstore"
+)
+
+// Kind is one kind of store, with the server it runs on (if any)
+// connected.
+type Kind struct {
+	// Name is the kind's subtest name: memory, miniredis, redis, cluster
+	// or mongo.
+	Name string
+	// Slow is true for MongoDB, which tests run on FerretDB: every
+	// operation costs milliseconds there, and every query but an id
+	// lookup scans its whole collection. Tests that send many requests
+	// send fewer to a slow kind.
+	Slow bool
+
+	open func(tb testing.TB) Opened
+}
+
+// Open returns an empty store of the kind, which no other Open shares,
+// removed (its keys deleted, its database dropped) when tb ends.
+func (k Kind) Open(tb testing.TB) Opened {
+	tb.Helper()
+	return k.open(tb)
+}
+
+// Opened is a store opened by Kind.Open.
+type Opened struct {
+	// Store is the store as its adapter made it, not wrapped, so that it
+	// has every optional capability the adapter has.
+	Store    storage.Store
+	contents func(ctx context.Context) ([]string, error)
+}
+
+// Contents returns everything the store holds, as texts: each key of a
+// Redis with its type and values, each document of a MongoDB database (as
+// extended JSON and as raw BSON), and for memory every string, byte and
+// number reachable from the Store value. It fails tb when the store cannot
+// be read.
+func (o Opened) Contents(tb testing.TB) []string {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
+	defer cancel()
+	out, err := o.contents(ctx)
+	if err != nil {
+		tb.Fatalf("read the store's contents: %v", err)
+	}
+	return out
+}
+
+// Run runs test once per kind of store, each in a subtest named after the
+// kind; the kinds whose server is not configured skip with a one-line
+// reason. The subtests run one after another; test may make its own
+// subtests parallel.
+func Run(t *testing.T, test func(t *testing.T, k Kind)) {
+	t.Run("memory", func(t *testing.T) { test(t, Kind{Name: "memory", open: openMemory}) })
+	t.Run("miniredis", func(t *testing.T) { test(t, redisKind("miniredis", testdb.Miniredis(t))) })
+	t.Run("redis", func(t *testing.T) { test(t, redisKind("redis", testdb.RedisServer(t))) })
+	t.Run("cluster", func(t *testing.T) { test(t, redisKind("cluster", testdb.RedisCluster(t))) })
+	t.Run("mongo", func(t *testing.T) {
+		c := testdb.Mongo(t)
+		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) Opened { return openMongo(tb, c) }})
+	})
+}
+
+func openMemory(testing.TB) Opened {
+	s := memstore.New()
+	return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
+		// A read under the Store's lock orders every earlier write before
+		// the walk, for the race detector.
+		_, _ = s.GetOrg(ctx, "")
+		return []string{walk(s)}, nil
+	}}
+}
+
+// redisKind is a kind whose stores live on c, each under a key prefix of
+// its own.
+func redisKind(name string, c redis.UniversalClient) Kind {
+	return Kind{Name: name, open: func(tb testing.TB) Opened {
+		tb.Helper()
+		prefix := testdb.RedisPrefix(tb, c)
+		s, err := redisstore.New(c, redisstore.Options{Prefix: prefix, Timeout: testdb.Timeout})
+		if err != nil {
+			tb.Fatalf("redisstore.New: %v", err)
+		}
+		return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
+			return testdb.RedisContents(ctx, c, prefix)
+		}}
+	}}
+}
+
+// openMongo returns a store on a database of its own.
+func openMongo(tb testing.TB, c *mongo.Client) Opened {
+	tb.Helper()
+	db := testdb.MongoDatabase(tb, c)
+	s, err := mongostore.New(tb.Context(), db, mongostore.Options{Timeout: testdb.Timeout})
+	if err != nil {
+		tb.Fatalf("mongostore.New: %v", err)
+	}
+	return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
+		return testdb.MongoContents(ctx, db)
+	}}
+}
