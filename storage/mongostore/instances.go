@@ -43,6 +43,13 @@ func (s *Store) SetDuckling(ctx context.Context, d storage.Duckling) error {
 	}
 	doc := ducklingToDoc(d)
 	if err := replace(ctx, s.ducklings, doc.ID, doc); err != nil {
+		// Upserts of one report keep colliding only while writers that
+		// lost the race with DeleteUser remove it again: the user is gone.
+		if mongo.IsDuplicateKeyError(err) {
+			if _, uerr := s.liveUser(ctx, d.Org, d.UserID); uerr != nil {
+				return wrap("set duckling: user", uerr)
+			}
+		}
 		return wrap("set duckling", err)
 	}
 	if _, err := s.liveUser(ctx, d.Org, d.UserID); err != nil {
