@@ -63,7 +63,9 @@ func TestServerDownAndBack(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
 	db := newDB(t, c)
-	s, err := New(t.Context(), db, Options{Timeout: failTimeout})
+	// The default timeout, not failTimeout: a busy FerretDB may take more
+	// than half a second to create the indexes or bootstrap.
+	s, err := New(t.Context(), db, Options{Timeout: 2 * time.Second})
 	require.NoError(t, err)
 
 	svc := orgadmin.New(s, orgadmin.Config{})
