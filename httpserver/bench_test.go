@@ -7,11 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/internal/baseline"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
@@ -36,7 +36,7 @@ func BenchmarkListTokensHTTP(b *testing.B) {
 	}
 	body := rec.Body.Bytes()
 
-	bare := bareHandler(token, body)
+	bare := baseline.Bare(sha256.Sum256([]byte(token)), body)
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
@@ -52,19 +52,4 @@ func BenchmarkListTokensHTTP(b *testing.B) {
 			}
 		})
 	}
-}
-
-// bareHandler answers body to the one token it knows.
-func bareHandler(token string, body []byte) http.Handler {
-	known := map[[32]byte][]byte{sha256.Sum256([]byte(token)): body}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		b, found := known[sha256.Sum256([]byte(tok))]
-		if !ok || !found {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
-	})
 }

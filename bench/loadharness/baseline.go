@@ -10,10 +10,10 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
+	"github.com/orgadmin/orgadmin/internal/baseline"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -41,11 +41,11 @@ func runBaseline(args []string) error {
 		return fmt.Errorf("-digest %q: want 64 hex digits", *digest)
 	}
 
-	handler := bareHandler([sha256.Size]byte(sum), body)
+	handler := baseline.Bare([sha256.Size]byte(sum), body)
 	if *redisAddr != "" {
 		c := redis.NewClient(&redis.Options{Addr: *redisAddr, DB: *redisDB, ContextTimeoutEnabled: true})
 		defer c.Close()
-		handler = redisHandler(c, *key)
+		handler = baseline.OneGet(c, *key)
 	}
 
 	// The same timeouts as the server's, which cost a deadline per request.
@@ -73,44 +73,4 @@ func runBaseline(args []string) error {
 		log.Print(err)
 	}
 	return nil
-}
-
-// bareHandler answers body to the token whose SHA-256 is digest, and 401
-// to any other.
-func bareHandler(digest [sha256.Size]byte, body []byte) http.Handler {
-	known := map[[sha256.Size]byte][]byte{digest: body}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		b, found := known[sha256.Sum256([]byte(tok))]
-		if !ok || !found {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
-	})
-}
-
-// redisHandler answers the value of prefix+hex(SHA-256 of the token), read
-// with one GET, and 401 when there is none.
-func redisHandler(c *redis.Client, prefix string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		d := sha256.Sum256([]byte(tok))
-		b, err := c.Get(r.Context(), prefix+hex.EncodeToString(d[:])).Bytes()
-		switch {
-		case err == redis.Nil:
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		case err != nil:
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
-	})
 }

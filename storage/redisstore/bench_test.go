@@ -7,13 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/internal/baseline"
 	"github.com/orgadmin/orgadmin/internal/storebench"
 	"github.com/orgadmin/orgadmin/storage"
 )
@@ -114,27 +112,11 @@ func listTokensHandlers(b *testing.B) (token string, h, bare http.Handler) {
 	if err := c.Set(b.Context(), s.prefix+"bare:"+hex.EncodeToString(sum[:]), rec.Body.String(), 0).Err(); err != nil {
 		b.Fatal(err)
 	}
-	return token, h, bareRedisHandler(c, s.prefix+"bare:")
+	return token, h, baseline.OneGet(c, s.prefix+"bare:")
 }
 
 func listTokensRequest(token string) *http.Request {
 	req := httptest.NewRequest(http.MethodGet, "/v1/users/admin/tokens", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	return req
-}
-
-// bareRedisHandler answers with the value of prefix+hex(sha256(bearer)),
-// or 401 when there is none: the least a Redis-backed server can do.
-func bareRedisHandler(c redis.UniversalClient, prefix string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(tok))
-		body, err := c.Get(r.Context(), prefix+hex.EncodeToString(sum[:])).Bytes()
-		if !ok || err != nil {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	})
 }
