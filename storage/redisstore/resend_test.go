@@ -132,6 +132,22 @@ func (p *answerLoser) serve(c, up net.Conn) {
 	}
 }
 
+// lossyStore returns a store of org "acme" on miniredis that reaches it
+// through an answerLoser, with go-redis's defaults (retries included, as a
+// deployment would have), the same store reached directly, and the proxy.
+// single chooses how pointer keys are written.
+func lossyStore(t *testing.T, single bool) (s, direct *Store, p *answerLoser) {
+	direct = newStore(t, miniClient(t), single)
+	p = newAnswerLoser(t, direct.c.(*redis.Client).Options().Addr)
+	c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	s, err := New(c, Options{Prefix: direct.prefix, Timeout: 5 * time.Second})
+	require.NoError(t, err)
+	s.single = single
+	require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "acme", CreatedAt: crashT0}))
+	return s, direct, p
+}
+
 // A write whose answer is lost is not sent again: go-redis resends a
 // command whose connection broke before its answer came, and a second run
 // would answer as if the first had not happened. The write fails (the
@@ -145,16 +161,7 @@ func TestWritesAreNotResent(t *testing.T) {
 
 func testWritesAreNotResent(t *testing.T, single bool) {
 	ctx := t.Context()
-	direct := newStore(t, miniClient(t), single)
-	m := direct.c.(*redis.Client).Options().Addr
-	p := newAnswerLoser(t, m)
-	// go-redis's defaults, retries included, as a deployment would have.
-	c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String(), ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = c.Close() })
-	s, err := New(c, Options{Prefix: direct.prefix, Timeout: 5 * time.Second})
-	require.NoError(t, err)
-	s.single = single
-	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: crashT0}))
+	s, direct, p := lossyStore(t, single)
 	// Loaded, so that the answers lost are those of the scripts' runs,
 	// not of a NOSCRIPT.
 	for _, sc := range []*redis.Script{createUserScript, createTokenScript, deleteTokenScript, deleteUserScript} {
@@ -206,14 +213,7 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 // and the token is created, not refused as a duplicate.
 func TestResentReservationIsOwn(t *testing.T) {
 	ctx := t.Context()
-	direct := newStore(t, miniClient(t), false)
-	p := newAnswerLoser(t, direct.c.(*redis.Client).Options().Addr)
-	c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String(), ContextTimeoutEnabled: true})
-	t.Cleanup(func() { _ = c.Close() })
-	s, err := New(c, Options{Prefix: direct.prefix, Timeout: 5 * time.Second})
-	require.NoError(t, err)
-	s.single = false
-	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: crashT0}))
+	s, direct, p := lossyStore(t, false)
 	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot",
 		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0}
 	require.NoError(t, s.CreateUser(ctx, u))
