@@ -137,8 +137,10 @@ if #names == 0 then return {total, {}, {}, {}} end
 return {total, names, redis.call('HMGET', b..'users', unpack(names)), redis.call('HMGET', b..'inst', unpack(names))}
 `)
 
-// tokenRecord is the Lua body that reads token ARGV[2] of user ARGV[1] with
-// its user: {token, user, inst, folded username}, or false.
+// tokenRecord defines credential(b, uid, tid), which reads the token tid
+// of the user uid with that user: {token, user, inst, folded username}, or
+// false. The Cluster's scripts use it; a single server's authentication
+// finds the folded username in the pointer instead.
 const tokenRecord = `
 local function credential(b, uid, tid)
   local t = redis.call('HGET', b..'tok:'..uid, tid)

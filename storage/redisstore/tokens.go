@@ -25,7 +25,9 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	hex := hexDigest(t.Digest)
-	pointer := t.Org + "\n" + t.UserID + "\n" + t.ID // a single server's script writes its own
+	// The Cluster's pointer; a single server's script writes its own, with
+	// the folded username it reads.
+	pointer := t.Org + "\n" + t.UserID + "\n" + t.ID
 	var ttl int64
 	if !t.ExpiresAt.IsZero() {
 		ttl = s.ttl(t.CreatedAt, t.ExpiresAt)
