@@ -354,15 +354,20 @@ const formatTime = "2006-01-02T15:04:05.000Z"
 // FormatTime formats t as the API shows times: RFC 3339 in UTC with
 // millisecond precision.
 func FormatTime(t time.Time) string {
+	return string(AppendTime(make([]byte, 0, len(formatTime)), t))
+}
+
+// AppendTime appends t to b as FormatTime formats it, for encoders that
+// write an answer into one buffer.
+func AppendTime(b []byte, t time.Time) []byte {
 	t = t.UTC()
 	year, month, day := t.Date()
 	if year < 0 || year > 9999 {
-		return t.Format(formatTime)
+		return t.AppendFormat(b, formatTime)
 	}
 	// Every answer carries these, and time.Format reads its layout anew on
 	// each call: the fixed form is written directly, as time.Format would.
 	hour, minute, sec := t.Clock()
-	b := make([]byte, 0, len(formatTime))
 	b = appendDigits(b, year, 4)
 	b = append(b, '-')
 	b = appendDigits(b, int(month), 2)
@@ -376,8 +381,7 @@ func FormatTime(t time.Time) string {
 	b = appendDigits(b, sec, 2)
 	b = append(b, '.')
 	b = appendDigits(b, t.Nanosecond()/1e6, 3)
-	b = append(b, 'Z')
-	return string(b)
+	return append(b, 'Z')
 }
 
 // appendDigits appends the n last decimal digits of v (v >= 0).

@@ -1182,7 +1182,8 @@ func TestDeleteToken_IdBounds(t *testing.T) {
 }
 
 // FormatTime writes what time.Format writes with the wire layout, for
-// every year, month, day and instant of the day.
+// every year, month, day and instant of the day; AppendTime appends the
+// same after what its buffer holds.
 func TestFormatTime_MatchesTimeFormat(t *testing.T) {
 	zone := time.FixedZone("far east", 14*3600)
 	instants := []time.Time{{}, time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
@@ -1192,6 +1193,8 @@ func TestFormatTime_MatchesTimeFormat(t *testing.T) {
 		instants = append(instants, time.Unix(int64(i)*977_777_777-9_000_000_000, int64(i)*7_654_321%1_000_000_000))
 	}
 	for _, at := range instants {
-		assert.Equal(t, at.UTC().Format("2006-01-02T15:04:05.000Z"), orgadmin.FormatTime(at), "%v", at)
+		want := at.UTC().Format("2006-01-02T15:04:05.000Z")
+		assert.Equal(t, want, orgadmin.FormatTime(at), "%v", at)
+		assert.Equal(t, "x"+want, string(orgadmin.AppendTime([]byte("x"), at)), "%v", at)
 	}
 }
