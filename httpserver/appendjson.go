@@ -1,20 +1,38 @@
 package httpserver
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/orgadmin/orgadmin"
+)
 
 // jsonAppender is an answer that writes its own JSON: writeJSON uses it
 // instead of encoding/json's reflection, on the commonest answers. What it
-// writes is byte for byte what encoding/json would write
-// (TestAppendJSONMatchesEncodingJSON).
+// writes is byte for byte what encoding/json writes of the answer's wire
+// form (TestAppendJSONMatchesEncodingJSON, FuzzAppendJSON).
 type jsonAppender interface {
 	appendJSON(b []byte) []byte
 }
+
+// plainJSON tells the bytes that encoding/json writes as they are inside a
+// string: printable ASCII but for the quote, the backslash and the three
+// characters it escapes for HTML.
+var plainJSON = func() (t [256]bool) {
+	for c := 0x20; c < 0x7f; c++ {
+		t[c] = true
+	}
+	for _, c := range `"\<>&` {
+		t[c] = false
+	}
+	return t
+}()
 
 // appendJSONString appends s as a JSON string, escaped as encoding/json
 // escapes it: a plain string directly, any other through encoding/json.
 func appendJSONString(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+		if !plainJSON[s[i]] {
 			enc, _ := json.Marshal(s) // a string always encodes
 			return append(b, enc...)
 		}
@@ -36,10 +54,22 @@ func appendField(b []byte, key, value string) []byte {
 	return appendJSONString(b, value)
 }
 
-func (t tokenJSON) appendJSON(b []byte) []byte {
+// appendTimeField appends ,"key":"time" with t as the API writes times,
+// which never need escaping.
+func appendTimeField(b []byte, key string, t time.Time) []byte {
+	b = append(b, `,"`...)
+	b = append(b, key...)
+	b = append(b, `":"`...)
+	b = orgadmin.AppendTime(b, t)
+	return append(b, '"')
+}
+
+// appendToken appends t in its wire form (tokenJSON): the value only when
+// t carries one, as on creation.
+func appendToken(b []byte, t orgadmin.Token) []byte {
 	b = append(b, '{')
-	if t.Token != "" {
-		b = appendField(b, "token", t.Token)
+	if t.Value != "" {
+		b = appendField(b, "token", t.Value)
 	}
 	b = appendField(b, "id", t.ID)
 	if t.Name != "" {
@@ -48,29 +78,30 @@ func (t tokenJSON) appendJSON(b []byte) []byte {
 	if t.Description != "" {
 		b = appendField(b, "description", t.Description)
 	}
-	if t.ExpireAt != "" {
-		b = appendField(b, "expire_at", t.ExpireAt)
+	if !t.ExpireAt.IsZero() {
+		b = appendTimeField(b, "expire_at", t.ExpireAt)
 	}
-	b = appendField(b, "created_ts", t.CreatedTS)
-	if t.ReadOnly {
+	b = appendTimeField(b, "created_ts", t.CreatedAt)
+	if t.ReadOnly() {
 		b = append(b, `,"read_only":true`...)
 	} else {
 		b = append(b, `,"read_only":false`...)
 	}
-	b = appendField(b, "token_type", t.TokenType)
+	b = appendField(b, "token_type", string(t.Type))
 	return append(b, '}')
 }
 
-func (r listTokensResponse) appendJSON(b []byte) []byte {
-	if r.Tokens == nil {
-		return append(b, `{"tokens":null}`...)
-	}
+func (t tokenAnswer) appendJSON(b []byte) []byte {
+	return appendToken(b, orgadmin.Token(t))
+}
+
+func (l tokenList) appendJSON(b []byte) []byte {
 	b = append(b, `{"tokens":[`...)
-	for i, t := range r.Tokens {
+	for i, t := range l {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = t.appendJSON(b)
+		b = appendToken(b, t)
 	}
 	return append(b, "]}"...)
 }

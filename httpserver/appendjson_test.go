@@ -4,37 +4,97 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
 )
+
+// tokenJSON is a token in the wire form of the OpenAPI document, for
+// encoding/json: the reference that appendToken must match.
+type tokenJSON struct {
+	Token       string `json:"token,omitempty"`
+	ID          string `json:"id"`
+	Name        string `json:"name,omitempty"`
+	Description string `json:"description,omitempty"`
+	ExpireAt    string `json:"expire_at,omitempty"`
+	CreatedTS   string `json:"created_ts"`
+	ReadOnly    bool   `json:"read_only"`
+	TokenType   string `json:"token_type"`
+}
+
+func tokenToJSON(t orgadmin.Token) tokenJSON {
+	out := tokenJSON{
+		Token:       t.Value,
+		ID:          t.ID,
+		Name:        t.Name,
+		Description: t.Description,
+		CreatedTS:   orgadmin.FormatTime(t.CreatedAt),
+		ReadOnly:    t.ReadOnly(),
+		TokenType:   string(t.Type),
+	}
+	if !t.ExpireAt.IsZero() {
+		out.ExpireAt = orgadmin.FormatTime(t.ExpireAt)
+	}
+	return out
+}
+
+// wireForm is what encoding/json writes of the wire form of an answer
+// that writes its own JSON.
+func wireForm(t *testing.T, v jsonAppender) string {
+	t.Helper()
+	var ref any
+	switch v := v.(type) {
+	case tokenAnswer:
+		ref = tokenToJSON(orgadmin.Token(v))
+	case tokenList:
+		list := struct {
+			Tokens []tokenJSON `json:"tokens"`
+		}{Tokens: []tokenJSON{}}
+		for _, tok := range v {
+			list.Tokens = append(list.Tokens, tokenToJSON(tok))
+		}
+		ref = list
+	default:
+		t.Fatalf("no wire form for %T", v)
+	}
+	var b bytes.Buffer
+	require.NoError(t, json.NewEncoder(&b).Encode(ref))
+	return b.String()
+}
 
 // The answers that write their own JSON write what encoding/json writes.
 func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	odd := []string{"", "plain", `quote " backslash \`, "<tag>&amp;", "tab\t\x01\x7f", "ünïcødé ✓ 🦆", "\u2028\u2029", "bad \xff utf-8", "oat_AbC123"}
-	var tokens []tokenJSON
+	at := time.Date(2026, 6, 19, 12, 0, 0, 123_456_789, time.FixedZone("east", 3600))
+	var tokens []orgadmin.Token
 	for i, s := range odd {
 		tokens = append(tokens,
-			tokenJSON{Token: s, ID: s, Name: s, Description: s, ExpireAt: s, CreatedTS: s, ReadOnly: i%2 == 0, TokenType: s},
-			tokenJSON{ID: "id", CreatedTS: "2026-06-19T12:00:00.000Z", TokenType: "read_write", Name: s},
+			orgadmin.Token{Value: s, ID: s, Name: s, Description: s, ExpireAt: at, CreatedAt: at.Add(-time.Hour), Type: orgadmin.TokenType(s)},
+			orgadmin.Token{ID: "id", CreatedAt: at, Type: orgadmin.TokenReadWrite, Name: s},
+			orgadmin.Token{ID: s, CreatedAt: time.Date(10000+i, 1, 1, 0, 0, 0, 0, time.UTC), Type: orgadmin.TokenReadScaling},
 		)
 	}
-	values := []jsonAppender{listTokensResponse{}, listTokensResponse{Tokens: []tokenJSON{}}, listTokensResponse{Tokens: tokens}}
+	values := []jsonAppender{tokenList(nil), tokenList{}, tokenList(tokens)}
 	for _, tok := range tokens {
-		values = append(values, tok, listTokensResponse{Tokens: []tokenJSON{tok}})
+		values = append(values, tokenAnswer(tok), tokenList{tok})
 	}
 	for _, v := range values {
-		var want bytes.Buffer
-		require.NoError(t, json.NewEncoder(&want).Encode(v))
-		require.Equal(t, want.String(), string(append(v.appendJSON(nil), '\n')))
+		require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
 	}
 }
 
 func FuzzAppendJSON(f *testing.F) {
-	f.Add("oat_x", "id", "name", "desc", "2026-06-19T12:00:00.000Z", true)
-	f.Fuzz(func(t *testing.T, token, id, name, desc, ts string, ro bool) {
-		v := listTokensResponse{Tokens: []tokenJSON{{Token: token, ID: id, Name: name, Description: desc, ExpireAt: ts, CreatedTS: ts, ReadOnly: ro, TokenType: name}}}
-		var want bytes.Buffer
-		require.NoError(t, json.NewEncoder(&want).Encode(v))
-		require.Equal(t, want.String(), string(append(v.appendJSON(nil), '\n')))
+	f.Add("oat_x", "id", "name", "desc", "read_write", int64(1_781_870_400_123), int64(0))
+	f.Fuzz(func(t *testing.T, value, id, name, desc, typ string, created, expire int64) {
+		tok := orgadmin.Token{Value: value, ID: id, Name: name, Description: desc, Type: orgadmin.TokenType(typ),
+			CreatedAt: time.UnixMilli(created)}
+		if expire != 0 {
+			tok.ExpireAt = time.UnixMilli(expire)
+		}
+		for _, v := range []jsonAppender{tokenAnswer(tok), tokenList{tok, tok}} {
+			require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
+		}
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/orgadmin/orgadmin"
 )
@@ -127,19 +128,42 @@ func (h *Handler) authenticated(fn func(http.ResponseWriter, *http.Request, orga
 	}
 }
 
+// Header values every JSON answer carries. They are assigned to the header
+// map directly: each is a slice of capacity one, which Header.Add copies
+// before appending and Header.Set replaces, so no answer can change them.
+var (
+	jsonContentType = []string{"application/json"}
+	noStore         = []string{"no-store"}
+)
+
+// answerBufs holds the buffers of answers that write their own JSON, so
+// the commonest answers are encoded without allocating.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+// maxPooledAnswer bounds the buffers answerBufs keeps; a larger answer's
+// buffer is left to the garbage collector.
+const maxPooledAnswer = 64 << 10
+
 // writeJSON writes v as the JSON body of a response with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	if a, ok := v.(jsonAppender); ok {
-		b := a.appendJSON(make([]byte, 0, 512))
-		w.Header().Set("Content-Length", strconv.Itoa(len(b)+1))
+	h := w.Header()
+	h["Content-Type"] = jsonContentType
+	h["Cache-Control"] = noStore
+	a, ok := v.(jsonAppender)
+	if !ok {
 		w.WriteHeader(status)
-		_, _ = w.Write(append(b, '\n')) // the client went away; nothing to do
+		_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
 		return
 	}
+	buf := answerBufs.Get().(*[]byte)
+	b := append(a.appendJSON((*buf)[:0]), '\n')
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
+	_, _ = w.Write(b) // the client went away; nothing to do
+	if cap(b) <= maxPooledAnswer {
+		*buf = b
+		answerBufs.Put(buf)
+	}
 }
 
 // errorBody is the JSON envelope of every error.

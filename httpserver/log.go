@@ -24,7 +24,7 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 			return
 		}
 		id := newRequestID()
-		w.Header().Set("X-Request-Id", id)
+		w.Header()["X-Request-Id"] = []string{id}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 		start := time.Now()
