@@ -40,7 +40,10 @@ type Store struct {
 	instances *storage.InstanceConfig
 }
 
-var _ storage.Store = (*Store)(nil)
+var (
+	_ storage.Store                  = (*Store)(nil)
+	_ storage.CredentialTokensReader = (*Store)(nil)
+)
 
 type org struct {
 	rec    storage.Org
@@ -426,6 +429,24 @@ func (s *Store) TokenByDigest(_ context.Context, d storage.Digest) (storage.Cred
 	return storage.Credential{Token: te.record(), User: te.user.record()}, nil
 }
 
+// CredentialTokens implements storage.CredentialTokensReader: the
+// credential and the listing under one read lock, so the Service serves a
+// token listing without resolving the username first.
+func (s *Store) CredentialTokens(_ context.Context, d storage.Digest, folded string, liveAt time.Time) (storage.Credential, storage.UserTokens, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	te, ok := s.tokens[d]
+	if !ok {
+		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
+	}
+	cred := storage.Credential{Token: te.record(), User: te.user.record()}
+	e := te.user.org.users[folded]
+	if e == nil {
+		return cred, storage.UserTokens{}, nil
+	}
+	return cred, storage.UserTokens{Found: true, Tokens: liveTokens(e, liveAt)}, nil
+}
+
 // ListTokens implements storage.Store.
 func (s *Store) ListTokens(_ context.Context, orgID, userID string, liveAt time.Time) ([]storage.Token, error) {
 	s.mu.RLock()
@@ -434,13 +455,19 @@ func (s *Store) ListTokens(_ context.Context, orgID, userID string, liveAt time.
 	if e == nil {
 		return []storage.Token{}, nil
 	}
+	return liveTokens(e, liveAt), nil
+}
+
+// liveTokens returns the records of e's tokens live at liveAt, in creation
+// order.
+func liveTokens(e *user, liveAt time.Time) []storage.Token {
 	out := make([]storage.Token, 0, len(e.tokens))
 	for _, te := range e.tokens {
 		if te.liveAt(liveAt) {
 			out = append(out, te.record())
 		}
 	}
-	return out, nil
+	return out
 }
 
 // DeleteToken implements storage.Store.
