@@ -3,6 +3,7 @@ package redisstore
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -91,7 +92,7 @@ func BenchmarkListTokensLoopback(b *testing.B) {
 	}
 }
 
-// listTokensHandlers returns an Admin's token, the Handler on a Redis
+// listTokensHandlers returns the token of an Admin with ten tokens, the Handler on a Redis
 // store, and the bare one-GET handler primed with the Handler's answer to
 // that Admin's GET /v1/users/admin/tokens.
 func listTokensHandlers(b *testing.B) (token string, h, bare http.Handler) {
@@ -101,6 +102,16 @@ func listTokensHandlers(b *testing.B) (token string, h, bare http.Handler) {
 	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
 	if err != nil {
 		b.Fatal(err)
+	}
+	// Ten tokens, as the load harness lists.
+	admin, err := svc.Authenticate(b.Context(), token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 9 {
+		if _, err := svc.CreateToken(b.Context(), admin, "admin", orgadmin.CreateTokenInput{Name: fmt.Sprint("bench-", i)}); err != nil {
+			b.Fatal(err)
+		}
 	}
 	h = httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	rec := httptest.NewRecorder()

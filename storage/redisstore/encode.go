@@ -134,13 +134,13 @@ func toInstDoc(c storage.InstanceConfig) instDoc {
 // userFrom decodes a user record and its instance configuration of org,
 // whose folded username is folded.
 func userFrom(org, folded, user, inst string) (storage.User, error) {
-	var d userDoc
-	if err := readRecord(user, &d, readUserDoc); err != nil {
+	d, err := readRecord(user, readUserDoc)
+	if err != nil {
 		return storage.User{}, err
 	}
 	var c instDoc
 	if inst != "" {
-		if err := readRecord(inst, &c, readInstDoc); err != nil {
+		if c, err = readRecord(inst, readInstDoc); err != nil {
 			return storage.User{}, err
 		}
 	}
@@ -164,8 +164,8 @@ func toTokenDoc(t storage.Token) tokenDoc {
 }
 
 func tokenFrom(org, userID, s string) (storage.Token, error) {
-	var d tokenDoc
-	if err := readRecord(s, &d, readTokenDoc); err != nil {
+	d, err := readRecord(s, readTokenDoc)
+	if err != nil {
 		return storage.Token{}, err
 	}
 	t := storage.Token{

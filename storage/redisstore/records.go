@@ -281,13 +281,15 @@ func readTokenDoc(s string, d *tokenDoc) bool {
 	return r.end()
 }
 
-// readRecord decodes s into d with read when it can, and with
-// encoding/json otherwise, starting afresh.
-func readRecord[D any](s string, d *D, read func(string, *D) bool) error {
-	if read(s, d) {
-		return nil
+// readRecord decodes s with read when it can, and with encoding/json
+// otherwise, starting afresh. Inlined, it keeps the record of the fast
+// path off the heap.
+func readRecord[D any](s string, read func(string, *D) bool) (D, error) {
+	var d D
+	if read(s, &d) {
+		return d, nil
 	}
-	var zero D
-	*d = zero
-	return decode(s, d)
+	p := new(D)
+	err := decode(s, p)
+	return *p, err
 }

@@ -16,6 +16,10 @@ import "github.com/redis/go-redis/v9"
 //	ix:all ix:sa ix:hu   sorted sets (score 0) of folded usernames: every
 //	               user, service accounts, humans; listed BYLEX
 //	tok:<uid>      hash: token id -> token record (with its digest)
+//	toks:<uid>     the same records joined by newlines (which JSON never
+//	               holds raw), absent when there are none: what a listing
+//	               reads, since a script passes one string far more cheaply
+//	               than many; every script that changes tok:<uid> rewrites it
 //	sess:<uid>     set of the user's embed session digests
 //	ses:<uid>:<hex>  embed session record (expires)
 //	duck:<uid>     hash: Duckling id -> activity report
@@ -40,6 +44,19 @@ import "github.com/redis/go-redis/v9"
 // orgBase is the Lua prelude that derives the org's key base from KEYS[1].
 const orgBase = `
 local b = string.sub(KEYS[1], 1, -4)
+`
+
+// relist defines relist(b, uid), which rewrites toks:<uid> from tok:<uid>
+// after records left the hash.
+const relist = `
+local function relist(b, uid)
+  local recs = redis.call('HVALS', b..'tok:'..uid)
+  if #recs == 0 then
+    redis.call('DEL', b..'toks:'..uid)
+  else
+    redis.call('SET', b..'toks:'..uid, table.concat(recs, '\n'))
+  end
+end
 `
 
 var createUserScript = redis.NewScript(orgBase + `
@@ -104,7 +121,7 @@ for _, h in ipairs(redis.call('SMEMBERS', ss)) do
   redis.call('DEL', b..'ses:'..id..':'..h)
   gone[#gone+1] = 'ses:'..h
 end
-redis.call('DEL', tk, ss, b..'duck:'..id)
+redis.call('DEL', tk, b..'toks:'..id, ss, b..'duck:'..id)
 redis.call('ZREM', b..'active', f..'\0'..id)
 redis.call('HDEL', b..'users', f)
 redis.call('HDEL', b..'inst', f)
@@ -151,18 +168,19 @@ local function credential(b, uid, tid)
 end
 `
 
-// userTokens is the Lua body that reads the token records of the user
-// whose folded username is target, given the folded username f and id uid
-// of the caller (whose id needs no lookup): {user id, {records}}, or false
-// when there is no such user.
+// userTokens defines tokensOf(b, target, f, uid), which reads the token
+// records of the user whose folded username is target, given the folded
+// username f and id uid of the caller (whose id needs no lookup): the
+// user's id and its toks:<uid> (empty for none), or false, false when there
+// is no such user.
 const userTokens = `
 local function tokensOf(b, target, f, uid)
   if target ~= f then
     local u = redis.call('HGET', b..'users', target)
-    if not u then return false end
+    if not u then return false, false end
     uid = cjson.decode(u).id
   end
-  return {uid, redis.call('HVALS', b..'tok:'..uid)}
+  return uid, redis.call('GET', b..'toks:'..uid) or ''
 end
 `
 
@@ -173,24 +191,27 @@ return credential(b, ARGV[1], ARGV[2])
 `)
 
 // credentialTokensScript is credentialScript followed by the token records
-// of the user ARGV[3]: {token, user, inst, folded, tokens or false}.
+// of the user ARGV[3]: {token, user, inst, folded, listed user id, its
+// records}, the last two false when there is no such user.
 var credentialTokensScript = redis.NewScript(orgBase + tokenRecord + userTokens + `
 -- ARGV: uid, tid, target folded
 local c = credential(b, ARGV[1], ARGV[2])
 if not c then return false end
-c[5] = tokensOf(b, ARGV[3], c[4], ARGV[1])
+c[5], c[6] = tokensOf(b, ARGV[3], c[4], ARGV[1])
 return c
 `)
 
 // authenticateScript is authentication on a single server: the digest's
 // pointer and the records it points at, in one round trip, with the token
 // records of the user ARGV[2] when it is not empty. KEYS[1] is the pointer;
-// the org's keys are derived from its value. It returns {org, uid, token id,
-// folded, user, inst, token, tokens}, where token is false when the caller
-// lists its own tokens (its record is among them) and tokens is
-// {uid, {records}}, or false when there is no user ARGV[2] or none was
-// asked for. Each redis.call costs more than the command it runs, so the
-// script makes as few as it can: four for either answer.
+// the org's keys are derived from its value. It returns the flat array
+// {org, uid, token id, folded, user, inst, token, listed uid, records},
+// where token is false when the caller lists its own tokens (its record is
+// among them), and the listed user's id and its toks:<uid> are false when
+// there is no user ARGV[2] or none was asked for. Each redis.call, and
+// each string passed between Redis and Lua, costs more than the command
+// it runs, so the script makes as few as it can (four for the caller's own
+// tokens) and passes the records as one string.
 var authenticateScript = redis.NewScript(userTokens + `
 -- ARGV: prefix, target folded ('' for none)
 local v = redis.call('GET', KEYS[1])
@@ -209,21 +230,21 @@ end
 local u = redis.call('HGET', b..'users', f)
 if not u then return false end
 local i = redis.call('HGET', b..'inst', f)
-local t, ts = false, false
+local t, lid, recs = false, false, false
 if ARGV[2] == f then
-  ts = {uid, redis.call('HVALS', b..'tok:'..uid)}
+  lid, recs = uid, redis.call('GET', b..'toks:'..uid) or ''
 else
   t = redis.call('HGET', b..'tok:'..uid, tid)
   if not t then return false end
-  if ARGV[2] ~= '' then ts = tokensOf(b, ARGV[2], f, uid) end
+  if ARGV[2] ~= '' then lid, recs = tokensOf(b, ARGV[2], f, uid) end
 end
-return {org, uid, tid, f, u, i or '', t, ts}
+return {org, uid, tid, f, u, i or '', t, lid, recs}
 `)
 
 // createTokenScript adds a token to its user, counting the user's live
 // tokens against the limit and dropping those no longer live when the
 // count is at the limit (or, without one, now and then).
-var createTokenScript = redis.NewScript(orgBase + `
+var createTokenScript = redis.NewScript(orgBase + relist + `
 -- ARGV: uid, tid, token, max, liveAt (ms), single, prefix, hex, org, ttl (ms, 0 = none)
 local P = ARGV[7]
 local single = ARGV[6] == '1'
@@ -238,6 +259,7 @@ local tk = b..'tok:'..ARGV[1]
 if redis.call('HEXISTS', tk, ARGV[2]) == 1 then return 'EXISTS' end
 local max = tonumber(ARGV[4])
 local n = redis.call('HLEN', tk)
+local dropped = false
 if (max > 0 and n >= max) or n % 1024 == 1023 then
   local live = tonumber(ARGV[5])
   local all = redis.call('HGETALL', tk)
@@ -246,12 +268,23 @@ if (max > 0 and n >= max) or n % 1024 == 1023 then
     if t.e ~= 0 and t.e <= live then
       redis.call('HDEL', tk, all[j])
       n = n - 1
+      dropped = true
       if single then redis.call('DEL', P..'tok:'..t.d, P..'tid:'..t.id) end
     end
   end
 end
-if max > 0 and n >= max then return 'LIMIT' end
+if max > 0 and n >= max then
+  if dropped then relist(b, ARGV[1]) end
+  return 'LIMIT'
+end
 redis.call('HSET', tk, ARGV[2], ARGV[3])
+if dropped then
+  relist(b, ARGV[1])
+elseif n == 0 then
+  redis.call('SET', b..'toks:'..ARGV[1], ARGV[3])
+else
+  redis.call('APPEND', b..'toks:'..ARGV[1], '\n'..ARGV[3])
+end
 if single then
   local pointer = ARGV[9]..'\n'..ARGV[1]..'\n'..f..'\n'..ARGV[2]
   local ttl = tonumber(ARGV[10])
@@ -267,7 +300,7 @@ return 'OK'
 `)
 
 // deleteTokenScript removes a live token and returns {status, digest hex}.
-var deleteTokenScript = redis.NewScript(orgBase + `
+var deleteTokenScript = redis.NewScript(orgBase + relist + `
 -- ARGV: uid, tid, liveAt (ms), single, prefix
 local tk = b..'tok:'..ARGV[1]
 local v = redis.call('HGET', tk, ARGV[2])
@@ -275,6 +308,7 @@ if not v then return {'NOTFOUND'} end
 local t = cjson.decode(v)
 if t.e ~= 0 and t.e <= tonumber(ARGV[3]) then return {'NOTFOUND'} end
 redis.call('HDEL', tk, ARGV[2])
+relist(b, ARGV[1])
 if ARGV[4] == '1' then redis.call('DEL', ARGV[5]..'tok:'..t.d, ARGV[5]..'tid:'..t.id) end
 return {'OK', t.d}
 `)

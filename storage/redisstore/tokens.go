@@ -164,16 +164,17 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 	defer cancel()
 	key := s.prefix + "tok:" + hexDigest(d)
 	// The parts of the answer: the caller's ids, records, token record (""
-	// when it is among the listed ones) and the listed {uid, records}.
+	// when it is among the listed ones) and the listed user's id and
+	// records (nil when there is none).
 	var org, uid, tid, folded, user, inst, token string
-	var listed any
+	var listedID, listed any
 	if s.single {
 		v, err := authenticateScript.Run(ctx, s.c, []string{key}, s.prefix, target).Slice()
 		if err != nil {
 			return credentialErr(err)
 		}
 		org, uid, tid, folded, user, inst, token = str(v[0]), str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), str(v[6])
-		listed = v[7]
+		listedID, listed = v[7], v[8]
 	} else {
 		pointer, err := s.c.Get(ctx, key).Result()
 		if err != nil {
@@ -193,8 +194,8 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 			return credentialErr(err)
 		}
 		token, user, inst, folded = str(v[0]), str(v[1]), str(v[2]), str(v[3])
-		if len(v) > 4 {
-			listed = v[4]
+		if len(v) > 5 {
+			listedID, listed = v[4], v[5]
 		}
 	}
 	u, err := userFrom(org, folded, user, inst)
@@ -206,10 +207,9 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
 	}
 	var ut storage.UserTokens
-	if pair, ok := listed.([]any); ok && len(pair) == 2 {
-		recs, _ := pair[1].([]any)
+	if id, ok := listedID.(string); ok {
 		ut.Found = true
-		if ut.Tokens, err = decodeTokens(org, str(pair[0]), recs); err != nil {
+		if ut.Tokens, err = decodeTokens(org, id, str(listed)); err != nil {
 			return storage.Credential{}, storage.UserTokens{}, err
 		}
 	}
@@ -241,26 +241,26 @@ func credentialErr(err error) (storage.Credential, storage.UserTokens, error) {
 func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]storage.Token, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	all, err := s.c.HVals(ctx, s.orgBase(org)+"tok:"+userID).Result()
-	if err != nil {
+	recs, err := s.c.Get(ctx, s.orgBase(org)+"toks:"+userID).Result()
+	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, failed("list tokens", err)
 	}
-	out := make([]storage.Token, 0, len(all))
-	for _, raw := range all {
-		t, err := tokenFrom(org, userID, raw)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
+	out, err := decodeTokens(org, userID, recs)
+	if err != nil {
+		return nil, err
 	}
 	return liveSorted(out, liveAt), nil
 }
 
 // decodeTokens decodes the token records of the user userID of org.
-func decodeTokens(org, userID string, recs []any) ([]storage.Token, error) {
-	out := make([]storage.Token, 0, len(recs))
-	for _, raw := range recs {
-		t, err := tokenFrom(org, userID, str(raw))
+// decodeTokens decodes the token records of a toks:<uid> value.
+func decodeTokens(org, userID, recs string) ([]storage.Token, error) {
+	if recs == "" {
+		return []storage.Token{}, nil
+	}
+	out := make([]storage.Token, 0, strings.Count(recs, "\n")+1)
+	for rec := range strings.SplitSeq(recs, "\n") {
+		t, err := tokenFrom(org, userID, rec)
 		if err != nil {
 			return nil, err
 		}

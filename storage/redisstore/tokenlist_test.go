@@ -1,0 +1,98 @@
+package redisstore
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// toks:<uid>, which listings read, holds exactly the records of tok:<uid>
+// after every script that changes them: creation (first, later, at the
+// limit with expired tokens dropped, refused at the limit), deletion of a
+// token, and deletion of the user.
+func TestTokenListMirrorsRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client func(testing.TB) redis.UniversalClient
+		single bool
+	}{
+		{"miniredis", func(tb testing.TB) redis.UniversalClient { return miniClient(tb) }, true},
+		{"miniredis cluster writes", func(tb testing.TB) redis.UniversalClient { return miniClient(tb) }, false},
+		{"server", func(tb testing.TB) redis.UniversalClient { return serverClient(tb) }, true},
+		{"cluster", func(tb testing.TB) redis.UniversalClient { return clusterClient(tb) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			s := newStore(t, tc.client(t), tc.single)
+			t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+			require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
+			u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot",
+				IsServiceAccount: true, Role: "Member", CreatedAt: t0}
+			require.NoError(t, s.CreateUser(ctx, u))
+			base := s.orgBase("acme")
+
+			requireMirror := func(step string) {
+				t.Helper()
+				recs, err := s.c.HVals(ctx, base+"tok:"+u.ID).Result()
+				require.NoError(t, err, step)
+				list, err := s.c.Get(ctx, base+"toks:"+u.ID).Result()
+				if len(recs) == 0 {
+					require.ErrorIs(t, err, redis.Nil, "%s: no records, no list", step)
+					return
+				}
+				require.NoError(t, err, step)
+				got := strings.Split(list, "\n")
+				slices.Sort(recs)
+				slices.Sort(got)
+				require.Equal(t, recs, got, step)
+			}
+			create := func(i int, expires time.Time, max int, at time.Time) (storage.Token, error) {
+				tok := storage.Token{ID: uuid.NewString(), Org: "acme", UserID: u.ID,
+					Digest: sha256.Sum256(fmt.Appendf(nil, "token %d", i)), Name: fmt.Sprint("t", i),
+					Type: "read_write", CreatedAt: t0.Add(time.Duration(i) * time.Second), ExpiresAt: expires}
+				return tok, s.CreateToken(ctx, tok, storage.TokenLimit{Max: max, LiveAt: at})
+			}
+
+			requireMirror("no token yet")
+			var toks []storage.Token
+			for i := range 4 {
+				exp := time.Time{}
+				if i%2 == 0 {
+					exp = t0.Add(time.Hour) // live at t0, expired two hours later
+				}
+				tok, err := create(i, exp, 4, t0)
+				require.NoError(t, err)
+				toks = append(toks, tok)
+				requireMirror(fmt.Sprint("created ", i))
+			}
+			_, err := create(10, time.Time{}, 4, t0)
+			require.ErrorIs(t, err, storage.ErrLimitExceeded)
+			requireMirror("refused at the limit")
+
+			later := t0.Add(2 * time.Hour)
+			_, err = create(11, time.Time{}, 4, later)
+			require.NoError(t, err, "two expired tokens make room")
+			requireMirror("created after dropping the expired")
+
+			require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, toks[1].ID, later))
+			requireMirror("one deleted")
+			listed, err := s.ListTokens(ctx, "acme", u.ID, later)
+			require.NoError(t, err)
+			assert.Len(t, listed, 2)
+
+			_, err = s.DeleteUser(ctx, "acme", "robot")
+			require.NoError(t, err)
+			requireMirror("user deleted")
+		})
+	}
+}
