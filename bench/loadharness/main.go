@@ -78,7 +78,7 @@ type settings struct {
 	redisAddr, mongoURI       string
 	redisDB                   int
 	svg, markdown             string
-	cpuProfile                string
+	cpuProfile, profileStore  string
 	keep                      bool
 	startLimit                time.Duration
 }
@@ -106,7 +106,8 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&o.mongoURI, "mongo", os.Getenv("ORGADMIN_MONGO_URI"), "MongoDB URI mongodb://HOST:PORT/ (default $ORGADMIN_MONGO_URI); empty skips MongoDB. Each start uses a new database, dropped at the end")
 	fs.StringVar(&o.svg, "svg", "", "write the chart of throughput to this SVG file")
 	fs.StringVar(&o.markdown, "markdown", "", "rewrite the "+sectionBegin+" section of this Markdown file (BENCHMARKS.md) with the figures")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "after the repeats, profile the memory-store server during one list-tokens run and write the CPU profile here")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "after the repeats, profile the server of -profile-store during one list-tokens run and write the CPU profile here")
+	fs.StringVar(&o.profileStore, "profile-store", "memory", "the store whose server -cpuprofile profiles")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work files (server logs, seeds, wrk scripts) instead of removing them")
 	fs.DurationVar(&o.startLimit, "start-timeout", 5*time.Minute, "how long a server may take to load its seed and listen")
 	if err := fs.Parse(args); err != nil {
@@ -275,13 +276,6 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 		switch s {
 		case "memory":
 			t = h.storeTarget("memory", func(int) string { return "memory" })
-			if h.opt.cpuProfile != "" {
-				addr, err := freeAddr()
-				if err != nil {
-					return err
-				}
-				t.pprof = addr
-			}
 		case "redis":
 			t = h.storeTarget("redis", func(int) string { return fmt.Sprintf("redis://%s/%d", h.opt.redisAddr, h.opt.redisDB) })
 			if h.opt.redisAddr == "" {
@@ -298,6 +292,13 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 			} else if err := h.openMongo(ctx); err != nil {
 				return err
 			}
+		}
+		if s == h.opt.profileStore && h.opt.cpuProfile != "" {
+			addr, err := freeAddr()
+			if err != nil {
+				return err
+			}
+			t.pprof = addr
 		}
 		h.targets = append(h.targets, t)
 		if t.Skip != "" {
@@ -487,20 +488,20 @@ func fmtStatuses(counts map[int]int) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
-// profile runs list-tokens on the memory server once more while taking a
-// CPU profile of it, and prints the top of the profile.
+// profile runs list-tokens on the server of -profile-store once more while
+// taking a CPU profile of it, and prints the top of the profile.
 func (h *harness) profile(ctx context.Context, stdout io.Writer, logf func(string, ...any)) error {
 	var mem *target
 	for _, t := range h.targets {
-		if t.Name == "memory" && t.serves(listTokens) {
+		if t.Name == h.opt.profileStore && t.serves(listTokens) && t.pprof != "" {
 			mem = t
 		}
 	}
 	if mem == nil {
-		return errors.New("-cpuprofile needs the memory store and the list-tokens workload")
+		return fmt.Errorf("-cpuprofile needs the store %q (-profile-store) and the list-tokens workload", h.opt.profileStore)
 	}
 	secs := int(h.opt.duration / time.Second)
-	logf("profiling the memory server for %ds of list-tokens", secs)
+	logf("profiling the %s server for %ds of list-tokens", mem.Name, secs)
 	type got struct {
 		body []byte
 		err  error
