@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -84,25 +85,38 @@ func (r *scanner) str() string {
 	if r.bad {
 		return ""
 	}
-	start := r.i
-	for r.i < len(r.s) {
-		c := r.s[r.i]
-		switch {
-		case c == '"':
-			v := r.s[start:r.i]
-			r.i++
-			if !utf8.ValidString(v) {
-				r.bad = true
-			}
-			return v
+	// An escaped quote ends v early, but v then holds its backslash.
+	n := strings.IndexByte(r.s[r.i:], '"')
+	if n < 0 {
+		r.bad = true
+		return ""
+	}
+	v := r.s[r.i : r.i+n]
+	ascii := true
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
 		case c == '\\' || c < 0x20:
 			r.bad = true
 			return ""
+		case c >= utf8.RuneSelf:
+			ascii = false
 		}
-		r.i++
 	}
-	r.bad = true
-	return ""
+	if !ascii && !utf8.ValidString(v) {
+		r.bad = true
+		return ""
+	}
+	r.i += n + 1
+	return v
+}
+
+// lit reads the text lit, exactly.
+func (r *scanner) lit(lit string) {
+	if r.bad || !strings.HasPrefix(r.s[r.i:], lit) {
+		r.bad = true
+		return
+	}
+	r.i += len(lit)
 }
 
 // int reads an integer that fits an int64 (no fraction, no exponent).
@@ -257,6 +271,10 @@ func (r *scanner) smallInt() int {
 
 // readTokenDoc decodes a token record into d.
 func readTokenDoc(s string, d *tokenDoc) bool {
+	if readTokenDocAsWritten(s, d) {
+		return true
+	}
+	*d = tokenDoc{}
 	r := scanner{s: s}
 	r.object(func(key string) {
 		switch key {
@@ -279,6 +297,31 @@ func readTokenDoc(s string, d *tokenDoc) bool {
 		}
 	})
 	return r.end()
+}
+
+// readTokenDocAsWritten reads a token record in the very form encode
+// writes it (its fields in order, no white space), the form of every
+// record a listing reads; any other form is false.
+func readTokenDocAsWritten(s string, d *tokenDoc) bool {
+	r := scanner{s: s}
+	r.lit(`{"id":`)
+	d.ID = r.str()
+	r.lit(`,"d":`)
+	d.Digest = r.str()
+	r.lit(`,"n":`)
+	d.Name = r.str()
+	if strings.HasPrefix(r.s[r.i:], `,"ds":`) {
+		r.lit(`,"ds":`)
+		d.Description = r.str()
+	}
+	r.lit(`,"ty":`)
+	d.Type = r.str()
+	r.lit(`,"c":`)
+	d.Created = r.int()
+	r.lit(`,"e":`)
+	d.Expires = r.int()
+	r.lit(`}`)
+	return !r.bad && r.i == len(r.s)
 }
 
 // readRecord decodes s with read when it can, and with encoding/json

@@ -42,8 +42,15 @@ func TestRecordReadersMatchEncodingJSON(t *testing.T) {
 			var d userDoc
 			assert.Equal(t, json.Valid([]byte(enc)) && !needsEscape(enc), readUserDoc(enc, &d), "fast path for %s", enc)
 		}
-		tok := tokenDoc{ID: s, Digest: "ab", Name: s, Description: s, Type: "read_write", Created: 1, Expires: 0}
-		sameAsJSON(t, encode(tok), readTokenDoc)
+		for _, tok := range []tokenDoc{
+			{ID: s, Digest: "ab", Name: s, Description: s, Type: "read_write", Created: 1, Expires: 0},
+			{ID: "t", Digest: "ab", Name: s, Type: s, Created: math.MinInt64, Expires: math.MaxInt64},
+		} {
+			enc := encode(tok)
+			sameAsJSON(t, enc, readTokenDoc)
+			var d tokenDoc
+			assert.Equal(t, !needsEscape(enc), readTokenDocAsWritten(enc, &d), "as-written path for %s", enc)
+		}
 	}
 	for _, c := range []instDoc{{}, {RW: sideDoc{Size: "jumbo"}, RS: sideDoc{Size: "mega", Flock: 64, Cooldown: 86400}}, {RS: sideDoc{Flock: -3}}} {
 		enc := encode(c)
