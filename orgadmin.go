@@ -360,38 +360,54 @@ func FormatTime(t time.Time) string {
 // AppendTime appends t to b as FormatTime formats it, for encoders that
 // write an answer into one buffer.
 func AppendTime(b []byte, t time.Time) []byte {
-	t = t.UTC()
-	year, month, day := t.Date()
-	if year < 0 || year > 9999 {
-		return t.AppendFormat(b, formatTime)
+	sec := t.Unix()
+	if sec < minFormatSec || sec > maxFormatSec {
+		return t.UTC().AppendFormat(b, formatTime)
 	}
-	// Every answer carries these, and time.Format reads its layout anew on
-	// each call: the fixed form is written directly, as time.Format would.
-	hour, minute, sec := t.Clock()
-	b = appendDigits(b, year, 4)
-	b = append(b, '-')
-	b = appendDigits(b, int(month), 2)
-	b = append(b, '-')
-	b = appendDigits(b, day, 2)
-	b = append(b, 'T')
-	b = appendDigits(b, hour, 2)
-	b = append(b, ':')
-	b = appendDigits(b, minute, 2)
-	b = append(b, ':')
-	b = appendDigits(b, sec, 2)
-	b = append(b, '.')
-	b = appendDigits(b, t.Nanosecond()/1e6, 3)
-	return append(b, 'Z')
+	// Every answer carries these, and time.Format reads its layout and
+	// converts the instant anew for each part: the fixed form is written
+	// directly from one conversion of the day (the civil-from-days
+	// algorithm of H. Hinnant), as time.Format would write it.
+	days := floorDiv(sec, 86400)
+	clock := int(sec - days*86400)
+	z := days + 719468 // days since 0000-03-01
+	era := floorDiv(z, 146097)
+	doe := int(z - era*146097)
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	day := doy - (153*mp+2)/5 + 1
+	month := mp + 3
+	if month > 12 {
+		month -= 12
+	}
+	year := yoe + int(era)*400
+	if month <= 2 {
+		year++
+	}
+	ms := t.Nanosecond() / 1e6
+	f := [len(formatTime)]byte{
+		byte('0' + year/1000), byte('0' + year/100%10), byte('0' + year/10%10), byte('0' + year%10), '-',
+		byte('0' + month/10), byte('0' + month%10), '-', byte('0' + day/10), byte('0' + day%10), 'T',
+		byte('0' + clock/36000), byte('0' + clock/3600%10), ':',
+		byte('0' + clock/600%6), byte('0' + clock/60%10), ':',
+		byte('0' + clock%60/10), byte('0' + clock%10), '.',
+		byte('0' + ms/100), byte('0' + ms/10%10), byte('0' + ms%10), 'Z',
+	}
+	return append(b, f[:]...)
 }
 
-// appendDigits appends the n last decimal digits of v (v >= 0).
-func appendDigits(b []byte, v, n int) []byte {
-	for i := n - 1; i >= 0; i-- {
-		b = append(b, 0)
+// The instants AppendTime writes directly: years 0000 to 9999, UTC.
+const (
+	minFormatSec = -62167219200 // 0000-01-01T00:00:00Z
+	maxFormatSec = 253402300799 // 9999-12-31T23:59:59Z
+)
+
+// floorDiv is a/b rounded down, for b > 0.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
 	}
-	for i := len(b) - 1; n > 0; i, n = i-1, n-1 {
-		b[i] = byte('0' + v%10)
-		v /= 10
-	}
-	return b
+	return q
 }

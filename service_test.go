@@ -1188,7 +1188,15 @@ func TestFormatTime_MatchesTimeFormat(t *testing.T) {
 	zone := time.FixedZone("far east", 14*3600)
 	instants := []time.Time{{}, time.Unix(0, 0), time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC),
 		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(2026, 12, 31, 23, 30, 0, 5_000_000, zone)}
+		time.Date(2026, 12, 31, 23, 30, 0, 5_000_000, zone),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(0, 2, 29, 12, 0, 0, 0, time.UTC), time.Date(0, 3, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 12, 31, 23, 59, 59, 999_999_999, time.UTC), time.Date(400, 2, 29, 0, 0, 0, 0, time.UTC),
+		time.Date(1600, 12, 31, 23, 59, 59, 999_000_000, time.UTC), time.Date(1900, 2, 28, 0, 0, 0, 0, time.UTC),
+		time.Date(1900, 3, 1, 0, 0, 0, 0, time.UTC), time.Date(2000, 2, 29, 0, 0, 0, 0, time.UTC),
+		time.Date(1969, 12, 31, 23, 59, 59, 999_000_000, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, zone)}
+	for d := range 3000 { // every day around the start of the years 0 and 2000
+		instants = append(instants, time.Date(-1, 12, 1, 0, 0, 0, 0, time.UTC).AddDate(0, 0, d), time.Date(1999, 1, 1, 5, 6, 7, 0, time.UTC).AddDate(0, 0, d))
+	}
 	for i := range 20000 {
 		instants = append(instants, time.Unix(int64(i)*977_777_777-9_000_000_000, int64(i)*7_654_321%1_000_000_000))
 	}
