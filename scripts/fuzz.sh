@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs every fuzz target of the module (each func FuzzXxx(f *testing.F) in
-# a _test.go file) for a short time, one target per go test invocation, as
-# -fuzz requires. Called by scripts/test.sh, where the targets share about
+# a _test.go file) for a short time, one target at a time, as fuzzing
+# requires. Called by scripts/test.sh, where the targets share about
 # a minute (FUZZBUDGET, in seconds) evenly, at least 2 s each; each
-# invocation also costs 2 to 3 s to start and to replay its corpus. Run it
+# target also costs a second or two to start and to replay its corpus. Run it
 # alone with a FUZZTIME per target to search harder:
 #
 #   FUZZTIME=5m scripts/fuzz.sh
@@ -20,10 +20,17 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 minimizetime=${FUZZMINIMIZETIME:-100x}
+# Each package's instrumented test binary is built once (go test -c -fuzz
+# builds one) into bindir, and runs each of its targets from the
+# package's directory, where its corpus is; a go test -fuzz per target
+# would link the binary again for each.
+bindir=$(mktemp -d "${TMPDIR:-/tmp}/orgadmin-fuzzbin.XXXXXX")
 cachedir=${FUZZCACHEDIR:-}
 if [ -z "$cachedir" ]; then
   cachedir=$(mktemp -d "${TMPDIR:-/tmp}/orgadmin-fuzz.XXXXXX")
-  trap 'rm -rf "$cachedir"' EXIT
+  trap 'rm -rf "$bindir" "$cachedir"' EXIT
+else
+  trap 'rm -rf "$bindir"' EXIT
 fi
 
 # Each target as "package-dir name". The nested module scripts/ferretdb
@@ -38,12 +45,16 @@ n=$(wc -l <<<"$targets")
 fuzztime=${FUZZTIME:-$(((${FUZZBUDGET:-54} / n) > 2 ? ${FUZZBUDGET:-54} / n : 2))s}
 echo "$n fuzz targets, $fuzztime each"
 
+root=$PWD
 start=$SECONDS
 while read -r dir name; do
+  bin="$bindir/$(tr / _ <<<"${dir#./}").test"
+  if [ ! -x "$bin" ]; then
+    go test -c -fuzz=. -o "$bin" "$dir"
+  fi
   out=$(mktemp)
-  if ! go test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" \
-    -fuzzminimizetime "$minimizetime" "$dir" \
-    -args -test.fuzzcachedir="$cachedir/${dir#./}" >"$out" 2>&1; then
+  if ! (cd "$dir" && "$bin" -test.run='^$' -test.fuzz="^${name}\$" -test.fuzztime="$fuzztime" \
+    -test.fuzzminimizetime="$minimizetime" -test.fuzzcachedir="$cachedir/${dir#./}") >"$out" 2>&1; then
     cat "$out" >&2
     rm -f "$out"
     echo "fuzz: $name ($dir) failed" >&2
@@ -53,4 +64,5 @@ while read -r dir name; do
   rm -f "$out"
   printf '%-26s %-22s %s\n' "$name" "$dir" "${execs:-execs: 0}"
 done <<<"$targets"
+cd "$root"
 echo "fuzzing took $((SECONDS - start)) s"
