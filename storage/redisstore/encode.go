@@ -134,13 +134,17 @@ func toInstDoc(c storage.InstanceConfig) instDoc {
 // userFrom decodes a user record and its instance configuration of org,
 // whose folded username is folded.
 func userFrom(org, folded, user, inst string) (storage.User, error) {
-	d, err := readRecord(user, readUserDoc)
-	if err != nil {
-		return storage.User{}, err
+	var d userDoc
+	if !readUserDoc(user, &d) {
+		var err error
+		if d, err = decodeAfresh[userDoc](user); err != nil {
+			return storage.User{}, err
+		}
 	}
 	var c instDoc
-	if inst != "" {
-		if c, err = readRecord(inst, readInstDoc); err != nil {
+	if inst != "" && !readInstDoc(inst, &c) {
+		var err error
+		if c, err = decodeAfresh[instDoc](inst); err != nil {
 			return storage.User{}, err
 		}
 	}
@@ -164,9 +168,12 @@ func toTokenDoc(t storage.Token) tokenDoc {
 }
 
 func tokenFrom(org, userID, s string) (storage.Token, error) {
-	d, err := readRecord(s, readTokenDoc)
-	if err != nil {
-		return storage.Token{}, err
+	var d tokenDoc
+	if !readTokenDoc(s, &d) {
+		var err error
+		if d, err = decodeAfresh[tokenDoc](s); err != nil {
+			return storage.Token{}, err
+		}
 	}
 	t := storage.Token{
 		ID: d.ID, Org: org, UserID: userID, Name: d.Name, Description: d.Description,

@@ -324,14 +324,11 @@ func readTokenDocAsWritten(s string, d *tokenDoc) bool {
 	return !r.bad && r.i == len(r.s)
 }
 
-// readRecord decodes s with read when it can, and with encoding/json
-// otherwise, starting afresh. Inlined, it keeps the record of the fast
-// path off the heap.
-func readRecord[D any](s string, read func(string, *D) bool) (D, error) {
-	var d D
-	if read(s, &d) {
-		return d, nil
-	}
+// decodeAfresh decodes s into a new D with encoding/json: what a record
+// the readers report false for is decoded with. (The readers are called
+// directly: through a function value, their record would escape to the
+// heap.)
+func decodeAfresh[D any](s string) (D, error) {
 	p := new(D)
 	err := decode(s, p)
 	return *p, err
