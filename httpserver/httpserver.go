@@ -233,6 +233,8 @@ type ctxKey struct{}
 
 // RequestID returns the id LogRequests gave the request of ctx, or "".
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(ctxKey{}).(string)
-	return id
+	if rec, ok := ctx.Value(ctxKey{}).(*recorder); ok {
+		return rec.id[0]
+	}
+	return ""
 }

@@ -23,10 +23,13 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		id := newRequestID()
-		w.Header()["X-Request-Id"] = []string{id}
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
+		// One allocation holds the recorder and the id, and is the
+		// context's value (a pointer, which needs no boxing).
 		rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+		rec.id[0] = newRequestID()
+		id := rec.id[0]
+		w.Header()["X-Request-Id"] = rec.id[:]
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, rec))
 		start := time.Now()
 		defer func() {
 			// A panic is a bug; the client still gets the JSON envelope.
@@ -66,12 +69,14 @@ func newRequestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// recorder remembers the status and size of a response.
+// recorder remembers the status and size of a response, and the request's
+// id (an array of one, which is also the X-Request-Id header's value).
 type recorder struct {
 	http.ResponseWriter
 	status int
 	bytes  int64
 	wrote  bool
+	id     [1]string
 }
 
 func (r *recorder) WriteHeader(status int) {
