@@ -162,7 +162,9 @@ func (s *Store) CredentialTokens(ctx context.Context, d storage.Digest, folded s
 func (s *Store) credential(ctx context.Context, d storage.Digest, target string, liveAt time.Time) (storage.Credential, storage.UserTokens, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	key := s.prefix + "tok:" + hexDigest(d)
+	var h [2 * len(d)]byte
+	hex.Encode(h[:], d[:])
+	key := s.prefix + "tok:" + string(h[:]) // one allocation: the key
 	// The parts of the answer: the caller's ids, records, token record (""
 	// when it is among the listed ones) and the listed user's id and
 	// records (nil when there is none).
