@@ -3,6 +3,7 @@ package mongostore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -17,23 +18,25 @@ import (
 
 // userDoc is a user. Its id is key(org, user id). A user being deleted is
 // a tombstone: Org is null (so no query of an org finds it), DeletedOrg
-// keeps the org, and FKey is the document id (so the username is free).
+// keeps the org, FKey is the document id (so the username is free) and
+// DeletedFKey keeps the username, whose pointer Cleanup removes.
 type userDoc struct {
-	ID         string       `bson:"_id"`
-	Org        *string      `bson:"org"`
-	DeletedOrg string       `bson:"dorg,omitempty"`
-	UID        string       `bson:"uid"`
-	FKey       string       `bson:"fkey"`
-	Name       string       `bson:"name"`
-	Desc       string       `bson:"desc,omitempty"`
-	SA         bool         `bson:"sa"`
-	Role       string       `bson:"role"`
-	Privileges []string     `bson:"privs,omitempty"`
-	Email      string       `bson:"email,omitempty"`
-	First      string       `bson:"first,omitempty"`
-	Last       string       `bson:"last,omitempty"`
-	Created    time.Time    `bson:"created"`
-	Instances  instancesDoc `bson:"inst"`
+	ID          string       `bson:"_id"`
+	Org         *string      `bson:"org"`
+	DeletedOrg  string       `bson:"dorg,omitempty"`
+	DeletedFKey string       `bson:"dfkey,omitempty"`
+	UID         string       `bson:"uid"`
+	FKey        string       `bson:"fkey"`
+	Name        string       `bson:"name"`
+	Desc        string       `bson:"desc,omitempty"`
+	SA          bool         `bson:"sa"`
+	Role        string       `bson:"role"`
+	Privileges  []string     `bson:"privs,omitempty"`
+	Email       string       `bson:"email,omitempty"`
+	First       string       `bson:"first,omitempty"`
+	Last        string       `bson:"last,omitempty"`
+	Created     time.Time    `bson:"created"`
+	Instances   instancesDoc `bson:"inst"`
 }
 
 type instancesDoc struct {
@@ -108,9 +111,98 @@ func (d instancesDoc) record() storage.InstanceConfig {
 	return storage.InstanceConfig{ReadWrite: side(d.ReadWrite), ReadScaling: side(d.ReadScaling)}
 }
 
-// byName is the filter of the live user of org named folded.
+// byName is the filter of the live user of org named folded. It is a
+// search of the users: with name pointers (Store.byPointer), the way of
+// last resort.
 func byName(org, folded string) bson.D {
 	return bson.D{{Key: "org", Value: org}, {Key: "fkey", Value: folded}}
+}
+
+// nameDoc is a name pointer (see the package comment). Its id is
+// key(org, folded username); it holds the id of a user who had that
+// username when the pointer was written.
+type nameDoc struct {
+	ID  string `bson:"_id"`
+	UID string `bson:"uid"`
+}
+
+// pointedUser returns the user id the name pointer of folded in org
+// holds, or "" when there is none.
+func (s *Store) pointedUser(ctx context.Context, org, folded string) (string, error) {
+	var n nameDoc
+	err := s.names.FindOne(ctx, bson.D{{Key: "_id", Value: key(org, folded)}}).Decode(&n)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", nil
+	}
+	return n.UID, err
+}
+
+// point makes the name pointer of folded in org hold the user id, when the
+// store keeps name pointers. Its error leaves only a missing or stale
+// pointer, which the next lookup by name repairs.
+func (s *Store) point(ctx context.Context, org, folded, id string) error {
+	if !s.byPointer {
+		return nil
+	}
+	k := key(org, folded)
+	return replace(ctx, s.names, k, nameDoc{ID: k, UID: id})
+}
+
+// userByName returns the live user of org named folded, or
+// mongo.ErrNoDocuments. With name pointers it follows the pointer: two
+// reads by id. Without one, or with a stale one, it searches the users by
+// name and repairs the pointer.
+func (s *Store) userByName(ctx context.Context, org, folded string) (userDoc, error) {
+	if s.byPointer {
+		id, err := s.pointedUser(ctx, org, folded)
+		if err != nil {
+			return userDoc{}, err
+		}
+		if id != "" {
+			d, err := s.liveUser(ctx, org, id)
+			if err == nil && d.FKey == folded {
+				return d, nil
+			}
+			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+				return userDoc{}, err
+			}
+		}
+	}
+	var d userDoc
+	if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
+		return userDoc{}, err
+	}
+	_ = s.point(ctx, org, folded, d.UID) // the answer is right either way
+	return d, nil
+}
+
+// updatePointed applies the update that update(document id) returns to
+// the user the name pointer of folded in org names, filtering by the
+// document id alone (any other filter makes a server that needs name
+// pointers scan). It returns the document as it was before (whole:
+// FerretDB v1 has no projection in findAndModify), and whether that was
+// the live user named folded. When it was not (no pointer, a stale one,
+// or a store without pointers), the caller searches by name; an update
+// that met a tombstone changed nothing any read sees.
+func (s *Store) updatePointed(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, bool, error) {
+	if !s.byPointer {
+		return userDoc{}, false, nil
+	}
+	id, err := s.pointedUser(ctx, org, folded)
+	if err != nil || id == "" {
+		return userDoc{}, false, err
+	}
+	docID := key(org, id)
+	opts := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+	var d userDoc
+	err = s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: docID}}, update(docID), opts).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return userDoc{}, false, nil
+	}
+	if err != nil {
+		return userDoc{}, false, err
+	}
+	return d, d.alive(org, id) && d.FKey == folded, nil
 }
 
 // liveUser returns the live user id of org, or ErrNotFound. It reads the
@@ -127,7 +219,17 @@ func (s *Store) liveUser(ctx context.Context, org, id string) (userDoc, error) {
 	return d, nil
 }
 
-// CreateUser implements storage.Store.
+// Steps of CreateUser, named for the test hook.
+const (
+	stepCreateUser = "create user"
+	stepCreateName = "create name"
+)
+
+// CreateUser implements storage.Store. The insert of the user document is
+// the whole of the creation: the unique index of users decides between
+// concurrent creations of one username. The name pointer, where the store
+// keeps them, is written after it; should that fail, the user is created
+// all the same, and the first lookup by name writes the pointer.
 func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -137,16 +239,28 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
 	case !ok:
 		return fmt.Errorf("mongostore: create user: org: %w", storage.ErrNotFound)
 	}
-	_, err := s.users.InsertOne(ctx, userToDoc(u))
-	return wrap("create user", err)
+	if _, err := s.users.InsertOne(ctx, userToDoc(u)); err != nil {
+		return wrap("create user", err)
+	}
+	if !s.byPointer {
+		return nil
+	}
+	if err := s.step(stepCreateUser); err != nil {
+		return fmt.Errorf("mongostore: create user: %w", err)
+	}
+	_ = s.point(ctx, u.Org, u.FoldedUsername, u.ID) // a hint; see above
+	if err := s.step(stepCreateName); err != nil {
+		return fmt.Errorf("mongostore: create user: %w", err)
+	}
+	return nil
 }
 
 // GetUser implements storage.Store.
 func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var d userDoc
-	if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
+	d, err := s.userByName(ctx, org, folded)
+	if err != nil {
 		return storage.User{}, wrap("get user", err)
 	}
 	return d.record(), nil
@@ -180,18 +294,36 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	return nil
 }
 
-// SetInstances implements storage.Store.
+// SetInstances implements storage.Store, in one update of the user's
+// document: found through the name pointer where the store keeps them,
+// else by name.
 func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}}}}
-	res, err := s.users.UpdateOne(ctx, byName(org, folded), update)
-	if err != nil {
+	set := func(string) bson.D { return update }
+	switch _, ok, err := s.updatePointed(ctx, org, folded, set); {
+	case err != nil:
+		return wrap("set instances", err)
+	case ok:
+		return nil
+	}
+	if !s.byPointer {
+		res, err := s.users.UpdateOne(ctx, byName(org, folded), update)
+		if err != nil {
+			return wrap("set instances", err)
+		}
+		if res.MatchedCount == 0 {
+			return fmt.Errorf("mongostore: set instances: %w", storage.ErrNotFound)
+		}
+		return nil
+	}
+	// No pointer, or a stale one: by name, learning the id to point to.
+	var d userDoc
+	if err := s.users.FindOneAndUpdate(ctx, byName(org, folded), update).Decode(&d); err != nil {
 		return wrap("set instances", err)
 	}
-	if res.MatchedCount == 0 {
-		return fmt.Errorf("mongostore: set instances: %w", storage.ErrNotFound)
-	}
+	_ = s.point(ctx, org, folded, d.UID) // a hint, repaired by the next lookup
 	return nil
 }
 
@@ -201,45 +333,56 @@ const (
 	stepTokens    = "tokens"
 	stepSessions  = "sessions"
 	stepDucklings = "ducklings"
+	stepName      = "name"
 	stepUser      = "user"
 )
 
 // DeleteUser implements storage.Store. Its first write turns the user into
 // a tombstone, atomically: from then on the user, its tokens and its
 // sessions are unusable and the username is free. It then removes the
-// tokens, embed sessions and Duckling reports, and last the tombstone. A
-// delete that stops part-way is ignored by every read and finished by
-// Cleanup.
+// tokens, embed sessions, Duckling reports and name pointer, and last the
+// tombstone. A delete that stops part-way is ignored by every read and
+// finished by Cleanup.
 func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var d userDoc
-	if err := s.users.FindOne(ctx, byName(org, folded), options.FindOne().SetProjection(idOnly)).Decode(&d); err != nil {
-		return storage.User{}, wrap("delete user", err)
-	}
 	// The tombstone's fkey is its document id, unique among tombstones.
-	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
-	update := bson.D{{Key: "$set", Value: bson.D{
-		{Key: "org", Value: nil},
-		{Key: "dorg", Value: org},
-		{Key: "fkey", Value: d.ID},
-	}}}
-	err := s.users.FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.Before)).Decode(&d)
+	tombstone := func(docID string) bson.D {
+		return bson.D{{Key: "$set", Value: bson.D{
+			{Key: "org", Value: nil},
+			{Key: "dorg", Value: org},
+			{Key: "fkey", Value: docID},
+			{Key: "dfkey", Value: folded},
+		}}}
+	}
+	d, ok, err := s.updatePointed(ctx, org, folded, tombstone)
 	if err != nil {
 		return storage.User{}, wrap("delete user", err)
+	}
+	if !ok {
+		if err := s.users.FindOne(ctx, byName(org, folded), options.FindOne().SetProjection(idOnly)).Decode(&d); err != nil {
+			return storage.User{}, wrap("delete user", err)
+		}
+		filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
+		opts := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+		if err := s.users.FindOneAndUpdate(ctx, filter, tombstone(d.ID), opts).Decode(&d); err != nil {
+			return storage.User{}, wrap("delete user", err)
+		}
 	}
 	if err := s.step(stepTombstone); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
-	if err := s.removeUser(ctx, org, d.UID, d.ID); err != nil {
+	if err := s.removeUser(ctx, org, d.UID, d.ID, folded); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
 	return d.record(), nil
 }
 
-// removeUser removes what belongs to the user id of org, then its
-// tombstone docID. Each step is idempotent.
-func (s *Store) removeUser(ctx context.Context, org, id, docID string) error {
+// removeUser removes what belongs to the user id of org, then the name
+// pointer of folded if it still names that user (folded is empty for a
+// tombstone older than name pointers), then the tombstone docID. Each step
+// is idempotent.
+func (s *Store) removeUser(ctx context.Context, org, id, docID, folded string) error {
 	owned := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}}
 	for _, st := range []struct {
 		name string
@@ -249,6 +392,15 @@ func (s *Store) removeUser(ctx context.Context, org, id, docID string) error {
 			return fmt.Errorf("remove %s: %w", st.name, err)
 		}
 		if err := s.step(st.name); err != nil {
+			return err
+		}
+	}
+	if s.byPointer && folded != "" {
+		// Not the pointer of a user created since under the same name.
+		if _, err := s.names.DeleteOne(ctx, bson.D{{Key: "_id", Value: key(org, folded)}, {Key: "uid", Value: id}}); err != nil {
+			return fmt.Errorf("remove name pointer: %w", err)
+		}
+		if err := s.step(stepName); err != nil {
 			return err
 		}
 	}

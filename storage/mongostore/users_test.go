@@ -24,11 +24,15 @@ var errCrash = errors.New("crash")
 // A DeleteUser that stops after any of its steps leaves nothing usable:
 // the user, its tokens and sessions are not found, its activity is not
 // listed, and the username can be created again at once. A later Cleanup
-// finishes the delete, leaving no document of the user behind.
+// finishes the delete, leaving no document of the user behind, and
+// leaves the new user of the name alone.
 func TestDeleteUserCrashPoints(t *testing.T) {
-	for _, stop := range []string{stepTombstone, stepTokens, stepSessions, stepDucklings, stepUser} {
+	for _, stop := range []string{stepTombstone, stepTokens, stepSessions, stepDucklings, stepName, stepUser} {
 		t.Run("after_"+stop, func(t *testing.T) {
 			s := newTestStore(t)
+			if stop == stepName && !s.byPointer {
+				t.Skip("the server needs no name pointers")
+			}
 			ctx := t.Context()
 			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
 			require.NoError(t, s.CreateOrg(ctx, org))
@@ -50,7 +54,7 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org.ID, UserID: bob.ID, ID: "rw", Active: true, At: t0}))
 
 			var steps []string
-			s.afterDeleteStep = func(step string) error {
+			s.afterStep = func(step string) error {
 				steps = append(steps, step)
 				if step == stop {
 					return errCrash
@@ -59,12 +63,16 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			}
 			_, err := s.DeleteUser(ctx, org.ID, "alice")
 			require.ErrorIs(t, err, errCrash)
-			s.afterDeleteStep = nil
+			s.afterStep = nil
 			assert.Equal(t, stop, steps[len(steps)-1])
 
 			// Nothing of alice can be read or used.
 			_, err = s.GetUser(ctx, org.ID, "alice")
 			require.ErrorIs(t, err, storage.ErrNotFound)
+			require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}), storage.ErrNotFound)
+			target, err := s.GetEmbedTarget(ctx, org.ID, "no-dive", "alice")
+			require.NoError(t, err)
+			assert.False(t, target.UserFound)
 			for _, tok := range aliceTokens {
 				_, err := s.TokenByDigest(ctx, tok.Digest)
 				require.ErrorIs(t, err, storage.ErrNotFound)
@@ -94,14 +102,16 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, toks)
 
-			// Cleanup finishes the delete: no document of the old user is left.
+			// Cleanup finishes the delete: no document of the old user is
+			// left, and the name is the new user's.
 			_, err = s.Cleanup(ctx, t0)
 			require.NoError(t, err)
-			for _, c := range []*mongo.Collection{s.users, s.tokens, s.sessions, s.ducklings} {
+			for _, c := range []*mongo.Collection{s.users, s.tokens, s.sessions, s.ducklings, s.names} {
 				n, err := c.CountDocuments(ctx, bson.D{{Key: "uid", Value: alice.ID}})
 				require.NoError(t, err)
 				assert.Zero(t, n, "documents of the deleted user in %s", c.Name())
 			}
+			requireNamed(t, s, fresh)
 
 			// Bob was never touched.
 			c, err := s.TokenByDigest(ctx, bobToken.Digest)
@@ -109,6 +119,125 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			assert.Equal(t, bob.ID, c.User.ID)
 		})
 	}
+}
+
+// A CreateUser that stops after any of its steps has created the user
+// (the insert is the creation): it is found by name, changed and deleted
+// like any other, and its username is taken. A missing name pointer is
+// written by the first lookup.
+func TestCreateUserCrashPoints(t *testing.T) {
+	for _, stop := range []string{stepCreateUser, stepCreateName} {
+		t.Run("after_"+stop, func(t *testing.T) {
+			s := newTestStore(t)
+			if !s.byPointer {
+				t.Skip("the server needs no name pointers: CreateUser is one write")
+			}
+			ctx := t.Context()
+			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+			require.NoError(t, s.CreateOrg(ctx, org))
+			alice := crashUser(org.ID, "Alice")
+			var steps []string
+			s.afterStep = func(step string) error {
+				steps = append(steps, step)
+				if step == stop {
+					return errCrash
+				}
+				return nil
+			}
+			require.ErrorIs(t, s.CreateUser(ctx, alice), errCrash)
+			s.afterStep = nil
+			assert.Equal(t, stop, steps[len(steps)-1])
+			n, err := s.names.CountDocuments(ctx, bson.D{{Key: "uid", Value: alice.ID}})
+			require.NoError(t, err)
+			assert.Equal(t, int64(len(steps)-1), n, "name pointers of alice")
+
+			require.ErrorIs(t, s.CreateUser(ctx, crashUser(org.ID, "ALICE")), storage.ErrAlreadyExists)
+			requireNamed(t, s, alice)
+			cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
+			require.NoError(t, s.SetInstances(ctx, org.ID, "alice", cfg))
+			got, err := s.GetUser(ctx, org.ID, "alice")
+			require.NoError(t, err)
+			assert.Equal(t, cfg, got.Instances)
+			deleted, err := s.DeleteUser(ctx, org.ID, "alice")
+			require.NoError(t, err)
+			assert.Equal(t, alice.ID, deleted.ID)
+			_, err = s.GetUser(ctx, org.ID, "alice")
+			require.ErrorIs(t, err, storage.ErrNotFound)
+			n, err = s.names.CountDocuments(ctx, bson.D{})
+			require.NoError(t, err)
+			assert.Zero(t, n, "name pointers left")
+		})
+	}
+}
+
+// A stale name pointer (to no user, to a tombstone, or to a user of
+// another org) reserves nothing and finds nothing: lookups by the name
+// fail, the name can be created, and then the pointer is the new user's.
+func TestStaleNamePointer(t *testing.T) {
+	s := newTestStore(t)
+	if !s.byPointer {
+		t.Skip("the server needs no name pointers")
+	}
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	other := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.CreateOrg(ctx, other))
+	elsewhere := crashUser(other.ID, "carol")
+	require.NoError(t, s.CreateUser(ctx, elsewhere))
+	stone := crashUser(org.ID, "dave")
+	require.NoError(t, s.CreateUser(ctx, stone))
+	_, err := s.DeleteUser(ctx, org.ID, "dave")
+	require.NoError(t, err)
+	// A tombstone, as a delete that stopped at once leaves it.
+	_, err = s.users.InsertOne(ctx, bson.D{
+		{Key: "_id", Value: key(org.ID, stone.ID)}, {Key: "org", Value: nil}, {Key: "dorg", Value: org.ID},
+		{Key: "uid", Value: stone.ID}, {Key: "fkey", Value: key(org.ID, stone.ID)}, {Key: "dfkey", Value: "dave"},
+	})
+	require.NoError(t, err)
+
+	for name, id := range map[string]string{"bob": uuid.NewString(), "carol": elsewhere.ID, "dave": stone.ID} {
+		k := key(org.ID, name)
+		_, err := s.names.InsertOne(ctx, nameDoc{ID: k, UID: id})
+		require.NoError(t, err)
+		_, err = s.GetUser(ctx, org.ID, name)
+		require.ErrorIs(t, err, storage.ErrNotFound, name)
+		require.ErrorIs(t, s.SetInstances(ctx, org.ID, name, storage.InstanceConfig{}), storage.ErrNotFound, name)
+		_, err = s.DeleteUser(ctx, org.ID, name)
+		require.ErrorIs(t, err, storage.ErrNotFound, name)
+
+		u := crashUser(org.ID, name)
+		require.NoError(t, s.CreateUser(ctx, u), name)
+		requireNamed(t, s, u)
+	}
+	// Nothing of carol's, in the other org, changed.
+	got, err := s.GetUser(ctx, other.ID, "carol")
+	require.NoError(t, err)
+	assert.Equal(t, elsewhere.ID, got.ID)
+	assert.Equal(t, elsewhere.Instances, got.Instances)
+	// Cleanup removes the tombstone and leaves dave's new pointer.
+	_, err = s.Cleanup(ctx, t0)
+	require.NoError(t, err)
+	got, err = s.GetUser(ctx, org.ID, "dave")
+	require.NoError(t, err)
+	assert.NotEqual(t, stone.ID, got.ID)
+	requireNamed(t, s, got)
+}
+
+// requireNamed checks that u is the user of its org named by its folded
+// username and, where the store keeps name pointers, that the pointer of
+// the name holds u's id.
+func requireNamed(t *testing.T, s *Store, u storage.User) {
+	t.Helper()
+	got, err := s.GetUser(t.Context(), u.Org, u.FoldedUsername)
+	require.NoError(t, err)
+	assert.Equal(t, u.ID, got.ID)
+	if !s.byPointer {
+		return
+	}
+	var n nameDoc
+	require.NoError(t, s.names.FindOne(t.Context(), bson.D{{Key: "_id", Value: key(u.Org, u.FoldedUsername)}}).Decode(&n))
+	assert.Equal(t, u.ID, n.UID, "the name pointer of %s", u.FoldedUsername)
 }
 
 // Cleanup removes the tokens and sessions that are no longer live at the
