@@ -17,16 +17,20 @@
 //     is alive, so a delete that stopped part-way is ignored by later
 //     calls, and Cleanup finishes it.
 //   - On a server that reads every document of a collection for any
-//     filter but a bare {_id: X} (FerretDB v1; see New), the users are
-//     also found by name through name pointers: a document whose id is
-//     key(org, folded username) and which holds the user id. A pointer is
-//     only a hint, written after the user document (and repaired by a
-//     read that had to search): a reader follows it by id and checks that
-//     the user there is alive and has that username, and searches the
-//     users by name when it is missing or stale. So a pointer left by a
-//     crash reserves nothing; the unique index of users stays the one
-//     judge of uniqueness. This relies on a user id never being given to
-//     a second user, as the Service's random ids never are.
+//     filter but a bare {_id: X} (FerretDB v1; see New), users are also
+//     found by name through name pointers: a document whose id is
+//     key(org, folded username) and which holds a user id. CreateUser
+//     writes it before the user document, so a live user always has one
+//     (New writes those missing from an older database) and a missing
+//     pointer means no such user. A reader follows the pointer by id and
+//     checks that the user there is alive and has that username; a stale
+//     pointer (left by a crash or a creation that lost) it searches past,
+//     by name, and repairs. A stale pointer reserves nothing: the next
+//     creation of the name takes it over, and the unique index of users
+//     stays the one judge of uniqueness. A write through a pointer goes
+//     by the user's id alone, after the read that checked it; this
+//     relies on an id never being given to a second user, as the
+//     Service's random ids never are.
 //   - A token, session or Duckling report written concurrently with the
 //     deletion of its user is written first and the user checked after; if
 //     the user is gone the writer removes what it wrote and reports
@@ -169,6 +173,11 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 	} {
 		if err := s.createIndexes(ctx, c.coll, c.indexes); err != nil {
 			return nil, fmt.Errorf("mongostore: create indexes of %s: %w", c.coll.Name(), err)
+		}
+	}
+	if s.byPointer {
+		if err := s.backfillNames(ctx); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil

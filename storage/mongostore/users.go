@@ -119,90 +119,178 @@ func byName(org, folded string) bson.D {
 }
 
 // nameDoc is a name pointer (see the package comment). Its id is
-// key(org, folded username); it holds the id of a user who had that
-// username when the pointer was written.
+// key(org, folded username); it holds the id of the user created, or being
+// created, under that username.
 type nameDoc struct {
 	ID  string `bson:"_id"`
 	UID string `bson:"uid"`
 }
 
-// pointedUser returns the user id the name pointer of folded in org
-// holds, or "" when there is none.
-func (s *Store) pointedUser(ctx context.Context, org, folded string) (string, error) {
+// pointed returns the live user of org named folded by following the name
+// pointer: two reads by id. When that finds no such user it returns
+// mongo.ErrNoDocuments and the user id the pointer holds: "" when there is
+// no pointer (so no such user), else a stale id, past which the caller
+// searches by name.
+func (s *Store) pointed(ctx context.Context, org, folded string) (userDoc, string, error) {
 	var n nameDoc
-	err := s.names.FindOne(ctx, bson.D{{Key: "_id", Value: key(org, folded)}}).Decode(&n)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return "", nil
+	if err := s.names.FindOne(ctx, bson.D{{Key: "_id", Value: key(org, folded)}}).Decode(&n); err != nil {
+		return userDoc{}, "", err
 	}
-	return n.UID, err
+	d, err := s.liveUser(ctx, org, n.UID)
+	if err == nil && d.FKey != folded {
+		err = mongo.ErrNoDocuments
+	}
+	if err != nil {
+		return userDoc{}, n.UID, err
+	}
+	return d, "", nil
 }
 
-// point makes the name pointer of folded in org hold the user id, when the
-// store keeps name pointers. Its error leaves only a missing or stale
-// pointer, which the next lookup by name repairs.
-func (s *Store) point(ctx context.Context, org, folded, id string) error {
-	if !s.byPointer {
-		return nil
-	}
+// claimName makes the name pointer of folded in org hold the user id, for
+// CreateUser to do before it inserts the user. A pointer already there is
+// taken over unless it names a live user of that name, which is
+// ErrAlreadyExists: it is stale (left by a crash, or by a creation that
+// lost) or its creation is under way, and then the insert of the users
+// decides.
+func (s *Store) claimName(ctx context.Context, org, folded, id string) error {
 	k := key(org, folded)
-	return replace(ctx, s.names, k, nameDoc{ID: k, UID: id})
+	doc := nameDoc{ID: k, UID: id}
+	_, err := s.names.InsertOne(ctx, doc)
+	if !mongo.IsDuplicateKeyError(err) {
+		return err
+	}
+	switch _, _, err := s.pointed(ctx, org, folded); {
+	case err == nil:
+		return fmt.Errorf("name pointer: %w", storage.ErrAlreadyExists)
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return err
+	}
+	return replace(ctx, s.names, k, doc)
+}
+
+// repoint makes the stale name pointer of folded in org hold id, the live
+// user a search found, unless the pointer changed since it was read (a
+// creation under that name wrote it). Its error leaves the pointer stale,
+// which the next lookup searches past again.
+func (s *Store) repoint(ctx context.Context, org, folded, stale, id string) error {
+	k := key(org, folded)
+	_, err := s.names.ReplaceOne(ctx, bson.D{{Key: "_id", Value: k}, {Key: "uid", Value: stale}}, nameDoc{ID: k, UID: id})
+	return err
 }
 
 // userByName returns the live user of org named folded, or
-// mongo.ErrNoDocuments. With name pointers it follows the pointer: two
-// reads by id. Without one, or with a stale one, it searches the users by
-// name and repairs the pointer.
+// mongo.ErrNoDocuments: through the name pointer where the store keeps
+// them, else by name.
 func (s *Store) userByName(ctx context.Context, org, folded string) (userDoc, error) {
 	if s.byPointer {
-		id, err := s.pointedUser(ctx, org, folded)
-		if err != nil {
+		d, stale, err := s.pointed(ctx, org, folded)
+		if err == nil || stale == "" || !errors.Is(err, mongo.ErrNoDocuments) {
+			return d, err
+		}
+		if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
 			return userDoc{}, err
 		}
-		if id != "" {
-			d, err := s.liveUser(ctx, org, id)
-			if err == nil && d.FKey == folded {
-				return d, nil
-			}
-			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-				return userDoc{}, err
-			}
-		}
+		_ = s.repoint(ctx, org, folded, stale, d.UID) // the answer is right either way
+		return d, nil
 	}
 	var d userDoc
 	if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
 		return userDoc{}, err
 	}
-	_ = s.point(ctx, org, folded, d.UID) // the answer is right either way
 	return d, nil
 }
 
-// updatePointed applies the update that update(document id) returns to
-// the user the name pointer of folded in org names, filtering by the
-// document id alone (any other filter makes a server that needs name
-// pointers scan). It returns the document as it was before (whole:
-// FerretDB v1 has no projection in findAndModify), and whether that was
-// the live user named folded. When it was not (no pointer, a stale one,
-// or a store without pointers), the caller searches by name; an update
-// that met a tombstone changed nothing any read sees.
-func (s *Store) updatePointed(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, bool, error) {
-	if !s.byPointer {
-		return userDoc{}, false, nil
+// updateByName applies the update that update(document id) returns to the
+// live user of org named folded, in one atomic update of its document, and
+// returns the document as it was before, or mongo.ErrNoDocuments. With
+// name pointers it reads the pointer and the user, then updates the user,
+// all by id. Otherwise (no pointers, a stale one, or a user deleted between
+// the read and the update, whose tombstone the update then changed in
+// nothing any read sees) it finds the user by name, then updates its
+// document if that is still the live user named folded.
+func (s *Store) updateByName(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, error) {
+	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+	stale := ""
+	if s.byPointer {
+		d, pointer, err := s.pointed(ctx, org, folded)
+		switch {
+		case err == nil:
+			id := d.UID
+			err = s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: d.ID}}, update(d.ID), before).Decode(&d)
+			if err == nil && d.alive(org, id) && d.FKey == folded {
+				return d, nil
+			}
+			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+				return userDoc{}, err
+			}
+			pointer = id
+		case !errors.Is(err, mongo.ErrNoDocuments) || pointer == "":
+			return userDoc{}, err
+		}
+		stale = pointer
 	}
-	id, err := s.pointedUser(ctx, org, folded)
-	if err != nil || id == "" {
-		return userDoc{}, false, err
-	}
-	docID := key(org, id)
-	opts := options.FindOneAndUpdate().SetReturnDocument(options.Before)
 	var d userDoc
-	err = s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: docID}}, update(docID), opts).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return userDoc{}, false, nil
+	if err := s.users.FindOne(ctx, byName(org, folded), options.FindOne().SetProjection(idOnly)).Decode(&d); err != nil {
+		return userDoc{}, err
+	}
+	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
+	if err := s.users.FindOneAndUpdate(ctx, filter, update(d.ID), before).Decode(&d); err != nil {
+		return userDoc{}, err
+	}
+	if stale != "" {
+		_ = s.repoint(ctx, org, folded, stale, d.UID) // a hint; see repoint
+	}
+	return d, nil
+}
+
+// backfillNames writes the name pointer of every live user that has none:
+// users created before the store kept pointers, or while a server that
+// needs none served the database. Lookups trust a missing pointer to mean
+// that there is no such user, so New runs it before the store is used. A
+// pointer a creation wrote meanwhile is left as it is.
+func (s *Store) backfillNames(ctx context.Context) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var have []nameDoc
+	cur, err := s.names.Find(ctx, bson.D{}, options.Find().SetProjection(idOnly))
+	if err == nil {
+		err = cur.All(ctx, &have)
 	}
 	if err != nil {
-		return userDoc{}, false, err
+		return fmt.Errorf("mongostore: read name pointers: %w", err)
 	}
-	return d, d.alive(org, id) && d.FKey == folded, nil
+	pointed := make(map[string]bool, len(have))
+	for _, n := range have {
+		pointed[n.ID] = true
+	}
+	var live []userDoc
+	proj := bson.D{{Key: "org", Value: 1}, {Key: "uid", Value: 1}, {Key: "fkey", Value: 1}}
+	cur, err = s.users.Find(ctx, bson.D{{Key: "org", Value: bson.D{{Key: "$ne", Value: nil}}}}, options.Find().SetProjection(proj))
+	if err == nil {
+		err = cur.All(ctx, &live)
+	}
+	if err != nil {
+		return fmt.Errorf("mongostore: read users: %w", err)
+	}
+	var missing []any
+	for _, d := range live {
+		if k := key(*d.Org, d.FKey); !pointed[k] {
+			missing = append(missing, nameDoc{ID: k, UID: d.UID})
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = s.names.InsertMany(ctx, missing, options.InsertMany().SetOrdered(false))
+	var bwe mongo.BulkWriteException
+	if errors.As(err, &bwe) && bwe.WriteConcernError == nil &&
+		!slices.ContainsFunc(bwe.WriteErrors, func(we mongo.BulkWriteError) bool { return !mongo.IsDuplicateKeyError(we) }) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("mongostore: write name pointers: %w", err)
+	}
+	return nil
 }
 
 // liveUser returns the live user id of org, or ErrNotFound. It reads the
@@ -221,15 +309,15 @@ func (s *Store) liveUser(ctx context.Context, org, id string) (userDoc, error) {
 
 // Steps of CreateUser, named for the test hook.
 const (
-	stepCreateUser = "create user"
 	stepCreateName = "create name"
+	stepCreateUser = "create user"
 )
 
-// CreateUser implements storage.Store. The insert of the user document is
-// the whole of the creation: the unique index of users decides between
-// concurrent creations of one username. The name pointer, where the store
-// keeps them, is written after it; should that fail, the user is created
-// all the same, and the first lookup by name writes the pointer.
+// CreateUser implements storage.Store. Where the store keeps name
+// pointers it first claims the pointer of the username (see claimName),
+// so that a user is never without one; then it inserts the user
+// document, which is the creation: the unique index of users decides
+// between concurrent creations of one username.
 func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -239,17 +327,18 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
 	case !ok:
 		return fmt.Errorf("mongostore: create user: org: %w", storage.ErrNotFound)
 	}
+	if s.byPointer {
+		if err := s.claimName(ctx, u.Org, u.FoldedUsername, u.ID); err != nil {
+			return wrap("create user", err)
+		}
+		if err := s.step(stepCreateName); err != nil {
+			return fmt.Errorf("mongostore: create user: %w", err)
+		}
+	}
 	if _, err := s.users.InsertOne(ctx, userToDoc(u)); err != nil {
 		return wrap("create user", err)
 	}
-	if !s.byPointer {
-		return nil
-	}
 	if err := s.step(stepCreateUser); err != nil {
-		return fmt.Errorf("mongostore: create user: %w", err)
-	}
-	_ = s.point(ctx, u.Org, u.FoldedUsername, u.ID) // a hint; see above
-	if err := s.step(stepCreateName); err != nil {
 		return fmt.Errorf("mongostore: create user: %w", err)
 	}
 	return nil
@@ -295,35 +384,22 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 }
 
 // SetInstances implements storage.Store, in one update of the user's
-// document: found through the name pointer where the store keeps them,
-// else by name.
+// document.
 func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}}}}
-	set := func(string) bson.D { return update }
-	switch _, ok, err := s.updatePointed(ctx, org, folded, set); {
-	case err != nil:
-		return wrap("set instances", err)
-	case ok:
-		return nil
-	}
-	if !s.byPointer {
-		res, err := s.users.UpdateOne(ctx, byName(org, folded), update)
-		if err != nil {
-			return wrap("set instances", err)
-		}
-		if res.MatchedCount == 0 {
-			return fmt.Errorf("mongostore: set instances: %w", storage.ErrNotFound)
-		}
-		return nil
-	}
-	// No pointer, or a stale one: by name, learning the id to point to.
-	var d userDoc
-	if err := s.users.FindOneAndUpdate(ctx, byName(org, folded), update).Decode(&d); err != nil {
+	if s.byPointer {
+		_, err := s.updateByName(ctx, org, folded, func(string) bson.D { return update })
 		return wrap("set instances", err)
 	}
-	_ = s.point(ctx, org, folded, d.UID) // a hint, repaired by the next lookup
+	res, err := s.users.UpdateOne(ctx, byName(org, folded), update)
+	if err != nil {
+		return wrap("set instances", err)
+	}
+	if res.MatchedCount == 0 {
+		return fmt.Errorf("mongostore: set instances: %w", storage.ErrNotFound)
+	}
 	return nil
 }
 
@@ -355,19 +431,9 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.Use
 			{Key: "dfkey", Value: folded},
 		}}}
 	}
-	d, ok, err := s.updatePointed(ctx, org, folded, tombstone)
+	d, err := s.updateByName(ctx, org, folded, tombstone)
 	if err != nil {
 		return storage.User{}, wrap("delete user", err)
-	}
-	if !ok {
-		if err := s.users.FindOne(ctx, byName(org, folded), options.FindOne().SetProjection(idOnly)).Decode(&d); err != nil {
-			return storage.User{}, wrap("delete user", err)
-		}
-		filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
-		opts := options.FindOneAndUpdate().SetReturnDocument(options.Before)
-		if err := s.users.FindOneAndUpdate(ctx, filter, tombstone(d.ID), opts).Decode(&d); err != nil {
-			return storage.User{}, wrap("delete user", err)
-		}
 	}
 	if err := s.step(stepTombstone); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)

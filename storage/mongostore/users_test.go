@@ -121,12 +121,12 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 	}
 }
 
-// A CreateUser that stops after any of its steps has created the user
-// (the insert is the creation): it is found by name, changed and deleted
-// like any other, and its username is taken. A missing name pointer is
-// written by the first lookup.
+// A CreateUser that stops after claiming the name pointer has created
+// nothing: the name is not found, and the next creation of it takes the
+// pointer over. One that stops after the insert has created the user: it
+// is found, changed and deleted like any other, and its name is taken.
 func TestCreateUserCrashPoints(t *testing.T) {
-	for _, stop := range []string{stepCreateUser, stepCreateName} {
+	for _, stop := range []string{stepCreateName, stepCreateUser} {
 		t.Run("after_"+stop, func(t *testing.T) {
 			s := newTestStore(t)
 			if !s.byPointer {
@@ -147,11 +147,20 @@ func TestCreateUserCrashPoints(t *testing.T) {
 			require.ErrorIs(t, s.CreateUser(ctx, alice), errCrash)
 			s.afterStep = nil
 			assert.Equal(t, stop, steps[len(steps)-1])
-			n, err := s.names.CountDocuments(ctx, bson.D{{Key: "uid", Value: alice.ID}})
-			require.NoError(t, err)
-			assert.Equal(t, int64(len(steps)-1), n, "name pointers of alice")
+			var n nameDoc
+			require.NoError(t, s.names.FindOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, "alice")}}).Decode(&n))
+			assert.Equal(t, alice.ID, n.UID)
 
-			require.ErrorIs(t, s.CreateUser(ctx, crashUser(org.ID, "ALICE")), storage.ErrAlreadyExists)
+			again := crashUser(org.ID, "ALICE")
+			if stop == stepCreateName {
+				_, err := s.GetUser(ctx, org.ID, "alice")
+				require.ErrorIs(t, err, storage.ErrNotFound)
+				require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}), storage.ErrNotFound)
+				require.NoError(t, s.CreateUser(ctx, again))
+				requireNamed(t, s, again)
+				return
+			}
+			require.ErrorIs(t, s.CreateUser(ctx, again), storage.ErrAlreadyExists)
 			requireNamed(t, s, alice)
 			cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
 			require.NoError(t, s.SetInstances(ctx, org.ID, "alice", cfg))
@@ -163,16 +172,18 @@ func TestCreateUserCrashPoints(t *testing.T) {
 			assert.Equal(t, alice.ID, deleted.ID)
 			_, err = s.GetUser(ctx, org.ID, "alice")
 			require.ErrorIs(t, err, storage.ErrNotFound)
-			n, err = s.names.CountDocuments(ctx, bson.D{})
+			count, err := s.names.CountDocuments(ctx, bson.D{})
 			require.NoError(t, err)
-			assert.Zero(t, n, "name pointers left")
+			assert.Zero(t, count, "name pointers left")
 		})
 	}
 }
 
-// A stale name pointer (to no user, to a tombstone, or to a user of
-// another org) reserves nothing and finds nothing: lookups by the name
-// fail, the name can be created, and then the pointer is the new user's.
+// A stale name pointer (to no user, to a tombstone, to a user of another
+// org, or to a live user of another name) reserves nothing and reaches
+// nothing: lookups and writes by the name fail without touching the user
+// it holds, the name can be created, and then the pointer is the new
+// user's.
 func TestStaleNamePointer(t *testing.T) {
 	s := newTestStore(t)
 	if !s.byPointer {
@@ -185,6 +196,8 @@ func TestStaleNamePointer(t *testing.T) {
 	require.NoError(t, s.CreateOrg(ctx, other))
 	elsewhere := crashUser(other.ID, "carol")
 	require.NoError(t, s.CreateUser(ctx, elsewhere))
+	frank := crashUser(org.ID, "frank")
+	require.NoError(t, s.CreateUser(ctx, frank))
 	stone := crashUser(org.ID, "dave")
 	require.NoError(t, s.CreateUser(ctx, stone))
 	_, err := s.DeleteUser(ctx, org.ID, "dave")
@@ -196,13 +209,14 @@ func TestStaleNamePointer(t *testing.T) {
 	})
 	require.NoError(t, err)
 
-	for name, id := range map[string]string{"bob": uuid.NewString(), "carol": elsewhere.ID, "dave": stone.ID} {
+	for name, id := range map[string]string{"bob": uuid.NewString(), "carol": elsewhere.ID, "dave": stone.ID, "eve": frank.ID} {
 		k := key(org.ID, name)
 		_, err := s.names.InsertOne(ctx, nameDoc{ID: k, UID: id})
 		require.NoError(t, err)
 		_, err = s.GetUser(ctx, org.ID, name)
 		require.ErrorIs(t, err, storage.ErrNotFound, name)
-		require.ErrorIs(t, s.SetInstances(ctx, org.ID, name, storage.InstanceConfig{}), storage.ErrNotFound, name)
+		cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
+		require.ErrorIs(t, s.SetInstances(ctx, org.ID, name, cfg), storage.ErrNotFound, name)
 		_, err = s.DeleteUser(ctx, org.ID, name)
 		require.ErrorIs(t, err, storage.ErrNotFound, name)
 
@@ -210,18 +224,65 @@ func TestStaleNamePointer(t *testing.T) {
 		require.NoError(t, s.CreateUser(ctx, u), name)
 		requireNamed(t, s, u)
 	}
-	// Nothing of carol's, in the other org, changed.
-	got, err := s.GetUser(ctx, other.ID, "carol")
-	require.NoError(t, err)
-	assert.Equal(t, elsewhere.ID, got.ID)
-	assert.Equal(t, elsewhere.Instances, got.Instances)
+	// Nothing of carol's, in the other org, nor of frank's changed.
+	for _, u := range []storage.User{elsewhere, frank} {
+		got, err := s.GetUser(ctx, u.Org, u.FoldedUsername)
+		require.NoError(t, err)
+		assert.Equal(t, u.ID, got.ID)
+		assert.Equal(t, u.Instances, got.Instances)
+	}
 	// Cleanup removes the tombstone and leaves dave's new pointer.
 	_, err = s.Cleanup(ctx, t0)
 	require.NoError(t, err)
-	got, err = s.GetUser(ctx, org.ID, "dave")
+	got, err := s.GetUser(ctx, org.ID, "dave")
 	require.NoError(t, err)
 	assert.NotEqual(t, stone.ID, got.ID)
 	requireNamed(t, s, got)
+}
+
+// New writes the name pointers a database lacks (one written while no
+// pointers were kept), since a missing pointer means that there is no such
+// user; the users of a delete that stopped part-way get none.
+func TestNewBackfillsNamePointers(t *testing.T) {
+	db := newDB(t, client(t))
+	old, err := New(t.Context(), db, Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	if !old.byPointer {
+		t.Skip("the server needs no name pointers")
+	}
+	old.byPointer = false
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, old.CreateOrg(ctx, org))
+	alice, bob, carol := crashUser(org.ID, "alice"), crashUser(org.ID, "Bob"), crashUser(org.ID, "carol")
+	for _, u := range []storage.User{alice, bob, carol} {
+		require.NoError(t, old.CreateUser(ctx, u))
+	}
+	old.afterStep = func(step string) error {
+		if step == stepTombstone {
+			return errCrash
+		}
+		return nil
+	}
+	_, err = old.DeleteUser(ctx, org.ID, "carol")
+	require.ErrorIs(t, err, errCrash)
+	n, err := old.names.CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	s, err := New(ctx, db, Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	requireNamed(t, s, alice)
+	requireNamed(t, s, bob)
+	_, err = s.GetUser(ctx, org.ID, "carol")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	n, err = s.names.CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), n)
+	// Again: nothing to write, nothing changes.
+	_, err = New(ctx, db, Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	requireNamed(t, s, alice)
 }
 
 // requireNamed checks that u is the user of its org named by its folded
