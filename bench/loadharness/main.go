@@ -97,7 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run ("+strings.Join(allWorkloads, ", ")+")")
 	fs.BoolVar(&o.prism, "prism", false, "also measure the Prism "+prismVersion+" mock server of httpserver/openapi.json (needs npx)")
 	fs.IntVar(&o.users, "users", 1000, "service accounts seeded in each store")
-	fs.IntVar(&o.mongoUsers, "mongo-users", 300, "service accounts seeded in MongoDB (FerretDB scans its collection for most lookups, so each request costs in proportion)")
+	fs.IntVar(&o.mongoUsers, "mongo-users", 300, "service accounts seeded in MongoDB (FerretDB scans the users for each page of list-users, so that costs in proportion)")
 	fs.IntVar(&o.tokens, "tokens", 10, "tokens of the Admin, which list-tokens lists")
 	fs.StringVar(&o.wrkCPU, "wrk-cpu", "0", "CPU list wrk is pinned to (taskset -c); empty with -server-cpu empty: no pinning")
 	fs.StringVar(&o.serverCPU, "server-cpu", "1", "CPU list every server is pinned to")

@@ -1,6 +1,7 @@
 package mongostore
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/orgadmin/orgadmin/internal/storebench"
@@ -14,4 +15,44 @@ import (
 func BenchmarkStore(b *testing.B) {
 	testURI(b)
 	storebench.Run(b, func(tb testing.TB) storage.Store { return newTestStore(tb) })
+}
+
+// BenchmarkByName looks users up by username in an org of 1000 users, the
+// Service's commonest store calls after authentication: GetUser (what
+// reads a user's instance configuration, and resolves the user of a token
+// listing or creation) and SetInstances.
+func BenchmarkByName(b *testing.B) {
+	s := newTestStore(b)
+	ctx := b.Context()
+	org := storage.Org{ID: "bench", CreatedAt: t0}
+	if err := s.CreateOrg(ctx, org); err != nil {
+		b.Fatal(err)
+	}
+	names := make([]string, 1000)
+	for i := range names {
+		u := crashUser(org.ID, fmt.Sprintf("robot%04d", i))
+		if err := s.CreateUser(ctx, u); err != nil {
+			b.Fatal(err)
+		}
+		names[i] = u.FoldedUsername
+	}
+	cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
+	for _, bc := range []struct {
+		name string
+		op   func(folded string) error
+	}{
+		{"GetUser", func(folded string) error { _, err := s.GetUser(ctx, org.ID, folded); return err }},
+		{"SetInstances", func(folded string) error { return s.SetInstances(ctx, org.ID, folded, cfg) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				i++
+				if err := bc.op(names[i%len(names)]); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

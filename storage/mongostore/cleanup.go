@@ -62,7 +62,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
 func (s *Store) finishDeletes(ctx context.Context) (int, error) {
 	opCtx, cancel := s.op(ctx)
 	defer cancel()
-	proj := bson.D{{Key: "_id", Value: 1}, {Key: "uid", Value: 1}, {Key: "dorg", Value: 1}}
+	proj := bson.D{{Key: "_id", Value: 1}, {Key: "uid", Value: 1}, {Key: "dorg", Value: 1}, {Key: "dfkey", Value: 1}}
 	cur, err := s.users.Find(opCtx, bson.D{{Key: "org", Value: nil}}, options.Find().SetProjection(proj).SetLimit(cleanupBatch))
 	if err != nil {
 		return 0, fmt.Errorf("mongostore: cleanup: find unfinished deletes: %w", err)
@@ -73,7 +73,7 @@ func (s *Store) finishDeletes(ctx context.Context) (int, error) {
 	}
 	for i, d := range stones {
 		opCtx, cancel := s.op(ctx)
-		err := s.removeUser(opCtx, d.DeletedOrg, d.UID, d.ID)
+		err := s.removeUser(opCtx, d.DeletedOrg, d.UID, d.ID, d.DeletedFKey)
 		cancel()
 		if err != nil {
 			return i, fmt.Errorf("mongostore: cleanup: finish delete of user %s: %w", d.UID, err)

@@ -98,7 +98,7 @@ func (s *Store) GetDive(ctx context.Context, org, id string) (storage.Dive, erro
 }
 
 // GetEmbedTarget implements storage.Store. The Dive and the user are read
-// concurrently: two round trips in the time of one.
+// concurrently: the Dive's round trip in the time of the user's.
 func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) (storage.EmbedTarget, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -113,8 +113,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 		defer wg.Done()
 		diveErr = s.dives.FindOne(ctx, bson.D{{Key: "_id", Value: key(org, diveID)}}).Decode(&d)
 	}()
-	var u userDoc
-	userErr := s.users.FindOne(ctx, byName(org, folded)).Decode(&u)
+	u, userErr := s.userByName(ctx, org, folded)
 	wg.Wait()
 	if errors.Is(diveErr, mongo.ErrNoDocuments) {
 		diveErr = nil

@@ -12,9 +12,25 @@
 //   - DeleteUser first turns the user document into a tombstone in one
 //     atomic update, which frees the username and makes the user, its
 //     tokens and its sessions unusable; it then removes the tokens, embed
-//     sessions and Duckling reports, and last the tombstone. Every read
-//     checks that the user a record belongs to is alive, so a delete that
-//     stopped part-way is ignored by later calls, and Cleanup finishes it.
+//     sessions and Duckling reports, the name pointer (below), and last
+//     the tombstone. Every read checks that the user a record belongs to
+//     is alive, so a delete that stopped part-way is ignored by later
+//     calls, and Cleanup finishes it.
+//   - On a server that reads every document of a collection for any
+//     filter but a bare {_id: X} (FerretDB v1; see New), users are also
+//     found by name through name pointers: a document whose id is
+//     key(org, folded username) and which holds a user id. CreateUser
+//     writes it before the user document, so a live user always has one
+//     (New writes those missing from an older database) and a missing
+//     pointer means no such user. A reader follows the pointer by id and
+//     checks that the user there is alive and has that username; a stale
+//     pointer (left by a crash or a creation that lost) it searches past,
+//     by name, and repairs. A stale pointer reserves nothing: the next
+//     creation of the name takes it over, and the unique index of users
+//     stays the one judge of uniqueness. A write through a pointer goes
+//     by the user's id alone, after the read that checked it; this
+//     relies on an id never being given to a second user, as the
+//     Service's random ids never are.
 //   - A token, session or Duckling report written concurrently with the
 //     deletion of its user is written first and the user checked after; if
 //     the user is gone the writer removes what it wrote and reports
@@ -73,6 +89,7 @@ const (
 	ducklingsColl = "ducklings"
 	divesColl     = "dives"
 	feedbackColl  = "feedback"
+	namesColl     = "user_names"
 )
 
 // Store is a storage.Store on a MongoDB database. The zero value is not
@@ -87,10 +104,16 @@ type Store struct {
 	ducklings *mongo.Collection
 	dives     *mongo.Collection
 	feedback  *mongo.Collection
+	names     *mongo.Collection
 
-	// afterDeleteStep, when set (by tests), runs after each step of
-	// DeleteUser; an error stops the delete there, as a crash would.
-	afterDeleteStep func(step string) error
+	// byPointer is set on a server that scans a collection for every
+	// filter but a bare {_id: X}: users are then found by name through
+	// the names collection (see the package comment).
+	byPointer bool
+
+	// afterStep, when set (by tests), runs after each step of CreateUser
+	// and DeleteUser; an error stops the call there, as a crash would.
+	afterStep func(step string) error
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -109,9 +132,14 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		ducklings: db.Collection(ducklingsColl),
 		dives:     db.Collection(divesColl),
 		feedback:  db.Collection(feedbackColl),
+		names:     db.Collection(namesColl),
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
+	}
+	var err error
+	if s.byPointer, err = s.scansFilters(ctx); err != nil {
+		return nil, err
 	}
 	if err := s.createFeedback(ctx); err != nil {
 		return nil, err
@@ -147,7 +175,41 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 			return nil, fmt.Errorf("mongostore: create indexes of %s: %w", c.coll.Name(), err)
 		}
 	}
+	if s.byPointer {
+		if err := s.backfillNames(ctx); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// scansFilters reports whether the server reads every document of a
+// collection for any filter but a bare {_id: X}. FerretDB v1 on SQLite
+// does (every FerretDB v1 is taken alike); it says what it is in the
+// ferretdbVersion field of buildInfo. A version that does not parse is
+// taken to be such a server: that costs a round trip on a lookup by name,
+// never a scan.
+func (s *Store) scansFilters(ctx context.Context) (bool, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var info struct {
+		FerretDB string `bson:"ferretdbVersion"`
+	}
+	if err := s.db.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err != nil {
+		return false, fmt.Errorf("mongostore: build info: %w", err)
+	}
+	return ferretDBv1(info.FerretDB), nil
+}
+
+// ferretDBv1 reports whether version, the ferretdbVersion of buildInfo
+// ("" on any other server), is that of FerretDB v1 or does not parse.
+func ferretDBv1(version string) bool {
+	if version == "" {
+		return false
+	}
+	major, _, _ := strings.Cut(strings.TrimPrefix(version, "v"), ".")
+	n, err := strconv.Atoi(major)
+	return err != nil || n < 2
 }
 
 // createIndexes creates those of indexes that coll lacks, by name. (Asking
@@ -282,10 +344,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return wrap("ping", s.db.RunCommand(ctx, bson.D{{Key: "ping", Value: 1}}).Err())
 }
 
-// step runs the test hook after the DeleteUser step named step.
+// step runs the test hook after the step named name.
 func (s *Store) step(name string) error {
-	if s.afterDeleteStep == nil {
+	if s.afterStep == nil {
 		return nil
 	}
-	return s.afterDeleteStep(name)
+	return s.afterStep(name)
 }

@@ -3,6 +3,7 @@ package mongostore
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -17,23 +18,25 @@ import (
 
 // userDoc is a user. Its id is key(org, user id). A user being deleted is
 // a tombstone: Org is null (so no query of an org finds it), DeletedOrg
-// keeps the org, and FKey is the document id (so the username is free).
+// keeps the org, FKey is the document id (so the username is free) and
+// DeletedFKey keeps the username, whose pointer Cleanup removes.
 type userDoc struct {
-	ID         string       `bson:"_id"`
-	Org        *string      `bson:"org"`
-	DeletedOrg string       `bson:"dorg,omitempty"`
-	UID        string       `bson:"uid"`
-	FKey       string       `bson:"fkey"`
-	Name       string       `bson:"name"`
-	Desc       string       `bson:"desc,omitempty"`
-	SA         bool         `bson:"sa"`
-	Role       string       `bson:"role"`
-	Privileges []string     `bson:"privs,omitempty"`
-	Email      string       `bson:"email,omitempty"`
-	First      string       `bson:"first,omitempty"`
-	Last       string       `bson:"last,omitempty"`
-	Created    time.Time    `bson:"created"`
-	Instances  instancesDoc `bson:"inst"`
+	ID          string       `bson:"_id"`
+	Org         *string      `bson:"org"`
+	DeletedOrg  string       `bson:"dorg,omitempty"`
+	DeletedFKey string       `bson:"dfkey,omitempty"`
+	UID         string       `bson:"uid"`
+	FKey        string       `bson:"fkey"`
+	Name        string       `bson:"name"`
+	Desc        string       `bson:"desc,omitempty"`
+	SA          bool         `bson:"sa"`
+	Role        string       `bson:"role"`
+	Privileges  []string     `bson:"privs,omitempty"`
+	Email       string       `bson:"email,omitempty"`
+	First       string       `bson:"first,omitempty"`
+	Last        string       `bson:"last,omitempty"`
+	Created     time.Time    `bson:"created"`
+	Instances   instancesDoc `bson:"inst"`
 }
 
 type instancesDoc struct {
@@ -108,9 +111,186 @@ func (d instancesDoc) record() storage.InstanceConfig {
 	return storage.InstanceConfig{ReadWrite: side(d.ReadWrite), ReadScaling: side(d.ReadScaling)}
 }
 
-// byName is the filter of the live user of org named folded.
+// byName is the filter of the live user of org named folded. It is a
+// search of the users: with name pointers (Store.byPointer), the way of
+// last resort.
 func byName(org, folded string) bson.D {
 	return bson.D{{Key: "org", Value: org}, {Key: "fkey", Value: folded}}
+}
+
+// nameDoc is a name pointer (see the package comment). Its id is
+// key(org, folded username); it holds the id of the user created, or being
+// created, under that username.
+type nameDoc struct {
+	ID  string `bson:"_id"`
+	UID string `bson:"uid"`
+}
+
+// pointed returns the live user of org named folded by following the name
+// pointer: two reads by id. When that finds no such user it returns
+// mongo.ErrNoDocuments and the user id the pointer holds: "" when there is
+// no pointer (so no such user), else a stale id, past which the caller
+// searches by name.
+func (s *Store) pointed(ctx context.Context, org, folded string) (userDoc, string, error) {
+	var n nameDoc
+	if err := s.names.FindOne(ctx, bson.D{{Key: "_id", Value: key(org, folded)}}).Decode(&n); err != nil {
+		return userDoc{}, "", err
+	}
+	d, err := s.liveUser(ctx, org, n.UID)
+	if err == nil && d.FKey != folded {
+		err = mongo.ErrNoDocuments
+	}
+	if err != nil {
+		return userDoc{}, n.UID, err
+	}
+	return d, "", nil
+}
+
+// claimName makes the name pointer of folded in org hold the user id, for
+// CreateUser to do before it inserts the user. A pointer already there is
+// taken over unless it names a live user of that name, which is
+// ErrAlreadyExists: it is stale (left by a crash, or by a creation that
+// lost) or its creation is under way, and then the insert of the users
+// decides.
+func (s *Store) claimName(ctx context.Context, org, folded, id string) error {
+	k := key(org, folded)
+	doc := nameDoc{ID: k, UID: id}
+	_, err := s.names.InsertOne(ctx, doc)
+	if !mongo.IsDuplicateKeyError(err) {
+		return err
+	}
+	switch _, _, err := s.pointed(ctx, org, folded); {
+	case err == nil:
+		return fmt.Errorf("name pointer: %w", storage.ErrAlreadyExists)
+	case !errors.Is(err, mongo.ErrNoDocuments):
+		return err
+	}
+	return replace(ctx, s.names, k, doc)
+}
+
+// repoint makes the stale name pointer of folded in org hold id, the live
+// user a search found, unless the pointer changed since it was read (a
+// creation under that name wrote it). Its error leaves the pointer stale,
+// which the next lookup searches past again.
+func (s *Store) repoint(ctx context.Context, org, folded, stale, id string) error {
+	k := key(org, folded)
+	_, err := s.names.ReplaceOne(ctx, bson.D{{Key: "_id", Value: k}, {Key: "uid", Value: stale}}, nameDoc{ID: k, UID: id})
+	return err
+}
+
+// userByName returns the live user of org named folded, or
+// mongo.ErrNoDocuments: through the name pointer where the store keeps
+// them, else by name.
+func (s *Store) userByName(ctx context.Context, org, folded string) (userDoc, error) {
+	if s.byPointer {
+		d, stale, err := s.pointed(ctx, org, folded)
+		if err == nil || stale == "" || !errors.Is(err, mongo.ErrNoDocuments) {
+			return d, err
+		}
+		if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
+			return userDoc{}, err
+		}
+		_ = s.repoint(ctx, org, folded, stale, d.UID) // the answer is right either way
+		return d, nil
+	}
+	var d userDoc
+	if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
+		return userDoc{}, err
+	}
+	return d, nil
+}
+
+// updateByName applies the update that update(document id) returns to the
+// live user of org named folded, in one atomic update of its document, and
+// returns the document as it was before, or mongo.ErrNoDocuments. With
+// name pointers it reads the pointer and the user, then updates the user,
+// all by id. Otherwise (no pointers, a stale one, or a user deleted between
+// the read and the update, whose tombstone the update then changed in
+// nothing any read sees) it finds the user by name, then updates its
+// document if that is still the live user named folded.
+func (s *Store) updateByName(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, error) {
+	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+	stale := ""
+	if s.byPointer {
+		d, pointer, err := s.pointed(ctx, org, folded)
+		switch {
+		case err == nil:
+			id := d.UID
+			err = s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: d.ID}}, update(d.ID), before).Decode(&d)
+			if err == nil && d.alive(org, id) && d.FKey == folded {
+				return d, nil
+			}
+			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+				return userDoc{}, err
+			}
+			pointer = id
+		case !errors.Is(err, mongo.ErrNoDocuments) || pointer == "":
+			return userDoc{}, err
+		}
+		stale = pointer
+	}
+	var d userDoc
+	if err := s.users.FindOne(ctx, byName(org, folded), options.FindOne().SetProjection(idOnly)).Decode(&d); err != nil {
+		return userDoc{}, err
+	}
+	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
+	if err := s.users.FindOneAndUpdate(ctx, filter, update(d.ID), before).Decode(&d); err != nil {
+		return userDoc{}, err
+	}
+	if stale != "" {
+		_ = s.repoint(ctx, org, folded, stale, d.UID) // a hint; see repoint
+	}
+	return d, nil
+}
+
+// backfillNames writes the name pointer of every live user that has none:
+// users created before the store kept pointers, or while a server that
+// needs none served the database. Lookups trust a missing pointer to mean
+// that there is no such user, so New runs it before the store is used. A
+// pointer a creation wrote meanwhile is left as it is.
+func (s *Store) backfillNames(ctx context.Context) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var have []nameDoc
+	cur, err := s.names.Find(ctx, bson.D{}, options.Find().SetProjection(idOnly))
+	if err == nil {
+		err = cur.All(ctx, &have)
+	}
+	if err != nil {
+		return fmt.Errorf("mongostore: read name pointers: %w", err)
+	}
+	pointed := make(map[string]bool, len(have))
+	for _, n := range have {
+		pointed[n.ID] = true
+	}
+	var live []userDoc
+	proj := bson.D{{Key: "org", Value: 1}, {Key: "uid", Value: 1}, {Key: "fkey", Value: 1}}
+	cur, err = s.users.Find(ctx, bson.D{{Key: "org", Value: bson.D{{Key: "$ne", Value: nil}}}}, options.Find().SetProjection(proj))
+	if err == nil {
+		err = cur.All(ctx, &live)
+	}
+	if err != nil {
+		return fmt.Errorf("mongostore: read users: %w", err)
+	}
+	var missing []any
+	for _, d := range live {
+		if k := key(*d.Org, d.FKey); !pointed[k] {
+			missing = append(missing, nameDoc{ID: k, UID: d.UID})
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	_, err = s.names.InsertMany(ctx, missing, options.InsertMany().SetOrdered(false))
+	var bwe mongo.BulkWriteException
+	if errors.As(err, &bwe) && bwe.WriteConcernError == nil &&
+		!slices.ContainsFunc(bwe.WriteErrors, func(we mongo.BulkWriteError) bool { return !mongo.IsDuplicateKeyError(we) }) {
+		err = nil
+	}
+	if err != nil {
+		return fmt.Errorf("mongostore: write name pointers: %w", err)
+	}
+	return nil
 }
 
 // liveUser returns the live user id of org, or ErrNotFound. It reads the
@@ -127,7 +307,17 @@ func (s *Store) liveUser(ctx context.Context, org, id string) (userDoc, error) {
 	return d, nil
 }
 
-// CreateUser implements storage.Store.
+// Steps of CreateUser, named for the test hook.
+const (
+	stepCreateName = "create name"
+	stepCreateUser = "create user"
+)
+
+// CreateUser implements storage.Store. Where the store keeps name
+// pointers it first claims the pointer of the username (see claimName),
+// so that a user is never without one; then it inserts the user
+// document, which is the creation: the unique index of users decides
+// between concurrent creations of one username.
 func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -137,16 +327,29 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
 	case !ok:
 		return fmt.Errorf("mongostore: create user: org: %w", storage.ErrNotFound)
 	}
-	_, err := s.users.InsertOne(ctx, userToDoc(u))
-	return wrap("create user", err)
+	if s.byPointer {
+		if err := s.claimName(ctx, u.Org, u.FoldedUsername, u.ID); err != nil {
+			return wrap("create user", err)
+		}
+		if err := s.step(stepCreateName); err != nil {
+			return fmt.Errorf("mongostore: create user: %w", err)
+		}
+	}
+	if _, err := s.users.InsertOne(ctx, userToDoc(u)); err != nil {
+		return wrap("create user", err)
+	}
+	if err := s.step(stepCreateUser); err != nil {
+		return fmt.Errorf("mongostore: create user: %w", err)
+	}
+	return nil
 }
 
 // GetUser implements storage.Store.
 func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var d userDoc
-	if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
+	d, err := s.userByName(ctx, org, folded)
+	if err != nil {
 		return storage.User{}, wrap("get user", err)
 	}
 	return d.record(), nil
@@ -180,11 +383,16 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	return nil
 }
 
-// SetInstances implements storage.Store.
+// SetInstances implements storage.Store, in one update of the user's
+// document.
 func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}}}}
+	if s.byPointer {
+		_, err := s.updateByName(ctx, org, folded, func(string) bson.D { return update })
+		return wrap("set instances", err)
+	}
 	res, err := s.users.UpdateOne(ctx, byName(org, folded), update)
 	if err != nil {
 		return wrap("set instances", err)
@@ -201,45 +409,46 @@ const (
 	stepTokens    = "tokens"
 	stepSessions  = "sessions"
 	stepDucklings = "ducklings"
+	stepName      = "name"
 	stepUser      = "user"
 )
 
 // DeleteUser implements storage.Store. Its first write turns the user into
 // a tombstone, atomically: from then on the user, its tokens and its
 // sessions are unusable and the username is free. It then removes the
-// tokens, embed sessions and Duckling reports, and last the tombstone. A
-// delete that stops part-way is ignored by every read and finished by
-// Cleanup.
+// tokens, embed sessions, Duckling reports and name pointer, and last the
+// tombstone. A delete that stops part-way is ignored by every read and
+// finished by Cleanup.
 func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var d userDoc
-	if err := s.users.FindOne(ctx, byName(org, folded), options.FindOne().SetProjection(idOnly)).Decode(&d); err != nil {
-		return storage.User{}, wrap("delete user", err)
-	}
 	// The tombstone's fkey is its document id, unique among tombstones.
-	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
-	update := bson.D{{Key: "$set", Value: bson.D{
-		{Key: "org", Value: nil},
-		{Key: "dorg", Value: org},
-		{Key: "fkey", Value: d.ID},
-	}}}
-	err := s.users.FindOneAndUpdate(ctx, filter, update, options.FindOneAndUpdate().SetReturnDocument(options.Before)).Decode(&d)
+	tombstone := func(docID string) bson.D {
+		return bson.D{{Key: "$set", Value: bson.D{
+			{Key: "org", Value: nil},
+			{Key: "dorg", Value: org},
+			{Key: "fkey", Value: docID},
+			{Key: "dfkey", Value: folded},
+		}}}
+	}
+	d, err := s.updateByName(ctx, org, folded, tombstone)
 	if err != nil {
 		return storage.User{}, wrap("delete user", err)
 	}
 	if err := s.step(stepTombstone); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
-	if err := s.removeUser(ctx, org, d.UID, d.ID); err != nil {
+	if err := s.removeUser(ctx, org, d.UID, d.ID, folded); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
 	return d.record(), nil
 }
 
-// removeUser removes what belongs to the user id of org, then its
-// tombstone docID. Each step is idempotent.
-func (s *Store) removeUser(ctx context.Context, org, id, docID string) error {
+// removeUser removes what belongs to the user id of org, then the name
+// pointer of folded if it still names that user (folded is empty for a
+// tombstone older than name pointers), then the tombstone docID. Each step
+// is idempotent.
+func (s *Store) removeUser(ctx context.Context, org, id, docID, folded string) error {
 	owned := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}}
 	for _, st := range []struct {
 		name string
@@ -249,6 +458,15 @@ func (s *Store) removeUser(ctx context.Context, org, id, docID string) error {
 			return fmt.Errorf("remove %s: %w", st.name, err)
 		}
 		if err := s.step(st.name); err != nil {
+			return err
+		}
+	}
+	if s.byPointer && folded != "" {
+		// Not the pointer of a user created since under the same name.
+		if _, err := s.names.DeleteOne(ctx, bson.D{{Key: "_id", Value: key(org, folded)}, {Key: "uid", Value: id}}); err != nil {
+			return fmt.Errorf("remove name pointer: %w", err)
+		}
+		if err := s.step(stepName); err != nil {
 			return err
 		}
 	}

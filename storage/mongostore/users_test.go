@@ -24,11 +24,15 @@ var errCrash = errors.New("crash")
 // A DeleteUser that stops after any of its steps leaves nothing usable:
 // the user, its tokens and sessions are not found, its activity is not
 // listed, and the username can be created again at once. A later Cleanup
-// finishes the delete, leaving no document of the user behind.
+// finishes the delete, leaving no document of the user behind, and
+// leaves the new user of the name alone.
 func TestDeleteUserCrashPoints(t *testing.T) {
-	for _, stop := range []string{stepTombstone, stepTokens, stepSessions, stepDucklings, stepUser} {
+	for _, stop := range []string{stepTombstone, stepTokens, stepSessions, stepDucklings, stepName, stepUser} {
 		t.Run("after_"+stop, func(t *testing.T) {
 			s := newTestStore(t)
+			if stop == stepName && !s.byPointer {
+				t.Skip("the server needs no name pointers")
+			}
 			ctx := t.Context()
 			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
 			require.NoError(t, s.CreateOrg(ctx, org))
@@ -50,7 +54,7 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org.ID, UserID: bob.ID, ID: "rw", Active: true, At: t0}))
 
 			var steps []string
-			s.afterDeleteStep = func(step string) error {
+			s.afterStep = func(step string) error {
 				steps = append(steps, step)
 				if step == stop {
 					return errCrash
@@ -59,12 +63,16 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			}
 			_, err := s.DeleteUser(ctx, org.ID, "alice")
 			require.ErrorIs(t, err, errCrash)
-			s.afterDeleteStep = nil
+			s.afterStep = nil
 			assert.Equal(t, stop, steps[len(steps)-1])
 
 			// Nothing of alice can be read or used.
 			_, err = s.GetUser(ctx, org.ID, "alice")
 			require.ErrorIs(t, err, storage.ErrNotFound)
+			require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}), storage.ErrNotFound)
+			target, err := s.GetEmbedTarget(ctx, org.ID, "no-dive", "alice")
+			require.NoError(t, err)
+			assert.False(t, target.UserFound)
 			for _, tok := range aliceTokens {
 				_, err := s.TokenByDigest(ctx, tok.Digest)
 				require.ErrorIs(t, err, storage.ErrNotFound)
@@ -94,14 +102,16 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			require.NoError(t, err)
 			assert.Empty(t, toks)
 
-			// Cleanup finishes the delete: no document of the old user is left.
+			// Cleanup finishes the delete: no document of the old user is
+			// left, and the name is the new user's.
 			_, err = s.Cleanup(ctx, t0)
 			require.NoError(t, err)
-			for _, c := range []*mongo.Collection{s.users, s.tokens, s.sessions, s.ducklings} {
+			for _, c := range []*mongo.Collection{s.users, s.tokens, s.sessions, s.ducklings, s.names} {
 				n, err := c.CountDocuments(ctx, bson.D{{Key: "uid", Value: alice.ID}})
 				require.NoError(t, err)
 				assert.Zero(t, n, "documents of the deleted user in %s", c.Name())
 			}
+			requireNamed(t, s, fresh)
 
 			// Bob was never touched.
 			c, err := s.TokenByDigest(ctx, bobToken.Digest)
@@ -109,6 +119,186 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			assert.Equal(t, bob.ID, c.User.ID)
 		})
 	}
+}
+
+// A CreateUser that stops after claiming the name pointer has created
+// nothing: the name is not found, and the next creation of it takes the
+// pointer over. One that stops after the insert has created the user: it
+// is found, changed and deleted like any other, and its name is taken.
+func TestCreateUserCrashPoints(t *testing.T) {
+	for _, stop := range []string{stepCreateName, stepCreateUser} {
+		t.Run("after_"+stop, func(t *testing.T) {
+			s := newTestStore(t)
+			if !s.byPointer {
+				t.Skip("the server needs no name pointers: CreateUser is one write")
+			}
+			ctx := t.Context()
+			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+			require.NoError(t, s.CreateOrg(ctx, org))
+			alice := crashUser(org.ID, "Alice")
+			var steps []string
+			s.afterStep = func(step string) error {
+				steps = append(steps, step)
+				if step == stop {
+					return errCrash
+				}
+				return nil
+			}
+			require.ErrorIs(t, s.CreateUser(ctx, alice), errCrash)
+			s.afterStep = nil
+			assert.Equal(t, stop, steps[len(steps)-1])
+			var n nameDoc
+			require.NoError(t, s.names.FindOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, "alice")}}).Decode(&n))
+			assert.Equal(t, alice.ID, n.UID)
+
+			again := crashUser(org.ID, "ALICE")
+			if stop == stepCreateName {
+				_, err := s.GetUser(ctx, org.ID, "alice")
+				require.ErrorIs(t, err, storage.ErrNotFound)
+				require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}), storage.ErrNotFound)
+				require.NoError(t, s.CreateUser(ctx, again))
+				requireNamed(t, s, again)
+				return
+			}
+			require.ErrorIs(t, s.CreateUser(ctx, again), storage.ErrAlreadyExists)
+			requireNamed(t, s, alice)
+			cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
+			require.NoError(t, s.SetInstances(ctx, org.ID, "alice", cfg))
+			got, err := s.GetUser(ctx, org.ID, "alice")
+			require.NoError(t, err)
+			assert.Equal(t, cfg, got.Instances)
+			deleted, err := s.DeleteUser(ctx, org.ID, "alice")
+			require.NoError(t, err)
+			assert.Equal(t, alice.ID, deleted.ID)
+			_, err = s.GetUser(ctx, org.ID, "alice")
+			require.ErrorIs(t, err, storage.ErrNotFound)
+			count, err := s.names.CountDocuments(ctx, bson.D{})
+			require.NoError(t, err)
+			assert.Zero(t, count, "name pointers left")
+		})
+	}
+}
+
+// A stale name pointer (to no user, to a tombstone, to a user of another
+// org, or to a live user of another name) reserves nothing and reaches
+// nothing: lookups and writes by the name fail without touching the user
+// it holds, the name can be created, and then the pointer is the new
+// user's.
+func TestStaleNamePointer(t *testing.T) {
+	s := newTestStore(t)
+	if !s.byPointer {
+		t.Skip("the server needs no name pointers")
+	}
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	other := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.CreateOrg(ctx, other))
+	elsewhere := crashUser(other.ID, "carol")
+	require.NoError(t, s.CreateUser(ctx, elsewhere))
+	frank := crashUser(org.ID, "frank")
+	require.NoError(t, s.CreateUser(ctx, frank))
+	stone := crashUser(org.ID, "dave")
+	require.NoError(t, s.CreateUser(ctx, stone))
+	_, err := s.DeleteUser(ctx, org.ID, "dave")
+	require.NoError(t, err)
+	// A tombstone, as a delete that stopped at once leaves it.
+	_, err = s.users.InsertOne(ctx, bson.D{
+		{Key: "_id", Value: key(org.ID, stone.ID)}, {Key: "org", Value: nil}, {Key: "dorg", Value: org.ID},
+		{Key: "uid", Value: stone.ID}, {Key: "fkey", Value: key(org.ID, stone.ID)}, {Key: "dfkey", Value: "dave"},
+	})
+	require.NoError(t, err)
+
+	for name, id := range map[string]string{"bob": uuid.NewString(), "carol": elsewhere.ID, "dave": stone.ID, "eve": frank.ID} {
+		k := key(org.ID, name)
+		_, err := s.names.InsertOne(ctx, nameDoc{ID: k, UID: id})
+		require.NoError(t, err)
+		_, err = s.GetUser(ctx, org.ID, name)
+		require.ErrorIs(t, err, storage.ErrNotFound, name)
+		cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
+		require.ErrorIs(t, s.SetInstances(ctx, org.ID, name, cfg), storage.ErrNotFound, name)
+		_, err = s.DeleteUser(ctx, org.ID, name)
+		require.ErrorIs(t, err, storage.ErrNotFound, name)
+
+		u := crashUser(org.ID, name)
+		require.NoError(t, s.CreateUser(ctx, u), name)
+		requireNamed(t, s, u)
+	}
+	// Nothing of carol's, in the other org, nor of frank's changed.
+	for _, u := range []storage.User{elsewhere, frank} {
+		got, err := s.GetUser(ctx, u.Org, u.FoldedUsername)
+		require.NoError(t, err)
+		assert.Equal(t, u.ID, got.ID)
+		assert.Equal(t, u.Instances, got.Instances)
+	}
+	// Cleanup removes the tombstone and leaves dave's new pointer.
+	_, err = s.Cleanup(ctx, t0)
+	require.NoError(t, err)
+	got, err := s.GetUser(ctx, org.ID, "dave")
+	require.NoError(t, err)
+	assert.NotEqual(t, stone.ID, got.ID)
+	requireNamed(t, s, got)
+}
+
+// New writes the name pointers a database lacks (one written while no
+// pointers were kept), since a missing pointer means that there is no such
+// user; the users of a delete that stopped part-way get none.
+func TestNewBackfillsNamePointers(t *testing.T) {
+	db := newDB(t, client(t))
+	old, err := New(t.Context(), db, Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	if !old.byPointer {
+		t.Skip("the server needs no name pointers")
+	}
+	old.byPointer = false
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, old.CreateOrg(ctx, org))
+	alice, bob, carol := crashUser(org.ID, "alice"), crashUser(org.ID, "Bob"), crashUser(org.ID, "carol")
+	for _, u := range []storage.User{alice, bob, carol} {
+		require.NoError(t, old.CreateUser(ctx, u))
+	}
+	old.afterStep = func(step string) error {
+		if step == stepTombstone {
+			return errCrash
+		}
+		return nil
+	}
+	_, err = old.DeleteUser(ctx, org.ID, "carol")
+	require.ErrorIs(t, err, errCrash)
+	n, err := old.names.CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	require.Zero(t, n)
+
+	s, err := New(ctx, db, Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	requireNamed(t, s, alice)
+	requireNamed(t, s, bob)
+	_, err = s.GetUser(ctx, org.ID, "carol")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	n, err = s.names.CountDocuments(ctx, bson.D{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), n)
+	// Again: nothing to write, nothing changes.
+	_, err = New(ctx, db, Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	requireNamed(t, s, alice)
+}
+
+// requireNamed checks that u is the user of its org named by its folded
+// username and, where the store keeps name pointers, that the pointer of
+// the name holds u's id.
+func requireNamed(t *testing.T, s *Store, u storage.User) {
+	t.Helper()
+	got, err := s.GetUser(t.Context(), u.Org, u.FoldedUsername)
+	require.NoError(t, err)
+	assert.Equal(t, u.ID, got.ID)
+	if !s.byPointer {
+		return
+	}
+	var n nameDoc
+	require.NoError(t, s.names.FindOne(t.Context(), bson.D{{Key: "_id", Value: key(u.Org, u.FoldedUsername)}}).Decode(&n))
+	assert.Equal(t, u.ID, n.UID, "the name pointer of %s", u.FoldedUsername)
 }
 
 // Cleanup removes the tokens and sessions that are no longer live at the

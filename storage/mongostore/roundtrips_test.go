@@ -1,0 +1,235 @@
+package mongostore
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// command is what a store sent: the command's name, its collection, and
+// the filter it carried ("" when none), as extended JSON.
+type command struct {
+	name, coll, filter string
+}
+
+func (c command) String() string { return c.name + " " + c.coll + " " + c.filter }
+
+// commands records the commands a client sends.
+type commands struct {
+	mu   sync.Mutex
+	sent []command
+}
+
+func (c *commands) started(_ context.Context, e *event.CommandStartedEvent) {
+	cmd := command{name: e.CommandName}
+	if v, err := e.Command.LookupErr(e.CommandName); err == nil {
+		cmd.coll, _ = v.StringValueOK()
+	}
+	for _, path := range [][]string{{"filter"}, {"query"}, {"updates", "0", "q"}, {"deletes", "0", "q"}} {
+		if v, err := e.Command.LookupErr(path...); err == nil {
+			cmd.filter = v.String()
+			break
+		}
+	}
+	c.mu.Lock()
+	c.sent = append(c.sent, cmd)
+	c.mu.Unlock()
+}
+
+// take returns the commands sent since the last take, sorted (concurrent
+// reads may be sent in either order).
+func (c *commands) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]string, len(c.sent))
+	for i, cmd := range c.sent {
+		out[i] = cmd.String()
+	}
+	c.sent = nil
+	return out
+}
+
+// The lookups by name send the commands below, no more. With name
+// pointers (as on FerretDB v1) every filter of the common path is a bare
+// {_id: X}, which such a server reads by its primary key; without them
+// (as on MongoDB) a lookup by name is one query of the index org_fkey, as
+// it always was.
+func TestCommandsByName(t *testing.T) {
+	for _, pointers := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pointers=%t", pointers), func(t *testing.T) {
+			testCommandsByName(t, pointers)
+		})
+	}
+}
+
+func testCommandsByName(t *testing.T, pointers bool) {
+	sent := &commands{}
+	c, err := mongo.Connect(options.Client().ApplyURI(testURI(t)).SetTimeout(testTimeout).
+		SetMonitor(&event.CommandMonitor{Started: sent.started}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	s, err := New(t.Context(), newDB(t, c), Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	s.byPointer = pointers
+	ctx := t.Context()
+	org := storage.Org{ID: "acme", CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.PutDive(ctx, storage.Dive{ID: "d1", Org: org.ID, Title: "x", Version: 1}))
+	alice := crashUser(org.ID, "alice")
+	alice.ID = "a1"
+	sent.take()
+
+	// id is a bare {_id: id} filter; the others name the collections' keys.
+	id := func(k string) string { return fmt.Sprintf(`{"_id": %q}`, k) }
+	aliceID, aliceName, org1 := id(key("acme", "a1")), id(key("acme", "alice")), id("acme")
+	byAlice := `{"org": "acme","fkey": "alice"}`
+	var want []string
+	if pointers {
+		want = []string{"find orgs " + org1, "insert user_names ", "insert users "}
+	} else {
+		want = []string{"find orgs " + org1, "insert users "}
+	}
+	require.NoError(t, s.CreateUser(ctx, alice))
+	assert.Equal(t, want, sent.take(), "CreateUser")
+
+	if pointers {
+		want = []string{"find user_names " + aliceName, "find users " + aliceID}
+	} else {
+		want = []string{"find users " + byAlice}
+	}
+	_, err = s.GetUser(ctx, org.ID, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, want, sent.take(), "GetUser")
+
+	if pointers {
+		want = []string{"find dives " + id(key("acme", "d1")), "find user_names " + aliceName, "find users " + aliceID}
+	} else {
+		want = []string{"find dives " + id(key("acme", "d1")), "find users " + byAlice}
+	}
+	_, err = s.GetEmbedTarget(ctx, org.ID, "d1", "alice")
+	require.NoError(t, err)
+	assert.ElementsMatch(t, want, sent.take(), "GetEmbedTarget")
+
+	if pointers {
+		want = []string{"find user_names " + aliceName, "find users " + aliceID, "findAndModify users " + aliceID}
+	} else {
+		want = []string{"update users " + byAlice}
+	}
+	require.NoError(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}))
+	assert.Equal(t, want, sent.take(), "SetInstances")
+
+	owned := `{"org": "acme","uid": "a1"}`
+	removal := []string{"delete tokens " + owned, "delete embed_sessions " + owned, "delete ducklings " + owned}
+	if pointers {
+		want = append([]string{"find user_names " + aliceName, "find users " + aliceID, "findAndModify users " + aliceID}, removal...)
+		want = append(want, `delete user_names {"_id": "4:acme5:alice","uid": "a1"}`)
+	} else {
+		want = append([]string{"find users " + byAlice, `findAndModify users {"_id": "4:acme2:a1","org": "acme","fkey": "alice"}`}, removal...)
+	}
+	want = append(want, `delete users {"_id": "4:acme2:a1","org": null}`)
+	_, err = s.DeleteUser(ctx, org.ID, "alice")
+	require.NoError(t, err)
+	assert.Equal(t, want, sent.take(), "DeleteUser")
+
+	// A name nobody has: with pointers, the missing pointer says so.
+	if pointers {
+		want = []string{"find user_names " + aliceName}
+	} else {
+		want = []string{"find users " + byAlice}
+	}
+	_, err = s.GetUser(ctx, org.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assert.Equal(t, want, sent.take(), "GetUser of a missing user")
+}
+
+// Many concurrent lookups, changes and deletes by name on one store with
+// name pointers, while the same names are created again, agree with each
+// other: a name found is the user of that name, and a delete returns the
+// user it removed.
+func TestNamePointersUnderChurn(t *testing.T) {
+	s := newTestStore(t)
+	s.byPointer = true
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	names := []string{"ann", "ben", "cy"}
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 15 {
+				name := names[(w+i)%len(names)]
+				switch i % 3 {
+				case 0:
+					err := s.CreateUser(ctx, crashUser(org.ID, strings.ToUpper(name)))
+					if err != nil && !assert.ErrorIs(t, err, storage.ErrAlreadyExists) {
+						return
+					}
+				case 1:
+					u, err := s.GetUser(ctx, org.ID, name)
+					if err == nil {
+						assert.Equal(t, name, u.FoldedUsername)
+					} else if !assert.ErrorIs(t, err, storage.ErrNotFound) {
+						return
+					}
+					err = s.SetInstances(ctx, org.ID, name, storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}})
+					if err != nil && !assert.ErrorIs(t, err, storage.ErrNotFound) {
+						return
+					}
+				case 2:
+					u, err := s.DeleteUser(ctx, org.ID, name)
+					if err == nil {
+						assert.Equal(t, name, u.FoldedUsername)
+					} else if !assert.ErrorIs(t, err, storage.ErrNotFound) {
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	// Afterwards each name is either free or the live user's, by pointer
+	// and by listing alike.
+	page, err := s.ListUsers(ctx, org.ID, storage.UserQuery{Limit: 10})
+	require.NoError(t, err)
+	listed := make(map[string]string)
+	for _, u := range page.Users {
+		listed[u.FoldedUsername] = u.ID
+	}
+	for _, name := range names {
+		u, err := s.GetUser(ctx, org.ID, name)
+		if id, ok := listed[name]; ok {
+			require.NoError(t, err)
+			assert.Equal(t, id, u.ID)
+			requireNamed(t, s, u)
+		} else {
+			require.ErrorIs(t, err, storage.ErrNotFound)
+		}
+	}
+	_, err = s.Cleanup(ctx, t0)
+	require.NoError(t, err)
+	n, err := s.users.CountDocuments(ctx, bson.D{{Key: "org", Value: nil}})
+	require.NoError(t, err)
+	assert.Zero(t, n, "tombstones left after Cleanup")
+}
+
+// FerretDB v1 is told apart by the ferretdbVersion of buildInfo.
+func TestFerretDBv1(t *testing.T) {
+	for v, want := range map[string]bool{"": false, "v1.24.2": true, "1.0.0": true, "v2.1.0": false, "v10.0": false, "unknown": true} {
+		assert.Equal(t, want, ferretDBv1(v), "%q", v)
+	}
+}
