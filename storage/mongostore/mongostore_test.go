@@ -69,5 +69,20 @@ func newTestStore(t testing.TB) *Store {
 
 func TestConformance(t *testing.T) {
 	testURI(t)
+	t.Parallel() // each store has a database of its own
 	storagetest.Run(t, func(t testing.TB) storage.Store { return newTestStore(t) })
+}
+
+// TestConformanceOtherLookup runs the suite with the way of finding users
+// by name that New did not choose for the test server (by name on
+// FerretDB, through name pointers on MongoDB), so that both ways pass it
+// on whichever server the tests use.
+func TestConformanceOtherLookup(t *testing.T) {
+	testURI(t)
+	t.Parallel()
+	storagetest.Run(t, func(t testing.TB) storage.Store {
+		s := newTestStore(t)
+		s.byPointer = !s.byPointer
+		return s
+	})
 }
