@@ -2,7 +2,8 @@
 # Runs the load harness (bench/loadharness) with a Redis server and FerretDB
 # of its own: starts them on free loopback ports through scripts/services.sh
 # (or uses ORGADMIN_REDIS_ADDR and ORGADMIN_MONGO_URI when set), pins them to
-# the servers' CPU, and stops them at the end. Every argument goes to the
+# the servers' CPU, has the harness wait after each run until they are
+# idle, and stops them at the end. Every argument goes to the
 # harness, for example:
 #
 #   scripts/loadharness.sh -duration 10s -repeats 5 -prism -svg bench/throughput.svg -markdown BENCHMARKS.md
@@ -30,5 +31,8 @@ if [ -n "$server_cpu" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]
   done
 fi
 
+# After each run the harness waits until these are idle: a database can
+# still be working through requests a server gave up on.
+export LOADHARNESS_DATABASE_PIDS="${service_pids[*]}"
 export LOADHARNESS_COMMAND="scripts/loadharness.sh $*"
 go run ./bench/loadharness "$@"

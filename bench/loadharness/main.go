@@ -18,7 +18,11 @@
 // wrk drives every target with the same threads, connections and
 // duration, pinned with taskset to one CPU while the servers (and, through
 // scripts/loadharness.sh, the databases) have the other, and the runs are
-// interleaved: each repeat runs every target once. The table shows the
+// interleaved: each repeat runs every target once. After each run the
+// harness waits until the target, and the database processes listed in
+// $LOADHARNESS_DATABASE_PIDS (scripts/loadharness.sh lists those it
+// started), are idle, so that requests a slow database still works through
+// do not eat into the next run. The table shows the
 // median of the repeats and each figure's ratio to its baseline. The Redis
 // store is found at $ORGADMIN_REDIS_ADDR (-redis) and MongoDB at
 // $ORGADMIN_MONGO_URI (-mongo); a store whose address is unset is skipped
@@ -172,6 +176,7 @@ type harness struct {
 	redis    *redis.Client
 	mongo    *mongo.Client
 	mongoDBs []string
+	dbPIDs   []int // the database processes, whose backlog each run waits out
 
 	targets []*target
 	wrk     *wrkRunner
@@ -195,6 +200,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var idb [3]byte
 	_, _ = rand.Read(idb[:])
 	h := &harness{opt: opt, workloads: opt.workloads, runID: hex.EncodeToString(idb[:])}
+	if h.dbPIDs, err = databasePIDs(); err != nil {
+		return err
+	}
 	h.redisKey = "loadharness:" + h.runID + ":"
 	h.wrk = &wrkRunner{Threads: opt.threads, Connections: opt.connections, Timeout: opt.timeout}
 	if opt.wrkCPU != "" || opt.serverCPU != "" {
@@ -405,6 +413,11 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 				}
 				s.CPU = t.proc.cpuTime() - cpu
 				t.proc.settle(ctx, 10*time.Second)
+				// A database can still be working through requests the
+				// server gave up on; the next run must not pay for them.
+				if len(h.dbPIDs) > 0 {
+					waitIdle(ctx, func() time.Duration { return pidsCPU(h.dbPIDs) }, nil, 30*time.Second)
+				}
 				if w == createToken {
 					t.dirty = true
 				}

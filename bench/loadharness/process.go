@@ -249,20 +249,56 @@ func (p *process) settle(ctx context.Context, limit time.Duration) {
 	if p == nil {
 		return
 	}
+	waitIdle(ctx, p.cpuTime, p.done, limit)
+}
+
+// waitIdle waits until cpu, a CPU time so far, grows by less than a tick
+// in 200 ms, until done is closed, or for limit.
+func waitIdle(ctx context.Context, cpu func() time.Duration, done <-chan struct{}, limit time.Duration) {
 	deadline := time.Now().Add(limit)
-	last := p.cpuTime()
+	last := cpu()
 	for time.Now().Before(deadline) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-p.done:
+		case <-done:
 			return
 		case <-time.After(200 * time.Millisecond):
 		}
-		now := p.cpuTime()
+		now := cpu()
 		if now-last < time.Second/userHZ {
 			return
 		}
 		last = now
 	}
+}
+
+// pidsCPU returns the CPU time (user and system) used so far by the
+// processes pids, those that still run.
+func pidsCPU(pids []int) time.Duration {
+	var ticks int64
+	for _, pid := range pids {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		if _, t, ok := parseStat(string(b)); ok {
+			ticks += t
+		}
+	}
+	return time.Duration(ticks) * time.Second / userHZ
+}
+
+// databasePIDs returns the process ids in $LOADHARNESS_DATABASE_PIDS
+// (scripts/loadharness.sh sets it to the databases it started).
+func databasePIDs() ([]int, error) {
+	var pids []int
+	for _, f := range strings.Fields(os.Getenv("LOADHARNESS_DATABASE_PIDS")) {
+		pid, err := strconv.Atoi(f)
+		if err != nil || pid <= 0 {
+			return nil, fmt.Errorf("LOADHARNESS_DATABASE_PIDS: %q is not a process id", f)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
 }

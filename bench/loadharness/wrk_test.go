@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -151,4 +152,45 @@ func TestScanFailures(t *testing.T) {
 	assert.Equal(t, map[int]int{500: 2, 400: 1}, counts)
 	assert.Equal(t, `set instances: mongostore: context deadline \"exceeded\"`, cause)
 	assert.Equal(t, "(400×1, 500×2)", fmtStatuses(counts))
+}
+
+func TestDatabasePIDs(t *testing.T) {
+	t.Setenv("LOADHARNESS_DATABASE_PIDS", " 12  345 ")
+	pids, err := databasePIDs()
+	require.NoError(t, err)
+	assert.Equal(t, []int{12, 345}, pids)
+	t.Setenv("LOADHARNESS_DATABASE_PIDS", "")
+	pids, err = databasePIDs()
+	require.NoError(t, err)
+	assert.Empty(t, pids)
+	t.Setenv("LOADHARNESS_DATABASE_PIDS", "12 x")
+	_, err = databasePIDs()
+	require.ErrorContains(t, err, `"x" is not a process id`)
+}
+
+func TestPIDsCPU(t *testing.T) {
+	start := time.Now()
+	for time.Since(start) < 50*time.Millisecond { // burn some CPU
+	}
+	assert.Positive(t, pidsCPU([]int{os.Getpid()}), "this process has used CPU")
+	assert.Zero(t, pidsCPU([]int{1 << 30}), "no such process")
+}
+
+func TestWaitIdle(t *testing.T) {
+	busy := 3 // calls that still see the CPU time grow
+	var used time.Duration
+	cpu := func() time.Duration {
+		if busy > 0 {
+			busy--
+			used += time.Second
+		}
+		return used
+	}
+	waitIdle(t.Context(), cpu, nil, time.Minute)
+	assert.Zero(t, busy, "it waited until the CPU time stopped growing")
+
+	// A process that never idles: it returns at the limit (or the test
+	// would never end).
+	always := func() time.Duration { used += time.Second; return used }
+	waitIdle(t.Context(), always, nil, 500*time.Millisecond)
 }
