@@ -14,6 +14,7 @@
 package faulttest
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -33,14 +34,14 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// Timeout is the per-operation timeout of the stores under test: short,
-// so that faults make operations fail often.
+// Timeout is the default per-operation timeout of the stores under test
+// (Target.Timeout): short, so that faults make operations fail often.
 const Timeout = 300 * time.Millisecond
 
-// hangAfter bounds every request the tests send: one that has not answered
-// by then hangs. It is generous, as only "returned" is asserted, never how
-// fast.
-const hangAfter = 20 * Timeout
+// hangAfter, in timeouts, bounds every request the tests send: one that
+// has not answered by then hangs. It is generous, as only "returned" is
+// asserted, never how fast.
+const hangAfter = 20
 
 // recoverWithin bounds how long the service may take to answer again once
 // the network is healthy (clients reconnect with back-off).
@@ -56,6 +57,11 @@ type Target struct {
 	// timeout Timeout, and a Store of the same data, on fresh data, that
 	// reaches the servers directly. Both are released when t ends.
 	NewStores func(t testing.TB, proxied map[string]string) (faulty, direct storage.Store)
+	// Timeout is the faulty store's per-operation timeout, by which the
+	// faults are shaped; zero means the package's Timeout. A server whose
+	// operations take several round trips, or that a busy machine slows,
+	// needs more.
+	Timeout time.Duration
 }
 
 // Run runs the fault tests on target, in parallel, each on fresh data
@@ -89,13 +95,15 @@ type env struct {
 
 	direct      *orgadmin.Service
 	directStore storage.Store
+	timeout     time.Duration   // the faulty store's per-operation timeout
 	admin       orgadmin.Caller // the Admin, on direct
 	dive        string
 }
 
 func newEnv(t *testing.T, tp *toxiproxy, target Target) *env {
 	t.Helper()
-	e := &env{hc: &http.Client{Timeout: hangAfter}}
+	timeout := cmp.Or(target.Timeout, Timeout)
+	e := &env{hc: &http.Client{Timeout: hangAfter * timeout}, timeout: timeout}
 	proxied := make(map[string]string, len(target.Upstreams))
 	for _, u := range target.Upstreams {
 		p := tp.newProxy(t, u)
@@ -205,8 +213,8 @@ type fault struct {
 }
 
 // faults returns every fault the tests inject.
-func faults() []fault {
-	ms := Timeout.Milliseconds()
+func faults(timeout time.Duration) []fault {
+	ms := timeout.Milliseconds()
 	one := func(name, typ, stream string, attr string, v int64) []toxic {
 		return []toxic{{Name: name, Type: typ, Stream: stream, Attributes: map[string]int64{attr: v}}}
 	}
@@ -273,7 +281,7 @@ func (e *env) waitFor(method, path string) answer {
 // 500, each without hanging; once the network is healthy, both answer 200
 // again without a restart.
 func testDownAndBack(t *testing.T, e *env) {
-	for _, f := range faults() {
+	for _, f := range faults(e.timeout) {
 		if !f.down {
 			continue
 		}
@@ -370,7 +378,7 @@ func testReplyLost(t *testing.T, e *env) {
 	// the write land before its answer comes, and short enough that the
 	// round trips of one operation fit in its timeout.
 	slow := fault{name: "slow answers", toxics: []toxic{{Name: "slow", Type: "latency", Stream: "downstream",
-		Attributes: map[string]int64{"latency": Timeout.Milliseconds() / 6}}}}
+		Attributes: map[string]int64{"latency": e.timeout.Milliseconds() / 6}}}}
 	cut := fault{name: "server gone", off: true}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {

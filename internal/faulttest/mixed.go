@@ -41,7 +41,7 @@ var configs = []string{
 const defaultConfig = `{"read_write":{"instance_size":"standard","cooldown_seconds":60},"read_scaling":{"instance_size":"standard","flock_size":4,"cooldown_seconds":60}}`
 
 // Workers send a mix of requests about accounts of their own while the
-// network fails in every way of faults(), one after the other, with
+// network fails in every way of faults, one after the other, with
 // healthy spells between. Each answer must be 200 with its exact body or
 // the 500 of a store failure, unless earlier answers left the outcome
 // open (after a 500 a user may or may not exist, so creating it again may
@@ -87,13 +87,13 @@ func testMixedOperations(t *testing.T, e *env) {
 		healthy, faulted time.Duration
 	}
 	var plan []spell
-	fs := faults()
+	fs := faults(e.timeout)
 	for _, f := range fs {
 		plan = append(plan, spell{f, between(150*time.Millisecond, 400*time.Millisecond), between(200*time.Millisecond, 500*time.Millisecond)})
 	}
 	for range 3 {
 		f := fault{name: "server gone briefly", off: true}
-		plan = append(plan, spell{f, between(100*time.Millisecond, 300*time.Millisecond), between(10*time.Millisecond, Timeout/2)})
+		plan = append(plan, spell{f, between(100*time.Millisecond, 300*time.Millisecond), between(10*time.Millisecond, e.timeout/2)})
 	}
 	for range 12 {
 		f := fs[rng.IntN(len(fs))]
