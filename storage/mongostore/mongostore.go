@@ -20,12 +20,12 @@
 //     filter but a bare {_id: X} (FerretDB v1; see New), users are also
 //     found by name through name pointers: a document whose id is
 //     key(org, folded username) and which holds a user id. CreateUser
-//     writes it before the user document, so a live user always has one
-//     (New writes those missing from an older database) and a missing
-//     pointer means no such user. A reader follows the pointer by id and
-//     checks that the user there is alive and has that username; a stale
-//     pointer (left by a crash or a creation that lost) it searches past,
-//     by name, and repairs. A stale pointer reserves nothing: the next
+//     writes it before the user document (New writes those missing from
+//     an older database). A pointer is only a hint: a reader follows it
+//     by id and checks that the user there is alive and has that
+//     username; a stale or missing pointer (a crash, a creation that
+//     lost, or a race: FerretDB v1 makes a conditional write a read, then
+//     a write by id) it searches past, by name, and repairs. A stale pointer reserves nothing: the next
 //     creation of the name takes it over, and the unique index of users
 //     stays the one judge of uniqueness. A write through a pointer goes
 //     by the user's id alone, after the read that checked it; this

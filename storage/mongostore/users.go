@@ -168,23 +168,29 @@ func (s *Store) claimName(ctx context.Context, org, folded, id string) error {
 	return replace(ctx, s.names, k, doc)
 }
 
-// repoint makes the stale name pointer of folded in org hold id, the live
-// user a search found, unless the pointer changed since it was read (a
-// creation under that name wrote it). Its error leaves the pointer stale,
-// which the next lookup searches past again.
+// repoint makes the stale name pointer of folded in org (stale is the id
+// it held, "" when there was none) hold id, the live user a search found,
+// unless the pointer changed since it was read (a creation under that
+// name wrote it). Its error leaves the pointer stale or missing, which the
+// next lookup searches past again.
 func (s *Store) repoint(ctx context.Context, org, folded, stale, id string) error {
 	k := key(org, folded)
+	if stale == "" {
+		_, err := s.names.InsertOne(ctx, nameDoc{ID: k, UID: id})
+		return err
+	}
 	_, err := s.names.ReplaceOne(ctx, bson.D{{Key: "_id", Value: k}, {Key: "uid", Value: stale}}, nameDoc{ID: k, UID: id})
 	return err
 }
 
 // userByName returns the live user of org named folded, or
 // mongo.ErrNoDocuments: through the name pointer where the store keeps
-// them, else by name.
+// them, else by name. A missing or stale pointer is searched past, by
+// name, and repaired: a pointer is only ever a hint.
 func (s *Store) userByName(ctx context.Context, org, folded string) (userDoc, error) {
 	if s.byPointer {
 		d, stale, err := s.pointed(ctx, org, folded)
-		if err == nil || stale == "" || !errors.Is(err, mongo.ErrNoDocuments) {
+		if err == nil || !errors.Is(err, mongo.ErrNoDocuments) {
 			return d, err
 		}
 		if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
@@ -224,7 +230,7 @@ func (s *Store) updateByName(ctx context.Context, org, folded string, update fun
 				return userDoc{}, err
 			}
 			pointer = id
-		case !errors.Is(err, mongo.ErrNoDocuments) || pointer == "":
+		case !errors.Is(err, mongo.ErrNoDocuments):
 			return userDoc{}, err
 		}
 		stale = pointer
@@ -237,7 +243,7 @@ func (s *Store) updateByName(ctx context.Context, org, folded string, update fun
 	if err := s.users.FindOneAndUpdate(ctx, filter, update(d.ID), before).Decode(&d); err != nil {
 		return userDoc{}, err
 	}
-	if stale != "" {
+	if s.byPointer {
 		_ = s.repoint(ctx, org, folded, stale, d.UID) // a hint; see repoint
 	}
 	return d, nil
@@ -245,9 +251,11 @@ func (s *Store) updateByName(ctx context.Context, org, folded string, update fun
 
 // backfillNames writes the name pointer of every live user that has none:
 // users created before the store kept pointers, or while a server that
-// needs none served the database. Lookups trust a missing pointer to mean
-// that there is no such user, so New runs it before the store is used. A
-// pointer a creation wrote meanwhile is left as it is.
+// needs none served the database, so that lookups of them need no search.
+// (Lookups search past a missing pointer all the same: on FerretDB v1 a
+// conditional write reads, then writes by id, so a pointer can be lost in
+// a race.) New runs it before the store is used. A pointer a creation
+// wrote meanwhile is left as it is.
 func (s *Store) backfillNames(ctx context.Context) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()

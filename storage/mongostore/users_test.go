@@ -18,7 +18,7 @@ import (
 
 var t0 = time.Date(2026, 6, 19, 12, 34, 56, 789000000, time.UTC)
 
-// errCrash stands for the process dying between two steps of DeleteUser.
+// errCrash stands for the process dying between two steps of a call.
 var errCrash = errors.New("crash")
 
 // A DeleteUser that stops after any of its steps leaves nothing usable:
@@ -53,18 +53,11 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			}
 			require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org.ID, UserID: bob.ID, ID: "rw", Active: true, At: t0}))
 
-			var steps []string
-			s.afterStep = func(step string) error {
-				steps = append(steps, step)
-				if step == stop {
-					return errCrash
-				}
-				return nil
-			}
+			steps := crashAfter(s, stop)
 			_, err := s.DeleteUser(ctx, org.ID, "alice")
 			require.ErrorIs(t, err, errCrash)
 			s.afterStep = nil
-			assert.Equal(t, stop, steps[len(steps)-1])
+			assert.Equal(t, stop, (*steps)[len(*steps)-1])
 
 			// Nothing of alice can be read or used.
 			_, err = s.GetUser(ctx, org.ID, "alice")
@@ -136,17 +129,10 @@ func TestCreateUserCrashPoints(t *testing.T) {
 			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
 			require.NoError(t, s.CreateOrg(ctx, org))
 			alice := crashUser(org.ID, "Alice")
-			var steps []string
-			s.afterStep = func(step string) error {
-				steps = append(steps, step)
-				if step == stop {
-					return errCrash
-				}
-				return nil
-			}
+			steps := crashAfter(s, stop)
 			require.ErrorIs(t, s.CreateUser(ctx, alice), errCrash)
 			s.afterStep = nil
-			assert.Equal(t, stop, steps[len(steps)-1])
+			assert.Equal(t, stop, (*steps)[len(*steps)-1])
 			var n nameDoc
 			require.NoError(t, s.names.FindOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, "alice")}}).Decode(&n))
 			assert.Equal(t, alice.ID, n.UID)
@@ -241,8 +227,8 @@ func TestStaleNamePointer(t *testing.T) {
 }
 
 // New writes the name pointers a database lacks (one written while no
-// pointers were kept), since a missing pointer means that there is no such
-// user; the users of a delete that stopped part-way get none.
+// pointers were kept), so that lookups of its users need no search; the
+// users of a delete that stopped part-way get none.
 func TestNewBackfillsNamePointers(t *testing.T) {
 	db := newDB(t, client(t))
 	old, err := New(t.Context(), db, Options{Timeout: testTimeout})
@@ -362,4 +348,18 @@ func crashSession(u storage.User) storage.EmbedSession {
 		Version: 1, UserID: u.ID, Username: u.Username, AffinityKey: "a",
 		CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
 	}
+}
+
+// crashAfter makes s stop after its step stop, as a crash would, and
+// returns the steps it takes until then.
+func crashAfter(s *Store, stop string) *[]string {
+	var steps []string
+	s.afterStep = func(step string) error {
+		steps = append(steps, step)
+		if step == stop {
+			return errCrash
+		}
+		return nil
+	}
+	return &steps
 }
