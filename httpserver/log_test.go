@@ -2,11 +2,13 @@ package httpserver_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -90,4 +92,25 @@ func TestRequestLogLine(t *testing.T) {
 	assert.Contains(t, line, "duration")
 	assert.Contains(t, line, "time")
 	assert.NotContains(t, buf.String(), "secret")
+}
+
+// RequestID gives the handler the id of the X-Request-Id header; an outer
+// LogRequests gives the id, and the inner one passes the request through
+// without a second id or line.
+func TestRequestIDInContext(t *testing.T) {
+	var buf bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&buf, nil))
+	var seen []string
+	inner := httpserver.LogRequests(logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, httpserver.RequestID(r.Context()))
+		writeOK(w, r)
+	}))
+	rec := httptest.NewRecorder()
+	httpserver.LogRequests(logger, inner).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/users", nil))
+	id := rec.Header().Get("X-Request-Id")
+	require.Len(t, id, 16)
+	assert.Equal(t, []string{id}, seen)
+	assert.Equal(t, []string{id}, rec.Header().Values("X-Request-Id"))
+	assert.Equal(t, 1, strings.Count(buf.String(), `"msg":"request"`))
+	assert.Empty(t, httpserver.RequestID(context.Background()))
 }
