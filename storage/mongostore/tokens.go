@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -139,17 +138,11 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 // looks for a free slot (see freeSlot), the two reads running
 // concurrently. A missing user is ErrNotFound, whatever the slots say.
 func (s *Store) checkUserAndFreeSlot(ctx context.Context, org, id string, lim storage.TokenLimit) (int, error) {
-	var (
-		userErr error
-		wg      sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, userErr = s.liveUser(ctx, org, id)
-	}()
-	slot, err := s.freeSlot(ctx, org, id, lim)
-	wg.Wait()
+	var slot int
+	userErr, err := s.withLiveUser(ctx, org, id, func() (err error) {
+		slot, err = s.freeSlot(ctx, org, id, lim)
+		return err
+	})
 	if userErr != nil {
 		return 0, wrap("create token: user", userErr)
 	}
@@ -157,6 +150,20 @@ func (s *Store) checkUserAndFreeSlot(ctx context.Context, org, id string, lim st
 		return 0, fmt.Errorf("mongostore: create token: %w", err)
 	}
 	return slot, nil
+}
+
+// withLiveUser runs read while it checks, concurrently, that the user id
+// of org is alive: one round trip's time for both. It returns the check's
+// error (mongo.ErrNoDocuments for a user that is gone) and read's.
+func (s *Store) withLiveUser(ctx context.Context, org, id string, read func() error) (userErr, readErr error) {
+	checked := make(chan struct{})
+	go func() {
+		defer close(checked)
+		_, userErr = s.liveUser(ctx, org, id)
+	}()
+	readErr = read()
+	<-checked
+	return userErr, readErr
 }
 
 // freeSlot returns a slot for a new token of the user id of org under lim,
@@ -235,23 +242,16 @@ func (s *Store) TokenByDigest(ctx context.Context, digest storage.Digest) (stora
 func (s *Store) ListTokens(ctx context.Context, org, userID string, at time.Time) ([]storage.Token, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var (
-		userErr error
-		wg      sync.WaitGroup
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		_, userErr = s.liveUser(ctx, org, userID)
-	}()
 	filter := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: userID}, liveAt(at)}
 	opts := options.Find().SetSort(bson.D{{Key: "created", Value: 1}, {Key: "tid", Value: 1}})
 	var docs []tokenDoc
-	cur, err := s.tokens.Find(ctx, filter, opts)
-	if err == nil {
-		err = cur.All(ctx, &docs)
-	}
-	wg.Wait()
+	userErr, err := s.withLiveUser(ctx, org, userID, func() error {
+		cur, err := s.tokens.Find(ctx, filter, opts)
+		if err == nil {
+			err = cur.All(ctx, &docs)
+		}
+		return err
+	})
 	if errors.Is(userErr, mongo.ErrNoDocuments) {
 		return []storage.Token{}, nil
 	}
