@@ -9,10 +9,13 @@ services_dir=$(mktemp -d "${TMPDIR:-/tmp}/orgadmin-services.XXXXXX")
 service_pids=()
 
 # free_port prints a TCP port of 127.0.0.1 that nothing listens on now.
+# Ports are taken below the kernel's range of ephemeral ports (32768 and up
+# on Linux): a port there can be the local end of some connection, which
+# makes a server's bind fail although nothing listens on it.
 free_port() {
   local p
   for _ in $(seq 1 1000); do
-    p=$((20000 + RANDOM % 40000))
+    p=$((15000 + RANDOM % 17000))
     if ! port_in_use "$p"; then
       echo "$p"
       return 0
@@ -22,12 +25,12 @@ free_port() {
   return 1
 }
 
-# free_cluster_port prints a port P below 55536 such that P and P+10000 (a
-# Cluster node's bus port) are both free.
+# free_cluster_port prints a port P such that P and P+10000 (a Cluster
+# node's bus port) are both free, both below the ephemeral range.
 free_cluster_port() {
   local p
   for _ in $(seq 1 1000); do
-    p=$((20000 + RANDOM % 25000))
+    p=$((12000 + RANDOM % 10000))
     if ! port_in_use "$p" && ! port_in_use $((p + 10000)); then
       echo "$p"
       return 0
@@ -42,7 +45,8 @@ port_in_use() {
   (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# wait_port PORT NAME waits up to 30 s for something to listen on PORT.
+# wait_port PORT NAME [LOG] waits up to 30 s for something to listen on
+# PORT, and shows LOG (the server's) if nothing does.
 wait_port() {
   for _ in $(seq 1 300); do
     if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
@@ -51,6 +55,9 @@ wait_port() {
     sleep 0.1
   done
   echo "$2 did not start listening on port $1" >&2
+  if [ -n "${3:-}" ] && [ -f "$3" ]; then
+    tail -n 20 "$3" >&2
+  fi
   return 1
 }
 
@@ -67,7 +74,7 @@ start_redis() {
   redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" --save '' \
     --appendonly no --daemonize no --logfile "$dir/log" &
   service_pids+=($!)
-  wait_port "$port" redis-server
+  wait_port "$port" redis-server "$dir/log"
   export ORGADMIN_REDIS_ADDR="127.0.0.1:$port"
 }
 
@@ -87,7 +94,7 @@ start_redis_cluster() {
       --appendonly no --cluster-enabled yes --cluster-config-file "$dir/nodes.conf" \
       --daemonize no --logfile "$dir/log" &
     service_pids+=($!)
-    wait_port "$port" "redis-server (cluster)"
+    wait_port "$port" "redis-server (cluster)" "$dir/log"
     addrs+=("127.0.0.1:$port")
   done
   redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$services_dir/cluster-create.log"
