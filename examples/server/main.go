@@ -6,7 +6,7 @@
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
 // printed once on standard error. With -seed it loads that fixture instead.
 // It serves /v1, GET /healthz and the page-feedback endpoint at
-// /docs/api/feedback/agent, logs one JSON line per request, and shuts down
+// /docs/api/feedback/agent, logs one JSON line per request (written within 0.1 s), and shuts down
 // gracefully on SIGINT or SIGTERM. -pprof serves the runtime profiles on a
 // loopback address of its own (off by default).
 package main
@@ -27,7 +27,11 @@ import (
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/internal/jsonlog"
 )
+
+// logFlushDelay is how long a log line may wait to be written with others.
+const logFlushDelay = 100 * time.Millisecond
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -54,7 +58,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 
-	log := slog.New(slog.NewJSONHandler(stderr, nil))
+	// Request lines wait up to logFlushDelay and are written together:
+	// one write per busy moment instead of one per request.
+	logs := jsonlog.New(stderr, &jsonlog.Options{FlushDelay: logFlushDelay})
+	defer func() { _ = logs.Flush() }() // nowhere left to report an error
+	log := slog.New(logs)
 	if *pprofAddr != "" {
 		stopPprof, err := startPprof(*pprofAddr, log)
 		if err != nil {
@@ -82,6 +90,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return fmt.Errorf("bootstrap: %w", err)
 		}
 		if envToken == "" {
+			_ = logs.Flush() // the lines before it come first
 			fmt.Fprintf(stderr, "admin token for org \"default\", user \"admin\" (shown once): %s\n", token)
 		}
 	}
@@ -99,6 +108,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(*storeURI))
+	_ = logs.Flush() // whoever waits for the server sees how it started
 	if ready != nil {
 		ready(ln.Addr())
 	}

@@ -239,7 +239,9 @@ func TestLogsNeverHoldTokens(t *testing.T) {
 	require.Equal(t, 200, st)
 	st, _ = call(t, "GET", base+"/v1/users?page_token=abc", body["token"].(string), "")
 	assert.Equal(t, 400, st)
-	assert.Contains(t, stderr.String(), `"path":"/v1/users"`)
+	// Request lines are written within logFlushDelay.
+	assert.Eventually(t, func() bool { return strings.Contains(stderr.String(), `"path":"/v1/users","status":400`) },
+		5*time.Second, 10*time.Millisecond, stderr.String())
 	assert.NotContains(t, stderr.String(), tok)
 	assert.NotContains(t, stderr.String(), body["token"].(string))
 }

@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -68,8 +69,10 @@ func TestOutputHoldsNoSecret(t *testing.T) {
 	ok("GET", "/healthz", "", "")
 	ok("GET", "/docs/api/feedback/agent?page_path=%2Fdocs&text=fine", "", "")
 
+	// Request lines are written within logFlushDelay.
+	require.Eventually(t, func() bool { return strings.Count(stderr.String(), `"msg":"request"`) >= requests },
+		5*time.Second, 10*time.Millisecond, "one log line per request:\n%s", stderr)
 	out := stderr.String()
-	require.GreaterOrEqual(t, strings.Count(out, `"msg":"request"`), requests, "one log line per request:\n%s", out)
 	assert.Empty(t, storetest.Leaks(secrets, []string{out}), "secret values in the server's output")
 }
 
