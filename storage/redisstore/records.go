@@ -94,11 +94,11 @@ func (r *scanner) str() string {
 	v := r.s[r.i : r.i+n]
 	ascii := true
 	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '\\' || c < 0x20:
-			r.bad = true
-			return ""
-		case c >= utf8.RuneSelf:
+		if c := v[i]; !plainByte[c] {
+			if c < utf8.RuneSelf { // a backslash or a control character
+				r.bad = true
+				return ""
+			}
 			ascii = false
 		}
 	}
@@ -138,12 +138,34 @@ func (r *scanner) int() int64 {
 		r.bad = true // a leading zero is not JSON
 		return 0
 	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil {
-		r.bad = true
+	if n := len(digits); n == 0 || n > 18 || digits == "-" {
+		// No digits, or perhaps too many for an int64: ParseInt decides.
+		v, err := strconv.ParseInt(digits, 10, 64)
+		if err != nil {
+			r.bad = true
+		}
+		return v
 	}
-	return n
+	var v int64
+	for i := 0; i < len(digits); i++ {
+		if c := digits[i]; c != '-' {
+			v = v*10 + int64(c-'0')
+		}
+	}
+	if digits[0] == '-' {
+		v = -v
+	}
+	return v
 }
+
+// plainByte tells the bytes of a string that need no further look: ASCII
+// but control characters and backslashes.
+var plainByte = func() (t [256]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '\\'
+	}
+	return t
+}()
 
 func (r *scanner) bool() bool {
 	r.space()
