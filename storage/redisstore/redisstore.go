@@ -60,8 +60,9 @@ type Options struct {
 	ExpiryGrace time.Duration
 }
 
-// Store is a storage.Store on Redis. It keeps nothing in process: every
-// call reads Redis, so several processes see each other's changes at once.
+// Store is a storage.Store on Redis. Every call reads Redis, so several
+// processes see each other's changes at once; all it keeps in process is
+// where a token's records are, which never changes (see locations.go).
 type Store struct {
 	c       redis.UniversalClient
 	prefix  string
@@ -76,6 +77,8 @@ type Store struct {
 	// Cluster-mode operation; an error stops the operation there, as a
 	// crash would.
 	step func(name string) error
+	// locs is where the tokens authenticated on a single server are.
+	locs locations
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -91,6 +94,7 @@ func New(c redis.UniversalClient, opts Options) (*Store, error) {
 		timeout: opts.Timeout,
 		maxFB:   opts.MaxFeedback,
 		grace:   opts.ExpiryGrace,
+		locs:    locations{max: maxLocations},
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix

@@ -205,13 +205,15 @@ return c
 // pointer and the records it points at, in one round trip, with the token
 // records of the user ARGV[2] when it is not empty. KEYS[1] is the pointer;
 // the org's keys are derived from its value. It returns the flat array
-// {org, uid, token id, folded, user, inst, token, listed uid, records},
-// where token is false when the caller lists its own tokens (its record is
-// among them), and the listed user's id and its toks:<uid> are false when
-// there is no user ARGV[2] or none was asked for. Each redis.call, and
-// each string passed between Redis and Lua, costs more than the command
-// it runs, so the script makes as few as it can (four for the caller's own
-// tokens) and passes the records as one string.
+// {org, uid, token id, folded, user, inst, token, listed uid, records,
+// pointer}, where token is false when the caller lists its own tokens
+// (its record is among them), and the listed user's id and its
+// toks:<uid> are false when there is no user ARGV[2] or none was asked
+// for. Each redis.call, and each string passed between Redis and Lua,
+// costs more than the command it runs, so the script makes as few as it
+// can (four for the caller's own tokens) and passes the records as one
+// string. Once the Store knows where a token's records are, it reads
+// them without the script (credentialAt).
 var authenticateScript = redis.NewScript(userTokens + `
 -- ARGV: prefix, target folded ('' for none)
 local v = redis.call('GET', KEYS[1])
@@ -238,7 +240,7 @@ else
   if not t then return false end
   if ARGV[2] ~= '' then lid, recs = tokensOf(b, ARGV[2], f, uid) end
 end
-return {org, uid, tid, f, u, i or '', t, lid, recs}
+return {org, uid, tid, f, u, i or '', t, lid, recs, v}
 `)
 
 // createTokenScript adds a token to its user, counting the user's live

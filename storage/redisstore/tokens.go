@@ -170,13 +170,42 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 	// records (nil when there is none).
 	var org, uid, tid, folded, user, inst, token string
 	var listedID, listed any
+	var fresh *location // read by the script: remembered once it checks out
 	if s.single {
-		v, err := authenticateScript.Run(ctx, s.c, []string{key}, s.prefix, target).Slice()
-		if err != nil {
-			return credentialErr(err)
+		loc, known := s.locs.get(d)
+		if known && target != "" && target != loc.folded {
+			known = false // another user's tokens: the script finds them
 		}
-		org, uid, tid, folded, user, inst, token = str(v[0]), str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), str(v[6])
-		listedID, listed = v[7], v[8]
+		if known {
+			var recs string
+			var err error
+			user, inst, recs, err = s.credentialAt(ctx, key, loc, target != "")
+			switch {
+			case errors.Is(err, errMoved):
+				known = false
+			case errors.Is(err, storage.ErrNotFound):
+				s.locs.forget(d)
+				return storage.Credential{}, storage.UserTokens{}, err
+			case err != nil:
+				return credentialErr(err)
+			default:
+				org, uid, tid, folded = loc.org, loc.uid, loc.tid, loc.folded
+				if target != "" {
+					listedID, listed = uid, recs
+				} else {
+					token = recs
+				}
+			}
+		}
+		if !known {
+			v, err := authenticateScript.Run(ctx, s.c, []string{key}, s.prefix, target).Slice()
+			if err != nil {
+				return credentialErr(err)
+			}
+			org, uid, tid, folded, user, inst, token = str(v[0]), str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), str(v[6])
+			listedID, listed = v[7], v[8]
+			fresh = &location{pointer: str(v[9]), org: org, uid: uid, folded: folded, tid: tid}
+		}
 	} else {
 		pointer, err := s.c.Get(ctx, key).Result()
 		if err != nil {
@@ -225,6 +254,9 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 	}
 	if t.Digest != d {
 		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
+	}
+	if fresh != nil {
+		s.locs.put(d, *fresh)
 	}
 	ut.Tokens = liveSorted(ut.Tokens, liveAt)
 	return storage.Credential{Token: t, User: u}, ut, nil

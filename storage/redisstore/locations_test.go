@@ -1,0 +1,202 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// commandNames is a go-redis hook that records the names of the commands
+// sent, pipelines included.
+type commandNames struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *commandNames) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *commandNames) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *commandNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.add(cmds...)
+		return next(ctx, cmds)
+	}
+}
+
+func (c *commandNames) add(cmds ...redis.Cmder) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		c.names = append(c.names, cmd.Name())
+	}
+}
+
+// take returns the names recorded since the last take.
+func (c *commandNames) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.names
+	c.names = nil
+	return n
+}
+
+func TestLocationsMiniredis(t *testing.T) {
+	testLocations(t, miniClient(t))
+}
+
+func TestLocationsRedisServer(t *testing.T) {
+	testLocations(t, serverClient(t))
+}
+
+// Once a Store has authenticated a token, it reads the token's records
+// with one MULTI/EXEC of plain reads instead of the script, with the same
+// answers; and it still sees at once what another process changed.
+func testLocations(t *testing.T, c *redis.Client) {
+	ctx := context.Background()
+	names := &commandNames{}
+	c.AddHook(names)
+	first, other := storePair(t, c, true)
+	s := first.(*Store)
+	svc := orgadmin.New(s, orgadmin.Config{})
+	otherSvc := orgadmin.New(other, orgadmin.Config{})
+
+	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(ctx, adminToken)
+	require.NoError(t, err)
+	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+	for _, name := range []string{"a", "b"} {
+		_, err = svc.CreateToken(ctx, admin, "admin", orgadmin.CreateTokenInput{Name: name})
+		require.NoError(t, err)
+	}
+	robotTok, err := svc.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "r"})
+	require.NoError(t, err)
+
+	d := sha256.Sum256([]byte(adminToken))
+	s.locs.forget(d)
+	now := time.Now()
+	read := func(target string) (storage.Credential, storage.UserTokens, []string) {
+		t.Helper()
+		names.take()
+		cred, ut, err := s.CredentialTokens(ctx, d, target, now)
+		require.NoError(t, err)
+		return cred, ut, names.take()
+	}
+	transaction := []string{"multi", "get", "hget", "hget", "get", "exec"}
+
+	// Own tokens: the script the first time, the transaction afterwards.
+	cred1, ut1, sent := read("admin")
+	assert.Contains(t, sent, "evalsha")
+	cred2, ut2, sent := read("admin")
+	assert.Equal(t, transaction, sent)
+	assert.Equal(t, cred1, cred2)
+	assert.Equal(t, ut1, ut2)
+	assert.Len(t, ut2.Tokens, 3)
+
+	// The credential alone reads the token's own record.
+	names.take()
+	cred3, err := s.TokenByDigest(ctx, d)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"multi", "get", "hget", "hget", "hget", "exec"}, names.take())
+	assert.Equal(t, cred1, cred3)
+
+	// Another user's tokens: the script finds that user.
+	_, robots, sent := read("robot")
+	assert.Contains(t, sent, "evalsha")
+	require.Len(t, robots.Tokens, 1)
+	assert.Equal(t, robotTok.ID, robots.Tokens[0].ID)
+
+	// A token revoked through another process is refused at once, and
+	// its location forgotten.
+	_, err = svc.Authenticate(ctx, robotTok.Value)
+	require.NoError(t, err)
+	robotDigest := sha256.Sum256([]byte(robotTok.Value))
+	_, known := s.locs.get(robotDigest)
+	require.True(t, known)
+	require.NoError(t, otherSvc.DeleteToken(ctx, admin, "robot", robotTok.ID))
+	_, err = svc.Authenticate(ctx, robotTok.Value)
+	require.ErrorIs(t, err, orgadmin.ErrUnauthorized)
+	_, known = s.locs.get(robotDigest)
+	assert.False(t, known)
+
+	// The same value seeded again for another user moves its pointer: the
+	// script reads it afresh, and the new owner authenticates.
+	const value = "seeded-token-value-0123456789"
+	_, err = svc.SeedToken(ctx, "acme", "robot", orgadmin.SeedTokenInput{Value: value, CreateTokenInput: orgadmin.CreateTokenInput{Name: "s"}})
+	require.NoError(t, err)
+	caller, err := svc.Authenticate(ctx, value)
+	require.NoError(t, err)
+	assert.Equal(t, "robot", caller.Username)
+	_, err = otherSvc.DeleteUser(ctx, admin, "robot")
+	require.NoError(t, err)
+	_, err = otherSvc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+	_, err = svc.Authenticate(ctx, value)
+	require.ErrorIs(t, err, orgadmin.ErrUnauthorized, "a deleted user's token")
+	_, err = otherSvc.SeedToken(ctx, "acme", "admin", orgadmin.SeedTokenInput{Value: value, CreateTokenInput: orgadmin.CreateTokenInput{Name: "s"}})
+	require.NoError(t, err)
+	names.take()
+	caller, err = svc.Authenticate(ctx, value)
+	require.NoError(t, err)
+	assert.Equal(t, "admin", caller.Username)
+	assert.Contains(t, names.take(), "evalsha")
+
+	// A user deleted through another process: its tokens are refused,
+	// though their locations were known.
+	_, err = svc.Authenticate(ctx, adminToken)
+	require.NoError(t, err)
+	_, err = otherSvc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "gone"})
+	require.NoError(t, err)
+	goneTok, err := otherSvc.CreateToken(ctx, admin, "gone", orgadmin.CreateTokenInput{Name: "g"})
+	require.NoError(t, err)
+	_, err = svc.Authenticate(ctx, goneTok.Value)
+	require.NoError(t, err)
+	_, err = otherSvc.DeleteUser(ctx, admin, "gone")
+	require.NoError(t, err)
+	_, err = svc.Authenticate(ctx, goneTok.Value)
+	require.ErrorIs(t, err, orgadmin.ErrUnauthorized)
+}
+
+// The Store remembers at most locs.max locations.
+func TestLocationsBounded(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t, miniClient(t), true)
+	s.locs.max = 2
+	svc := orgadmin.New(s, orgadmin.Config{})
+	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(ctx, adminToken)
+	require.NoError(t, err)
+	values := []string{adminToken}
+	for _, name := range []string{"a", "b", "c"} {
+		tok, err := svc.CreateToken(ctx, admin, "admin", orgadmin.CreateTokenInput{Name: name})
+		require.NoError(t, err)
+		values = append(values, tok.Value)
+	}
+	for range 2 {
+		for _, v := range values {
+			_, err := svc.Authenticate(ctx, v)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, len(s.locs.m), 2)
+		}
+	}
+	last := sha256.Sum256([]byte(values[len(values)-1]))
+	_, known := s.locs.get(last)
+	assert.True(t, known, "the latest location is remembered")
+}
