@@ -158,8 +158,11 @@ func ValidUsername(name string) bool {
 // folded key and whether the name can exist at all; a name that breaks the
 // username pattern cannot, and is reported as missing by the caller.
 func pathUsername(name string) (folded string, canExist bool, err error) {
-	var is issues
-	if !is.checkString(name, 1, MaxUsernameLen, "username") {
+	// Checked first without issues, whose path would be allocated on
+	// every call: this runs on every request that names a user.
+	if n := runeLen(name); n < 1 || n > MaxUsernameLen || !utf8.ValidString(name) {
+		var is issues
+		is.checkString(name, 1, MaxUsernameLen, "username")
 		return "", false, is.err()
 	}
 	return FoldUsername(name), ValidUsername(name), nil
