@@ -31,6 +31,18 @@ const maxLocations = 1 << 16
 type location struct {
 	pointer               string // the pointer's value
 	org, uid, folded, tid string
+	// The keys of the org's users, instance configurations, the user's
+	// token records and their list, built once.
+	users, inst, tok, toks string
+}
+
+// newLocation returns the location a pointer's parts name.
+func (s *Store) newLocation(pointer, org, uid, folded, tid string) location {
+	b := s.orgBase(org)
+	return location{
+		pointer: pointer, org: org, uid: uid, folded: folded, tid: tid,
+		users: b + "users", inst: b + "inst", tok: b + "tok:" + uid, toks: b + "toks:" + uid,
+	}
 }
 
 // locations is what a Store remembers of where tokens are.
@@ -75,16 +87,15 @@ var errMoved = errors.New("redisstore: token pointer changed")
 // authentication script returns, ErrNotFound when the pointer or the user
 // is gone, and errMoved when the pointer changed.
 func (s *Store) credentialAt(ctx context.Context, key string, loc location, list bool) (user, inst, recs string, err error) {
-	b := s.orgBase(loc.org)
 	var pointer, u, i, r *redis.StringCmd
 	_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		pointer = p.Get(ctx, key)
-		u = p.HGet(ctx, b+"users", loc.folded)
-		i = p.HGet(ctx, b+"inst", loc.folded)
+		u = p.HGet(ctx, loc.users, loc.folded)
+		i = p.HGet(ctx, loc.inst, loc.folded)
 		if list {
-			r = p.Get(ctx, b+"toks:"+loc.uid)
+			r = p.Get(ctx, loc.toks)
 		} else {
-			r = p.HGet(ctx, b+"tok:"+loc.uid, loc.tid)
+			r = p.HGet(ctx, loc.tok, loc.tid)
 		}
 		return nil
 	})

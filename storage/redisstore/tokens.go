@@ -204,7 +204,8 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 			}
 			org, uid, tid, folded, user, inst, token = str(v[0]), str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), str(v[6])
 			listedID, listed = v[7], v[8]
-			fresh = &location{pointer: str(v[9]), org: org, uid: uid, folded: folded, tid: tid}
+			loc := s.newLocation(str(v[9]), org, uid, folded, tid)
+			fresh = &loc
 		}
 	} else {
 		pointer, err := s.c.Get(ctx, key).Result()
