@@ -308,13 +308,20 @@ func decodeTokens(org, userID, recs string) ([]storage.Token, error) {
 // creation, then id.
 func liveSorted(ts []storage.Token, liveAt time.Time) []storage.Token {
 	ts = slices.DeleteFunc(ts, func(t storage.Token) bool { return !t.LiveAt(liveAt) })
-	slices.SortFunc(ts, func(a, b storage.Token) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	// Records are appended as tokens are created, so they are usually in
+	// order already; sorting would still move each large record.
+	if !slices.IsSortedFunc(ts, byCreation) {
+		slices.SortFunc(ts, byCreation)
+	}
 	return ts
+}
+
+// byCreation orders tokens by creation, then id.
+func byCreation(a, b storage.Token) int {
+	if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // DeleteToken implements storage.Store. The token leaves its user's records
