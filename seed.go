@@ -108,19 +108,25 @@ func checkWhole(where, field string, n *WholeNumber) error {
 	return nil
 }
 
-// DecodeSeed reads a Seed from its JSON form. Unknown fields are ignored.
+// DecodeSeed reads a Seed from its JSON form, one JSON object and nothing
+// after it. Unknown fields are ignored; null, like any other non-object,
+// is an error.
 func DecodeSeed(r io.Reader) (Seed, error) {
-	var sd Seed
+	// Through a pointer, which a JSON null leaves nil: null is no seed.
+	var sd *Seed
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&sd); err != nil {
 		return Seed{}, fmt.Errorf("seed: %w", err)
+	}
+	if sd == nil {
+		return Seed{}, errors.New("seed: want a JSON object, not null")
 	}
 	// Only white space may follow. (dec.More would let a stray "]" or "}"
 	// through.)
 	if _, err := dec.Token(); err != io.EOF {
 		return Seed{}, errors.New("seed: data after the JSON object")
 	}
-	return sd, nil
+	return *sd, nil
 }
 
 // seedUser turns a SeedUser into the inputs of CreateUser and SeedToken.

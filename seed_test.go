@@ -344,6 +344,12 @@ func TestDecodeSeed_RejectsMalformedJSON(t *testing.T) {
 		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
 		assert.Errorf(t, err, "%q", js)
 	}
+	// null is valid JSON, but no seed: a fixture that holds nothing by
+	// mistake stops the server instead of loading an empty world.
+	for _, js := range []string{`null`, ` null `} {
+		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		assert.EqualErrorf(t, err, "seed: want a JSON object, not null", "%q", js)
+	}
 	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "unknown": 1}], "extra": true}`))
 	require.NoError(t, err, "unknown fields are ignored")
 	require.Len(t, sd.Organizations, 1)
