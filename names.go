@@ -70,23 +70,29 @@ func foldRune(r rune) rune {
 // runeLen counts code points; invalid UTF-8 counts a rune per bad byte.
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
 
+// stringFits reports whether s is valid UTF-8 of lo to hi code points:
+// what checkString checks, for callers that need no issue when it is.
+func stringFits(s string, lo, hi int) bool {
+	n := runeLen(s)
+	return lo <= n && n <= hi && utf8.ValidString(s)
+}
+
 // checkString adds issues when s is not valid UTF-8 or its length in code
 // points lies outside [lo, hi].
 func (is *issues) checkString(s string, lo, hi int, path ...any) bool {
+	if stringFits(s, lo, hi) {
+		return true
+	}
 	if !utf8.ValidString(s) {
 		is.add(IssueInvalidString, "Invalid UTF-8", path...)
 		return false
 	}
-	n := runeLen(s)
-	switch {
-	case n < lo:
+	if runeLen(s) < lo {
 		is.add(IssueTooSmall, fmt.Sprintf("String must contain at least %d character(s)", lo), path...)
-		return false
-	case n > hi:
+	} else {
 		is.add(IssueTooBig, fmt.Sprintf("String must contain at most %d character(s)", hi), path...)
-		return false
 	}
-	return true
+	return false
 }
 
 // checkOptString is checkString for an optional field: nil is fine.
@@ -160,7 +166,7 @@ func ValidUsername(name string) bool {
 func pathUsername(name string) (folded string, canExist bool, err error) {
 	// Checked first without issues, whose path would be allocated on
 	// every call: this runs on every request that names a user.
-	if n := runeLen(name); n < 1 || n > MaxUsernameLen || !utf8.ValidString(name) {
+	if !stringFits(name, 1, MaxUsernameLen) {
 		var is issues
 		is.checkString(name, 1, MaxUsernameLen, "username")
 		return "", false, is.err()

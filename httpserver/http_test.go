@@ -159,6 +159,7 @@ func TestPathUsernameBounds(t *testing.T) {
 			f := f.with(t)
 			at := func(name string) string { return "/v1/users/" + url.PathEscape(name) + op.suffix }
 			requireIssue(t, f.do(op.method, at(strings.Repeat("é", 256)), bearer(f.admin), op.body), "username")
+			requireIssue(t, f.do(op.method, at("bob\xff"), bearer(f.admin), op.body), "username")
 			requireError(t, f.do(op.method, at(strings.Repeat("é", 255)), bearer(f.admin), op.body), 404)
 			requireError(t, f.do(op.method, at("no-such"), bearer(f.admin), op.body), 404)
 			requireError(t, f.do(op.method, at("1abc"), bearer(f.admin), op.body), 404)
