@@ -25,9 +25,10 @@
 //     by id and checks that the user there is alive and has that
 //     username; a stale or missing pointer (a crash, a creation that
 //     lost, or a race: FerretDB v1 makes a conditional write a read, then
-//     a write by id) it searches past, by name, and repairs. A stale pointer reserves nothing: the next
-//     creation of the name takes it over, and the unique index of users
-//     stays the one judge of uniqueness. A write through a pointer goes
+//     a write by id) it searches past, by name, and repairs. A stale
+//     pointer reserves nothing: the next creation of the name takes it
+//     over, and the unique index of users stays the one judge of
+//     uniqueness. A write through a pointer goes
 //     by the user's id alone, after the read that checked it; this
 //     relies on an id never being given to a second user, as the
 //     Service's random ids never are.

@@ -128,9 +128,9 @@ type nameDoc struct {
 
 // pointed returns the live user of org named folded by following the name
 // pointer: two reads by id. When that finds no such user it returns
-// mongo.ErrNoDocuments and the user id the pointer holds: "" when there is
-// no pointer (so no such user), else a stale id, past which the caller
-// searches by name.
+// mongo.ErrNoDocuments and the user id the pointer holds ("" when there is
+// no pointer); the caller then searches by name, since a pointer is only a
+// hint, and repairs the pointer with that id (see repoint).
 func (s *Store) pointed(ctx context.Context, org, folded string) (userDoc, string, error) {
 	var n nameDoc
 	if err := s.names.FindOne(ctx, bson.D{{Key: "_id", Value: key(org, folded)}}).Decode(&n); err != nil {
@@ -188,20 +188,20 @@ func (s *Store) repoint(ctx context.Context, org, folded, stale, id string) erro
 // them, else by name. A missing or stale pointer is searched past, by
 // name, and repaired: a pointer is only ever a hint.
 func (s *Store) userByName(ctx context.Context, org, folded string) (userDoc, error) {
+	stale := ""
 	if s.byPointer {
-		d, stale, err := s.pointed(ctx, org, folded)
+		d, pointer, err := s.pointed(ctx, org, folded)
 		if err == nil || !errors.Is(err, mongo.ErrNoDocuments) {
 			return d, err
 		}
-		if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
-			return userDoc{}, err
-		}
-		_ = s.repoint(ctx, org, folded, stale, d.UID) // the answer is right either way
-		return d, nil
+		stale = pointer
 	}
 	var d userDoc
 	if err := s.users.FindOne(ctx, byName(org, folded)).Decode(&d); err != nil {
 		return userDoc{}, err
+	}
+	if s.byPointer {
+		_ = s.repoint(ctx, org, folded, stale, d.UID) // the answer is right either way
 	}
 	return d, nil
 }
