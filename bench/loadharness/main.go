@@ -504,30 +504,30 @@ func fmtStatuses(counts map[int]int) string {
 // profile runs list-tokens on the server of -profile-store once more while
 // taking a CPU profile of it, and prints the top of the profile.
 func (h *harness) profile(ctx context.Context, stdout io.Writer, logf func(string, ...any)) error {
-	var mem *target
+	var prof *target
 	for _, t := range h.targets {
 		if t.Name == h.opt.profileStore && t.serves(listTokens) && t.pprof != "" {
-			mem = t
+			prof = t
 		}
 	}
-	if mem == nil {
+	if prof == nil {
 		return fmt.Errorf("-cpuprofile needs the store %q (-profile-store) and the list-tokens workload", h.opt.profileStore)
 	}
 	secs := int(h.opt.duration / time.Second)
-	logf("profiling the %s server for %ds of list-tokens", mem.Name, secs)
+	logf("profiling the %s server for %ds of list-tokens", prof.Name, secs)
 	type got struct {
 		body []byte
 		err  error
 	}
 	c := make(chan got, 1)
 	go func() {
-		st, body, err := get(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", mem.pprof, secs), "", "")
+		st, body, err := get(ctx, "GET", fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", prof.pprof, secs), "", "")
 		if err == nil && st != 200 {
 			err = fmt.Errorf("pprof: status %d: %s", st, body)
 		}
 		c <- got{body, err}
 	}()
-	if _, err := h.wrk.run(ctx, mem.url, mem.scripts[listTokens], h.opt.duration+time.Second); err != nil {
+	if _, err := h.wrk.run(ctx, prof.url, prof.scripts[listTokens], h.opt.duration+time.Second); err != nil {
 		return err
 	}
 	p := <-c

@@ -6,9 +6,9 @@
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
 // printed once on standard error. With -seed it loads that fixture instead.
 // It serves /v1, GET /healthz and the page-feedback endpoint at
-// /docs/api/feedback/agent, logs one JSON line per request (written within 0.1 s), and shuts down
-// gracefully on SIGINT or SIGTERM. -pprof serves the runtime profiles on a
-// loopback address of its own (off by default).
+// /docs/api/feedback/agent, logs one JSON line per request (written within
+// 0.1 s), and shuts down gracefully on SIGINT or SIGTERM. -pprof serves the
+// runtime profiles on a loopback address of its own (off by default).
 package main
 
 import (

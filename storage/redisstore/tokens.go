@@ -287,8 +287,8 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 	return liveSorted(out, liveAt), nil
 }
 
-// decodeTokens decodes the token records of the user userID of org.
-// decodeTokens decodes the token records of a toks:<uid> value.
+// decodeTokens decodes recs, the toks:<uid> value of the user userID of
+// org (its token records joined by newlines; "" for none).
 func decodeTokens(org, userID, recs string) ([]storage.Token, error) {
 	if recs == "" {
 		return []storage.Token{}, nil
