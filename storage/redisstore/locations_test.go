@@ -3,7 +3,6 @@ package redisstore
 import (
 	"context"
 	"crypto/sha256"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,46 +13,6 @@ import (
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/storage"
 )
-
-// commandNames is a go-redis hook that records the names of the commands
-// sent, pipelines included.
-type commandNames struct {
-	mu    sync.Mutex
-	names []string
-}
-
-func (c *commandNames) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *commandNames) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *commandNames) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.add(cmds...)
-		return next(ctx, cmds)
-	}
-}
-
-func (c *commandNames) add(cmds ...redis.Cmder) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, cmd := range cmds {
-		c.names = append(c.names, cmd.Name())
-	}
-}
-
-// take returns the names recorded since the last take.
-func (c *commandNames) take() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := c.names
-	c.names = nil
-	return n
-}
 
 func TestLocationsMiniredis(t *testing.T) {
 	testLocations(t, miniClient(t))
@@ -68,7 +27,7 @@ func TestLocationsRedisServer(t *testing.T) {
 // answers; and it still sees at once what another process changed.
 func testLocations(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
-	names := &commandNames{}
+	names := &sent{}
 	c.AddHook(names)
 	first, other := storePair(t, c, true)
 	s := first.(*Store)

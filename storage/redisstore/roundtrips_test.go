@@ -3,7 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
-	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,26 +14,47 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-// roundTrips is a go-redis hook that counts what goes to the network: one
-// for each command, one for each pipeline.
-type roundTrips struct{ n atomic.Int64 }
-
-func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook {
-	return func(ctx context.Context, network, addr string) (net.Conn, error) { return next(ctx, network, addr) }
+// sent is a go-redis hook that records what goes to the network: the
+// round trips (one for each command, one for each pipeline) and the names
+// of the commands, pipelines included.
+type sent struct {
+	trips atomic.Int64
+	mu    sync.Mutex
+	names []string
 }
 
-func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+func (c *sent) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *sent) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.n.Add(1)
+		c.add(cmd)
 		return next(ctx, cmd)
 	}
 }
 
-func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+func (c *sent) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
-		r.n.Add(1)
+		c.add(cmds...)
 		return next(ctx, cmds)
 	}
+}
+
+func (c *sent) add(cmds ...redis.Cmder) {
+	c.trips.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cmd := range cmds {
+		c.names = append(c.names, cmd.Name())
+	}
+}
+
+// take returns the names of the commands sent since the last take.
+func (c *sent) take() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.names
+	c.names = nil
+	return n
 }
 
 func TestRoundTripsMiniredis(t *testing.T) {
@@ -56,7 +77,7 @@ func TestRoundTripsRedisCluster(t *testing.T) {
 // authentication, however deep the page starts.
 func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 	ctx := context.Background()
-	counter := &roundTrips{}
+	counter := &sent{}
 	c.AddHook(counter)
 	auth, extra := int64(1), int64(0)
 	if !single {
@@ -135,17 +156,17 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 	for _, op := range ops {
 		// Once warm: each script has been loaded by an earlier call.
 		for round := range 2 {
-			counter.n.Store(0)
+			counter.trips.Store(0)
 			c, err := svc.Authenticate(ctx, token)
 			require.NoError(t, err)
 			if round == 0 {
 				require.NoError(t, op.call(c, round), op.name)
 				continue
 			}
-			assert.EqualValues(t, auth, counter.n.Load(), "authenticate")
+			assert.EqualValues(t, auth, counter.trips.Load(), "authenticate")
 			require.NoError(t, op.call(c, round), op.name)
-			assert.LessOrEqual(t, counter.n.Load(), op.max+extra, op.name)
-			t.Logf("%s: %d round trips", op.name, counter.n.Load())
+			assert.LessOrEqual(t, counter.trips.Load(), op.max+extra, op.name)
+			t.Logf("%s: %d round trips", op.name, counter.trips.Load())
 		}
 	}
 
@@ -153,7 +174,7 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 	// alone costs: the tokens come with the credential.
 	for _, target := range []string{"admin", "robot000", "nobody"} {
 		for round := range 2 {
-			counter.n.Store(0)
+			counter.trips.Store(0)
 			_, toks, err := svc.AuthenticateListTokens(ctx, token, target)
 			if target == "nobody" {
 				require.ErrorIs(t, err, orgadmin.ErrNotFound)
@@ -162,7 +183,7 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 				require.NotEmpty(t, toks)
 			}
 			if round == 1 {
-				assert.EqualValues(t, auth, counter.n.Load(), "authenticate and list the tokens of %s", target)
+				assert.EqualValues(t, auth, counter.trips.Load(), "authenticate and list the tokens of %s", target)
 			}
 		}
 	}
