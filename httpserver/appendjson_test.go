@@ -3,9 +3,13 @@ package httpserver
 import (
 	"bytes"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
@@ -83,6 +87,32 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 	for _, v := range values {
 		require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
 	}
+}
+
+// The header values writeJSON assigns are shared by every answer; answers
+// whose handler or middleware adds to or sets them, concurrently, change
+// their own only. (With room to append, two answers adding at once would
+// write the same element: -race fails the test.)
+func TestAnswerHeadersStayShared(t *testing.T) {
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 50 {
+				rec := httptest.NewRecorder()
+				writeJSON(rec, http.StatusOK, tokenList{})
+				assert.Equal(t, []string{"application/json"}, rec.Header().Values("Content-Type"))
+				assert.Equal(t, []string{"no-store"}, rec.Header().Values("Cache-Control"))
+				rec.Header().Add("Content-Type", "text/plain")
+				rec.Header().Add("Cache-Control", "private")
+				rec.Header().Set("Cache-Control", "max-age=60")
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Equal(t, []string{"application/json"}, jsonContentType)
+	assert.Equal(t, []string{"no-store"}, noStore)
 }
 
 func FuzzAppendJSON(f *testing.F) {

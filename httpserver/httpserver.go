@@ -130,7 +130,10 @@ func (h *Handler) authenticated(fn func(http.ResponseWriter, *http.Request, orga
 
 // Header values every JSON answer carries. They are assigned to the header
 // map directly: each is a slice of capacity one, which Header.Add copies
-// before appending and Header.Set replaces, so no answer can change them.
+// before appending and Header.Set replaces, so answers that add or set
+// these headers, at once, change only their own (TestAnswerHeadersStayShared,
+// under -race). Only writing into the slice itself would change them for
+// all; nothing here or in net/http does.
 var (
 	jsonContentType = []string{"application/json"}
 	noStore         = []string{"no-store"}
