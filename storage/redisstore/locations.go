@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -12,16 +13,19 @@ import (
 
 // On a single server, a token's pointer and records are read by the
 // authentication script the first time, and afterwards, when the process
-// remembers where they are, by one MULTI/EXEC of plain reads: a script
+// remembers where they are, by plain reads in one round trip: a script
 // costs Redis several times the commands it runs, and passing the token
-// records through Lua costs more again.
+// records through Lua costs more again. A listing of the caller's own
+// tokens is one MGET of the pointer, user:<uid> and toks:<uid>; any other
+// authentication one MULTI/EXEC of the pointer, user:<uid> and the
+// token's own record.
 //
 // What is remembered is only where a token's records are (its org, user
 // id, the user's folded name and the token id, and the pointer's value
 // that says so), which never changes for a digest. Whether the token
-// authenticates is read from Redis every time, in the same transaction
-// as the records: a token revoked or a user deleted by another process
-// is refused at once.
+// authenticates is read from Redis every time, in the same command or
+// transaction as the records: a token revoked or a user deleted by another
+// process is refused at once.
 
 // maxLocations bounds the locations a Store remembers; past it, it
 // forgets them all and starts again.
@@ -31,9 +35,9 @@ const maxLocations = 1 << 16
 type location struct {
 	pointer               string // the pointer's value
 	org, uid, folded, tid string
-	// The keys of the org's users, instance configurations, the user's
-	// token records and their list, built once.
-	users, inst, tok, toks string
+	// The keys of the user's record and instance configuration, its token
+	// records and their list, built once.
+	user, tok, toks string
 }
 
 // newLocation returns the location a pointer's parts name.
@@ -41,7 +45,7 @@ func (s *Store) newLocation(pointer, org, uid, folded, tid string) location {
 	b := s.orgBase(org)
 	return location{
 		pointer: pointer, org: org, uid: uid, folded: folded, tid: tid,
-		users: b + "users", inst: b + "inst", tok: b + "tok:" + uid, toks: b + "toks:" + uid,
+		user: b + "user:" + uid, tok: b + "tok:" + uid, toks: b + "toks:" + uid,
 	}
 }
 
@@ -77,54 +81,60 @@ func (l *locations) forget(d storage.Digest) {
 	delete(l.m, d)
 }
 
-// errMoved says that a digest's pointer no longer has the value
-// remembered: the script reads it afresh.
+// errMoved says that the script must read a digest afresh: its pointer
+// no longer has the value remembered, or user:<uid> is missing while the
+// pointer is not (data written before user:<uid> existed).
 var errMoved = errors.New("redisstore: token pointer changed")
 
-// credentialAt reads, in one transaction, the pointer of a token whose
-// records are at loc, its user's records and, when list is true, the
-// user's token records, else its own. It returns the parts the
-// authentication script returns, ErrNotFound when the pointer or the user
-// is gone, and errMoved when the pointer changed.
+// credentialAt reads, at one moment, the pointer of a token whose records
+// are at loc, its user's record and instance configuration and, when list
+// is true, the user's token records, else its own. It returns the parts
+// the authentication script returns, ErrNotFound when the pointer or the
+// token is gone, and errMoved when the script must read them.
 func (s *Store) credentialAt(ctx context.Context, key string, loc location, list bool) (user, inst, recs string, err error) {
-	var pointer, u, i, r *redis.StringCmd
-	_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		pointer = p.Get(ctx, key)
-		u = p.HGet(ctx, loc.users, loc.folded)
-		i = p.HGet(ctx, loc.inst, loc.folded)
-		if list {
-			r = p.Get(ctx, loc.toks)
-		} else {
-			r = p.HGet(ctx, loc.tok, loc.tid)
+	var pointer, both string
+	if list {
+		// One command reads the three keys at one moment.
+		vs, err := s.c.MGet(ctx, key, loc.user, loc.toks).Result()
+		if err != nil {
+			return "", "", "", err
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return "", "", "", err
+		pointer, _ = vs[0].(string)
+		both, _ = vs[1].(string)
+		recs, _ = vs[2].(string)
+	} else {
+		var p, u, r *redis.StringCmd
+		_, err = s.c.TxPipelined(ctx, func(tx redis.Pipeliner) error {
+			p = tx.Get(ctx, key)
+			u = tx.Get(ctx, loc.user)
+			r = tx.HGet(ctx, loc.tok, loc.tid)
+			return nil
+		})
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return "", "", "", err
+		}
+		for _, c := range []struct {
+			cmd *redis.StringCmd
+			v   *string
+		}{{p, &pointer}, {u, &both}, {r, &recs}} {
+			if *c.v, err = orNil(c.cmd); err != nil {
+				return "", "", "", err
+			}
+		}
 	}
-	v, err := pointer.Result()
 	switch {
-	case errors.Is(err, redis.Nil):
+	case pointer == "":
 		return "", "", "", storage.ErrNotFound
-	case err != nil:
-		return "", "", "", err
-	case v != loc.pointer:
+	case pointer != loc.pointer:
 		return "", "", "", errMoved
-	}
-	if user, err = orNil(u); err != nil {
-		return "", "", "", err
-	}
-	if user == "" {
+	case !list && recs == "":
 		return "", "", "", storage.ErrNotFound
 	}
-	if inst, err = orNil(i); err != nil {
-		return "", "", "", err
-	}
-	if recs, err = orNil(r); err != nil {
-		return "", "", "", err
-	}
-	if !list && recs == "" {
-		return "", "", "", storage.ErrNotFound
+	// The pointer is there, so the user is: a user's deletion removes its
+	// tokens' pointers in the same script.
+	user, inst, ok := strings.Cut(both, "\n")
+	if !ok {
+		return "", "", "", errMoved
 	}
 	return user, inst, recs, nil
 }

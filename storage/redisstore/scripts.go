@@ -13,6 +13,11 @@ import "github.com/redis/go-redis/v9"
 //	users          hash: folded username -> user record
 //	inst           hash: folded username -> instance configuration
 //	uid            hash: user id -> folded username
+//	user:<uid>     the user's record and instance configuration joined by
+//	               a newline: the users and inst fields of one user in one
+//	               string, which a remembered token location reads with
+//	               the pointer in one MGET; every script that changes those
+//	               fields rewrites it
 //	ix:all ix:sa ix:hu   sorted sets (score 0) of folded usernames: every
 //	               user, service accounts, humans; listed BYLEX
 //	tok:<uid>      hash: token id -> token record (with its digest)
@@ -67,6 +72,7 @@ if redis.call('HEXISTS', b..'users', ARGV[1]) == 1 or redis.call('HEXISTS', b..'
 end
 redis.call('HSET', b..'users', ARGV[1], ARGV[3])
 redis.call('HSET', b..'inst', ARGV[1], ARGV[4])
+redis.call('SET', b..'user:'..ARGV[2], ARGV[3]..'\n'..ARGV[4])
 redis.call('HSET', b..'uid', ARGV[2], ARGV[1])
 redis.call('ZADD', b..'ix:all', 0, ARGV[1])
 redis.call('ZADD', b..'ix:'..ARGV[5], 0, ARGV[1])
@@ -86,6 +92,7 @@ local f = redis.call('HGET', b..'uid', ARGV[1])
 if not f then return 'NOTFOUND' end
 redis.call('HSET', b..'users', f, ARGV[2])
 redis.call('HSET', b..'inst', f, ARGV[3])
+redis.call('SET', b..'user:'..ARGV[1], ARGV[2]..'\n'..ARGV[3])
 redis.call('ZREM', b..'ix:sa', f)
 redis.call('ZREM', b..'ix:hu', f)
 redis.call('ZADD', b..'ix:'..ARGV[4], 0, f)
@@ -94,8 +101,10 @@ return 'OK'
 
 var setInstancesScript = redis.NewScript(orgBase + `
 -- ARGV: folded, inst
-if redis.call('HEXISTS', b..'users', ARGV[1]) == 0 then return 'NOTFOUND' end
+local u = redis.call('HGET', b..'users', ARGV[1])
+if not u then return 'NOTFOUND' end
 redis.call('HSET', b..'inst', ARGV[1], ARGV[2])
+redis.call('SET', b..'user:'..cjson.decode(u).id, u..'\n'..ARGV[2])
 return 'OK'
 `)
 
@@ -121,7 +130,7 @@ for _, h in ipairs(redis.call('SMEMBERS', ss)) do
   redis.call('DEL', b..'ses:'..id..':'..h)
   gone[#gone+1] = 'ses:'..h
 end
-redis.call('DEL', tk, b..'toks:'..id, ss, b..'duck:'..id)
+redis.call('DEL', tk, b..'toks:'..id, b..'user:'..id, ss, b..'duck:'..id)
 redis.call('ZREM', b..'active', f..'\0'..id)
 redis.call('HDEL', b..'users', f)
 redis.call('HDEL', b..'inst', f)

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -93,6 +94,61 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 			_, err = s.DeleteUser(ctx, "acme", "robot")
 			require.NoError(t, err)
 			requireMirror("user deleted")
+		})
+	}
+}
+
+// user:<uid>, which a remembered location reads, holds exactly the user's
+// users and inst fields after every script that changes them: creation,
+// update, a new instance configuration, and deletion.
+func TestUserMirrorsRecords(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		client func(testing.TB) redis.UniversalClient
+		single bool
+	}{
+		{"miniredis", func(tb testing.TB) redis.UniversalClient { return miniClient(tb) }, true},
+		{"server", func(tb testing.TB) redis.UniversalClient { return serverClient(tb) }, true},
+		{"cluster", func(tb testing.TB) redis.UniversalClient { return clusterClient(tb) }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			s := newStore(t, tc.client(t), tc.single)
+			t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+			require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
+			u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
+				IsServiceAccount: true, Role: "Member", CreatedAt: t0}
+			base := s.orgBase("acme")
+
+			requireMirror := func(step string) {
+				t.Helper()
+				rec, err := s.c.HGet(ctx, base+"users", u.FoldedUsername).Result()
+				if errors.Is(err, redis.Nil) {
+					_, err := s.c.Get(ctx, base+"user:"+u.ID).Result()
+					require.ErrorIs(t, err, redis.Nil, "%s: no user, no mirror", step)
+					return
+				}
+				require.NoError(t, err, step)
+				inst, err := s.c.HGet(ctx, base+"inst", u.FoldedUsername).Result()
+				require.NoError(t, err, step)
+				mirror, err := s.c.Get(ctx, base+"user:"+u.ID).Result()
+				require.NoError(t, err, step)
+				assert.Equal(t, rec+"\n"+inst, mirror, step)
+			}
+
+			requireMirror("no user yet")
+			require.NoError(t, s.CreateUser(ctx, u))
+			requireMirror("created")
+			u.Role = "Admin"
+			u.IsServiceAccount = false
+			require.NoError(t, s.UpdateUser(ctx, u))
+			requireMirror("updated")
+			require.NoError(t, s.SetInstances(ctx, "acme", "robot", storage.InstanceConfig{
+				ReadWrite: storage.InstanceSide{Size: "jumbo", CooldownSeconds: 600}}))
+			requireMirror("instances set")
+			_, err := s.DeleteUser(ctx, "acme", "robot")
+			require.NoError(t, err)
+			requireMirror("deleted")
 		})
 	}
 }
