@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,37 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 	assert.Empty(t, env.Issues[0].Path)
 	_, err = svc.GetUser(context.Background(), "default", "slow")
 	assert.ErrorIs(t, err, orgadmin.ErrNotFound)
+}
+
+// routes sends the two exact paths to their handlers and every other
+// request, unclean paths included, to the API, whose own routing answers
+// them as a ServeMux mounted at "/" would have.
+func TestRoutes(t *testing.T) {
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	named := func(name string) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, name) })
+	}
+	h := routes(httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.DiscardHandler)}), named("health"), named("feedback"))
+	for _, tc := range []struct {
+		method, target string
+		status         int
+		body, location string
+	}{
+		{"GET", "/healthz", 200, "health", ""},
+		{"HEAD", "/healthz", 200, "health", ""},
+		{"GET", "/docs/api/feedback/agent?page_path=%2F", 200, "feedback", ""},
+		{"GET", "/healthz/", 404, "404 page not found\n", ""},
+		{"GET", "/v1/../healthz", 307, "", "/healthz"},
+		{"GET", "/v1/users", 401, `{"message":"Invalid Credentials","code":"UNAUTHORIZED"}` + "\n", ""},
+	} {
+		req, err := http.NewRequest(tc.method, "http://orgadmin.test"+tc.target, nil)
+		require.NoError(t, err)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		assert.Equal(t, tc.status, rec.Code, tc.target)
+		if tc.body != "" {
+			assert.Equal(t, tc.body, rec.Body.String(), tc.target)
+		}
+		assert.Equal(t, tc.location, rec.Header().Get("Location"), tc.target)
+	}
 }

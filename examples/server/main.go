@@ -95,12 +95,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 	}
 
-	mux := http.NewServeMux()
-	mux.Handle("/", httpserver.New(svc, httpserver.Config{Logger: log}))
-	mux.Handle("/healthz", httpserver.LogRequests(log, httpserver.Health(svc)))
-	mux.Handle("/docs/api/feedback/agent", httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log}))
-
-	srv := newHTTPServer(mux, log)
+	srv := newHTTPServer(routes(
+		httpserver.New(svc, httpserver.Config{Logger: log}),
+		httpserver.LogRequests(log, httpserver.Health(svc)),
+		httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log})), log)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -125,6 +123,23 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// routes sends GET /healthz to health, the page-feedback path to feedback
+// and everything else to api, which routes (and cleans) paths itself. A
+// switch on two exact paths does what a ServeMux with "/" would, without
+// a second routing of every API request.
+func routes(api, health, feedback http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/healthz":
+			health.ServeHTTP(w, r)
+		case "/docs/api/feedback/agent":
+			feedback.ServeHTTP(w, r)
+		default:
+			api.ServeHTTP(w, r)
+		}
+	})
 }
 
 // loadSeed applies the fixture in file; any broken rule stops the server
