@@ -62,7 +62,9 @@ type Options struct {
 
 // Store is a storage.Store on Redis. Every call reads Redis, so several
 // processes see each other's changes at once; all it keeps in process is
-// where a token's records are, which never changes (see locations.go).
+// where a token's records are, which never changes (see locations.go),
+// and the decoding of token lists it read, used again only for the same
+// bytes (see lists.go).
 type Store struct {
 	c       redis.UniversalClient
 	prefix  string
@@ -79,6 +81,8 @@ type Store struct {
 	step func(name string) error
 	// locs is where the tokens authenticated on a single server are.
 	locs locations
+	// lists holds token lists already decoded (see lists.go).
+	lists lists
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -95,6 +99,7 @@ func New(c redis.UniversalClient, opts Options) (*Store, error) {
 		maxFB:   opts.MaxFeedback,
 		grace:   opts.ExpiryGrace,
 		locs:    locations{max: maxLocations},
+		lists:   lists{max: maxLists},
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix

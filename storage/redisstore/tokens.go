@@ -241,7 +241,7 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 	var ut storage.UserTokens
 	if id, ok := listedID.(string); ok {
 		ut.Found = true
-		if ut.Tokens, err = decodeTokens(org, id, str(listed)); err != nil {
+		if ut.Tokens, err = s.decodedTokens(org, id, str(listed)); err != nil {
 			return storage.Credential{}, storage.UserTokens{}, err
 		}
 	}
@@ -259,7 +259,7 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 	if fresh != nil {
 		s.locs.put(d, *fresh)
 	}
-	ut.Tokens = liveSorted(ut.Tokens, liveAt)
+	ut.Tokens = liveTokens(ut.Tokens, liveAt)
 	return storage.Credential{Token: t, User: u}, ut, nil
 }
 
@@ -280,11 +280,11 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, failed("list tokens", err)
 	}
-	out, err := decodeTokens(org, userID, recs)
+	out, err := s.decodedTokens(org, userID, recs)
 	if err != nil {
 		return nil, err
 	}
-	return liveSorted(out, liveAt), nil
+	return liveTokens(out, liveAt), nil
 }
 
 // decodeTokens decodes recs, the toks:<uid> value of the user userID of
@@ -302,18 +302,6 @@ func decodeTokens(org, userID, recs string) ([]storage.Token, error) {
 		out = append(out, t)
 	}
 	return out, nil
-}
-
-// liveSorted keeps the tokens of ts live at liveAt, in place, ordered by
-// creation, then id.
-func liveSorted(ts []storage.Token, liveAt time.Time) []storage.Token {
-	ts = slices.DeleteFunc(ts, func(t storage.Token) bool { return !t.LiveAt(liveAt) })
-	// Records are appended as tokens are created, so they are usually in
-	// order already; sorting would still move each large record.
-	if !slices.IsSortedFunc(ts, byCreation) {
-		slices.SortFunc(ts, byCreation)
-	}
-	return ts
 }
 
 // byCreation orders tokens by creation, then id.

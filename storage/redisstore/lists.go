@@ -1,0 +1,95 @@
+package redisstore
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Decoding a user's token records is, after the round trip, the largest
+// cost of a token listing, and the records change far less often than
+// they are listed. So the Store keeps, for a bounded number of users, the
+// last toks:<uid> it read and the records decoded from it, and decodes
+// again only when toks:<uid> is not byte for byte the same. What it keeps
+// is only the decoding of bytes read from Redis in the same call: the
+// records, and whether they are live, are still read every time.
+
+// Bounds of the decoded lists a Store keeps: at most maxLists users, each
+// with a list of at most maxListBytes; past maxLists it forgets them all
+// and starts again.
+const (
+	maxLists     = 1024
+	maxListBytes = 16 << 10
+)
+
+// decodedList is a toks:<uid> value and its records, decoded and ordered
+// by creation, then id. Neither is ever changed.
+type decodedList struct {
+	recs   string
+	tokens []storage.Token
+}
+
+// listKey names a user's decoded list.
+type listKey struct{ org, uid string }
+
+// lists is what a Store keeps of the token lists it has decoded.
+type lists struct {
+	mu  sync.RWMutex
+	m   map[listKey]*decodedList
+	max int
+}
+
+func (l *lists) get(k listKey) *decodedList {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.m[k]
+}
+
+func (l *lists) put(k listKey, d *decodedList) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.m[k]; !ok && len(l.m) >= l.max {
+		l.m = nil
+	}
+	if l.m == nil {
+		l.m = make(map[listKey]*decodedList)
+	}
+	l.m[k] = d
+}
+
+// decodedTokens returns the records of recs, the toks:<uid> value of the
+// user uid of org, ordered by creation, then id. The slice is shared: the
+// caller must not change it.
+func (s *Store) decodedTokens(org, uid, recs string) ([]storage.Token, error) {
+	k := listKey{org, uid}
+	if d := s.lists.get(k); d != nil && d.recs == recs {
+		return d.tokens, nil
+	}
+	ts, err := decodeTokens(org, uid, recs)
+	if err != nil {
+		return nil, err
+	}
+	// Records are appended as tokens are created, so they are usually in
+	// order already; sorting would still move each large record.
+	if !slices.IsSortedFunc(ts, byCreation) {
+		slices.SortFunc(ts, byCreation)
+	}
+	if len(recs) <= maxListBytes {
+		s.lists.put(k, &decodedList{recs: recs, tokens: ts})
+	}
+	return ts, nil
+}
+
+// liveTokens returns a new slice of the tokens of ts live at liveAt, in
+// their order.
+func liveTokens(ts []storage.Token, liveAt time.Time) []storage.Token {
+	out := make([]storage.Token, 0, len(ts))
+	for i := range ts {
+		if ts[i].LiveAt(liveAt) {
+			out = append(out, ts[i])
+		}
+	}
+	return out
+}
