@@ -17,28 +17,43 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
+// mirrorCase is a client to check the mirror keys on, and whether the
+// Store writes as on a single server or in a Cluster's order.
+type mirrorCase struct {
+	name   string
+	client func(testing.TB) redis.UniversalClient
+	single bool
+}
+
+// mirrorCases are miniredis, in both orders of writes, and the real
+// server and Cluster.
+var mirrorCases = []mirrorCase{
+	{"miniredis", func(tb testing.TB) redis.UniversalClient { return miniClient(tb) }, true},
+	{"miniredis cluster writes", func(tb testing.TB) redis.UniversalClient { return miniClient(tb) }, false},
+	{"server", func(tb testing.TB) redis.UniversalClient { return serverClient(tb) }, true},
+	{"cluster", func(tb testing.TB) redis.UniversalClient { return clusterClient(tb) }, false},
+}
+
+// mirrorStore returns a Store of tc holding the org acme, the user robot
+// of acme (not yet created) and the time of both.
+func mirrorStore(t *testing.T, tc mirrorCase) (*Store, storage.User, time.Time) {
+	s := newStore(t, tc.client(t), tc.single)
+	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "acme", CreatedAt: t0}))
+	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
+		IsServiceAccount: true, Role: "Member", CreatedAt: t0}
+	return s, u, t0
+}
+
 // toks:<uid>, which listings read, holds exactly the records of tok:<uid>
 // after every script that changes them: creation (first, later, at the
 // limit with expired tokens dropped, refused at the limit), deletion of a
 // token, and deletion of the user.
 func TestTokenListMirrorsRecords(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		client func(testing.TB) redis.UniversalClient
-		single bool
-	}{
-		{"miniredis", func(tb testing.TB) redis.UniversalClient { return miniClient(tb) }, true},
-		{"miniredis cluster writes", func(tb testing.TB) redis.UniversalClient { return miniClient(tb) }, false},
-		{"server", func(tb testing.TB) redis.UniversalClient { return serverClient(tb) }, true},
-		{"cluster", func(tb testing.TB) redis.UniversalClient { return clusterClient(tb) }, false},
-	} {
+	for _, tc := range mirrorCases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			s := newStore(t, tc.client(t), tc.single)
-			t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
-			require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
-			u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot",
-				IsServiceAccount: true, Role: "Member", CreatedAt: t0}
+			s, u, t0 := mirrorStore(t, tc)
 			require.NoError(t, s.CreateUser(ctx, u))
 			base := s.orgBase("acme")
 
@@ -102,22 +117,10 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 // users and inst fields after every script that changes them: creation,
 // update, a new instance configuration, and deletion.
 func TestUserMirrorsRecords(t *testing.T) {
-	for _, tc := range []struct {
-		name   string
-		client func(testing.TB) redis.UniversalClient
-		single bool
-	}{
-		{"miniredis", func(tb testing.TB) redis.UniversalClient { return miniClient(tb) }, true},
-		{"server", func(tb testing.TB) redis.UniversalClient { return serverClient(tb) }, true},
-		{"cluster", func(tb testing.TB) redis.UniversalClient { return clusterClient(tb) }, false},
-	} {
+	for _, tc := range mirrorCases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
-			s := newStore(t, tc.client(t), tc.single)
-			t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
-			require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
-			u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
-				IsServiceAccount: true, Role: "Member", CreatedAt: t0}
+			s, u, _ := mirrorStore(t, tc)
 			base := s.orgBase("acme")
 
 			requireMirror := func(step string) {
