@@ -215,10 +215,11 @@ return c
 // records of the user ARGV[2] when it is not empty. KEYS[1] is the pointer;
 // the org's keys are derived from its value. It returns the flat array
 // {org, uid, token id, folded, user, inst, token, listed uid, records,
-// pointer}, where token is false when the caller lists its own tokens
-// (its record is among them), and the listed user's id and its
+// pointer, mirrored}, where token is false when the caller lists its own
+// tokens (its record is among them), the listed user's id and its
 // toks:<uid> are false when there is no user ARGV[2] or none was asked
-// for. Each redis.call, and each string passed between Redis and Lua,
+// for, and mirrored is 1 when user:<uid> exists (0 for data written
+// before it did). Each redis.call, and each string passed between Redis and Lua,
 // costs more than the command it runs, so the script makes as few as it
 // can (four for the caller's own tokens) and passes the records as one
 // string. Once the Store knows where a token's records are, it reads
@@ -249,7 +250,7 @@ else
   if not t then return false end
   if ARGV[2] ~= '' then lid, recs = tokensOf(b, ARGV[2], f, uid) end
 end
-return {org, uid, tid, f, u, i or '', t, lid, recs, v}
+return {org, uid, tid, f, u, i or '', t, lid, recs, v, redis.call('EXISTS', b..'user:'..uid)}
 `)
 
 // createTokenScript adds a token to its user, counting the user's live

@@ -182,6 +182,7 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 			user, inst, recs, err = s.credentialAt(ctx, key, loc, target != "")
 			switch {
 			case errors.Is(err, errMoved):
+				s.locs.forget(d)
 				known = false
 			case errors.Is(err, storage.ErrNotFound):
 				s.locs.forget(d)
@@ -204,8 +205,11 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 			}
 			org, uid, tid, folded, user, inst, token = str(v[0]), str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), str(v[6])
 			listedID, listed = v[7], v[8]
-			loc := s.newLocation(str(v[9]), org, uid, folded, tid)
-			fresh = &loc
+			if n, _ := v[10].(int64); n == 1 {
+				// Remembered only where the plain reads find user:<uid>.
+				loc := s.newLocation(str(v[9]), org, uid, folded, tid)
+				fresh = &loc
+			}
 		}
 	} else {
 		pointer, err := s.c.Get(ctx, key).Result()
