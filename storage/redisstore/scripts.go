@@ -219,10 +219,10 @@ return c
 // tokens (its record is among them), the listed user's id and its
 // toks:<uid> are false when there is no user ARGV[2] or none was asked
 // for, and mirrored is 1 when user:<uid> exists (0 for data written
-// before it did). Each redis.call, and each string passed between Redis and Lua,
-// costs more than the command it runs, so the script makes as few as it
-// can (four for the caller's own tokens) and passes the records as one
-// string. Once the Store knows where a token's records are, it reads
+// before it did). Each redis.call, and each string passed between Redis
+// and Lua, costs more than the command it runs, so the script makes as
+// few as it can (five for the caller's own tokens) and passes the records
+// as one string. Once the Store knows where a token's records are, it reads
 // them without the script (credentialAt).
 var authenticateScript = redis.NewScript(userTokens + `
 -- ARGV: prefix, target folded ('' for none)
