@@ -19,11 +19,7 @@ import (
 // moment; and what a listing returns is the caller's own.
 func TestDecodedListsFollowTheBytes(t *testing.T) {
 	ctx := t.Context()
-	s := newStore(t, miniClient(t), true)
-	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
-	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot",
-		IsServiceAccount: true, Role: "Member", CreatedAt: t0}
+	s, u, t0 := mirrorStore(t, mirrorCases[0]) // miniredis
 	require.NoError(t, s.CreateUser(ctx, u))
 	create := func(i int, expires time.Time) storage.Token {
 		t.Helper()
