@@ -1,6 +1,6 @@
 // Command server runs the orgadmin REST API.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|mongodb://HOST:PORT/DB] [-seed FILE] [-pprof 127.0.0.1:6060]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB] [-seed FILE] [-pprof 127.0.0.1:6060]
 //
 // Without -seed it bootstraps the organization "default" with the Admin
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
