@@ -125,7 +125,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return nil
 }
 
-// routes sends GET /healthz to health, the page-feedback path to feedback
+// routes sends /healthz to health, the page-feedback path to feedback
 // and everything else to api, which routes (and cleans) paths itself. A
 // switch on two exact paths does what a ServeMux with "/" would, without
 // a second routing of every API request.

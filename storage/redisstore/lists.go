@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/orgadmin/orgadmin/storage"
@@ -34,37 +33,12 @@ type decodedList struct {
 // listKey names a user's decoded list.
 type listKey struct{ org, uid string }
 
-// lists is what a Store keeps of the token lists it has decoded.
-type lists struct {
-	mu  sync.RWMutex
-	m   map[listKey]*decodedList
-	max int
-}
-
-func (l *lists) get(k listKey) *decodedList {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.m[k]
-}
-
-func (l *lists) put(k listKey, d *decodedList) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.m[k]; !ok && len(l.m) >= l.max {
-		l.m = nil
-	}
-	if l.m == nil {
-		l.m = make(map[listKey]*decodedList)
-	}
-	l.m[k] = d
-}
-
 // decodedTokens returns the records of recs, the toks:<uid> value of the
 // user uid of org, ordered by creation, then id. The slice is shared: the
 // caller must not change it.
 func (s *Store) decodedTokens(org, uid, recs string) ([]storage.Token, error) {
 	k := listKey{org, uid}
-	if d := s.lists.get(k); d != nil && d.recs == recs {
+	if d, ok := s.lists.get(k); ok && d.recs == recs {
 		return d.tokens, nil
 	}
 	ts, err := decodeTokens(org, uid, recs)

@@ -87,11 +87,13 @@ func TestDecodedListsBounded(t *testing.T) {
 		require.NoError(t, err)
 		assert.LessOrEqual(t, len(s.lists.m), 2)
 	}
-	assert.NotNil(t, s.lists.get(listKey{"acme", "user-4"}), "the latest list is kept")
+	_, kept := s.lists.get(listKey{"acme", "user-4"})
+	assert.True(t, kept, "the latest list is kept")
 
 	big := rec(strings.Repeat("n", maxListBytes))
 	ts, err := s.decodedTokens("acme", "big", big)
 	require.NoError(t, err)
 	require.Len(t, ts, 1)
-	assert.Nil(t, s.lists.get(listKey{"acme", "big"}), "a list over maxListBytes is not kept")
+	_, kept = s.lists.get(listKey{"acme", "big"})
+	assert.False(t, kept, "a list over maxListBytes is not kept")
 }

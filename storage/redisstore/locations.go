@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -47,38 +46,6 @@ func (s *Store) newLocation(pointer, org, uid, folded, tid string) location {
 		pointer: pointer, org: org, uid: uid, folded: folded, tid: tid,
 		user: b + "user:" + uid, tok: b + "tok:" + uid, toks: b + "toks:" + uid,
 	}
-}
-
-// locations is what a Store remembers of where tokens are.
-type locations struct {
-	mu  sync.RWMutex
-	m   map[storage.Digest]location
-	max int
-}
-
-func (l *locations) get(d storage.Digest) (location, bool) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	loc, ok := l.m[d]
-	return loc, ok
-}
-
-func (l *locations) put(d storage.Digest, loc location) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, ok := l.m[d]; !ok && len(l.m) >= l.max {
-		l.m = nil
-	}
-	if l.m == nil {
-		l.m = make(map[storage.Digest]location)
-	}
-	l.m[d] = loc
-}
-
-func (l *locations) forget(d storage.Digest) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	delete(l.m, d)
 }
 
 // errMoved says that the script must read a digest afresh: its pointer

@@ -80,9 +80,9 @@ type Store struct {
 	// crash would.
 	step func(name string) error
 	// locs is where the tokens authenticated on a single server are.
-	locs locations
+	locs bounded[storage.Digest, location]
 	// lists holds token lists already decoded (see lists.go).
-	lists lists
+	lists bounded[listKey, *decodedList]
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -98,8 +98,8 @@ func New(c redis.UniversalClient, opts Options) (*Store, error) {
 		timeout: opts.Timeout,
 		maxFB:   opts.MaxFeedback,
 		grace:   opts.ExpiryGrace,
-		locs:    locations{max: maxLocations},
-		lists:   lists{max: maxLists},
+		locs:    bounded[storage.Digest, location]{max: maxLocations},
+		lists:   bounded[listKey, *decodedList]{max: maxLists},
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
