@@ -45,18 +45,7 @@ n=$(wc -l <<<"$targets")
 fuzztime=${FUZZTIME:-$(((${FUZZBUDGET:-54} / n) > 2 ? ${FUZZBUDGET:-54} / n : 2))s}
 echo "$n fuzz targets, $fuzztime each"
 
-# inputs lists the inputs committed or written for target $2 of package $1.
-inputs() {
-  ls -1 "$1/testdata/fuzz/$2" 2>/dev/null || true
-}
-
-# deadline_only tells whether run output $1 failed with nothing but the
-# coordinator's deadline: that one error and no panic or test failure.
-deadline_only() {
-  [ "$(grep -c -- '--- FAIL' "$1")" = 1 ] &&
-    grep -qx '    context deadline exceeded' "$1" &&
-    ! grep -qE 'panic:|Failing input written|_test\.go:[0-9]+:' "$1"
-}
+. scripts/fuzzlib.sh
 
 root=$PWD
 start=$SECONDS

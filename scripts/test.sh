@@ -48,4 +48,5 @@ echo "== go test -race"
 go test -race -count=1 ./...
 
 echo "== fuzz (each target for a few seconds)"
+scripts/fuzzlib_test.sh
 scripts/fuzz.sh
