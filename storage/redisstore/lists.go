@@ -38,7 +38,7 @@ type listKey struct{ org, uid string }
 // caller must not change it.
 func (s *Store) decodedTokens(org, uid, recs string) ([]storage.Token, error) {
 	k := listKey{org, uid}
-	if d, ok := s.lists.get(k); ok && d.recs == recs {
+	if d, ok := s.lists.Get(k); ok && d.recs == recs {
 		return d.tokens, nil
 	}
 	ts, err := decodeTokens(org, uid, recs)
@@ -51,7 +51,7 @@ func (s *Store) decodedTokens(org, uid, recs string) ([]storage.Token, error) {
 		slices.SortFunc(ts, byCreation)
 	}
 	if len(recs) <= maxListBytes {
-		s.lists.put(k, &decodedList{recs: recs, tokens: ts})
+		s.lists.Put(k, &decodedList{recs: recs, tokens: ts})
 	}
 	return ts, nil
 }

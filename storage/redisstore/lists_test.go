@@ -77,7 +77,7 @@ func TestDecodedListsFollowTheBytes(t *testing.T) {
 // maxListBytes.
 func TestDecodedListsBounded(t *testing.T) {
 	s := newStore(t, miniClient(t), true)
-	s.lists.max = 2
+	s.lists.Max = 2
 	rec := func(name string) string {
 		return encode(toTokenDoc(storage.Token{ID: uuid.NewString(), Name: name, Type: "read_write",
 			Digest: sha256.Sum256([]byte(name)), CreatedAt: time.Unix(1, 0)}))
@@ -85,15 +85,15 @@ func TestDecodedListsBounded(t *testing.T) {
 	for i := range 5 {
 		_, err := s.decodedTokens("acme", fmt.Sprint("user-", i), rec(fmt.Sprint("t", i)))
 		require.NoError(t, err)
-		assert.LessOrEqual(t, len(s.lists.m), 2)
+		assert.LessOrEqual(t, s.lists.Len(), 2)
 	}
-	_, kept := s.lists.get(listKey{"acme", "user-4"})
+	_, kept := s.lists.Get(listKey{"acme", "user-4"})
 	assert.True(t, kept, "the latest list is kept")
 
 	big := rec(strings.Repeat("n", maxListBytes))
 	ts, err := s.decodedTokens("acme", "big", big)
 	require.NoError(t, err)
 	require.Len(t, ts, 1)
-	_, kept = s.lists.get(listKey{"acme", "big"})
+	_, kept = s.lists.Get(listKey{"acme", "big"})
 	assert.False(t, kept, "a list over maxListBytes is not kept")
 }

@@ -49,7 +49,7 @@ func testLocations(t *testing.T, c *redis.Client) {
 	require.NoError(t, err)
 
 	d := sha256.Sum256([]byte(adminToken))
-	s.locs.forget(d)
+	s.locs.Forget(d)
 	now := time.Now()
 	read := func(target string) (storage.Credential, storage.UserTokens, []string) {
 		t.Helper()
@@ -113,12 +113,12 @@ func testLocations(t *testing.T, c *redis.Client) {
 	_, err = svc.Authenticate(ctx, robotTok.Value)
 	require.NoError(t, err)
 	robotDigest := sha256.Sum256([]byte(robotTok.Value))
-	_, known := s.locs.get(robotDigest)
+	_, known := s.locs.Get(robotDigest)
 	require.True(t, known)
 	require.NoError(t, otherSvc.DeleteToken(ctx, admin, "robot", robotTok.ID))
 	_, err = svc.Authenticate(ctx, robotTok.Value)
 	require.ErrorIs(t, err, orgadmin.ErrUnauthorized)
-	_, known = s.locs.get(robotDigest)
+	_, known = s.locs.Get(robotDigest)
 	assert.False(t, known)
 
 	// The same value seeded again for another user moves its pointer: the
@@ -163,7 +163,7 @@ func testLocations(t *testing.T, c *redis.Client) {
 func TestLocationsBounded(t *testing.T) {
 	ctx := context.Background()
 	s := newStore(t, miniClient(t), true)
-	s.locs.max = 2
+	s.locs.Max = 2
 	svc := orgadmin.New(s, orgadmin.Config{})
 	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
 	require.NoError(t, err)
@@ -179,10 +179,10 @@ func TestLocationsBounded(t *testing.T) {
 		for _, v := range values {
 			_, err := svc.Authenticate(ctx, v)
 			require.NoError(t, err)
-			assert.LessOrEqual(t, len(s.locs.m), 2)
+			assert.LessOrEqual(t, s.locs.Len(), 2)
 		}
 	}
 	last := sha256.Sum256([]byte(values[len(values)-1]))
-	_, known := s.locs.get(last)
+	_, known := s.locs.Get(last)
 	assert.True(t, known, "the latest location is remembered")
 }

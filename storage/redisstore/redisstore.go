@@ -28,6 +28,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/orgadmin/orgadmin/internal/bounded"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -80,9 +81,9 @@ type Store struct {
 	// crash would.
 	step func(name string) error
 	// locs is where the tokens authenticated on a single server are.
-	locs bounded[storage.Digest, location]
+	locs bounded.Map[storage.Digest, location]
 	// lists holds token lists already decoded (see lists.go).
-	lists bounded[listKey, *decodedList]
+	lists bounded.Map[listKey, *decodedList]
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -98,8 +99,8 @@ func New(c redis.UniversalClient, opts Options) (*Store, error) {
 		timeout: opts.Timeout,
 		maxFB:   opts.MaxFeedback,
 		grace:   opts.ExpiryGrace,
-		locs:    bounded[storage.Digest, location]{max: maxLocations},
-		lists:   bounded[listKey, *decodedList]{max: maxLists},
+		locs:    bounded.Map[storage.Digest, location]{Max: maxLocations},
+		lists:   bounded.Map[listKey, *decodedList]{Max: maxLists},
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix

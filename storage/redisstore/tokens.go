@@ -172,7 +172,7 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 	var listedID, listed any
 	var fresh *location // read by the script: remembered once it checks out
 	if s.single {
-		loc, known := s.locs.get(d)
+		loc, known := s.locs.Get(d)
 		if known && target != "" && target != loc.folded {
 			known = false // another user's tokens: the script finds them
 		}
@@ -182,10 +182,10 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 			user, inst, recs, err = s.credentialAt(ctx, key, loc, target != "")
 			switch {
 			case errors.Is(err, errMoved):
-				s.locs.forget(d)
+				s.locs.Forget(d)
 				known = false
 			case errors.Is(err, storage.ErrNotFound):
-				s.locs.forget(d)
+				s.locs.Forget(d)
 				return storage.Credential{}, storage.UserTokens{}, err
 			case err != nil:
 				return credentialErr(err)
@@ -261,7 +261,7 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
 	}
 	if fresh != nil {
-		s.locs.put(d, *fresh)
+		s.locs.Put(d, *fresh)
 	}
 	ut.Tokens = liveTokens(ut.Tokens, liveAt)
 	return storage.Credential{Token: t, User: u}, ut, nil
