@@ -22,7 +22,7 @@ type readerStore struct {
 	calls int
 }
 
-func (r *readerStore) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time) (storage.Credential, storage.UserTokens, error) {
+func (r *readerStore) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time, _ func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
 	r.calls++
 	cred, err := r.TokenByDigest(ctx, d)
 	if err != nil {
@@ -116,4 +116,116 @@ func twoSteps(ctx context.Context, svc *orgadmin.Service, token, username string
 		return orgadmin.Caller{}, nil, err
 	}
 	return c, ts, nil
+}
+
+// keeper keeps listings as the HTTP handler does: the stamp of each, by
+// version. It records the versions it is asked about.
+type keeper struct {
+	stamps map[uint64]orgadmin.ListingStamp
+	asked  []uint64
+}
+
+func (k *keeper) known(v uint64) (orgadmin.ListingStamp, bool) {
+	k.asked = append(k.asked, v)
+	st, ok := k.stamps[v]
+	return st, ok
+}
+
+// list lists username's tokens with token through AuthenticateListing,
+// requires the answer of AuthenticateListTokens, and keeps the listing.
+func (k *keeper) list(t *testing.T, svc *orgadmin.Service, token, username string) orgadmin.Listing {
+	t.Helper()
+	ctx := context.Background()
+	wantCaller, want, err := svc.AuthenticateListTokens(ctx, token, username)
+	require.NoError(t, err)
+	c, l, err := svc.AuthenticateListing(ctx, token, username, k.known)
+	require.NoError(t, err)
+	assert.Equal(t, wantCaller, c)
+	if l.Known {
+		assert.Nil(t, l.Tokens)
+		assert.Equal(t, k.stamps[l.Stamp.Version], l.Stamp, "the stamp kept")
+	} else {
+		assert.Equal(t, want, l.Tokens)
+		if l.Stamp.Version != 0 {
+			k.stamps[l.Stamp.Version] = l.Stamp
+		}
+	}
+	return l
+}
+
+// A kept listing is answered as Known exactly while the user's token
+// records are unchanged and no listed token has expired since it was
+// read; authentication and authorization are checked on every call.
+func TestAuthenticateListing(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	k := &keeper{stamps: map[uint64]orgadmin.ListingStamp{}}
+	exp := e.token(t, "admin", orgadmin.CreateTokenInput{Name: "exp", TTL: orgadmin.Ptr(300)})
+
+	first := k.list(t, e.svc, e.adminToken, "admin")
+	require.False(t, first.Known)
+	require.Len(t, first.Tokens, 2)
+	require.NotZero(t, first.Stamp.Version)
+	assert.Equal(t, orgadmin.ListingStamp{Version: first.Stamp.Version, From: t0, Until: exp.ExpireAt}, first.Stamp)
+	assert.Equal(t, []uint64{first.Stamp.Version}, k.asked)
+
+	again := k.list(t, e.svc, e.adminToken, "ADMIN")
+	assert.Equal(t, orgadmin.Listing{Stamp: first.Stamp, Known: true}, again)
+	e.clk.Advance(299 * time.Second)
+	assert.True(t, k.list(t, e.svc, e.adminToken, "admin").Known, "just before the first expiry")
+
+	e.clk.Advance(time.Second) // exp expires
+	expired := k.list(t, e.svc, e.adminToken, "admin")
+	assert.False(t, expired.Known)
+	assert.Len(t, expired.Tokens, 1)
+	assert.Equal(t, orgadmin.ListingStamp{Version: first.Stamp.Version, From: e.clk.Now()}, expired.Stamp)
+
+	e.clk.Advance(-time.Minute) // before that listing was read: exp is live again
+	back := k.list(t, e.svc, e.adminToken, "admin")
+	assert.False(t, back.Known)
+	assert.Len(t, back.Tokens, 2)
+	e.clk.Advance(time.Minute)
+
+	// Another token: new records, a new version.
+	e.token(t, "admin", orgadmin.CreateTokenInput{Name: "new"})
+	created := k.list(t, e.svc, e.adminToken, "admin")
+	assert.False(t, created.Known)
+	assert.Len(t, created.Tokens, 2)
+	assert.NotEqual(t, first.Stamp.Version, created.Stamp.Version)
+	assert.True(t, k.list(t, e.svc, e.adminToken, "admin").Known)
+
+	// A stamp of another version is not the answer, whatever known says.
+	_, l, err := e.svc.AuthenticateListing(ctx, e.adminToken, "admin", func(uint64) (orgadmin.ListingStamp, bool) {
+		return expired.Stamp, true // holds at this instant, for its own version
+	})
+	require.NoError(t, err)
+	assert.False(t, l.Known)
+	assert.Len(t, l.Tokens, 2)
+
+	// Authorization and authentication, on every call.
+	e.human(t, orgadmin.NewUser{Username: "bob", Role: orgadmin.RoleMember})
+	_, bob := e.login(t, "bob")
+	_, _, err = e.svc.AuthenticateListing(ctx, bob, "admin", k.known)
+	requireCode(t, err, orgadmin.ErrForbidden)
+	_, _, err = e.svc.AuthenticateListing(ctx, e.adminToken, "nobody", k.known)
+	requireCode(t, err, orgadmin.ErrNotFound)
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "admin", e.admin.TokenID))
+	_, _, err = e.svc.AuthenticateListing(ctx, e.adminToken, "admin", k.known)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+}
+
+// On a store that does not version token records, listings have no stamp
+// and known is never asked.
+func TestAuthenticateListingUnversioned(t *testing.T) {
+	svc := orgadmin.New(&readerStore{Store: memstore.New()}, orgadmin.Config{})
+	token, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	k := &keeper{stamps: map[uint64]orgadmin.ListingStamp{}}
+	for range 2 {
+		l := k.list(t, svc, token, "admin")
+		assert.False(t, l.Known)
+		assert.Len(t, l.Tokens, 1)
+		assert.Zero(t, l.Stamp)
+	}
+	assert.Empty(t, k.asked)
 }

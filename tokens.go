@@ -172,30 +172,107 @@ func (s *Service) ListTokens(ctx context.Context, c Caller, username string) ([]
 // the commonest authenticated read of the API, served at the cost of
 // authentication alone.
 func (s *Service) AuthenticateListTokens(ctx context.Context, token, username string) (Caller, []Token, error) {
+	c, l, err := s.AuthenticateListing(ctx, token, username, nil)
+	return c, l.Tokens, err
+}
+
+// A ListingStamp names the answer of a token listing: the store's version
+// of the user's token records (storage.UserTokens.Version), and the
+// instants From (when it was read) to Until (the first expiry among the
+// tokens listed; zero when none expires) over which those records give
+// that answer. The zero stamp names no listing.
+type ListingStamp struct {
+	Version     uint64
+	From, Until time.Time
+}
+
+// holds reports whether st's listing is the answer, at the instant t, of
+// the token records of version v.
+func (st ListingStamp) holds(v uint64, t time.Time) bool {
+	return st.Version != 0 && st.Version == v && !t.Before(st.From) &&
+		(st.Until.IsZero() || t.Before(st.Until))
+}
+
+// A Listing is what AuthenticateListing answers.
+type Listing struct {
+	// Tokens are what AuthenticateListTokens returns; nil when Known.
+	Tokens []Token
+	// Stamp names the listing. It is zero when the store does not version
+	// token records; such a listing cannot be kept.
+	Stamp ListingStamp
+	// Known reports that the answer is the listing of the stamp the
+	// caller's known function returned: the listing the caller keeps.
+	// Tokens is then nil.
+	Known bool
+}
+
+// AuthenticateListing is AuthenticateListTokens for callers that keep what
+// they make of a listing under its stamp (the HTTP handler keeps encoded
+// answers), so that an unchanged listing is neither read nor made again.
+// Every call authenticates and authorizes as AuthenticateListTokens does,
+// with the same errors.
+//
+// known, when not nil, is called at most once, while the store reads,
+// with the version of the listed user's token records; it returns the
+// stamp of the listing the caller keeps under that version, if any, and
+// must not call the Service. When that listing is the answer at this
+// instant, the Listing is Known. Stores that do not version token records
+// never call known.
+func (s *Service) AuthenticateListing(ctx context.Context, token, username string, known func(version uint64) (ListingStamp, bool)) (Caller, Listing, error) {
 	r, ok := s.store.(storage.CredentialTokensReader)
 	folded, canExist, err := pathUsername(username)
 	if !ok || err != nil || !canExist || len(token) == 0 || len(token) > maxTokenLen {
 		// The two steps give these answers in the order DESIGN §2 wants.
 		c, err := s.Authenticate(ctx, token)
 		if err != nil {
-			return Caller{}, nil, err
+			return Caller{}, Listing{}, err
 		}
 		ts, err := s.ListTokens(ctx, c, username)
-		return c, ts, err
+		return c, Listing{Tokens: ts}, err
 	}
 	now := s.now()
-	cred, ut, err := r.CredentialTokens(ctx, sha256.Sum256([]byte(token)), folded, now)
+	var kept ListingStamp
+	var skip func(uint64) bool
+	if known != nil {
+		skip = func(v uint64) bool {
+			st, ok := known(v)
+			if ok && st.holds(v, now) {
+				kept = st
+				return true
+			}
+			return false
+		}
+	}
+	cred, ut, err := r.CredentialTokens(ctx, sha256.Sum256([]byte(token)), folded, now, skip)
 	c, err := s.callerOfCredential(cred, err, now)
 	if err != nil {
-		return Caller{}, nil, err
+		return Caller{}, Listing{}, err
 	}
 	if err := s.Authorize(c, OpListTokens, username); err != nil {
-		return c, nil, err
+		return c, Listing{}, err
 	}
 	if !ut.Found {
-		return c, nil, notFound("user", "username")
+		return c, Listing{}, notFound("user", "username")
 	}
-	return c, tokensFromRecords(ut.Tokens), nil
+	if kept.Version != 0 && ut.Tokens == nil {
+		return c, Listing{Stamp: kept, Known: true}, nil
+	}
+	l := Listing{Tokens: tokensFromRecords(ut.Tokens)}
+	if ut.Version != 0 {
+		l.Stamp = ListingStamp{Version: ut.Version, From: now, Until: firstExpiry(l.Tokens)}
+	}
+	return c, l, nil
+}
+
+// firstExpiry returns the earliest ExpireAt of ts, zero when none expires.
+func firstExpiry(ts []Token) time.Time {
+	var first time.Time
+	for _, t := range ts {
+		if !t.ExpireAt.IsZero() && (first.IsZero() || t.ExpireAt.Before(first)) {
+			first = t.ExpireAt
+		}
+	}
+	return first
 }
 
 func tokensFromRecords(recs []storage.Token) []Token {

@@ -142,7 +142,12 @@ type CredentialTokensReader interface {
 	// credential's org whose FoldedUsername is folded, ordered as ListTokens
 	// orders them. Its errors are those of TokenByDigest; a missing user is
 	// reported by Found, not by an error.
-	CredentialTokens(ctx context.Context, digest Digest, folded string, liveAt time.Time) (Credential, UserTokens, error)
+	//
+	// A store that versions token records reports the user's Version. When
+	// skip is not nil, it is called with that Version before the tokens
+	// are read, at the same moment; when it returns true, the store
+	// leaves Tokens nil. A store that reports Version 0 never calls skip.
+	CredentialTokens(ctx context.Context, digest Digest, folded string, liveAt time.Time, skip func(version uint64) bool) (Credential, UserTokens, error)
 }
 
 // UserTokens are the live tokens of a user, as CredentialTokens reads them.
@@ -150,6 +155,12 @@ type UserTokens struct {
 	// Found is false when the org has no user of that folded username.
 	Found  bool
 	Tokens []Token
+	// Version, when not 0, names the user's token records as they were
+	// read, live or not. The store reports the same Version while they are
+	// unchanged, and never again once they change, nor for another user:
+	// two reads at the same liveAt with the same Version find the same
+	// tokens.
+	Version uint64
 }
 
 // Digest is a SHA-256 digest. Secrets (token values, embed session values)

@@ -38,6 +38,8 @@ type Store struct {
 	// instances is the instance configuration stored last, which the next
 	// user with an equal one shares (most users keep the default).
 	instances *storage.InstanceConfig
+	// versions is the last storage.UserTokens.Version given out.
+	versions uint64
 }
 
 var (
@@ -71,6 +73,7 @@ type user struct {
 	instances      *storage.InstanceConfig // shared by users with equal ones
 
 	tokens    []*tokenEntry // ordered by CreatedAt, then ID
+	version   uint64        // of tokens: new at every change (tokensChanged)
 	ducklings map[string]storage.Duckling
 	sessions  []*sessionEntry
 }
@@ -157,6 +160,7 @@ func (s *Store) CreateUser(_ context.Context, u storage.User) error {
 	}
 	e := &user{org: o, username: u.Username, folded: u.FoldedUsername}
 	s.setUser(e, u)
+	s.tokensChanged(e)
 	o.users[u.FoldedUsername] = e
 	o.byID[u.ID] = e
 	o.all.Insert(e)
@@ -363,6 +367,7 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 		}
 		clear(e.tokens[len(kept):])
 		e.tokens = kept
+		s.tokensChanged(e)
 	}
 	if lim.Max > 0 && len(e.tokens) >= lim.Max {
 		return storage.ErrLimitExceeded
@@ -379,9 +384,17 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	}
 	i := sort.Search(len(e.tokens), func(i int) bool { return te.less(e.tokens[i]) })
 	e.tokens = slices.Insert(e.tokens, i, te)
+	s.tokensChanged(e)
 	s.tokens[t.Digest] = te
 	s.tokenIDs[t.ID] = te
 	return nil
+}
+
+// tokensChanged gives e's tokens a Version no user's tokens have had.
+// The caller holds the write lock.
+func (s *Store) tokensChanged(e *user) {
+	s.versions++
+	e.version = s.versions
 }
 
 // dropToken forgets a token in the store-wide maps.
@@ -431,8 +444,9 @@ func (s *Store) TokenByDigest(_ context.Context, d storage.Digest) (storage.Cred
 
 // CredentialTokens implements storage.CredentialTokensReader: the
 // credential and the listing under one read lock, so the Service serves a
-// token listing without resolving the username first.
-func (s *Store) CredentialTokens(_ context.Context, d storage.Digest, folded string, liveAt time.Time) (storage.Credential, storage.UserTokens, error) {
+// token listing without resolving the username first. It versions token
+// records.
+func (s *Store) CredentialTokens(_ context.Context, d storage.Digest, folded string, liveAt time.Time, skip func(version uint64) bool) (storage.Credential, storage.UserTokens, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	te, ok := s.tokens[d]
@@ -444,7 +458,11 @@ func (s *Store) CredentialTokens(_ context.Context, d storage.Digest, folded str
 	if e == nil {
 		return cred, storage.UserTokens{}, nil
 	}
-	return cred, storage.UserTokens{Found: true, Tokens: liveTokens(e, liveAt)}, nil
+	ut := storage.UserTokens{Found: true, Version: e.version}
+	if skip == nil || !skip(e.version) {
+		ut.Tokens = liveTokens(e, liveAt)
+	}
+	return cred, ut, nil
 }
 
 // ListTokens implements storage.Store.
@@ -484,6 +502,7 @@ func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt 
 	}
 	s.dropToken(e.tokens[i])
 	e.tokens = slices.Delete(e.tokens, i, i+1)
+	s.tokensChanged(e)
 	return nil
 }
 

@@ -54,7 +54,7 @@ func testLocations(t *testing.T, c *redis.Client) {
 	read := func(target string) (storage.Credential, storage.UserTokens, []string) {
 		t.Helper()
 		names.take()
-		cred, ut, err := s.CredentialTokens(ctx, d, target, now)
+		cred, ut, err := s.CredentialTokens(ctx, d, target, now, nil)
 		require.NoError(t, err)
 		return cred, ut, names.take()
 	}

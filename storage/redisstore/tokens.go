@@ -146,8 +146,9 @@ func (s *Store) TokenByDigest(ctx context.Context, d storage.Digest) (storage.Cr
 }
 
 // CredentialTokens implements storage.CredentialTokensReader, in as many
-// round trips as TokenByDigest: the tokens come with the credential.
-func (s *Store) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time) (storage.Credential, storage.UserTokens, error) {
+// round trips as TokenByDigest: the tokens come with the credential. It
+// does not version token records (Version 0).
+func (s *Store) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time, _ func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
 	if folded == "" {
 		// No user has an empty name; "" asks the scripts for no tokens.
 		cred, err := s.TokenByDigest(ctx, d)
