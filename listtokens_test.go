@@ -229,3 +229,32 @@ func TestAuthenticateListingUnversioned(t *testing.T) {
 	}
 	assert.Empty(t, k.asked)
 }
+
+// BenchmarkAuthenticateListing lists the Admin's ten tokens on the memory
+// store: afresh, and kept (as the HTTP handler keeps them).
+func BenchmarkAuthenticateListing(b *testing.B) {
+	e := newEnv(b, orgadmin.Config{})
+	for i := range 9 {
+		e.token(b, "admin", orgadmin.CreateTokenInput{Name: strings.Repeat("n", i+1)})
+	}
+	ctx := context.Background()
+	b.Run("fresh", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, ts, err := e.svc.AuthenticateListTokens(ctx, e.adminToken, "admin"); err != nil || len(ts) != 10 {
+				b.Fatal(err, len(ts))
+			}
+		}
+	})
+	b.Run("kept", func(b *testing.B) {
+		_, l, err := e.svc.AuthenticateListing(ctx, e.adminToken, "admin", nil)
+		require.NoError(b, err)
+		known := func(uint64) (orgadmin.ListingStamp, bool) { return l.Stamp, true }
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, l, err := e.svc.AuthenticateListing(ctx, e.adminToken, "admin", known); err != nil || !l.Known {
+				b.Fatal(err, l.Known)
+			}
+		}
+	})
+}

@@ -95,6 +95,11 @@ func (t tokenAnswer) appendJSON(b []byte) []byte {
 	return appendToken(b, orgadmin.Token(t))
 }
 
+// encodedJSON is an answer already encoded.
+type encodedJSON []byte
+
+func (e encodedJSON) appendJSON(b []byte) []byte { return append(b, e...) }
+
 func (l tokenList) appendJSON(b []byte) []byte {
 	b = append(b, `{"tokens":[`...)
 	for i, t := range l {

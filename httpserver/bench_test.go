@@ -9,10 +9,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/internal/baseline"
+	"github.com/orgadmin/orgadmin/internal/jsonlog"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
@@ -37,7 +39,10 @@ func BenchmarkListTokensHTTP(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	// The example server's log handler, lines held up to 0.1 s.
+	logs := jsonlog.New(io.Discard, &jsonlog.Options{FlushDelay: 100 * time.Millisecond})
+	defer logs.Flush()
+	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(logs)})
 	req := httptest.NewRequest("GET", "/v1/users/admin/tokens", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()

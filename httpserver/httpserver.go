@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/internal/bounded"
 )
 
 // DefaultMaxBodyBytes bounds request bodies; larger ones are a 400.
@@ -41,11 +42,14 @@ type Handler struct {
 	maxBody int64
 	mux     *http.ServeMux
 	next    http.Handler
+	// listings are encoded token listings, by version (see listTokens).
+	listings bounded.Map[uint64, keptListing]
 }
 
 // New returns the /v1 Handler of svc.
 func New(svc *orgadmin.Service, cfg Config) *Handler {
 	h := &Handler{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, mux: http.NewServeMux()}
+	h.listings.Max = maxKeptListings
 	if h.log == nil {
 		h.log = slog.Default()
 	}

@@ -43,14 +43,44 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c orgadmin
 }
 
 // listTokens authenticates and lists in one Service call, which is one
-// store round trip where the store allows.
+// store round trip where the store allows. Where the store versions token
+// records, the Handler keeps the encoded listing under its stamp, and
+// answers it again while the Service says it is still the answer.
 func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, token string) (any, error) {
-	_, ts, err := h.svc.AuthenticateListTokens(r.Context(), token, r.PathValue("username"))
-	if err != nil {
+	var kept keptListing
+	_, l, err := h.svc.AuthenticateListing(r.Context(), token, r.PathValue("username"), func(v uint64) (orgadmin.ListingStamp, bool) {
+		var ok bool
+		kept, ok = h.listings.Get(v)
+		return kept.stamp, ok
+	})
+	switch {
+	case err != nil:
 		return nil, err
+	case l.Known:
+		return encodedJSON(kept.body), nil
+	case l.Stamp.Version == 0:
+		return tokenList(l.Tokens), nil
 	}
-	return tokenList(ts), nil
+	body := tokenList(l.Tokens).appendJSON(nil)
+	if len(body) <= maxKeptListing {
+		h.listings.Put(l.Stamp.Version, keptListing{stamp: l.Stamp, body: body})
+	}
+	return encodedJSON(body), nil
 }
+
+// keptListing is an encoded token listing, with the stamp that says when
+// it is the answer.
+type keptListing struct {
+	stamp orgadmin.ListingStamp
+	body  []byte // never changed once kept: answers share it
+}
+
+// A Handler keeps up to maxKeptListings listings (then forgets them all),
+// each of up to maxKeptListing bytes: at most 16 MiB.
+const (
+	maxKeptListings = 1024
+	maxKeptListing  = 16 << 10
+)
 
 func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
 	if err := h.svc.DeleteToken(r.Context(), c, r.PathValue("username"), r.PathValue("token_id")); err != nil {
