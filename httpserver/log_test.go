@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/internal/jsonlog"
 )
 
 // BenchmarkLogRequests is the cost LogRequests adds to every request: an
@@ -73,25 +74,35 @@ func TestRequestLogRespectsLevel(t *testing.T) {
 	assert.NotContains(t, buf.String(), `"msg":"request"`)
 }
 
+// The line, through slog.JSONHandler and through the example server's
+// handler, which writes it without building a record.
 func TestRequestLogLine(t *testing.T) {
-	var buf bytes.Buffer
-	logger := slog.New(slog.NewJSONHandler(&buf, nil))
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/v1/users/a%2Fb/tokens?page_token=secret", nil)
-	httpserver.LogRequests(logger, http.HandlerFunc(writeOK)).ServeHTTP(rec, req)
-	var line map[string]any
-	require.NoError(t, json.Unmarshal(buf.Bytes(), &line), buf.String())
-	assert.Equal(t, "INFO", line["level"])
-	assert.Equal(t, "request", line["msg"])
-	assert.Equal(t, rec.Header().Get("X-Request-Id"), line["request_id"])
-	assert.Equal(t, "GET", line["method"])
-	assert.Equal(t, "/v1/users/a%2Fb/tokens", line["path"])
-	assert.EqualValues(t, 200, line["status"])
-	assert.EqualValues(t, 2, line["bytes"])
-	assert.Equal(t, req.RemoteAddr, line["remote"])
-	assert.Contains(t, line, "duration")
-	assert.Contains(t, line, "time")
-	assert.NotContains(t, buf.String(), "secret")
+	for name, handler := range map[string]func(io.Writer) slog.Handler{
+		"slog.JSONHandler": func(w io.Writer) slog.Handler { return slog.NewJSONHandler(w, nil) },
+		"jsonlog":          func(w io.Writer) slog.Handler { return jsonlog.New(w, nil) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			var buf bytes.Buffer
+			logger := slog.New(handler(&buf))
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/v1/users/a%2Fb/tokens?page_token=secret", nil)
+			httpserver.LogRequests(logger, http.HandlerFunc(writeOK)).ServeHTTP(rec, req)
+			var line map[string]any
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &line), buf.String())
+			assert.Equal(t, "INFO", line["level"])
+			assert.Equal(t, "request", line["msg"])
+			assert.Equal(t, rec.Header().Get("X-Request-Id"), line["request_id"])
+			assert.Equal(t, "GET", line["method"])
+			assert.Equal(t, "/v1/users/a%2Fb/tokens", line["path"])
+			assert.EqualValues(t, 200, line["status"])
+			assert.EqualValues(t, 2, line["bytes"])
+			assert.Equal(t, req.RemoteAddr, line["remote"])
+			assert.Contains(t, line, "duration")
+			assert.Contains(t, line, "time")
+			assert.Len(t, line, 10)
+			assert.NotContains(t, buf.String(), "secret")
+		})
+	}
 }
 
 // RequestID gives the handler the id of the X-Request-Id header; an outer

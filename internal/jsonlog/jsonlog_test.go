@@ -249,3 +249,21 @@ func BenchmarkRequestLine(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkLogRequest is the request line of BenchmarkRequestLine, built
+// by the server's request log, through Handle and through LogRequest.
+func BenchmarkLogRequest(b *testing.B) {
+	h := New(io.Discard, nil)
+	b.Run("Handle", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = h.Handle(context.Background(), request.Record())
+		}
+	})
+	b.Run("LogRequest", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = h.LogRequest(context.Background(), request)
+		}
+	})
+}
