@@ -144,9 +144,9 @@ type CredentialTokensReader interface {
 	// reported by Found, not by an error.
 	//
 	// A store that versions token records reports the user's Version. When
-	// skip is not nil, it is called with that Version before the tokens
-	// are read, at the same moment; when it returns true, the store
-	// leaves Tokens nil. A store that reports Version 0 never calls skip.
+	// skip is not nil, the store calls it with that Version; when it
+	// returns true, the store leaves Tokens nil, and may spare the work of
+	// making them. A store that reports Version 0 never calls skip.
 	CredentialTokens(ctx context.Context, digest Digest, folded string, liveAt time.Time, skip func(version uint64) bool) (Credential, UserTokens, error)
 }
 
@@ -157,9 +157,9 @@ type UserTokens struct {
 	Tokens []Token
 	// Version, when not 0, names the user's token records as they were
 	// read, live or not. The store reports the same Version while they are
-	// unchanged, and never again once they change, nor for another user:
-	// two reads at the same liveAt with the same Version find the same
-	// tokens.
+	// unchanged (or a new one, when it has forgotten the old), and never
+	// again once they change, nor for another user: two reads at the same
+	// liveAt with the same Version find the same tokens.
 	Version uint64
 }
 

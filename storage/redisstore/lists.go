@@ -14,6 +14,9 @@ import (
 // again only when toks:<uid> is not byte for byte the same. What it keeps
 // is only the decoding of bytes read from Redis in the same call: the
 // records, and whether they are live, are still read every time.
+//
+// Each list it keeps has a number of its own, never given to another: the
+// Version CredentialTokens reports for the records it was decoded from.
 
 // Bounds of the decoded lists a Store keeps: at most maxLists users, each
 // with a list of at most maxListBytes; past maxLists it forgets them all
@@ -26,34 +29,38 @@ const (
 // decodedList is a toks:<uid> value and its records, decoded and ordered
 // by creation, then id. Neither is ever changed.
 type decodedList struct {
-	recs   string
-	tokens []storage.Token
+	recs    string
+	tokens  []storage.Token
+	version uint64
 }
 
 // listKey names a user's decoded list.
 type listKey struct{ org, uid string }
 
 // decodedTokens returns the records of recs, the toks:<uid> value of the
-// user uid of org, ordered by creation, then id. The slice is shared: the
-// caller must not change it.
-func (s *Store) decodedTokens(org, uid, recs string) ([]storage.Token, error) {
+// user uid of org, ordered by creation, then id, and the version of the
+// list it keeps them as (0 when it does not keep them). The slice is
+// shared: the caller must not change it.
+func (s *Store) decodedTokens(org, uid, recs string) ([]storage.Token, uint64, error) {
 	k := listKey{org, uid}
 	if d, ok := s.lists.Get(k); ok && d.recs == recs {
-		return d.tokens, nil
+		return d.tokens, d.version, nil
 	}
 	ts, err := decodeTokens(org, uid, recs)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// Records are appended as tokens are created, so they are usually in
 	// order already; sorting would still move each large record.
 	if !slices.IsSortedFunc(ts, byCreation) {
 		slices.SortFunc(ts, byCreation)
 	}
-	if len(recs) <= maxListBytes {
-		s.lists.Put(k, &decodedList{recs: recs, tokens: ts})
+	if len(recs) > maxListBytes {
+		return ts, 0, nil
 	}
-	return ts, nil
+	d := &decodedList{recs: recs, tokens: ts, version: s.versions.Add(1)}
+	s.lists.Put(k, d)
+	return ts, d.version, nil
 }
 
 // liveTokens returns a new slice of the tokens of ts live at liveAt, in

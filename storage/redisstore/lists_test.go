@@ -61,16 +61,22 @@ func TestDecodedListsFollowTheBytes(t *testing.T) {
 	// The same bytes give the same decoded records; other bytes, their own.
 	recs, err := s.c.Get(ctx, s.orgBase("acme")+"toks:"+u.ID).Result()
 	require.NoError(t, err)
-	a, err := s.decodedTokens("acme", u.ID, recs)
+	a, va, err := s.decodedTokens("acme", u.ID, recs)
 	require.NoError(t, err)
-	b, err := s.decodedTokens("acme", u.ID, recs)
+	b, vb, err := s.decodedTokens("acme", u.ID, recs)
 	require.NoError(t, err)
 	assert.Same(t, &a[0], &b[0], "decoded once")
+	assert.NotZero(t, va)
+	assert.Equal(t, va, vb, "one version")
 	edited := strings.Replace(recs, `"n":"t0"`, `"n":"t9"`, 1)
 	require.NotEqual(t, recs, edited)
-	c, err := s.decodedTokens("acme", u.ID, edited)
+	c, vc, err := s.decodedTokens("acme", u.ID, edited)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"t9", "t1"}, ids(c))
+	assert.Greater(t, vc, va, "other bytes, a new version")
+	_, vd, err := s.decodedTokens("acme", u.ID, recs)
+	require.NoError(t, err)
+	assert.Greater(t, vd, vc, "the first bytes again: a new version still")
 }
 
 // The Store keeps at most lists.max decoded lists, and none larger than
@@ -83,7 +89,7 @@ func TestDecodedListsBounded(t *testing.T) {
 			Digest: sha256.Sum256([]byte(name)), CreatedAt: time.Unix(1, 0)}))
 	}
 	for i := range 5 {
-		_, err := s.decodedTokens("acme", fmt.Sprint("user-", i), rec(fmt.Sprint("t", i)))
+		_, _, err := s.decodedTokens("acme", fmt.Sprint("user-", i), rec(fmt.Sprint("t", i)))
 		require.NoError(t, err)
 		assert.LessOrEqual(t, s.lists.Len(), 2)
 	}
@@ -91,9 +97,10 @@ func TestDecodedListsBounded(t *testing.T) {
 	assert.True(t, kept, "the latest list is kept")
 
 	big := rec(strings.Repeat("n", maxListBytes))
-	ts, err := s.decodedTokens("acme", "big", big)
+	ts, version, err := s.decodedTokens("acme", "big", big)
 	require.NoError(t, err)
 	require.Len(t, ts, 1)
+	assert.Zero(t, version, "a list not kept has no version")
 	_, kept = s.lists.Get(listKey{"acme", "big"})
 	assert.False(t, kept, "a list over maxListBytes is not kept")
 }

@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -84,6 +85,8 @@ type Store struct {
 	locs bounded.Map[storage.Digest, location]
 	// lists holds token lists already decoded (see lists.go).
 	lists bounded.Map[listKey, *decodedList]
+	// versions is the last version given to a decoded list.
+	versions atomic.Uint64
 }
 
 var _ storage.Store = (*Store)(nil)

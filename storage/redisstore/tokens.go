@@ -141,26 +141,27 @@ func isRefusal(err error) bool {
 // TokenByDigest implements storage.Store. On a single server it is one
 // round trip; on a Cluster two: the pointer, then the org's records.
 func (s *Store) TokenByDigest(ctx context.Context, d storage.Digest) (storage.Credential, error) {
-	cred, _, err := s.credential(ctx, d, "", time.Time{})
+	cred, _, err := s.credential(ctx, d, "", time.Time{}, nil)
 	return cred, err
 }
 
 // CredentialTokens implements storage.CredentialTokensReader, in as many
-// round trips as TokenByDigest: the tokens come with the credential. It
-// does not version token records (Version 0).
-func (s *Store) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time, _ func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
+// round trips as TokenByDigest: the tokens come with the credential. The
+// Version it reports is that of the decoded list it keeps (lists.go).
+func (s *Store) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time, skip func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
 	if folded == "" {
 		// No user has an empty name; "" asks the scripts for no tokens.
 		cred, err := s.TokenByDigest(ctx, d)
 		return cred, storage.UserTokens{}, err
 	}
-	return s.credential(ctx, d, folded, liveAt)
+	return s.credential(ctx, d, folded, liveAt, skip)
 }
 
 // credential reads the credential of digest d and, when target is not
 // empty, the tokens live at liveAt of the user of its org whose folded
-// username is target.
-func (s *Store) credential(ctx context.Context, d storage.Digest, target string, liveAt time.Time) (storage.Credential, storage.UserTokens, error) {
+// username is target (none when skip, if not nil, says so of their
+// Version; see storage.CredentialTokensReader).
+func (s *Store) credential(ctx context.Context, d storage.Digest, target string, liveAt time.Time, skip func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var h [2 * len(d)]byte
@@ -246,7 +247,7 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 	var ut storage.UserTokens
 	if id, ok := listedID.(string); ok {
 		ut.Found = true
-		if ut.Tokens, err = s.decodedTokens(org, id, str(listed)); err != nil {
+		if ut.Tokens, ut.Version, err = s.decodedTokens(org, id, str(listed)); err != nil {
 			return storage.Credential{}, storage.UserTokens{}, err
 		}
 	}
@@ -264,7 +265,11 @@ func (s *Store) credential(ctx context.Context, d storage.Digest, target string,
 	if fresh != nil {
 		s.locs.Put(d, *fresh)
 	}
-	ut.Tokens = liveTokens(ut.Tokens, liveAt)
+	if ut.Version != 0 && skip != nil && skip(ut.Version) {
+		ut.Tokens = nil
+	} else if ut.Found {
+		ut.Tokens = liveTokens(ut.Tokens, liveAt)
+	}
 	return storage.Credential{Token: t, User: u}, ut, nil
 }
 
@@ -285,7 +290,7 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, failed("list tokens", err)
 	}
-	out, err := s.decodedTokens(org, userID, recs)
+	out, _, err := s.decodedTokens(org, userID, recs)
 	if err != nil {
 		return nil, err
 	}
