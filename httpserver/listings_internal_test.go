@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -175,4 +177,55 @@ func decodeList(t *testing.T, body string) []string {
 		ids[i] = tok.ID
 	}
 	return ids
+}
+
+// Listings served while tokens are created are never older than a token
+// created before the listing began, nor ahead of the store.
+func TestKeptListingsConcurrent(t *testing.T) {
+	e := newListingEnv(t)
+	ctx := context.Background()
+	admin, err := e.svc.Authenticate(ctx, e.admin)
+	require.NoError(t, err)
+	var created atomic.Int64
+	created.Store(1) // the Admin's own token
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 200 {
+			_, err := e.svc.CreateToken(ctx, admin, "admin", orgadmin.CreateTokenInput{Name: "t"})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			created.Add(1)
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				before := created.Load()
+				code, body := e.do(t, "GET", "/v1/users/admin/tokens", e.admin, "")
+				if !assert.Equal(t, http.StatusOK, code) {
+					return
+				}
+				n := int64(len(decodeList(t, body)))
+				after := created.Load()
+				if n < before || n > after+1 {
+					t.Errorf("listed %d tokens; %d created before, %d after", n, before, after)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	<-done
+	assert.Len(t, decodeList(t, e.list(t, e.admin, "admin")), 201)
 }
