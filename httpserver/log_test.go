@@ -19,15 +19,16 @@ import (
 )
 
 // BenchmarkLogRequests is the cost LogRequests adds to every request: an
-// id, a context value, the recorder and one JSON log line.
+// id, a context value, the recorder and one JSON log line, through
+// slog.JSONHandler and through the example server's handler.
 func BenchmarkLogRequests(b *testing.B) {
-	logger := slog.New(slog.NewJSONHandler(io.Discard, nil))
 	for _, bc := range []struct {
 		name string
 		h    http.Handler
 	}{
 		{"bare", http.HandlerFunc(writeOK)},
-		{"logged", httpserver.LogRequests(logger, http.HandlerFunc(writeOK))},
+		{"logged", httpserver.LogRequests(slog.New(slog.NewJSONHandler(io.Discard, nil)), http.HandlerFunc(writeOK))},
+		{"jsonlog", httpserver.LogRequests(slog.New(jsonlog.New(io.Discard, nil)), http.HandlerFunc(writeOK))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			req := httptest.NewRequest("GET", "/v1/users/admin/tokens", nil)
