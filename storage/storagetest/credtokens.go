@@ -244,6 +244,6 @@ func testCredentialTokensVersions(t *testing.T, s storage.Store) {
 
 	_, err = s.DeleteUser(t.Context(), org.ID, "bob")
 	require.NoError(t, err)
-	bob = createUser(t, s, org.ID, "bob", false)
+	createUser(t, s, org.ID, "bob", false)
 	fresh(readVersion(t, r, a1, "bob", t0, []storage.Token{}), "bob created again")
 }
