@@ -192,8 +192,9 @@ func readVersion(t *testing.T, r storage.CredentialTokensReader, tok storage.Tok
 }
 
 // A store that versions token records keeps a user's Version while the
-// records are unchanged, and gives a new one at every change, whatever
-// other users' records do; a Version is never given twice.
+// records are unchanged (it has no reason to forget one in this test), and
+// gives a new one at every change, whatever other users' records do; a
+// Version is never given twice.
 func testCredentialTokensVersions(t *testing.T, s storage.Store) {
 	r := reader(t, s)
 	org := newOrg(t, s)
