@@ -18,6 +18,7 @@ import (
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/internal/fakeclock"
+	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
@@ -31,8 +32,13 @@ type listingEnv struct {
 }
 
 func newListingEnv(t *testing.T) *listingEnv {
+	return newListingEnvOn(t, memstore.New())
+}
+
+// newListingEnvOn is newListingEnv on the given store.
+func newListingEnvOn(t *testing.T, store storage.Store) *listingEnv {
 	clk := fakeclock.New(time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC))
-	svc := orgadmin.New(memstore.New(), orgadmin.Config{Now: clk.Now})
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
 	admin, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
 	require.NoError(t, err)
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -228,4 +234,15 @@ func TestKeptListingsConcurrent(t *testing.T) {
 	wg.Wait()
 	<-done
 	assert.Len(t, decodeList(t, e.list(t, e.admin, "admin")), 201)
+}
+
+// A store that does not version token records: every listing is made
+// afresh, and none is kept.
+func TestListingsOfUnversionedStoreNotKept(t *testing.T) {
+	// Only storage.Store: the memory store's CredentialTokens is hidden.
+	e := newListingEnvOn(t, struct{ storage.Store }{memstore.New()})
+	for range 2 {
+		assert.Len(t, decodeList(t, e.list(t, e.admin, "admin")), 1)
+	}
+	assert.Equal(t, 0, e.h.listings.Len())
 }
