@@ -282,7 +282,7 @@ func (s *Service) ResolveEmbedSession(ctx context.Context, value string) (EmbedS
 	if len(value) == 0 || len(value) > maxTokenLen {
 		return EmbedSession{}, notFound("embed session")
 	}
-	rec, err := s.store.EmbedSessionByDigest(ctx, sha256.Sum256([]byte(value)))
+	rec, err := s.store.EmbedSessionByDigest(ctx, digestOf(value))
 	if err != nil {
 		return EmbedSession{}, s.storeErr("get embed session", err, "embed session")
 	}

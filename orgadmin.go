@@ -198,6 +198,17 @@ func BearerToken(header string) (string, bool) {
 // maxTokenLen bounds the token values Authenticate will hash.
 const maxTokenLen = 512
 
+// digestOf returns the SHA-256 of a token or session value. A value of up
+// to maxTokenLen bytes is hashed from a copy on the stack: []byte(value)
+// would allocate for any value longer than 32 bytes, on every request.
+func digestOf(value string) [sha256.Size]byte {
+	var buf [maxTokenLen]byte
+	if len(value) <= len(buf) {
+		return sha256.Sum256(append(buf[:0], value...))
+	}
+	return sha256.Sum256([]byte(value))
+}
+
 // Authenticate returns the caller a token value belongs to. It fails with
 // UNAUTHORIZED when the token is unknown, invalidated, expired or belongs to
 // a deleted user, and with INTERNAL_SERVER_ERROR when the store fails.
@@ -206,7 +217,7 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error
 	if len(token) == 0 || len(token) > maxTokenLen {
 		return Caller{}, ErrUnauthorized
 	}
-	cred, err := s.store.TokenByDigest(ctx, sha256.Sum256([]byte(token)))
+	cred, err := s.store.TokenByDigest(ctx, digestOf(token))
 	return s.callerOfCredential(cred, err, s.now())
 }
 

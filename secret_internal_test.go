@@ -2,9 +2,27 @@ package orgadmin
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"math/big"
+	"strings"
 	"testing"
 )
+
+// TestDigestOf checks digestOf against sha256.Sum256 on both sides of its
+// stack buffer's size, and that values that fit it are hashed without
+// allocating.
+func TestDigestOf(t *testing.T) {
+	for _, n := range []int{0, 1, 32, 33, maxTokenLen - 1, maxTokenLen, maxTokenLen + 1, 4 * maxTokenLen} {
+		v := strings.Repeat("k", n-n/2) + strings.Repeat("\xff", n/2)
+		if got, want := digestOf(v), sha256.Sum256([]byte(v)); got != want {
+			t.Errorf("digestOf(%d bytes) = %x, want %x", n, got, want)
+		}
+	}
+	v := strings.Repeat("k", maxTokenLen)
+	if n := testing.AllocsPerRun(100, func() { _ = digestOf(v) }); n != 0 {
+		t.Errorf("digestOf of %d bytes allocates %v times, want 0", maxTokenLen, n)
+	}
+}
 
 // TestEncodeBase62MatchesBigInt checks the limb arithmetic against math/big.
 func TestEncodeBase62MatchesBigInt(t *testing.T) {

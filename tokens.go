@@ -243,7 +243,7 @@ func (s *Service) AuthenticateListing(ctx context.Context, token, username strin
 			return false
 		}
 	}
-	cred, ut, err := r.CredentialTokens(ctx, sha256.Sum256([]byte(token)), folded, now, skip)
+	cred, ut, err := r.CredentialTokens(ctx, digestOf(token), folded, now, skip)
 	c, err := s.callerOfCredential(cred, err, now)
 	if err != nil {
 		return Caller{}, Listing{}, err
