@@ -87,7 +87,7 @@ func TestKeptListings(t *testing.T) {
 	version := e.version(t, e.admin, "admin")
 	kept, ok := e.h.listings.Get(version)
 	require.True(t, ok)
-	e.h.listings.Put(version, keptListing{stamp: kept.stamp, body: []byte(`{"tokens":"kept"}`)})
+	e.h.listings.Put(version, keptListing{stamp: kept.stamp, answer: encodedJSON(`{"tokens":"kept"}`)})
 	code, body := e.do(t, "GET", "/v1/users/ADMIN/tokens", e.admin, "")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, `{"tokens":"kept"}`+"\n", body)

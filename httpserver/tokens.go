@@ -57,22 +57,25 @@ func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, token strin
 	case err != nil:
 		return nil, err
 	case l.Known:
-		return encodedJSON(kept.body), nil
+		return kept.answer, nil
 	case l.Stamp.Version == 0:
 		return tokenList(l.Tokens), nil
 	}
 	body := tokenList(l.Tokens).appendJSON(nil)
+	var answer any = encodedJSON(body)
 	if len(body) <= maxKeptListing {
-		h.listings.Put(l.Stamp.Version, keptListing{stamp: l.Stamp, body: body})
+		h.listings.Put(l.Stamp.Version, keptListing{stamp: l.Stamp, answer: answer})
 	}
-	return encodedJSON(body), nil
+	return answer, nil
 }
 
 // keptListing is an encoded token listing, with the stamp that says when
 // it is the answer.
 type keptListing struct {
 	stamp orgadmin.ListingStamp
-	body  []byte // never changed once kept: answers share it
+	// answer is the listing's encodedJSON, boxed once for every answer
+	// that shares it; never changed once kept.
+	answer any
 }
 
 // A Handler keeps up to maxKeptListings listings (then forgets them all),
