@@ -369,6 +369,30 @@ func TestListTokensOmitsValuesAndIsOrdered(t *testing.T) {
 	assert.Equal(t, want, listTokens(t, f.world, f.robot, "robot")[1:])
 }
 
+// Every JSON answer says its length, whether net/http measures it (an
+// answer it holds whole) or the Handler does (a longer one, which net/http
+// would otherwise send chunked).
+func TestAnswersCarryContentLength(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	check := func(r response, status int) {
+		t.Helper()
+		require.Equal(t, status, r.status, "%s", r.body)
+		assert.Equal(t, strconv.Itoa(len(r.body)), r.header.Get("Content-Length"))
+	}
+	check(f.do("GET", userPath("robot", "tokens"), bearer(f.admin), nil), 200)
+	check(f.do("GET", userPath("robot", "tokens"), "", nil), 401)
+	lengths := map[bool]bool{}
+	for i := range 30 {
+		r := f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": fmt.Sprint("t", i), "description": strings.Repeat("d", 60)})
+		check(r, 200)
+		r = f.do("GET", userPath("robot", "tokens"), bearer(f.admin), nil)
+		check(r, 200)
+		lengths[len(r.body) > 2048] = true
+	}
+	assert.Len(t, lengths, 2, "listings both shorter and longer than net/http's 2048-byte buffer")
+}
+
 // DESIGN §6: a new token authenticates; an expired one leaves the list and
 // stops authenticating at expire_at.
 func TestTokenExpiry(t *testing.T) {

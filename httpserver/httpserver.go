@@ -151,6 +151,11 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return
 // buffer is left to the garbage collector.
 const maxPooledAnswer = 64 << 10
 
+// netHTTPBuffered is the size of the buffer net/http's server holds an
+// answer in: when the whole answer fits, it sends the Content-Length
+// itself. A longer answer says its length here, or it would go chunked.
+const netHTTPBuffered = 2048
+
 // writeJSON writes v as the JSON body of a response with the given status.
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
@@ -164,7 +169,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	buf := answerBufs.Get().(*[]byte)
 	b := append(a.appendJSON((*buf)[:0]), '\n')
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	if len(b) > netHTTPBuffered {
+		h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // the client went away; nothing to do
 	if cap(b) <= maxPooledAnswer {
