@@ -1781,26 +1781,47 @@ func (failingStore) ListActivity(context.Context, string) ([]storage.Activity, e
 }
 
 // DESIGN §3: a 500 never leaks internals; the cause is logged with the
-// request id.
+// request id: the Handler's own, or that of a LogRequests around it.
 func TestInternalErrorDoesNotLeak(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	store := failingStore{memstore.New()}
-	svc := orgadmin.New(store, orgadmin.Config{Now: clock.Now})
-	token, err := svc.Bootstrap(t.Context(), orgadmin.BootstrapInput{Org: acme, Username: "admin"})
-	require.NoError(t, err)
-	var buf syncBuffer
-	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}))
-	t.Cleanup(srv.Close)
+	for _, wrapped := range []bool{false, true} {
+		clock := newFakeClock()
+		store := failingStore{memstore.New()}
+		svc := orgadmin.New(store, orgadmin.Config{Now: clock.Now})
+		token, err := svc.Bootstrap(t.Context(), orgadmin.BootstrapInput{Org: acme, Username: "admin"})
+		require.NoError(t, err)
+		var buf syncBuffer
+		logger := slog.New(slog.NewJSONHandler(&buf, nil))
+		var h http.Handler = httpserver.New(svc, httpserver.Config{Logger: logger})
+		if wrapped {
+			h = httpserver.LogRequests(logger, h)
+		}
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
 
-	r := doRequest(t, srv.URL, "GET", "/v1/active_accounts", bearer(token), nil)
-	requireError(t, r, 500)
-	assert.JSONEq(t, `{"message":"Internal Error","code":"INTERNAL_SERVER_ERROR"}`, string(r.body))
-	assert.NotContains(t, string(r.body), "secret")
-	log := buf.String()
-	assert.Contains(t, log, "disk on fire")
-	assert.Contains(t, log, r.header.Get("X-Request-Id"))
-	assert.NotContains(t, log, token)
+		r := doRequest(t, srv.URL, "GET", "/v1/active_accounts", bearer(token), nil)
+		requireError(t, r, 500)
+		assert.JSONEq(t, `{"message":"Internal Error","code":"INTERNAL_SERVER_ERROR"}`, string(r.body))
+		assert.NotContains(t, string(r.body), "secret")
+		log := buf.String()
+		assert.NotContains(t, log, token)
+		// The cause is on its own line, with the id of the request line and
+		// of the answer's only X-Request-Id.
+		require.Len(t, r.header.Values("X-Request-Id"), 1)
+		id := r.header.Get("X-Request-Id")
+		require.Len(t, id, 16)
+		var msgs []string
+		for l := range strings.Lines(log) {
+			var line map[string]any
+			require.NoError(t, json.Unmarshal([]byte(l), &line), l)
+			msgs = append(msgs, line["msg"].(string))
+			assert.Equal(t, id, line["request_id"], l)
+			if line["msg"] == "internal error" {
+				assert.Contains(t, line["error"], "disk on fire")
+			}
+		}
+		assert.Equal(t, []string{"internal error", "request"}, msgs, "wrapped: %v", wrapped)
+	}
 }
 
 // A panic inside a handler answers the 500 envelope and is logged, never a

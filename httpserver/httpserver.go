@@ -25,7 +25,10 @@ const DefaultMaxBodyBytes = 1 << 20
 // Config configures a Handler. Zero values are the documented defaults.
 type Config struct {
 	// Logger receives one line per request and the cause of every 5xx. Nil
-	// means slog.Default().
+	// means slog.Default(). The Handler gives each request an id, in the
+	// X-Request-Id header and in both lines, but not in the context it
+	// passes to the Service (that would copy every request); to have it
+	// there, wrap the Handler in LogRequests, whose id it then uses.
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies. Zero means 1 MiB.
 	MaxBodyBytes int64
@@ -66,7 +69,7 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 			h.mux.Handle(rt.pattern, h.withToken(h.authenticated(rt.handle)))
 		}
 	}
-	h.next = LogRequests(h.log, h.mux)
+	h.next = logRequests(h.log, h.mux, false)
 	return h
 }
 
@@ -220,7 +223,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	status := statusOf(code)
 	if status >= 500 {
 		log.LogAttrs(r.Context(), slog.LevelError, "internal error",
-			slog.String("request_id", RequestID(r.Context())),
+			slog.String("request_id", requestID(w, r)),
 			slog.String("method", r.Method),
 			slog.String("path", r.URL.EscapedPath()),
 			slog.String("error", err.Error()))
@@ -248,6 +251,19 @@ type ctxKey struct{}
 // RequestID returns the id LogRequests gave the request of ctx, or "".
 func RequestID(ctx context.Context) string {
 	if rec, ok := ctx.Value(ctxKey{}).(*recorder); ok {
+		return rec.id[0]
+	}
+	return ""
+}
+
+// requestID returns the id of a request that this package's handlers
+// answer with w: from its context, or from w, the recorder of a
+// logRequests that kept it out of the context.
+func requestID(w http.ResponseWriter, r *http.Request) string {
+	if id := RequestID(r.Context()); id != "" {
+		return id
+	}
+	if rec, ok := w.(*recorder); ok {
 		return rec.id[0]
 	}
 	return ""

@@ -20,6 +20,13 @@ import (
 // A request that already has an id (an outer LogRequests) is passed
 // through without a second line.
 func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
+	return logRequests(log, next, true)
+}
+
+// logRequests is LogRequests. With inContext false, the id is not put in
+// the request's context, which spares a copy of every request: for
+// handlers of this package, which find it with requestID.
+func logRequests(log *slog.Logger, next http.Handler, inContext bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if RequestID(r.Context()) != "" {
 			next.ServeHTTP(w, r)
@@ -31,7 +38,9 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 		rec.id[0] = newRequestID()
 		id := rec.id[0]
 		w.Header()["X-Request-Id"] = rec.id[:]
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, rec))
+		if inContext {
+			r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, rec))
+		}
 		start := time.Now()
 		defer func() {
 			// A panic is a bug; the client still gets the JSON envelope.
