@@ -45,14 +45,17 @@ type Handler struct {
 	maxBody int64
 	mux     *http.ServeMux
 	next    http.Handler
-	// listings are encoded token listings, by version (see listTokens).
-	listings bounded.Map[uint64, keptListing]
+	// listings are encoded token listings, by version (see listTokens),
+	// and keptStamp is h.keptStampOf.
+	listings  bounded.Map[uint64, keptListing]
+	keptStamp func(version uint64) (orgadmin.ListingStamp, bool)
 }
 
 // New returns the /v1 Handler of svc.
 func New(svc *orgadmin.Service, cfg Config) *Handler {
 	h := &Handler{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, mux: http.NewServeMux()}
 	h.listings.Max = maxKeptListings
+	h.keptStamp = h.keptStampOf
 	if h.log == nil {
 		h.log = slog.Default()
 	}

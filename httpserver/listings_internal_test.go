@@ -246,3 +246,45 @@ func TestListingsOfUnversionedStoreNotKept(t *testing.T) {
 	}
 	assert.Equal(t, 0, e.h.listings.Len())
 }
+
+// forgettingStore is a memory store that runs forget while the Service
+// reads a listing, once the Handler has said it keeps that listing.
+type forgettingStore struct {
+	*memstore.Store
+	forget func(version uint64)
+}
+
+func (s forgettingStore) CredentialTokens(ctx context.Context, digest storage.Digest, folded string, liveAt time.Time, skip func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
+	if skip == nil {
+		return s.Store.CredentialTokens(ctx, digest, folded, liveAt, nil)
+	}
+	return s.Store.CredentialTokens(ctx, digest, folded, liveAt, func(v uint64) bool {
+		kept := skip(v)
+		if kept && s.forget != nil {
+			s.forget(v)
+		}
+		return kept
+	})
+}
+
+// A listing the Service says is kept, but that the Handler forgot or
+// replaced in the meantime, is made afresh: never an empty answer.
+func TestKeptListingForgottenMeanwhile(t *testing.T) {
+	store := &forgettingStore{Store: memstore.New()}
+	e := newListingEnvOn(t, store)
+	fresh := e.list(t, e.admin, "admin")
+	require.Equal(t, 1, e.h.listings.Len())
+
+	store.forget = func(v uint64) { e.h.listings.Forget(v) }
+	assert.Equal(t, fresh, e.list(t, e.admin, "admin"), "forgotten")
+	require.Equal(t, 1, e.h.listings.Len(), "kept again")
+
+	// Replaced by a listing of the same version with another stamp.
+	store.forget = func(v uint64) {
+		kept, _ := e.h.listings.Get(v)
+		kept.stamp.From = kept.stamp.From.Add(-time.Second)
+		kept.answer = encodedJSON(`{"tokens":"other"}`)
+		e.h.listings.Put(v, kept)
+	}
+	assert.Equal(t, fresh, e.list(t, e.admin, "admin"), "replaced")
+}

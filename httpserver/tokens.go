@@ -47,17 +47,20 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c orgadmin
 // records, the Handler keeps the encoded listing under its stamp, and
 // answers it again while the Service says it is still the answer.
 func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, token string) (any, error) {
-	var kept keptListing
-	_, l, err := h.svc.AuthenticateListing(r.Context(), token, r.PathValue("username"), func(v uint64) (orgadmin.ListingStamp, bool) {
-		var ok bool
-		kept, ok = h.listings.Get(v)
-		return kept.stamp, ok
-	})
+	ctx, username := r.Context(), r.PathValue("username")
+	_, l, err := h.svc.AuthenticateListing(ctx, token, username, h.keptStamp)
+	if err == nil && l.Known {
+		// The listing kept under l.Stamp is the answer, and it is still
+		// kept unless the Handler forgot it since (when full) or kept
+		// another in its place. Then it is made afresh.
+		if kept, ok := h.listings.Get(l.Stamp.Version); ok && kept.stamp == l.Stamp {
+			return kept.answer, nil
+		}
+		_, l, err = h.svc.AuthenticateListing(ctx, token, username, nil)
+	}
 	switch {
 	case err != nil:
 		return nil, err
-	case l.Known:
-		return kept.answer, nil
 	case l.Stamp.Version == 0:
 		return tokenList(l.Tokens), nil
 	}
@@ -67,6 +70,14 @@ func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, token strin
 		h.listings.Put(l.Stamp.Version, keptListing{stamp: l.Stamp, answer: answer})
 	}
 	return answer, nil
+}
+
+// keptStampOf is listTokens' known function: the stamp of the listing
+// kept under version, if any. The Handler holds it as a func value
+// (keptStamp), made once in New rather than a closure on every request.
+func (h *Handler) keptStampOf(version uint64) (orgadmin.ListingStamp, bool) {
+	kept, ok := h.listings.Get(version)
+	return kept.stamp, ok
 }
 
 // keptListing is an encoded token listing, with the stamp that says when
