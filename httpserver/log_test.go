@@ -106,6 +106,20 @@ func TestRequestLogLine(t *testing.T) {
 	}
 }
 
+// Request ids are 16 hex digits, and tell requests apart.
+func TestRequestIDsDiffer(t *testing.T) {
+	h := httpserver.LogRequests(slog.New(slog.DiscardHandler), http.HandlerFunc(writeOK))
+	seen := map[string]bool{}
+	for range 10000 {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/users", nil))
+		id := rec.Header().Get("X-Request-Id")
+		require.Regexp(t, `^[0-9a-f]{16}$`, id)
+		require.False(t, seen[id], "id %s given twice", id)
+		seen[id] = true
+	}
+}
+
 // RequestID gives the handler the id of the X-Request-Id header; an outer
 // LogRequests gives the id, and the inner one passes the request through
 // without a second id or line.
