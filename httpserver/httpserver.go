@@ -113,8 +113,13 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // error. A missing or malformed header is UNAUTHORIZED.
 func (h *Handler) withToken(fn func(http.ResponseWriter, *http.Request, string) (any, error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := orgadmin.BearerToken(r.Header.Get("Authorization"))
-		if !ok || len(r.Header.Values("Authorization")) != 1 {
+		// The key is in canonical form: one map lookup, no canonicalising.
+		auth := r.Header["Authorization"]
+		tok, ok := "", len(auth) == 1
+		if ok {
+			tok, ok = orgadmin.BearerToken(auth[0])
+		}
+		if !ok {
 			writeError(w, r, h.log, orgadmin.ErrUnauthorized)
 			return
 		}
