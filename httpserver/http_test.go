@@ -1780,14 +1780,32 @@ func (failingStore) ListActivity(context.Context, string) ([]storage.Activity, e
 	return nil, errors.New("disk on fire at /var/lib/secret.db")
 }
 
-// DESIGN §3: a 500 never leaks internals; the cause is logged with the
-// request id: the Handler's own, or that of a LogRequests around it.
+// panickingStore panics where failingStore fails.
+type panickingStore struct {
+	*memstore.Store
+}
+
+func (panickingStore) ListActivity(context.Context, string) ([]storage.Activity, error) {
+	panic("disk on fire at /var/lib/secret.db")
+}
+
+// DESIGN §3: a 500 never leaks internals; the cause (an error, or a
+// panic) is logged with the request id: the Handler's own, or that of a
+// LogRequests around it.
 func TestInternalErrorDoesNotLeak(t *testing.T) {
 	t.Parallel()
-	for _, wrapped := range []bool{false, true} {
+	for _, tc := range []struct {
+		wrapped bool
+		store   storage.Store
+	}{
+		{false, failingStore{memstore.New()}},
+		{true, failingStore{memstore.New()}},
+		{false, panickingStore{memstore.New()}},
+		{true, panickingStore{memstore.New()}},
+	} {
+		wrapped := tc.wrapped
 		clock := newFakeClock()
-		store := failingStore{memstore.New()}
-		svc := orgadmin.New(store, orgadmin.Config{Now: clock.Now})
+		svc := orgadmin.New(tc.store, orgadmin.Config{Now: clock.Now})
 		token, err := svc.Bootstrap(t.Context(), orgadmin.BootstrapInput{Org: acme, Username: "admin"})
 		require.NoError(t, err)
 		var buf syncBuffer
@@ -1820,7 +1838,7 @@ func TestInternalErrorDoesNotLeak(t *testing.T) {
 				assert.Contains(t, line["error"], "disk on fire")
 			}
 		}
-		assert.Equal(t, []string{"internal error", "request"}, msgs, "wrapped: %v", wrapped)
+		assert.Equal(t, []string{"internal error", "request"}, msgs, "wrapped: %v, %T", wrapped, tc.store)
 	}
 }
 
