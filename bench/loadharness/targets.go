@@ -51,12 +51,10 @@ type target struct {
 	scripts map[string]script // by workload
 	proc    *process
 
-	// Store targets: how to start (again), and whether token creation has
-	// run since the last start.
+	// Store targets: how to start (again), on a store of generation gen.
 	start func(ctx context.Context, gen int) error
 	gen   int
-	users int // service accounts seeded
-	dirty bool
+	users int    // service accounts seeded
 	pprof string // the server's -pprof address, or ""
 }
 
@@ -247,7 +245,7 @@ func (h *harness) storeTarget(name string, storeURI func(gen int) string) *targe
 		if err != nil {
 			return err
 		}
-		t.proc, t.url, t.dirty = p, "http://"+addr, false
+		t.proc, t.url = p, "http://"+addr
 		if err := p.waitReady(ctx, h.opt.startLimit, func() error {
 			st, body, err := get(ctx, "GET", t.url+"/healthz", "", "")
 			if err == nil && st != 200 {

@@ -66,3 +66,65 @@ func TestModuleVersion(t *testing.T) {
 	assert.Equal(t, "unknown", moduleVersion("../../scripts/ferretdb/go.mod", "example.com/none"))
 	assert.Equal(t, "unknown", moduleVersion("no-such-file", "x"))
 }
+
+// TestScheduleStartsGrownStoresAfresh: the run after token creation on a
+// store starts it afresh, whatever workload it is and whichever round it
+// falls in; no other run does, and the targets' order rotates.
+func TestScheduleStartsGrownStoresAfresh(t *testing.T) {
+	serving := func(name string, ws ...string) *target {
+		tg := &target{Name: name, scripts: map[string]script{}}
+		for _, w := range ws {
+			tg.scripts[w] = script{}
+		}
+		return tg
+	}
+	bare := serving(bareName, listTokens)
+	mem := serving("memory", allWorkloads...)
+	red := serving("redis", allWorkloads...)
+	skipped := serving("mongodb", allWorkloads...)
+	skipped.Skip = "no MongoDB"
+
+	type run struct {
+		round    int
+		target   string
+		workload string
+		fresh    bool
+	}
+	var got []run
+	for _, s := range schedule([]*target{bare, mem, red, skipped}, []string{listTokens, createToken, getConfig}, 2, true) {
+		got = append(got, run{s.round, s.target.Name, s.workload, s.fresh})
+	}
+	assert.Equal(t, []run{
+		{0, bareName, listTokens, false}, {0, "memory", listTokens, false}, {0, "redis", listTokens, false},
+		{0, "memory", createToken, false}, {0, "redis", createToken, false},
+		{0, "memory", getConfig, true}, {0, "redis", getConfig, true},
+
+		{1, "memory", listTokens, false}, {1, "redis", listTokens, false}, {1, bareName, listTokens, false},
+		{1, "redis", createToken, false}, {1, "memory", createToken, false},
+		{1, "redis", getConfig, true}, {1, "memory", getConfig, true},
+
+		{2, "redis", listTokens, false}, {2, bareName, listTokens, false}, {2, "memory", listTokens, false},
+		{2, "memory", createToken, false}, {2, "redis", createToken, false},
+		{2, "memory", getConfig, true}, {2, "redis", getConfig, true},
+	}, got)
+
+	// Token creation last in a round: the next round's first run on each
+	// store starts it afresh, and token creation again finds a fresh store.
+	got = nil
+	for _, s := range schedule([]*target{mem}, []string{listTokens, createToken}, 2, false) {
+		got = append(got, run{s.round, s.target.Name, s.workload, s.fresh})
+	}
+	assert.Equal(t, []run{
+		{1, "memory", listTokens, false}, {1, "memory", createToken, false},
+		{2, "memory", listTokens, true}, {2, "memory", createToken, false},
+	}, got)
+
+	// Token creation alone: every run after the first starts afresh.
+	got = nil
+	for _, s := range schedule([]*target{mem}, []string{createToken}, 3, false) {
+		got = append(got, run{s.round, s.target.Name, s.workload, s.fresh})
+	}
+	assert.Equal(t, []run{
+		{1, "memory", createToken, false}, {2, "memory", createToken, true}, {3, "memory", createToken, true},
+	}, got)
+}
