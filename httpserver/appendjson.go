@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/orgadmin/orgadmin"
@@ -109,4 +110,50 @@ func (l tokenList) appendJSON(b []byte) []byte {
 		b = appendToken(b, t)
 	}
 	return append(b, "]}"...)
+}
+
+func (p userPage) appendJSON(b []byte) []byte {
+	b = append(b, `{"users":[`...)
+	for i, u := range p.Users {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendUser(b, u)
+	}
+	b = append(b, `],"total_count":`...)
+	b = strconv.AppendInt(b, int64(p.TotalCount), 10)
+	b = append(b, `,"next_page_token":`...)
+	if p.NextPageToken == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendJSONString(b, p.NextPageToken)
+	}
+	return append(b, '}')
+}
+
+// appendUser appends u as list users shows it: its one role in "roles",
+// and the optional fields only when set.
+func appendUser(b []byte, u orgadmin.User) []byte {
+	b = append(b, '{')
+	b = appendField(b, "id", u.ID)
+	b = appendField(b, "username", u.Username)
+	if u.IsServiceAccount {
+		b = append(b, `,"is_service_account":true,"roles":[`...)
+	} else {
+		b = append(b, `,"is_service_account":false,"roles":[`...)
+	}
+	b = appendJSONString(b, string(u.Role))
+	b = append(b, ']')
+	b = appendTimeField(b, "created_ts", u.CreatedAt)
+	for _, f := range [...]struct{ key, value string }{
+		{"description", u.Description},
+		{"email", u.Email},
+		{"first_name", u.FirstName},
+		{"last_name", u.LastName},
+	} {
+		if f.value != "" {
+			b = appendField(b, f.key, f.value)
+		}
+	}
+	return append(b, '}')
 }

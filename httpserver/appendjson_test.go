@@ -44,6 +44,48 @@ func tokenToJSON(t orgadmin.Token) tokenJSON {
 	return out
 }
 
+// userJSON and userPageJSON are a page of list users in the wire form of
+// the OpenAPI document, for encoding/json: the reference that userPage
+// must match.
+type userJSON struct {
+	ID               string   `json:"id"`
+	Username         string   `json:"username"`
+	IsServiceAccount bool     `json:"is_service_account"`
+	Roles            []string `json:"roles"`
+	CreatedTS        string   `json:"created_ts"`
+	Description      string   `json:"description,omitempty"`
+	Email            string   `json:"email,omitempty"`
+	FirstName        string   `json:"first_name,omitempty"`
+	LastName         string   `json:"last_name,omitempty"`
+}
+
+type userPageJSON struct {
+	Users         []userJSON `json:"users"`
+	TotalCount    int        `json:"total_count"`
+	NextPageToken *string    `json:"next_page_token"`
+}
+
+func userPageToJSON(p orgadmin.UserPage) userPageJSON {
+	out := userPageJSON{Users: []userJSON{}, TotalCount: p.TotalCount}
+	for _, u := range p.Users {
+		out.Users = append(out.Users, userJSON{
+			ID:               u.ID,
+			Username:         u.Username,
+			IsServiceAccount: u.IsServiceAccount,
+			Roles:            []string{string(u.Role)},
+			CreatedTS:        orgadmin.FormatTime(u.CreatedAt),
+			Description:      u.Description,
+			Email:            u.Email,
+			FirstName:        u.FirstName,
+			LastName:         u.LastName,
+		})
+	}
+	if p.NextPageToken != "" {
+		out.NextPageToken = &p.NextPageToken
+	}
+	return out
+}
+
 // wireForm is what encoding/json writes of the wire form of an answer
 // that writes its own JSON.
 func wireForm(t *testing.T, v jsonAppender) string {
@@ -60,6 +102,8 @@ func wireForm(t *testing.T, v jsonAppender) string {
 			list.Tokens = append(list.Tokens, tokenToJSON(tok))
 		}
 		ref = list
+	case userPage:
+		ref = userPageToJSON(orgadmin.UserPage(v))
 	default:
 		t.Fatalf("no wire form for %T", v)
 	}
@@ -80,10 +124,21 @@ func TestAppendJSONMatchesEncodingJSON(t *testing.T) {
 			orgadmin.Token{ID: s, CreatedAt: time.Date(10000+i, 1, 1, 0, 0, 0, 0, time.UTC), Type: orgadmin.TokenReadScaling},
 		)
 	}
-	values := []jsonAppender{tokenList(nil), tokenList{}, tokenList(tokens)}
+	values := []jsonAppender{tokenList(nil), tokenList{}, tokenList(tokens), userPage{}, userPage{Users: []orgadmin.User{}, TotalCount: 7}}
 	for _, tok := range tokens {
 		values = append(values, tokenAnswer(tok), tokenList{tok})
 	}
+	var users []orgadmin.User
+	for i, s := range odd {
+		users = append(users,
+			orgadmin.User{ID: s, Org: s, Username: s, Description: s, IsServiceAccount: true, Role: orgadmin.Role(s),
+				Privileges: []string{s}, Email: s, FirstName: s, LastName: s, CreatedAt: at},
+			orgadmin.User{ID: "id", Username: s, Role: orgadmin.RoleAdmin, CreatedAt: at.Add(time.Duration(i) * time.Millisecond), LastName: s},
+			orgadmin.User{ID: s, Username: "u", Role: orgadmin.RoleMember, CreatedAt: time.Date(10000+i, 1, 1, 0, 0, 0, 0, time.UTC), Email: s},
+		)
+		values = append(values, userPage{Users: users[len(users)-3:], TotalCount: i, NextPageToken: s})
+	}
+	values = append(values, userPage{Users: users, TotalCount: len(users)})
 	for _, v := range values {
 		require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
 	}
@@ -124,6 +179,12 @@ func FuzzAppendJSON(f *testing.F) {
 			tok.ExpireAt = time.UnixMilli(expire)
 		}
 		for _, v := range []jsonAppender{tokenAnswer(tok), tokenList{tok, tok}} {
+			require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
+		}
+		// The same strings as a user's fields, and created as its time.
+		u := orgadmin.User{ID: id, Username: name, Description: desc, Email: value, FirstName: typ, LastName: desc,
+			Role: orgadmin.Role(typ), IsServiceAccount: expire%2 == 0, CreatedAt: time.UnixMilli(created)}
+		for _, v := range []jsonAppender{userPage{Users: []orgadmin.User{u}, TotalCount: int(expire), NextPageToken: value}, userPage{Users: []orgadmin.User{u, u}}} {
 			require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
 		}
 	})

@@ -69,3 +69,38 @@ func BenchmarkListTokensHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkListUsersHTTP serves GET /v1/users?limit=100 through the
+// Handler, a page of 100 of 1 000 service accounts (as the load harness
+// pages), with the example server's log handler.
+func BenchmarkListUsersHTTP(b *testing.B) {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := svc.Authenticate(ctx, token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range 1000 {
+		in := orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("sa%05d", i)}
+		if _, err := svc.CreateServiceAccount(ctx, admin, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	logs := jsonlog.New(io.Discard, &jsonlog.Options{FlushDelay: 100 * time.Millisecond})
+	defer logs.Flush()
+	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(logs)})
+	req := httptest.NewRequest("GET", "/v1/users?limit=100", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	b.ReportAllocs()
+	for b.Loop() {
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != 200 {
+			b.Fatal(w.Code, w.Body.String())
+		}
+	}
+}

@@ -10,24 +10,11 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-// userJSON is a user as list users shows it.
-type userJSON struct {
-	ID               string   `json:"id"`
-	Username         string   `json:"username"`
-	IsServiceAccount bool     `json:"is_service_account"`
-	Roles            []string `json:"roles"`
-	CreatedTS        string   `json:"created_ts"`
-	Description      string   `json:"description,omitempty"`
-	Email            string   `json:"email,omitempty"`
-	FirstName        string   `json:"first_name,omitempty"`
-	LastName         string   `json:"last_name,omitempty"`
-}
-
-type listUsersResponse struct {
-	Users         []userJSON `json:"users"`
-	TotalCount    int        `json:"total_count"`
-	NextPageToken *string    `json:"next_page_token"`
-}
+// userPage is the answer of list users: {"users": [...], "total_count":
+// n, "next_page_token": a token, or null on the last page}. It writes its
+// own JSON (appendJSON); userPageJSON in the tests is that form for
+// encoding/json.
+type userPage orgadmin.UserPage
 
 type serviceAccountResponse struct {
 	Username    string `json:"username"`
@@ -90,24 +77,7 @@ func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c orgadmin.C
 	if err != nil {
 		return nil, err
 	}
-	resp := listUsersResponse{Users: make([]userJSON, len(page.Users)), TotalCount: page.TotalCount}
-	for i, u := range page.Users {
-		resp.Users[i] = userJSON{
-			ID:               u.ID,
-			Username:         u.Username,
-			IsServiceAccount: u.IsServiceAccount,
-			Roles:            []string{string(u.Role)},
-			CreatedTS:        orgadmin.FormatTime(u.CreatedAt),
-			Description:      u.Description,
-			Email:            u.Email,
-			FirstName:        u.FirstName,
-			LastName:         u.LastName,
-		}
-	}
-	if page.NextPageToken != "" {
-		resp.NextPageToken = &page.NextPageToken
-	}
-	return resp, nil
+	return userPage(page), nil
 }
 
 // queryInt decodes an integer query parameter; absent yields nil. Values
