@@ -288,16 +288,31 @@ func (s *Service) ListUsers(ctx context.Context, c Caller, opt ListUsersOptions)
 	if err != nil {
 		return UserPage{}, err
 	}
-	page, err := s.store.ListUsers(ctx, c.Org, q)
+	users, last := []User{}, ""
+	var page storage.UserPage
+	if v, ok := s.store.(storage.UserVisitor); ok {
+		// Each user is copied once, into the answer; see UserVisitor.
+		page, err = v.VisitUsers(ctx, c.Org, q, func(n int, u *storage.User) {
+			if len(users) == 0 {
+				users = make([]User, 0, n)
+			}
+			users = append(users, userFromRecord(*u))
+			last = u.FoldedUsername
+		})
+	} else {
+		page, err = s.store.ListUsers(ctx, c.Org, q)
+		users = make([]User, len(page.Users))
+		for i, u := range page.Users {
+			users[i] = userFromRecord(u)
+			last = u.FoldedUsername
+		}
+	}
 	if err != nil {
 		return UserPage{}, internal("list users", err)
 	}
-	out := UserPage{Users: make([]User, len(page.Users)), TotalCount: page.Total}
-	for i, u := range page.Users {
-		out.Users[i] = userFromRecord(u)
-	}
-	if page.More && len(page.Users) > 0 {
-		out.NextPageToken = encodePageToken(page.Users[len(page.Users)-1].FoldedUsername)
+	out := UserPage{Users: users, TotalCount: page.Total}
+	if page.More && len(users) > 0 {
+		out.NextPageToken = encodePageToken(last)
 	}
 	return out, nil
 }

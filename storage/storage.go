@@ -150,6 +150,22 @@ type CredentialTokensReader interface {
 	CredentialTokens(ctx context.Context, digest Digest, folded string, liveAt time.Time, skip func(version uint64) bool) (Credential, UserTokens, error)
 }
 
+// UserVisitor is an optional capability of a Store: listing a page of
+// users without first copying the page into a slice. The Service uses it,
+// when the store has it, to copy each user once, into its answer. On a
+// big store a page's garbage costs more to collect than the page costs to
+// make (a page of 100 at a million users: about 120 µs, 35 µs without
+// collections), so what a page allocates is what it costs.
+type UserVisitor interface {
+	// VisitUsers calls visit with each user of the page that
+	// ListUsers(ctx, org, q) returns, in order, and returns that page's
+	// More and Total, with Users nil. n, the same at every call, is at
+	// least the page's length, for the caller to size what it keeps. visit
+	// must not keep u, which the store may reuse (what its fields hold
+	// is the caller's), nor call the store.
+	VisitUsers(ctx context.Context, org string, q UserQuery, visit func(n int, u *User)) (UserPage, error)
+}
+
 // UserTokens are the live tokens of a user, as CredentialTokens reads them.
 type UserTokens struct {
 	// Found is false when the org has no user of that folded username.

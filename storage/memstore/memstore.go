@@ -45,6 +45,7 @@ type Store struct {
 var (
 	_ storage.Store                  = (*Store)(nil)
 	_ storage.CredentialTokensReader = (*Store)(nil)
+	_ storage.UserVisitor            = (*Store)(nil)
 )
 
 type org struct {
@@ -311,12 +312,25 @@ func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.Use
 }
 
 // ListUsers implements storage.Store.
-func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) (storage.UserPage, error) {
+func (s *Store) ListUsers(ctx context.Context, orgID string, q storage.UserQuery) (storage.UserPage, error) {
+	users := []storage.User{}
+	page, err := s.VisitUsers(ctx, orgID, q, func(n int, u *storage.User) {
+		if len(users) == 0 {
+			users = make([]storage.User, 0, n)
+		}
+		users = append(users, *u)
+	})
+	page.Users = users
+	return page, err
+}
+
+// VisitUsers implements storage.UserVisitor.
+func (s *Store) VisitUsers(_ context.Context, orgID string, q storage.UserQuery, visit func(n int, u *storage.User)) (storage.UserPage, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	o, ok := s.orgs[orgID]
 	if !ok {
-		return storage.UserPage{Users: []storage.User{}}, nil
+		return storage.UserPage{}, nil
 	}
 	idx := &o.all
 	if q.ServiceAccount != nil {
@@ -328,13 +342,17 @@ func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) 
 	} else {
 		start = idx.At(q.Offset)
 	}
-	page := storage.UserPage{Users: make([]storage.User, 0, min(q.Limit, idx.Len())), Total: idx.Len()}
+	page := storage.UserPage{Total: idx.Len()}
+	n, seen := min(q.Limit, idx.Len()), 0
+	var u storage.User // one record, made again for every user
 	idx.Scan(start, func(e *user) bool {
-		if len(page.Users) == q.Limit {
+		if seen == q.Limit {
 			page.More = true
 			return false
 		}
-		page.Users = append(page.Users, e.record())
+		u = e.record()
+		visit(n, &u)
+		seen++
 		return true
 	})
 	return page, nil
