@@ -18,7 +18,8 @@
 // wrk drives every target with the same threads, connections and
 // duration, pinned with taskset to one CPU while the servers (and, through
 // scripts/loadharness.sh, the databases) have the other, and the runs are
-// interleaved: each repeat runs every target once. After each run the
+// interleaved: each repeat runs every target once, each store next to its
+// baseline (see runOrder). After each run the
 // harness waits until the target, and the database processes listed in
 // $LOADHARNESS_DATABASE_PIDS (scripts/loadharness.sh lists those it
 // started), are idle, so that requests a slow database still works through
@@ -390,7 +391,7 @@ type step struct {
 
 // schedule lists the runs of the warm-up round (when warmup) and of the
 // repeats, in order. Each round runs every workload on every target that
-// serves it, rotating the order of the targets from round to round.
+// serves it, in the order of runOrder.
 //
 // Every run meets a store that holds its seed and no more. Token creation
 // grows a store, by tens of thousands of tokens in a run of a few seconds,
@@ -407,20 +408,49 @@ func schedule(targets []*target, workloads []string, repeats int, warmup bool) [
 			continue
 		}
 		for _, w := range workloads {
-			var ts []*target
-			for _, t := range targets {
-				if t.serves(w) {
-					ts = append(ts, t)
-				}
-			}
-			for i := range ts {
-				t := ts[(i+round)%len(ts)]
+			for _, t := range runOrder(targets, w, round) {
 				steps = append(steps, step{round: round, target: t, workload: w, fresh: grown[t]})
 				grown[t] = w == createToken
 			}
 		}
 	}
 	return steps
+}
+
+// runOrder returns the targets that serve workload w in the order they run
+// in round. A store whose baseline (baselineOf) also serves w runs next to
+// it, so that the ratio of a repeat compares runs made one after the
+// other: the speed of this shared machine drifts within seconds. Such a
+// group, and every other target, is a unit; the units rotate from round
+// to round, and every other round each unit runs in reverse, so that
+// neither side of a ratio always runs first.
+func runOrder(targets []*target, w string, round int) []*target {
+	have := map[string]bool{}
+	for _, t := range targets {
+		have[t.Name] = t.Skip == ""
+	}
+	var units [][]*target
+	unitOf := map[string]int{}
+	for _, t := range targets {
+		if !t.serves(w) {
+			continue
+		}
+		if i, ok := unitOf[baselineOf(t, w, have)]; ok && t.Kind == kindStore {
+			units[i] = append(units[i], t)
+			continue
+		}
+		unitOf[t.Name] = len(units)
+		units = append(units, []*target{t})
+	}
+	var out []*target
+	for i := range units {
+		u := slices.Clone(units[(i+round)%len(units)])
+		if round%2 == 1 {
+			slices.Reverse(u)
+		}
+		out = append(out, u...)
+	}
+	return out
 }
 
 // measure makes the runs of schedule, and keeps the figures of the

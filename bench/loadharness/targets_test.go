@@ -69,19 +69,12 @@ func TestModuleVersion(t *testing.T) {
 
 // TestScheduleStartsGrownStoresAfresh: the run after token creation on a
 // store starts it afresh, whatever workload it is and whichever round it
-// falls in; no other run does, and the targets' order rotates.
+// falls in; no other run does.
 func TestScheduleStartsGrownStoresAfresh(t *testing.T) {
-	serving := func(name string, ws ...string) *target {
-		tg := &target{Name: name, scripts: map[string]script{}}
-		for _, w := range ws {
-			tg.scripts[w] = script{}
-		}
-		return tg
-	}
-	bare := serving(bareName, listTokens)
-	mem := serving("memory", allWorkloads...)
-	red := serving("redis", allWorkloads...)
-	skipped := serving("mongodb", allWorkloads...)
+	bare := servingTarget(bareName, listTokens)
+	mem := servingTarget("memory", allWorkloads...)
+	red := servingTarget("redis", allWorkloads...)
+	skipped := servingTarget("mongodb", allWorkloads...)
 	skipped.Skip = "no MongoDB"
 
 	type run struct {
@@ -99,11 +92,11 @@ func TestScheduleStartsGrownStoresAfresh(t *testing.T) {
 		{0, "memory", createToken, false}, {0, "redis", createToken, false},
 		{0, "memory", getConfig, true}, {0, "redis", getConfig, true},
 
-		{1, "memory", listTokens, false}, {1, "redis", listTokens, false}, {1, bareName, listTokens, false},
+		{1, "redis", listTokens, false}, {1, "memory", listTokens, false}, {1, bareName, listTokens, false},
 		{1, "redis", createToken, false}, {1, "memory", createToken, false},
 		{1, "redis", getConfig, true}, {1, "memory", getConfig, true},
 
-		{2, "redis", listTokens, false}, {2, bareName, listTokens, false}, {2, "memory", listTokens, false},
+		{2, bareName, listTokens, false}, {2, "memory", listTokens, false}, {2, "redis", listTokens, false},
 		{2, "memory", createToken, false}, {2, "redis", createToken, false},
 		{2, "memory", getConfig, true}, {2, "redis", getConfig, true},
 	}, got)
@@ -127,4 +120,50 @@ func TestScheduleStartsGrownStoresAfresh(t *testing.T) {
 	assert.Equal(t, []run{
 		{1, "memory", createToken, false}, {2, "memory", createToken, true}, {3, "memory", createToken, true},
 	}, got)
+}
+
+// TestRunOrder: on list-tokens each store runs next to its baseline, in
+// every round, both sides first in turn; the units rotate; a skipped
+// target never runs; workloads no baseline serves rotate target by target.
+func TestRunOrder(t *testing.T) {
+	targets := []*target{
+		servingTarget(bareName, listTokens), servingTarget(redisName, listTokens), servingTarget("prism", listTokens),
+		servingTarget("memory", allWorkloads...), servingTarget("redis", allWorkloads...), servingTarget("mongodb", allWorkloads...),
+	}
+	names := func(w string, round int) []string {
+		var out []string
+		for _, t := range runOrder(targets, w, round) {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	assert.Equal(t, []string{bareName, "memory", "mongodb", redisName, "redis", "prism"}, names(listTokens, 0))
+	assert.Equal(t, []string{"redis", redisName, "prism", "mongodb", "memory", bareName}, names(listTokens, 1))
+	assert.Equal(t, []string{"prism", bareName, "memory", "mongodb", redisName, "redis"}, names(listTokens, 2))
+	assert.Equal(t, []string{"mongodb", "memory", bareName, "redis", redisName, "prism"}, names(listTokens, 3))
+	assert.Equal(t, []string{"memory", "redis", "mongodb"}, names(getConfig, 0))
+	assert.Equal(t, []string{"redis", "mongodb", "memory"}, names(getConfig, 1))
+
+	// Without the Redis baseline, the Redis store joins the bare one's unit.
+	targets[1].Skip = "no Redis"
+	assert.Equal(t, []string{bareName, "memory", "redis", "mongodb", "prism"}, names(listTokens, 0))
+	assert.Equal(t, []string{"prism", "mongodb", "redis", "memory", bareName}, names(listTokens, 1))
+	assert.Equal(t, []string{bareName, "memory", "redis", "mongodb", "prism"}, names(listTokens, 2))
+}
+
+// servingTarget returns a target of the kind its name says (a baseline,
+// Prism or a store) serving workloads ws, for the tests of the schedule.
+func servingTarget(name string, ws ...string) *target {
+	kind := kindStore
+	switch name {
+	case bareName, redisName:
+		kind = kindBaseline
+	case "prism":
+		kind = kindPrism
+	}
+	tg := &target{Name: name, Kind: kind, scripts: map[string]script{}}
+	for _, w := range ws {
+		tg.scripts[w] = script{}
+	}
+	return tg
 }
