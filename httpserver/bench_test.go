@@ -23,26 +23,13 @@ import (
 // answer needs (parse the bearer, hash it, one map lookup, write the same
 // body), so the Handler's overhead reads as the ratio of the two.
 func BenchmarkListTokensHTTP(b *testing.B) {
-	ctx := context.Background()
-	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
-	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	svc, admin, token, h := benchHandler(b)
 	// Ten tokens, as the load harness lists.
-	admin, err := svc.Authenticate(ctx, token)
-	if err != nil {
-		b.Fatal(err)
-	}
 	for i := range 9 {
-		if _, err := svc.CreateToken(ctx, admin, "admin", orgadmin.CreateTokenInput{Name: fmt.Sprint("bench-", i)}); err != nil {
+		if _, err := svc.CreateToken(b.Context(), admin, "admin", orgadmin.CreateTokenInput{Name: fmt.Sprint("bench-", i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	// The example server's log handler, lines held up to 0.1 s.
-	logs := jsonlog.New(io.Discard, &jsonlog.Options{FlushDelay: 100 * time.Millisecond})
-	defer logs.Flush()
-	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(logs)})
 	req := httptest.NewRequest("GET", "/v1/users/admin/tokens", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	rec := httptest.NewRecorder()
@@ -74,25 +61,13 @@ func BenchmarkListTokensHTTP(b *testing.B) {
 // Handler, a page of 100 of 1 000 service accounts (as the load harness
 // pages), with the example server's log handler.
 func BenchmarkListUsersHTTP(b *testing.B) {
-	ctx := context.Background()
-	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
-	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	admin, err := svc.Authenticate(ctx, token)
-	if err != nil {
-		b.Fatal(err)
-	}
+	svc, admin, token, h := benchHandler(b)
 	for i := range 1000 {
 		in := orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("sa%05d", i)}
-		if _, err := svc.CreateServiceAccount(ctx, admin, in); err != nil {
+		if _, err := svc.CreateServiceAccount(b.Context(), admin, in); err != nil {
 			b.Fatal(err)
 		}
 	}
-	logs := jsonlog.New(io.Discard, &jsonlog.Options{FlushDelay: 100 * time.Millisecond})
-	defer logs.Flush()
-	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(logs)})
 	req := httptest.NewRequest("GET", "/v1/users?limit=100", nil)
 	req.Header.Set("Authorization", "Bearer "+token)
 	b.ReportAllocs()
@@ -103,4 +78,24 @@ func BenchmarkListUsersHTTP(b *testing.B) {
 			b.Fatal(w.Code, w.Body.String())
 		}
 	}
+}
+
+// benchHandler returns a Service on a memory store with the Admin "admin"
+// of org "bench", the Admin as caller and its token, and the Service's
+// Handler with the example server's log handler (lines held up to 0.1 s).
+func benchHandler(b *testing.B) (*orgadmin.Service, orgadmin.Caller, string, *httpserver.Handler) {
+	b.Helper()
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := svc.Authenticate(ctx, token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	logs := jsonlog.New(io.Discard, &jsonlog.Options{FlushDelay: 100 * time.Millisecond})
+	b.Cleanup(func() { _ = logs.Flush() })
+	return svc, admin, token, httpserver.New(svc, httpserver.Config{Logger: slog.New(logs)})
 }
