@@ -371,6 +371,58 @@ func TestListUsers_PaginationAndFilter(t *testing.T) {
 	assert.Equal(t, 2, humans.TotalCount)
 }
 
+// A store that hands users out one by one (storage.UserVisitor) and one
+// that only lists pages give the Service the same pages: every page of a
+// walk by token, by offset, and filtered.
+func TestListUsers_SameWithOrWithoutVisitor(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	visiting := orgadmin.New(store, orgadmin.Config{})
+	// The same records, through the Store interface alone.
+	listing := orgadmin.New(struct{ storage.Store }{store}, orgadmin.Config{})
+	_, hidden := any(struct{ storage.Store }{store}).(storage.UserVisitor)
+	require.False(t, hidden)
+
+	token, err := visiting.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "o", Username: "admin"})
+	require.NoError(t, err)
+	for i, name := range []string{"Zed", "amy", "Bob", "carol", "dave"} {
+		nu := orgadmin.NewUser{Username: name, Description: "user " + name, Privileges: []string{"read"}}
+		if i%2 == 0 {
+			nu.IsServiceAccount = true
+		} else {
+			nu.Email = name + "@example.com"
+		}
+		_, err := visiting.CreateUser(ctx, "o", nu)
+		require.NoError(t, err)
+	}
+	admin, err := visiting.Authenticate(ctx, token)
+	require.NoError(t, err)
+
+	same := func(opt orgadmin.ListUsersOptions) orgadmin.UserPage {
+		t.Helper()
+		a, err := visiting.ListUsers(ctx, admin, opt)
+		require.NoError(t, err)
+		b, err := listing.ListUsers(ctx, admin, opt)
+		require.NoError(t, err)
+		require.Equal(t, b, a)
+		return a
+	}
+	var walked []string
+	for opt := (orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(2)}); ; {
+		p := same(opt)
+		walked = append(walked, usernames(p.Users)...)
+		if p.NextPageToken == "" {
+			break
+		}
+		opt.PageToken = p.NextPageToken
+	}
+	assert.Equal(t, []string{"admin", "amy", "Bob", "carol", "dave", "Zed"}, walked)
+	same(orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(5)})
+	same(orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(9)})
+	same(orgadmin.ListUsersOptions{ServiceAccount: orgadmin.Ptr(true), Limit: orgadmin.Ptr(2)})
+	same(orgadmin.ListUsersOptions{ServiceAccount: orgadmin.Ptr(false)})
+}
+
 func TestListUsers_BadOptions(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
