@@ -152,10 +152,9 @@ type CredentialTokensReader interface {
 
 // UserVisitor is an optional capability of a Store: listing a page of
 // users without first copying the page into a slice. The Service uses it,
-// when the store has it, to copy each user once, into its answer. On a
-// big store a page's garbage costs more to collect than the page costs to
-// make (a page of 100 at a million users: about 120 µs, 35 µs without
-// collections), so what a page allocates is what it costs.
+// when the store has it, to copy each user once, into its answer: on a
+// big store, collecting a page's garbage costs more than making the page,
+// so what a page allocates is what it costs.
 type UserVisitor interface {
 	// VisitUsers calls visit with each user of the page that
 	// ListUsers(ctx, org, q) returns, in order, and returns that page's
