@@ -12,11 +12,13 @@ import (
 const chunkSize = 512
 
 // userIndex is an ordered set of users, by folded username, kept as a
-// list of sorted chunks of pointers, with a Fenwick tree of the chunk
+// list of sorted chunks of refs, with a Fenwick tree of the chunk
 // lengths. Insert and delete cost O(log n + chunkSize) amortized; seeking
-// a key or an offset costs O(log n). The zero value is an empty index.
+// a key or an offset costs O(log n). key returns the folded username of a
+// user; an index with it set and nothing else is empty.
 type userIndex struct {
-	chunks [][]*user
+	key    func(ref) string
+	chunks [][]ref
 	counts fenwick // of len(chunks[i])
 	n      int
 }
@@ -29,31 +31,31 @@ func (x *userIndex) Len() int { return x.n }
 func (x *userIndex) chunkFor(key string) int {
 	return sort.Search(len(x.chunks), func(i int) bool {
 		c := x.chunks[i]
-		return c[len(c)-1].folded >= key
+		return x.key(c[len(c)-1]) >= key
 	})
 }
 
-// search returns where u.folded is or would be in c, and whether it is
-// there.
-func search(c []*user, key string) (int, bool) {
-	return slices.BinarySearchFunc(c, key, func(e *user, key string) int { return strings.Compare(e.folded, key) })
+// search returns where key is or would be in c, and whether it is there.
+func (x *userIndex) search(c []ref, key string) (int, bool) {
+	return slices.BinarySearchFunc(c, key, func(u ref, key string) int { return strings.Compare(x.key(u), key) })
 }
 
 // Insert adds u; it reports false when a user of the same folded username
 // was present.
-func (x *userIndex) Insert(u *user) bool {
+func (x *userIndex) Insert(u ref) bool {
 	if len(x.chunks) == 0 {
-		x.chunks = [][]*user{{u}}
+		x.chunks = [][]ref{{u}}
 		x.counts = x.counts.rebuild(x.chunks)
 		x.n = 1
 		return true
 	}
-	ci := x.chunkFor(u.folded)
+	key := x.key(u)
+	ci := x.chunkFor(key)
 	if ci == len(x.chunks) {
 		ci-- // after every key: append to the last chunk
 	}
 	c := x.chunks[ci]
-	i, found := search(c, u.folded)
+	i, found := x.search(c, key)
 	if found {
 		return false
 	}
@@ -81,7 +83,7 @@ func (x *userIndex) Delete(key string) bool {
 		return false
 	}
 	c := x.chunks[ci]
-	i, found := search(c, key)
+	i, found := x.search(c, key)
 	if !found {
 		return false
 	}
@@ -105,13 +107,13 @@ type position struct{ chunk, i int }
 func (x *userIndex) After(key string) position {
 	ci := sort.Search(len(x.chunks), func(i int) bool {
 		c := x.chunks[i]
-		return c[len(c)-1].folded > key
+		return x.key(c[len(c)-1]) > key
 	})
 	if ci == len(x.chunks) {
 		return position{ci, 0}
 	}
 	c := x.chunks[ci]
-	return position{ci, sort.Search(len(c), func(i int) bool { return c[i].folded > key })}
+	return position{ci, sort.Search(len(c), func(i int) bool { return x.key(c[i]) > key })}
 }
 
 // At returns the position of the user at offset (0-based).
@@ -124,7 +126,7 @@ func (x *userIndex) At(offset int) position {
 }
 
 // Scan calls fn for each user from p on, in order, until fn returns false.
-func (x *userIndex) Scan(p position, fn func(u *user) bool) {
+func (x *userIndex) Scan(p position, fn func(u ref) bool) {
 	for ci := p.chunk; ci < len(x.chunks); ci++ {
 		c := x.chunks[ci]
 		start := 0
@@ -146,7 +148,7 @@ type fenwick []int
 
 // rebuild returns the tree of the lengths of chunks, built in
 // O(len(chunks)) in f's memory when it is large enough.
-func (f fenwick) rebuild(chunks [][]*user) fenwick {
+func (f fenwick) rebuild(chunks [][]ref) fenwick {
 	f = slices.Grow(f[:0], len(chunks)+1)[:len(chunks)+1]
 	clear(f)
 	for i, c := range chunks {

@@ -13,7 +13,8 @@ import (
 // the same place in both.
 func TestUserIndexMatchesSortedSlice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var x userIndex
+	keys := []string{""} // by ref; ref 0 names none
+	x := userIndex{key: func(r ref) string { return keys[r] }}
 	var want []string
 	key := func() string { return fmt.Sprintf("k%05d", rng.IntN(20_000)) }
 	for batch := range 16 {
@@ -22,7 +23,8 @@ func TestUserIndexMatchesSortedSlice(t *testing.T) {
 			k := key()
 			i, found := slices.BinarySearch(want, k)
 			if inserting {
-				if got := x.Insert(&user{folded: k}); got == found {
+				keys = append(keys, k)
+				if got := x.Insert(ref(len(keys) - 1)); got == found {
 					t.Fatalf("Insert(%q) = %v, present before: %v", k, got, found)
 				}
 				if !found {
@@ -55,13 +57,13 @@ func checkIndex(t *testing.T, x *userIndex, want []string) {
 		t.Fatalf("Len() = %d, want %d", x.Len(), len(want))
 	}
 	var got []string
-	x.Scan(position{}, func(u *user) bool { got = append(got, u.folded); return true })
+	x.Scan(position{}, func(u ref) bool { got = append(got, x.key(u)); return true })
 	if !slices.Equal(got, want) {
 		t.Fatalf("Scan from the start: %d keys, not the %d expected in order", len(got), len(want))
 	}
 	first := func(p position) string {
 		k := "<end>"
-		x.Scan(p, func(u *user) bool { k = u.folded; return false })
+		x.Scan(p, func(u ref) bool { k = x.key(u); return false })
 		return k
 	}
 	at := func(i int) string {

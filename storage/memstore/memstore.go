@@ -1,17 +1,24 @@
 // Package memstore is the in-memory storage adapter: the default store of
 // the orgadmin server and the one test suites run on.
 //
-// It is safe for concurrent use. Lookups by username, token digest and
+// It is safe for concurrent use. Lookups by username, id, token digest and
 // session digest are map lookups; listings walk sorted indexes, so a page
-// costs the same however deep it starts. Users and tokens are held in
-// compact records (an org of a million users, each with a token, takes
-// about 0.7 GiB), converted to storage records as they are read.
+// costs the same however deep it starts.
+//
+// Users and tokens are held for the garbage collector's sake: a store of a
+// million users is otherwise millions of small objects that every
+// collection marks again, and what a request allocates then costs in
+// proportion to the store's size. So records are kept by value in tables
+// of a few thousand each, each record's strings packed into one, and the
+// maps that find them are keyed by digests and hashes and hold table
+// slots: maps and tables the collector does not look into. Records are
+// converted to storage records as they are read.
 package memstore
 
 import (
 	"context"
+	"hash/maphash"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -27,17 +34,25 @@ const MaxFeedback = 100_000
 // Store is an in-memory storage.Store. The zero value is not usable; call
 // New.
 type Store struct {
-	mu       sync.RWMutex
-	orgs     map[string]*org
-	tokens   map[storage.Digest]*tokenEntry
-	tokenIDs map[string]*tokenEntry
-	sessions map[storage.Digest]*sessionEntry
-	feedback map[string]storage.Feedback
-	fbOrder  []string // feedback ids, oldest first
+	mu      sync.RWMutex
+	seed    maphash.Seed // of every strIndex
+	orgs    map[string]*org
+	orgList []*org // by number, as users name their org
 
-	// instances is the instance configuration stored last, which the next
-	// user with an equal one shares (most users keep the default).
-	instances *storage.InstanceConfig
+	users    table[userRec]
+	tokens   table[tokenRec]
+	digests  map[storage.Digest]ref // tokens by digest
+	tokenIDs strIndex               // tokens by ID
+
+	// privileges are the Privileges of the users whose Privileges are not
+	// nil, few: a role holds most of what users may do.
+	privileges map[ref][]string
+
+	sessions     map[storage.Digest]*sessionEntry
+	userSessions map[ref][]*sessionEntry // sessions by user
+	feedback     map[string]storage.Feedback
+	fbOrder      []string // feedback ids, oldest first
+
 	// versions is the last storage.UserTokens.Version given out.
 	versions uint64
 }
@@ -50,72 +65,42 @@ var (
 
 type org struct {
 	rec    storage.Org
-	users  map[string]*user // by folded username
-	byID   map[string]*user
-	all    userIndex        // every user
-	sa     userIndex        // service accounts
-	humans userIndex        // human users
-	active map[string]*user // users with Duckling records, by ID
-	dives  map[string]storage.Dive
-}
-
-// user is a stored user: a storage.User less what its org and the
-// neighbouring users already hold. What is pointed to (details,
-// instances) is never changed in place, only replaced, so it may be shared.
-type user struct {
-	org            *org
-	id             string
-	username       string
-	folded         string
-	role           string
-	createdAt      time.Time
-	serviceAccount bool
-	details        *userDetails            // nil when every field is empty
-	instances      *storage.InstanceConfig // shared by users with equal ones
-
-	tokens    []*tokenEntry // ordered by CreatedAt, then ID
-	version   uint64        // of tokens: new at every change (tokensChanged)
-	ducklings map[string]storage.Duckling
-	sessions  []*sessionEntry
-}
-
-// userDetails are the fields of a user that most users leave empty.
-type userDetails struct {
-	description string
-	email       string
-	firstName   string
-	lastName    string
-	privileges  []string
-}
-
-// tokenEntry is a stored token: a storage.Token less its Org and UserID,
-// which its user holds.
-type tokenEntry struct {
-	digest      storage.Digest
-	id          string
-	name        string
-	description string
-	typ         string
-	createdAt   time.Time
-	expiresAt   time.Time
-	user        *user
+	num    uint32    // in Store.orgList
+	names  strIndex  // users by folded username
+	ids    strIndex  // users by ID
+	all    userIndex // every user
+	sa     userIndex // service accounts
+	humans userIndex // human users
+	// ducklings are the Duckling records of the users that have any.
+	ducklings map[ref]map[string]storage.Duckling
+	dives     map[string]storage.Dive
 }
 
 type sessionEntry struct {
 	s    storage.EmbedSession
-	user *user
+	user ref
 }
 
 // New returns an empty Store.
 func New() *Store {
-	return &Store{
-		orgs:     make(map[string]*org),
-		tokens:   make(map[storage.Digest]*tokenEntry),
-		tokenIDs: make(map[string]*tokenEntry),
-		sessions: make(map[storage.Digest]*sessionEntry),
-		feedback: make(map[string]storage.Feedback),
+	s := &Store{
+		seed:         maphash.MakeSeed(),
+		orgs:         make(map[string]*org),
+		digests:      make(map[storage.Digest]ref),
+		privileges:   make(map[ref][]string),
+		sessions:     make(map[storage.Digest]*sessionEntry),
+		userSessions: make(map[ref][]*sessionEntry),
+		feedback:     make(map[string]storage.Feedback),
 	}
+	s.tokenIDs = newStrIndex(s.seed)
+	return s
 }
+
+// The keys of the strIndex and userIndex maps, read from the records.
+
+func (s *Store) userFolded(r ref) string { return s.users.at(r).str(uFolded) }
+func (s *Store) userID(r ref) string     { return s.users.at(r).str(uID) }
+func (s *Store) tokenID(r ref) string    { return s.tokens.at(r).str(tID) }
 
 // CreateOrg implements storage.Store.
 func (s *Store) CreateOrg(_ context.Context, o storage.Org) error {
@@ -124,13 +109,19 @@ func (s *Store) CreateOrg(_ context.Context, o storage.Org) error {
 	if _, ok := s.orgs[o.ID]; ok {
 		return storage.ErrAlreadyExists
 	}
-	s.orgs[o.ID] = &org{
-		rec:    o,
-		users:  make(map[string]*user),
-		byID:   make(map[string]*user),
-		active: make(map[string]*user),
-		dives:  make(map[string]storage.Dive),
+	e := &org{
+		rec:       o,
+		num:       uint32(len(s.orgList)), // #nosec G115 -- orgs are created by operators, a few
+		names:     newStrIndex(s.seed),
+		ids:       newStrIndex(s.seed),
+		all:       userIndex{key: s.userFolded},
+		sa:        userIndex{key: s.userFolded},
+		humans:    userIndex{key: s.userFolded},
+		ducklings: make(map[ref]map[string]storage.Duckling),
+		dives:     make(map[string]storage.Dive),
 	}
+	s.orgs[o.ID] = e
+	s.orgList = append(s.orgList, e)
 	return nil
 }
 
@@ -153,71 +144,20 @@ func (s *Store) CreateUser(_ context.Context, u storage.User) error {
 	if !ok {
 		return storage.ErrNotFound
 	}
-	if _, ok := o.users[u.FoldedUsername]; ok {
+	if o.names.find(u.FoldedUsername, s.userFolded) != 0 || o.ids.find(u.ID, s.userID) != 0 {
 		return storage.ErrAlreadyExists
 	}
-	if _, ok := o.byID[u.ID]; ok {
-		return storage.ErrAlreadyExists
-	}
-	e := &user{org: o, username: u.Username, folded: u.FoldedUsername}
-	s.setUser(e, u)
+	r := s.users.add()
+	e := s.users.at(r)
+	e.org = o.num
+	e.set(u, u.Username, u.FoldedUsername)
+	s.setPrivileges(r, u.Privileges)
 	s.tokensChanged(e)
-	o.users[u.FoldedUsername] = e
-	o.byID[u.ID] = e
-	o.all.Insert(e)
-	o.kindIndex(u.IsServiceAccount).Insert(e)
+	o.names.add(u.FoldedUsername, r)
+	o.ids.add(u.ID, r)
+	o.all.Insert(r)
+	o.kindIndex(u.IsServiceAccount).Insert(r)
 	return nil
-}
-
-// setUser stores in e every field of u but its org and names.
-func (s *Store) setUser(e *user, u storage.User) {
-	e.id = u.ID
-	e.role = u.Role
-	e.createdAt = u.CreatedAt
-	e.serviceAccount = u.IsServiceAccount
-	e.details = nil
-	if u.Description != "" || u.Email != "" || u.FirstName != "" || u.LastName != "" || u.Privileges != nil {
-		e.details = &userDetails{
-			description: u.Description,
-			email:       u.Email,
-			firstName:   u.FirstName,
-			lastName:    u.LastName,
-			privileges:  slices.Clone(u.Privileges),
-		}
-	}
-	e.instances = s.shareInstances(u.Instances)
-}
-
-// shareInstances returns a pointer to c, shared with the users stored
-// before when they have an equal configuration.
-func (s *Store) shareInstances(c storage.InstanceConfig) *storage.InstanceConfig {
-	if s.instances == nil || *s.instances != c {
-		s.instances = new(storage.InstanceConfig) // here, so c itself stays on the stack
-		*s.instances = c
-	}
-	return s.instances
-}
-
-// record returns the storage.User e holds, sharing no memory with it.
-func (e *user) record() storage.User {
-	u := storage.User{
-		ID:               e.id,
-		Org:              e.org.rec.ID,
-		Username:         e.username,
-		FoldedUsername:   e.folded,
-		IsServiceAccount: e.serviceAccount,
-		Role:             e.role,
-		CreatedAt:        e.createdAt,
-		Instances:        *e.instances,
-	}
-	if d := e.details; d != nil {
-		u.Description = d.description
-		u.Email = d.email
-		u.FirstName = d.firstName
-		u.LastName = d.lastName
-		u.Privileges = slices.Clone(d.privileges)
-	}
-	return u
 }
 
 func (o *org) kindIndex(serviceAccount bool) *userIndex {
@@ -227,48 +167,72 @@ func (o *org) kindIndex(serviceAccount bool) *userIndex {
 	return &o.humans
 }
 
-// lookup returns the user of org folded, or nil.
-func (s *Store) lookup(orgID, folded string) *user {
+// lookup returns the user of org folded, or 0, and the org (nil when it
+// does not exist).
+func (s *Store) lookup(orgID, folded string) (*org, ref) {
 	o, ok := s.orgs[orgID]
 	if !ok {
-		return nil
+		return nil, 0
 	}
-	return o.users[folded]
+	return o, o.names.find(folded, s.userFolded)
 }
 
-// lookupID returns the user of org with the given ID, or nil.
-func (s *Store) lookupID(orgID, id string) *user {
+// lookupID returns the user of org with the given ID, or 0, and the org
+// (nil when it does not exist).
+func (s *Store) lookupID(orgID, id string) (*org, ref) {
 	o, ok := s.orgs[orgID]
 	if !ok {
-		return nil
+		return nil, 0
 	}
-	return o.byID[id]
+	return o, o.ids.find(id, s.userID)
+}
+
+// user returns the storage.User of the user r, sharing no memory that can
+// change with the store.
+func (s *Store) user(r ref) storage.User {
+	e := s.users.at(r)
+	u := e.record(s.orgList[e.org].rec.ID)
+	if p, ok := s.privileges[r]; ok {
+		u.Privileges = slices.Clone(p)
+	}
+	return u
+}
+
+// setPrivileges keeps a copy of ps as the privileges of the user r.
+func (s *Store) setPrivileges(r ref, ps []string) {
+	if ps == nil {
+		delete(s.privileges, r)
+	} else {
+		s.privileges[r] = slices.Clone(ps)
+	}
 }
 
 // GetUser implements storage.Store.
 func (s *Store) GetUser(_ context.Context, orgID, folded string) (storage.User, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e := s.lookup(orgID, folded)
-	if e == nil {
+	_, r := s.lookup(orgID, folded)
+	if r == 0 {
 		return storage.User{}, storage.ErrNotFound
 	}
-	return e.record(), nil
+	return s.user(r), nil
 }
 
 // UpdateUser implements storage.Store.
 func (s *Store) UpdateUser(_ context.Context, u storage.User) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.lookupID(u.Org, u.ID)
-	if e == nil {
+	o, r := s.lookupID(u.Org, u.ID)
+	if r == 0 {
 		return storage.ErrNotFound
 	}
+	e := s.users.at(r)
 	if u.IsServiceAccount != e.serviceAccount {
-		e.org.kindIndex(e.serviceAccount).Delete(e.folded)
-		e.org.kindIndex(u.IsServiceAccount).Insert(e)
+		o.kindIndex(e.serviceAccount).Delete(e.str(uFolded))
+		o.kindIndex(u.IsServiceAccount).Insert(r)
 	}
-	s.setUser(e, u)
+	e.set(u, e.str(uUsername), e.str(uFolded))
+	s.setPrivileges(r, u.Privileges)
 	return nil
 }
 
@@ -276,11 +240,14 @@ func (s *Store) UpdateUser(_ context.Context, u storage.User) error {
 func (s *Store) SetInstances(_ context.Context, orgID, folded string, c storage.InstanceConfig) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.lookup(orgID, folded)
-	if e == nil {
+	o, r := s.lookup(orgID, folded)
+	if r == 0 {
 		return storage.ErrNotFound
 	}
-	e.instances = s.shareInstances(c)
+	e := s.users.at(r)
+	u := e.record(o.rec.ID) // less its privileges, which set leaves alone
+	u.Instances = c
+	e.set(u, u.Username, u.FoldedUsername)
 	return nil
 }
 
@@ -288,27 +255,30 @@ func (s *Store) SetInstances(_ context.Context, orgID, folded string, c storage.
 func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, ok := s.orgs[orgID]
-	if !ok {
+	o, r := s.lookup(orgID, folded)
+	if r == 0 {
 		return storage.User{}, storage.ErrNotFound
 	}
-	e, ok := o.users[folded]
-	if !ok {
-		return storage.User{}, storage.ErrNotFound
-	}
-	for _, t := range e.tokens {
+	u := s.user(r)
+	e := s.users.at(r)
+	for t := e.tokens; t != 0; {
+		next := s.tokens.at(t).next
 		s.dropToken(t)
+		t = next
 	}
-	for _, se := range e.sessions {
+	for _, se := range s.userSessions[r] {
 		delete(s.sessions, se.s.Digest)
 	}
-	delete(o.users, folded)
-	delete(o.byID, e.id)
-	delete(o.active, e.id)
-	o.all.Delete(folded)
-	o.kindIndex(e.serviceAccount).Delete(folded)
-	e.tokens, e.sessions, e.ducklings = nil, nil, nil
-	return e.record(), nil
+	delete(s.userSessions, r)
+	delete(o.ducklings, r)
+	delete(s.privileges, r)
+	// The indexes read keys from the record: forget it there first.
+	o.names.remove(u.FoldedUsername, s.userFolded)
+	o.ids.remove(u.ID, s.userID)
+	o.all.Delete(u.FoldedUsername)
+	o.kindIndex(u.IsServiceAccount).Delete(u.FoldedUsername)
+	s.users.remove(r)
+	return u, nil
 }
 
 // ListUsers implements storage.Store.
@@ -345,12 +315,12 @@ func (s *Store) VisitUsers(_ context.Context, orgID string, q storage.UserQuery,
 	page := storage.UserPage{Total: idx.Len()}
 	n, seen := min(q.Limit, idx.Len()), 0
 	var u storage.User // one record, made again for every user
-	idx.Scan(start, func(e *user) bool {
+	idx.Scan(start, func(r ref) bool {
 		if seen == q.Limit {
 			page.More = true
 			return false
 		}
-		u = e.record()
+		u = s.user(r)
 		visit(n, &u)
 		seen++
 		return true
@@ -362,102 +332,114 @@ func (s *Store) VisitUsers(_ context.Context, orgID string, q storage.UserQuery,
 func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.TokenLimit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.lookupID(t.Org, t.UserID)
-	if e == nil {
+	_, ur := s.lookupID(t.Org, t.UserID)
+	if ur == 0 {
 		return storage.ErrNotFound
 	}
-	if _, ok := s.tokens[t.Digest]; ok {
+	if _, ok := s.digests[t.Digest]; ok {
 		return storage.ErrAlreadyExists
 	}
-	if _, ok := s.tokenIDs[t.ID]; ok {
+	if s.tokenIDs.find(t.ID, s.tokenID) != 0 {
 		return storage.ErrAlreadyExists
 	}
+	u := s.users.at(ur)
 	// Drop the user's tokens that are no longer live when they might count
 	// against the limit (or, without one, now and then), then count.
-	if (lim.Max > 0 && len(e.tokens) >= lim.Max) || len(e.tokens)%1024 == 1023 {
-		kept := e.tokens[:0]
-		for _, te := range e.tokens {
-			if te.liveAt(lim.LiveAt) {
-				kept = append(kept, te)
-			} else {
-				s.dropToken(te)
-			}
-		}
-		clear(e.tokens[len(kept):])
-		e.tokens = kept
-		s.tokensChanged(e)
+	if (lim.Max > 0 && u.ntokens >= lim.Max) || u.ntokens%1024 == 1023 {
+		s.dropExpired(u, lim.LiveAt)
+		s.tokensChanged(u)
 	}
-	if lim.Max > 0 && len(e.tokens) >= lim.Max {
+	if lim.Max > 0 && u.ntokens >= lim.Max {
 		return storage.ErrLimitExceeded
 	}
-	te := &tokenEntry{
-		digest:      t.Digest,
-		id:          t.ID,
-		name:        t.Name,
-		description: t.Description,
-		typ:         t.Type,
-		createdAt:   t.CreatedAt,
-		expiresAt:   t.ExpiresAt,
-		user:        e,
-	}
-	i := sort.Search(len(e.tokens), func(i int) bool { return te.less(e.tokens[i]) })
-	e.tokens = slices.Insert(e.tokens, i, te)
-	s.tokensChanged(e)
-	s.tokens[t.Digest] = te
-	s.tokenIDs[t.ID] = te
+	tr := s.tokens.add()
+	*s.tokens.at(tr) = newTokenRec(t, ur)
+	s.link(u, tr)
+	s.tokensChanged(u)
+	s.digests[t.Digest] = tr
+	s.tokenIDs.add(t.ID, tr)
 	return nil
 }
 
-// tokensChanged gives e's tokens a Version no user's tokens have had.
+// tokensChanged gives u's tokens a Version no user's tokens have had.
 // The caller holds the write lock.
-func (s *Store) tokensChanged(e *user) {
+func (s *Store) tokensChanged(u *userRec) {
 	s.versions++
-	e.version = s.versions
+	u.version = s.versions
 }
 
-// dropToken forgets a token in the store-wide maps.
-func (s *Store) dropToken(te *tokenEntry) {
-	delete(s.tokens, te.digest)
-	delete(s.tokenIDs, te.id)
-}
-
-// less orders the tokens of a user: by CreatedAt, then ID.
-func (te *tokenEntry) less(other *tokenEntry) bool {
-	if c := te.createdAt.Compare(other.createdAt); c != 0 {
-		return c < 0
+// link puts the token tr in its place in u's list, ordered by CreatedAt,
+// then ID: mostly last, as tokens are created in order.
+func (s *Store) link(u *userRec, tr ref) {
+	u.ntokens++
+	t := s.tokens.at(tr)
+	switch {
+	case u.tokens == 0:
+		u.tokens, u.lastToken = tr, tr
+	case !t.less(s.tokens.at(u.lastToken)):
+		s.tokens.at(u.lastToken).next = tr
+		u.lastToken = tr
+	case t.less(s.tokens.at(u.tokens)):
+		t.next, u.tokens = u.tokens, tr
+	default:
+		prev := u.tokens
+		for next := s.tokens.at(prev).next; !t.less(s.tokens.at(next)); next = s.tokens.at(prev).next {
+			prev = next // next is not 0: t sorts before the last token
+		}
+		p := s.tokens.at(prev)
+		t.next, p.next = p.next, tr
 	}
-	return te.id < other.id
 }
 
-// liveAt reports whether te has not expired at the instant at.
-func (te *tokenEntry) liveAt(at time.Time) bool {
-	return storage.Token{ExpiresAt: te.expiresAt}.LiveAt(at)
-}
-
-// record returns the storage.Token te holds.
-func (te *tokenEntry) record() storage.Token {
-	return storage.Token{
-		ID:          te.id,
-		Org:         te.user.org.rec.ID,
-		UserID:      te.user.id,
-		Digest:      te.digest,
-		Name:        te.name,
-		Description: te.description,
-		Type:        te.typ,
-		CreatedAt:   te.createdAt,
-		ExpiresAt:   te.expiresAt,
+// dropExpired drops the tokens of u that are not live at the instant at.
+func (s *Store) dropExpired(u *userRec, at time.Time) {
+	var head, tail ref
+	n := 0
+	for tr := u.tokens; tr != 0; {
+		t := s.tokens.at(tr)
+		next := t.next
+		if t.liveAt(at) {
+			t.next = 0
+			if tail == 0 {
+				head = tr
+			} else {
+				s.tokens.at(tail).next = tr
+			}
+			tail = tr
+			n++
+		} else {
+			s.dropToken(tr)
+		}
+		tr = next
 	}
+	u.tokens, u.lastToken, u.ntokens = head, tail, n
+}
+
+// dropToken forgets the token tr, which its user's list no longer holds
+// or is being dropped with it.
+func (s *Store) dropToken(tr ref) {
+	t := s.tokens.at(tr)
+	delete(s.digests, t.digest)
+	s.tokenIDs.remove(t.str(tID), s.tokenID)
+	s.tokens.remove(tr)
+}
+
+// token returns the storage.Token of tr.
+func (s *Store) token(tr ref) storage.Token {
+	t := s.tokens.at(tr)
+	u := s.users.at(t.user)
+	return t.record(s.orgList[u.org].rec.ID, u.str(uID))
 }
 
 // TokenByDigest implements storage.Store.
 func (s *Store) TokenByDigest(_ context.Context, d storage.Digest) (storage.Credential, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	te, ok := s.tokens[d]
+	tr, ok := s.digests[d]
 	if !ok {
 		return storage.Credential{}, storage.ErrNotFound
 	}
-	return storage.Credential{Token: te.record(), User: te.user.record()}, nil
+	return storage.Credential{Token: s.token(tr), User: s.user(s.tokens.at(tr).user)}, nil
 }
 
 // CredentialTokens implements storage.CredentialTokensReader: the
@@ -467,18 +449,20 @@ func (s *Store) TokenByDigest(_ context.Context, d storage.Digest) (storage.Cred
 func (s *Store) CredentialTokens(_ context.Context, d storage.Digest, folded string, liveAt time.Time, skip func(version uint64) bool) (storage.Credential, storage.UserTokens, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	te, ok := s.tokens[d]
+	tr, ok := s.digests[d]
 	if !ok {
 		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
 	}
-	cred := storage.Credential{Token: te.record(), User: te.user.record()}
-	e := te.user.org.users[folded]
-	if e == nil {
+	cr := s.tokens.at(tr).user
+	cred := storage.Credential{Token: s.token(tr), User: s.user(cr)}
+	ur := s.orgList[s.users.at(cr).org].names.find(folded, s.userFolded)
+	if ur == 0 {
 		return cred, storage.UserTokens{}, nil
 	}
-	ut := storage.UserTokens{Found: true, Version: e.version}
-	if skip == nil || !skip(e.version) {
-		ut.Tokens = liveTokens(e, liveAt)
+	u := s.users.at(ur)
+	ut := storage.UserTokens{Found: true, Version: u.version}
+	if skip == nil || !skip(u.version) {
+		ut.Tokens = s.liveTokens(u, liveAt)
 	}
 	return cred, ut, nil
 }
@@ -487,21 +471,24 @@ func (s *Store) CredentialTokens(_ context.Context, d storage.Digest, folded str
 func (s *Store) ListTokens(_ context.Context, orgID, userID string, liveAt time.Time) ([]storage.Token, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	e := s.lookupID(orgID, userID)
-	if e == nil {
+	_, ur := s.lookupID(orgID, userID)
+	if ur == 0 {
 		return []storage.Token{}, nil
 	}
-	return liveTokens(e, liveAt), nil
+	return s.liveTokens(s.users.at(ur), liveAt), nil
 }
 
-// liveTokens returns the records of e's tokens live at liveAt, in creation
+// liveTokens returns the records of u's tokens live at liveAt, in creation
 // order.
-func liveTokens(e *user, liveAt time.Time) []storage.Token {
-	out := make([]storage.Token, 0, len(e.tokens))
-	for _, te := range e.tokens {
-		if te.liveAt(liveAt) {
-			out = append(out, te.record())
+func (s *Store) liveTokens(u *userRec, liveAt time.Time) []storage.Token {
+	org, uid := s.orgList[u.org].rec.ID, u.str(uID)
+	out := make([]storage.Token, 0, u.ntokens)
+	for tr := u.tokens; tr != 0; {
+		t := s.tokens.at(tr)
+		if t.liveAt(liveAt) {
+			out = append(out, t.record(org, uid))
 		}
+		tr = t.next
 	}
 	return out
 }
@@ -510,17 +497,32 @@ func liveTokens(e *user, liveAt time.Time) []storage.Token {
 func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.lookupID(orgID, userID)
-	if e == nil {
+	_, ur := s.lookupID(orgID, userID)
+	if ur == 0 {
 		return storage.ErrNotFound
 	}
-	i := slices.IndexFunc(e.tokens, func(te *tokenEntry) bool { return te.id == id })
-	if i < 0 || !e.tokens[i].liveAt(liveAt) {
+	tr := s.tokenIDs.find(id, s.tokenID)
+	if tr == 0 || s.tokens.at(tr).user != ur || !s.tokens.at(tr).liveAt(liveAt) {
 		return storage.ErrNotFound
 	}
-	s.dropToken(e.tokens[i])
-	e.tokens = slices.Delete(e.tokens, i, i+1)
-	s.tokensChanged(e)
+	u := s.users.at(ur)
+	next := s.tokens.at(tr).next
+	var prev ref
+	if u.tokens == tr {
+		u.tokens = next
+	} else {
+		prev = u.tokens
+		for s.tokens.at(prev).next != tr {
+			prev = s.tokens.at(prev).next
+		}
+		s.tokens.at(prev).next = next
+	}
+	if u.lastToken == tr {
+		u.lastToken = prev
+	}
+	u.ntokens--
+	s.dropToken(tr)
+	s.tokensChanged(u)
 	return nil
 }
 
@@ -528,15 +530,16 @@ func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt 
 func (s *Store) SetDuckling(_ context.Context, d storage.Duckling) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.lookupID(d.Org, d.UserID)
-	if e == nil {
+	o, ur := s.lookupID(d.Org, d.UserID)
+	if ur == 0 {
 		return storage.ErrNotFound
 	}
-	if e.ducklings == nil {
-		e.ducklings = make(map[string]storage.Duckling)
+	ds := o.ducklings[ur]
+	if ds == nil {
+		ds = make(map[string]storage.Duckling)
+		o.ducklings[ur] = ds
 	}
-	e.ducklings[d.ID] = d
-	s.orgs[d.Org].active[d.UserID] = e
+	ds[d.ID] = d
 	return nil
 }
 
@@ -548,10 +551,10 @@ func (s *Store) ListActivity(_ context.Context, orgID string) ([]storage.Activit
 	if !ok {
 		return []storage.Activity{}, nil
 	}
-	out := make([]storage.Activity, 0, len(o.active))
-	for _, e := range o.active {
-		a := storage.Activity{User: e.record(), Ducklings: make([]storage.Duckling, 0, len(e.ducklings))}
-		for _, d := range e.ducklings {
+	out := make([]storage.Activity, 0, len(o.ducklings))
+	for ur, ds := range o.ducklings {
+		a := storage.Activity{User: s.user(ur), Ducklings: make([]storage.Duckling, 0, len(ds))}
+		for _, d := range ds {
 			a.Ducklings = append(a.Ducklings, d)
 		}
 		out = append(out, a)
@@ -596,16 +599,16 @@ func (s *Store) GetEmbedTarget(_ context.Context, orgID, diveID, folded string) 
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var t storage.EmbedTarget
-	o, ok := s.orgs[orgID]
-	if !ok {
+	o, ur := s.lookup(orgID, folded)
+	if o == nil {
 		return t, nil
 	}
 	if d, ok := o.dives[diveID]; ok {
 		t.Dive, t.DiveFound = d, true
 		t.Dive.RequiredResources = slices.Clone(d.RequiredResources)
 	}
-	if e, ok := o.users[folded]; ok {
-		t.User, t.UserFound = e.record(), true
+	if ur != 0 {
+		t.User, t.UserFound = s.user(ur), true
 	}
 	return t, nil
 }
@@ -614,24 +617,25 @@ func (s *Store) GetEmbedTarget(_ context.Context, orgID, diveID, folded string) 
 func (s *Store) CreateEmbedSession(_ context.Context, es storage.EmbedSession) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	e := s.lookupID(es.Org, es.UserID)
-	if e == nil {
+	_, ur := s.lookupID(es.Org, es.UserID)
+	if ur == 0 {
 		return storage.ErrNotFound
 	}
 	if _, ok := s.sessions[es.Digest]; ok {
 		return storage.ErrAlreadyExists
 	}
-	kept := e.sessions[:0]
-	for _, se := range e.sessions {
+	mine := s.userSessions[ur]
+	kept := mine[:0]
+	for _, se := range mine {
 		if se.s.ExpiresAt.After(es.CreatedAt) {
 			kept = append(kept, se)
 		} else {
 			delete(s.sessions, se.s.Digest)
 		}
 	}
-	clear(e.sessions[len(kept):])
-	se := &sessionEntry{s: cloneSession(es), user: e}
-	e.sessions = append(kept, se)
+	clear(mine[len(kept):])
+	se := &sessionEntry{s: cloneSession(es), user: ur}
+	s.userSessions[ur] = append(kept, se)
 	s.sessions[es.Digest] = se
 	return nil
 }

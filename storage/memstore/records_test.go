@@ -1,0 +1,224 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// TestStrIndexClashes runs random adds and removes on a strIndex whose
+// hash sends every key to one of four values, so that almost every key
+// clashes, against a plain map, and checks every key after each step.
+func TestStrIndexClashes(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := []string{""} // by ref
+	x := strIndex{hash: func(s string) uint64 { return uint64(len(s) % 4) }, byHash: map[uint64]ref{}}
+	keyOf := func(r ref) string { return keys[r] }
+	want := map[string]ref{}
+	for step := range 5_000 {
+		k := fmt.Sprintf("k%d", rng.IntN(60))
+		if r, ok := want[k]; ok && rng.IntN(2) == 0 {
+			x.remove(k, keyOf)
+			delete(want, k)
+			keys[r] = "<removed>" // as a freed record reads
+		} else if !ok {
+			keys = append(keys, k)
+			x.add(k, ref(len(keys)-1))
+			want[k] = ref(len(keys) - 1)
+		}
+		if x.len() != len(want) {
+			t.Fatalf("step %d: len %d, want %d", step, x.len(), len(want))
+		}
+		for i := range 60 {
+			k := fmt.Sprintf("k%d", i)
+			if got := x.find(k, keyOf); got != want[k] {
+				t.Fatalf("step %d: find(%q) = %d, want %d", step, k, got, want[k])
+			}
+		}
+		for k := range x.clash {
+			if _, ok := x.byHash[x.hash(k)]; !ok {
+				t.Fatalf("step %d: %q clashes with no key", step, k)
+			}
+		}
+	}
+}
+
+// TestTableSlots: slots are never 0, are used again once removed, and
+// records read back, across many chunks, with removed ones zeroed.
+func TestTableSlots(t *testing.T) {
+	var tb table[[2]int]
+	live := map[ref]int{}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for i := range 3 * tableChunkLen {
+		if len(live) > 0 && rng.IntN(3) == 0 {
+			for r := range live { // remove one
+				tb.remove(r)
+				if *tb.at(r) != [2]int{} {
+					t.Fatalf("removed slot %d not zeroed", r)
+				}
+				delete(live, r)
+				break
+			}
+		}
+		r := tb.add()
+		if _, dup := live[r]; dup || r == 0 {
+			t.Fatalf("add gave slot %d, in use or 0", r)
+		}
+		if *tb.at(r) != [2]int{} {
+			t.Fatalf("slot %d given out with a record in it", r)
+		}
+		*tb.at(r) = [2]int{i, -i}
+		live[r] = i
+	}
+	for r, i := range live {
+		if *tb.at(r) != [2]int{i, -i} {
+			t.Fatalf("slot %d holds %v, want %v", r, *tb.at(r), [2]int{i, -i})
+		}
+	}
+	if tb.live() != len(live) {
+		t.Fatalf("live() = %d, want %d", tb.live(), len(live))
+	}
+	if len(tb.chunks) < 2 {
+		t.Fatalf("%d chunks: the test should cross a chunk", len(tb.chunks))
+	}
+}
+
+// TestTokenListsMatchModel runs random creations (at instants out of
+// order, some at the limit), deletions and user deletions on a few users,
+// whose slots are used again, and checks after each step every user's
+// tokens, in order, and every digest, against a model.
+func TestTokenListsMatchModel(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	rng := rand.New(rand.NewPCG(7, 8))
+	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
+	if err := s.CreateOrg(ctx, storage.Org{ID: "o"}); err != nil {
+		t.Fatal(err)
+	}
+	type user struct {
+		rec    storage.User
+		tokens []storage.Token
+	}
+	users := map[string]*user{} // by ID
+	gone := map[storage.Digest]bool{}
+	serial := 0
+	newUser := func() {
+		serial++
+		u := storage.User{ID: fmt.Sprintf("u%03d", serial), Org: "o", Username: fmt.Sprintf("U%d", serial), FoldedUsername: fmt.Sprintf("u%d", serial)}
+		if err := s.CreateUser(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		users[u.ID] = &user{rec: u}
+	}
+	for range 4 {
+		newUser()
+	}
+	now := 30 // minutes after t0: what "live" means in this step
+	for step := range 3_000 {
+		ids := make([]string, 0, len(users))
+		for id := range users {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		u := users[ids[rng.IntN(len(ids))]]
+		switch op := rng.IntN(10); {
+		case op < 6: // create a token, at most 5 live
+			serial++
+			tok := storage.Token{
+				ID: fmt.Sprintf("t%05d", serial), Org: "o", UserID: u.rec.ID,
+				Digest: sha256.Sum256(fmt.Append(nil, serial)), Name: "n", Type: "read_write",
+				CreatedAt: at(rng.IntN(40)),
+			}
+			if rng.IntN(2) == 0 {
+				tok.ExpiresAt = at(rng.IntN(60))
+			}
+			lim := storage.TokenLimit{Max: 5, LiveAt: at(now)}
+			err := s.CreateToken(ctx, tok, lim)
+			live := slices.DeleteFunc(slices.Clone(u.tokens), func(x storage.Token) bool { return !x.LiveAt(lim.LiveAt) })
+			if len(u.tokens) >= lim.Max { // the store drops the expired ones
+				for _, x := range u.tokens {
+					if !x.LiveAt(lim.LiveAt) {
+						gone[x.Digest] = true
+					}
+				}
+				u.tokens = live
+			}
+			switch {
+			case len(live) >= lim.Max:
+				if !errors.Is(err, storage.ErrLimitExceeded) {
+					t.Fatalf("step %d: create beyond the limit: %v", step, err)
+				}
+			case err != nil:
+				t.Fatalf("step %d: create: %v", step, err)
+			default:
+				u.tokens = append(u.tokens, tok)
+			}
+		case op < 8 && len(u.tokens) > 0: // delete one of its tokens
+			i := rng.IntN(len(u.tokens))
+			x := u.tokens[i]
+			err := s.DeleteToken(ctx, "o", u.rec.ID, x.ID, at(now))
+			if !x.LiveAt(at(now)) {
+				if !errors.Is(err, storage.ErrNotFound) {
+					t.Fatalf("step %d: delete of an expired token: %v", step, err)
+				}
+				break
+			}
+			if err != nil {
+				t.Fatalf("step %d: delete: %v", step, err)
+			}
+			gone[x.Digest] = true
+			u.tokens = slices.Delete(u.tokens, i, i+1)
+		case op == 8: // delete the user, make another (in its slot)
+			if _, err := s.DeleteUser(ctx, "o", u.rec.FoldedUsername); err != nil {
+				t.Fatal(err)
+			}
+			for _, x := range u.tokens {
+				gone[x.Digest] = true
+			}
+			delete(users, u.rec.ID)
+			newUser()
+		default:
+			now = rng.IntN(60)
+		}
+		for _, u := range users {
+			want := slices.SortedFunc(slices.Values(u.tokens), func(a, b storage.Token) int {
+				return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), cmp.Compare(a.ID, b.ID))
+			})
+			got, err := s.ListTokens(ctx, "o", u.rec.ID, at(-1)) // before any expiry: all of them
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.EqualFunc(got, want, func(a, b storage.Token) bool { return a.ID == b.ID && a.Digest == b.Digest }) {
+				t.Fatalf("step %d: user %s lists %v, want %v", step, u.rec.ID, tokenIDsOf(got), tokenIDsOf(want))
+			}
+			for _, x := range want {
+				c, err := s.TokenByDigest(ctx, x.Digest)
+				if err != nil || c.Token.ID != x.ID || c.User.ID != u.rec.ID {
+					t.Fatalf("step %d: token %s: %v %v", step, x.ID, c.Token.ID, err)
+				}
+			}
+		}
+		for d := range gone {
+			if _, err := s.TokenByDigest(ctx, d); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("step %d: a dropped token still found: %v", step, err)
+			}
+		}
+	}
+}
+
+func tokenIDsOf(ts []storage.Token) []string {
+	out := make([]string, len(ts))
+	for i, x := range ts {
+		out[i] = x.ID
+	}
+	return out
+}
