@@ -10,7 +10,7 @@ type embedSessionResponse struct {
 	Session string `json:"session"`
 }
 
-func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
+func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
 	if err := h.svc.Authorize(c, orgadmin.OpCreateEmbedSession, ""); err != nil {
 		return nil, err
 	}
@@ -41,7 +41,7 @@ func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c o
 	if err := d.typeErrors(func() error { return orgadmin.ValidateCreateEmbedSession(in) }); err != nil {
 		return nil, err
 	}
-	s, err := h.svc.CreateEmbedSession(r.Context(), c, r.PathValue("dive_id"), in)
+	s, err := h.svc.CreateEmbedSession(r.Context(), c, p.diveID, in)
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,10 @@ type Handler struct {
 	log     *slog.Logger
 	maxBody int64
 	mux     *http.ServeMux
-	next    http.Handler
+	// userRoutes are the routes of the table ServeHTTP finds without the
+	// ServeMux (see userRoute).
+	userRoutes []userRoute
+	next       http.Handler
 	// listings are encoded token listings, by version (see listTokens),
 	// and keptStamp is h.keptStampOf.
 	listings  bounded.Map[uint64, keptListing]
@@ -63,27 +66,45 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 		h.maxBody = DefaultMaxBodyBytes
 	}
 	for _, rt := range h.routes() {
-		switch {
-		case rt.public != nil:
+		if rt.public != nil {
 			h.mux.Handle(rt.pattern, rt.public)
-		case rt.handleToken != nil:
-			h.mux.Handle(rt.pattern, h.withToken(rt.handleToken))
-		default:
-			h.mux.Handle(rt.pattern, h.withToken(h.authenticated(rt.handle)))
+			continue
+		}
+		fn := rt.handleToken
+		if fn == nil {
+			fn = h.authenticated(rt.handle)
+		}
+		h.mux.Handle(rt.pattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.serve(w, r, pathParamsOf(r), fn)
+		}))
+		if ur, ok := userRouteOf(rt.pattern, fn); ok {
+			h.userRoutes = append(h.userRoutes, ur)
 		}
 	}
-	h.next = logRequests(h.log, h.mux, false)
+	h.next = logRequests(h.log, http.HandlerFunc(h.route), false)
 	return h
 }
+
+// tokenFunc runs an operation for the bearer token token, with the
+// wildcards p of its route's path, and returns its answer.
+type tokenFunc func(w http.ResponseWriter, r *http.Request, token string, p pathParams) (any, error)
 
 // route is one operation of the API (handle, which runs for an
 // authenticated caller, or handleToken, which authenticates the bearer
 // token itself), or a public resource (public, which needs no credential).
 type route struct {
 	pattern     string
-	handle      func(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error)
-	handleToken func(w http.ResponseWriter, r *http.Request, token string) (any, error)
+	handle      func(w http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error)
+	handleToken tokenFunc
 	public      http.Handler
+}
+
+// pathParams are the wildcards of a route's path; those it does not have
+// are empty.
+type pathParams struct{ username, tokenID, diveID string }
+
+func pathParamsOf(r *http.Request) pathParams {
+	return pathParams{username: r.PathValue("username"), tokenID: r.PathValue("token_id"), diveID: r.PathValue("dive_id")}
 }
 
 // routes is the table of every /v1 operation and of the OpenAPI document.
@@ -108,38 +129,47 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.next.ServeHTTP(w, r)
 }
 
-// withToken takes the bearer token from the request's one Authorization
+// route sends a request to its route: the commonest ones without the
+// ServeMux (userRoute), every other through it.
+func (h *Handler) route(w http.ResponseWriter, r *http.Request) {
+	if ur, username := h.userRoute(r); ur != nil {
+		r.Pattern = ur.pattern
+		h.serve(w, r, pathParams{username: username}, ur.fn)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// serve takes the bearer token from the request's one Authorization
 // header, then runs fn and writes its answer as a 200 JSON object, or its
 // error. A missing or malformed header is UNAUTHORIZED.
-func (h *Handler) withToken(fn func(http.ResponseWriter, *http.Request, string) (any, error)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		// The key is in canonical form: one map lookup, no canonicalising.
-		auth := r.Header["Authorization"]
-		tok, ok := "", len(auth) == 1
-		if ok {
-			tok, ok = orgadmin.BearerToken(auth[0])
-		}
-		if !ok {
-			writeError(w, r, h.log, orgadmin.ErrUnauthorized)
-			return
-		}
-		v, err := fn(w, r, tok)
-		if err != nil {
-			writeError(w, r, h.log, err)
-			return
-		}
-		writeJSON(w, http.StatusOK, v)
-	})
+func (h *Handler) serve(w http.ResponseWriter, r *http.Request, p pathParams, fn tokenFunc) {
+	// The key is in canonical form: one map lookup, no canonicalising.
+	auth := r.Header["Authorization"]
+	tok, ok := "", len(auth) == 1
+	if ok {
+		tok, ok = orgadmin.BearerToken(auth[0])
+	}
+	if !ok {
+		writeError(w, r, h.log, orgadmin.ErrUnauthorized)
+		return
+	}
+	v, err := fn(w, r, tok, p)
+	if err != nil {
+		writeError(w, r, h.log, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // authenticated resolves the bearer token to its caller, then runs fn.
-func (h *Handler) authenticated(fn func(http.ResponseWriter, *http.Request, orgadmin.Caller) (any, error)) func(http.ResponseWriter, *http.Request, string) (any, error) {
-	return func(w http.ResponseWriter, r *http.Request, tok string) (any, error) {
+func (h *Handler) authenticated(fn func(http.ResponseWriter, *http.Request, orgadmin.Caller, pathParams) (any, error)) tokenFunc {
+	return func(w http.ResponseWriter, r *http.Request, tok string, p pathParams) (any, error) {
 		c, err := h.svc.Authenticate(r.Context(), tok)
 		if err != nil {
 			return nil, err
 		}
-		return fn(w, r, c)
+		return fn(w, r, c, p)
 	}
 }
 

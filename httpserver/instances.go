@@ -39,16 +39,16 @@ type ducklingJSON struct {
 	Status string `json:"status"`
 }
 
-func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
-	cfg, err := h.svc.GetInstanceConfig(r.Context(), c, r.PathValue("username"))
+func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
+	cfg, err := h.svc.GetInstanceConfig(r.Context(), c, p.username)
 	if err != nil {
 		return nil, err
 	}
 	return configToJSON(cfg), nil
 }
 
-func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
-	username := r.PathValue("username")
+func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
+	username := p.username
 	if err := h.svc.Authorize(c, orgadmin.OpSetInstances, username); err != nil {
 		return nil, err
 	}
@@ -92,7 +92,7 @@ func (d *decoder) instanceSide(cfg object, key string, scaling bool) *orgadmin.I
 	return s
 }
 
-func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
+func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, _ pathParams) (any, error) {
 	accs, err := h.svc.GetActiveAccounts(r.Context(), c)
 	if err != nil {
 		return nil, err

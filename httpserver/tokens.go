@@ -16,8 +16,8 @@ type tokenList []orgadmin.Token
 
 type emptyResponse struct{}
 
-func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
-	username := r.PathValue("username")
+func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
+	username := p.username
 	if err := h.svc.Authorize(c, orgadmin.OpCreateToken, username); err != nil {
 		return nil, err
 	}
@@ -46,8 +46,8 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c orgadmin
 // store round trip where the store allows. Where the store versions token
 // records, the Handler keeps the encoded listing under its stamp, and
 // answers it again while the Service says it is still the answer.
-func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, token string) (any, error) {
-	ctx, username := r.Context(), r.PathValue("username")
+func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, token string, p pathParams) (any, error) {
+	ctx, username := r.Context(), p.username
 	_, l, err := h.svc.AuthenticateListing(ctx, token, username, h.keptStamp)
 	if err == nil && l.Known {
 		// The listing kept under l.Stamp is the answer, and it is still
@@ -96,8 +96,8 @@ const (
 	maxKeptListing  = 16 << 10
 )
 
-func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
-	if err := h.svc.DeleteToken(r.Context(), c, r.PathValue("username"), r.PathValue("token_id")); err != nil {
+func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
+	if err := h.svc.DeleteToken(r.Context(), c, p.username, p.tokenID); err != nil {
 		return nil, err
 	}
 	return emptyResponse{}, nil

@@ -25,7 +25,7 @@ type deleteUserResponse struct {
 	Username string `json:"username"`
 }
 
-func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
+func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c orgadmin.Caller, _ pathParams) (any, error) {
 	if err := h.svc.Authorize(c, orgadmin.OpCreateServiceAccount, ""); err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c
 	return serviceAccountResponse{Username: u.Username, Description: u.Description}, nil
 }
 
-func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
+func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, _ pathParams) (any, error) {
 	if err := h.svc.Authorize(c, orgadmin.OpListUsers, ""); err != nil {
 		return nil, err
 	}
@@ -102,8 +102,8 @@ func queryError(msg string, path []any) error {
 	return &orgadmin.Error{Code: orgadmin.CodeBadRequest, Issues: []orgadmin.Issue{{Message: msg, Path: path, Code: orgadmin.IssueInvalidString}}}
 }
 
-func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller) (any, error) {
-	u, err := h.svc.DeleteUser(r.Context(), c, r.PathValue("username"))
+func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
+	u, err := h.svc.DeleteUser(r.Context(), c, p.username)
 	if err != nil {
 		return nil, err
 	}
