@@ -96,10 +96,9 @@ func (t tokenAnswer) appendJSON(b []byte) []byte {
 	return appendToken(b, orgadmin.Token(t))
 }
 
-// encodedJSON is an answer already encoded.
+// encodedJSON is an answer already encoded, with its final newline:
+// writeJSON writes it as it is.
 type encodedJSON []byte
-
-func (e encodedJSON) appendJSON(b []byte) []byte { return append(b, e...) }
 
 func (l tokenList) appendJSON(b []byte) []byte {
 	b = append(b, `{"tokens":[`...)

@@ -202,23 +202,31 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
 	h["Content-Type"] = jsonContentType
 	h["Cache-Control"] = noStore
-	a, ok := v.(jsonAppender)
-	if !ok {
+	switch a := v.(type) {
+	case encodedJSON:
+		writeBody(w, h, status, a)
+	case jsonAppender:
+		buf := answerBufs.Get().(*[]byte)
+		b := append(a.appendJSON((*buf)[:0]), '\n')
+		writeBody(w, h, status, b)
+		if cap(b) <= maxPooledAnswer {
+			*buf = b
+			answerBufs.Put(buf)
+		}
+	default:
 		w.WriteHeader(status)
 		_ = json.NewEncoder(w).Encode(v) // the client went away; nothing to do
-		return
 	}
-	buf := answerBufs.Get().(*[]byte)
-	b := append(a.appendJSON((*buf)[:0]), '\n')
+}
+
+// writeBody writes the status and b, saying its length where net/http
+// would not.
+func writeBody(w http.ResponseWriter, h http.Header, status int, b []byte) {
 	if len(b) > netHTTPBuffered {
 		h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // the client went away; nothing to do
-	if cap(b) <= maxPooledAnswer {
-		*buf = b
-		answerBufs.Put(buf)
-	}
 }
 
 // errorBody is the JSON envelope of every error.

@@ -87,7 +87,7 @@ func TestKeptListings(t *testing.T) {
 	version := e.version(t, e.admin, "admin")
 	kept, ok := e.h.listings.Get(version)
 	require.True(t, ok)
-	e.h.listings.Put(version, keptListing{stamp: kept.stamp, answer: encodedJSON(`{"tokens":"kept"}`)})
+	e.h.listings.Put(version, keptListing{stamp: kept.stamp, answer: encodedJSON("{\"tokens\":\"kept\"}\n")})
 	code, body := e.do(t, "GET", "/v1/users/ADMIN/tokens", e.admin, "")
 	assert.Equal(t, http.StatusOK, code)
 	assert.Equal(t, `{"tokens":"kept"}`+"\n", body)
@@ -283,7 +283,7 @@ func TestKeptListingForgottenMeanwhile(t *testing.T) {
 	store.forget = func(v uint64) {
 		kept, _ := e.h.listings.Get(v)
 		kept.stamp.From = kept.stamp.From.Add(-time.Second)
-		kept.answer = encodedJSON(`{"tokens":"other"}`)
+		kept.answer = encodedJSON("{\"tokens\":\"other\"}\n")
 		e.h.listings.Put(v, kept)
 	}
 	assert.Equal(t, fresh, e.list(t, e.admin, "admin"), "replaced")

@@ -64,7 +64,7 @@ func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, token strin
 	case l.Stamp.Version == 0:
 		return tokenList(l.Tokens), nil
 	}
-	body := tokenList(l.Tokens).appendJSON(nil)
+	body := append(tokenList(l.Tokens).appendJSON(nil), '\n')
 	var answer any = encodedJSON(body)
 	if len(body) <= maxKeptListing {
 		h.listings.Put(l.Stamp.Version, keptListing{stamp: l.Stamp, answer: answer})

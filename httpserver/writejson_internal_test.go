@@ -22,7 +22,7 @@ func TestWriteJSONSendsContentLength(t *testing.T) {
 	}))
 	defer srv.Close()
 	for _, n := range []int{1, netHTTPBuffered - 2, netHTTPBuffered - 1, netHTTPBuffered, netHTTPBuffered + 1, 5 * netHTTPBuffered} {
-		body = bytes.Repeat([]byte("x"), n) // with writeJSON's newline, n+1 bytes
+		body = append(bytes.Repeat([]byte("x"), n), '\n') // n+1 bytes, as encodedJSON ends
 		resp, err := srv.Client().Get(srv.URL)
 		require.NoError(t, err)
 		got, err := io.ReadAll(resp.Body)
