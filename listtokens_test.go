@@ -230,6 +230,44 @@ func TestAuthenticateListingUnversioned(t *testing.T) {
 	assert.Empty(t, k.asked)
 }
 
+// nilListStore is a store that does not version token records and reads
+// an empty listing as nil Tokens, as a store may.
+type nilListStore struct{ readerStore }
+
+func (r *nilListStore) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time, skip func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
+	cred, ut, err := r.readerStore.CredentialTokens(ctx, d, folded, liveAt, skip)
+	if len(ut.Tokens) == 0 {
+		ut.Tokens = nil
+	}
+	return cred, ut, err
+}
+
+// A call remembers nothing of the calls before it, on any Service: here a
+// kept listing's stamp, then a listing of no tokens on a store without
+// versions, where a stamp left over would read as Known.
+func TestAuthenticateListingForgetsEarlierCalls(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, orgadmin.Config{})
+	k := &keeper{stamps: map[uint64]orgadmin.ListingStamp{}}
+	k.list(t, e.svc, e.adminToken, "admin")
+	require.True(t, k.list(t, e.svc, e.adminToken, "admin").Known)
+
+	other := orgadmin.New(&nilListStore{readerStore{Store: memstore.New()}}, orgadmin.Config{})
+	token, err := other.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := other.Authenticate(ctx, token)
+	require.NoError(t, err)
+	_, err = other.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+	for range 3 {
+		k.list(t, e.svc, e.adminToken, "admin") // a probe with a kept stamp, back in the pool
+		_, l, err := other.AuthenticateListing(ctx, token, "robot", k.known)
+		require.NoError(t, err)
+		assert.False(t, l.Known, "a stamp of an earlier call")
+		assert.Empty(t, l.Tokens)
+	}
+}
+
 // BenchmarkAuthenticateListing lists the Admin's ten tokens on the memory
 // store: afresh, and kept (as the HTTP handler keeps them).
 func BenchmarkAuthenticateListing(b *testing.B) {

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/orgadmin/orgadmin/storage"
@@ -233,17 +234,17 @@ func (s *Service) AuthenticateListing(ctx context.Context, token, username strin
 	now := s.now()
 	var kept ListingStamp
 	var skip func(uint64) bool
+	var p *listingProbe
 	if known != nil {
-		skip = func(v uint64) bool {
-			st, ok := known(v)
-			if ok && st.holds(v, now) {
-				kept = st
-				return true
-			}
-			return false
-		}
+		p = listingProbes.Get().(*listingProbe)
+		p.known, p.now, p.kept = known, now, ListingStamp{}
+		skip = p.skip
 	}
 	cred, ut, err := r.CredentialTokens(ctx, digestOf(token), folded, now, skip)
+	if p != nil {
+		kept = p.kept
+		p.release()
+	}
 	c, err := s.callerOfCredential(cred, err, now)
 	if err != nil {
 		return Caller{}, Listing{}, err
@@ -263,6 +264,39 @@ func (s *Service) AuthenticateListing(ctx context.Context, token, username strin
 		l.Stamp = ListingStamp{Version: ut.Version, From: now, Until: firstExpiry(l.Tokens)}
 	}
 	return c, l, nil
+}
+
+// listingProbe is the skip function AuthenticateListing hands the store:
+// it asks known for the stamp of the listing kept under the version the
+// store read, and keeps it when it holds at now. Probes are pooled, each
+// with its skip made once, so that a listing allocates no closure: the
+// store calls skip during CredentialTokens only (storage contract).
+type listingProbe struct {
+	known func(version uint64) (ListingStamp, bool)
+	now   time.Time
+	kept  ListingStamp
+	skip  func(version uint64) bool // p.check
+}
+
+var listingProbes = sync.Pool{New: func() any {
+	p := new(listingProbe)
+	p.skip = p.check
+	return p
+}}
+
+func (p *listingProbe) check(v uint64) bool {
+	st, ok := p.known(v)
+	if ok && st.holds(v, p.now) {
+		p.kept = st
+		return true
+	}
+	return false
+}
+
+// release forgets what p was given and puts it back in the pool.
+func (p *listingProbe) release() {
+	*p = listingProbe{skip: p.skip}
+	listingProbes.Put(p)
 }
 
 // firstExpiry returns the earliest ExpireAt of ts, zero when none expires.

@@ -144,7 +144,8 @@ type CredentialTokensReader interface {
 	// reported by Found, not by an error.
 	//
 	// A store that versions token records reports the user's Version. When
-	// skip is not nil, the store calls it with that Version; when it
+	// skip is not nil, the store calls it with that Version, once, before
+	// it returns (and never after: the caller may use skip again); when it
 	// returns true, the store leaves Tokens nil, and may spare the work of
 	// making them. A store that reports Version 0 never calls skip.
 	CredentialTokens(ctx context.Context, digest Digest, folded string, liveAt time.Time, skip func(version uint64) bool) (Credential, UserTokens, error)
