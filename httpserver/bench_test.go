@@ -19,9 +19,11 @@ import (
 )
 
 // BenchmarkListTokensHTTP serves authenticated GET /v1/users/{u}/tokens
-// through the Handler (ten tokens, as the load harness lists), beside a bare handler that does the least the same
-// answer needs (parse the bearer, hash it, one map lookup, write the same
-// body), so the Handler's overhead reads as the ratio of the two.
+// through the Handler (ten tokens, as the load harness lists), beside a
+// bare handler that does the least the same answer needs (parse the
+// bearer, hash it, one map lookup, write the same body), so the Handler's
+// overhead reads as the difference of the two. Both write to a
+// ResponseWriter that keeps nothing, so that neither pays for a recorder.
 func BenchmarkListTokensHTTP(b *testing.B) {
 	svc, admin, token, h := benchHandler(b)
 	// Ten tokens, as the load harness lists.
@@ -47,11 +49,8 @@ func BenchmarkListTokensHTTP(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
-				w := httptest.NewRecorder()
-				bc.h.ServeHTTP(w, req)
-				if w.Code != 200 {
-					b.Fatal(w.Code)
-				}
+				// A new header map for every answer, as net/http makes.
+				bc.h.ServeHTTP(discardWriter{header: http.Header{}}, req)
 			}
 		})
 	}
