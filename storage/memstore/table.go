@@ -1,5 +1,7 @@
 package memstore
 
+import "math"
+
 // ref names a record of a table: its slot. 0 names none.
 type ref uint32
 
@@ -20,7 +22,7 @@ const (
 type table[T any] struct {
 	chunks [][]T
 	free   []ref
-	n      int // slots given out so far, slot 0 included
+	next   ref // the next slot never given out; 0 before the first add
 }
 
 // add returns the slot of a new zero record.
@@ -30,14 +32,14 @@ func (t *table[T]) add() ref {
 		t.free = t.free[:n-1]
 		return r
 	}
-	if t.n == 0 {
-		t.n = 1 // slot 0 names none
+	if t.next == 0 {
+		t.next = 1 // slot 0 names none
 		t.chunks = [][]T{make([]T, 1, 16)}
 	}
-	if t.n >= 1<<32 {
-		panic("memstore: more than 2^32 records of one kind")
+	if t.next == math.MaxUint32 {
+		panic("memstore: no slot left in a table (2^32 records of one kind)")
 	}
-	r := ref(t.n) // #nosec G115 -- bounded just above
+	r := t.next
 	last := len(t.chunks) - 1
 	if len(t.chunks[last]) == tableChunkLen {
 		t.chunks = append(t.chunks, make([]T, 0, 16))
@@ -50,7 +52,7 @@ func (t *table[T]) add() ref {
 		c = grown
 	}
 	t.chunks[last] = c[:len(c)+1]
-	t.n++
+	t.next++
 	return r
 }
 
@@ -68,5 +70,9 @@ func (t *table[T]) remove(r ref) {
 
 // live returns the number of records.
 func (t *table[T]) live() int {
-	return max(t.n-1, 0) - len(t.free)
+	n := -len(t.free)
+	for _, c := range t.chunks {
+		n += len(c)
+	}
+	return max(n-1, 0) // slot 0
 }

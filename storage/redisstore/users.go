@@ -121,7 +121,7 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 	}
 	// No sorted set holds 2^53 members: a larger offset is past the end
 	// anyway, and clamping it keeps the ranks exact integers.
-	first := min(q.Offset, 1<<53)
+	first := int(min(int64(q.Offset), 1<<53))
 	v, err := s.run(ctx, listUsersScript, org, index, q.After,
 		strconv.Itoa(first), strconv.Itoa(first+q.Limit), strconv.Itoa(q.Limit+1)).Slice()
 	if err != nil {
