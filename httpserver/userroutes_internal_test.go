@@ -53,10 +53,11 @@ var (
 // ServeMux finds the same one, with the same username.
 func TestUserRoutesAgreeWithMux(t *testing.T) {
 	h := New(orgadmin.New(memstore.New(), orgadmin.Config{}), Config{})
+	ref := newRefMux(h)
 	found := map[string]bool{}
 	for _, m := range userRouteMethods {
 		for _, p := range userRoutePaths {
-			if checkUserRoute(t, h, m, p) {
+			if checkUserRoute(t, h, ref, m, p) {
 				found[m+" "+p] = true
 			}
 		}
@@ -78,16 +79,34 @@ func FuzzUserRoutes(f *testing.F) {
 		f.Add(m, userRoutePaths[i])
 	}
 	h := New(orgadmin.New(memstore.New(), orgadmin.Config{}), Config{})
+	ref := newRefMux(h)
 	f.Fuzz(func(t *testing.T, method, target string) {
-		checkUserRoute(t, h, method, target)
+		checkUserRoute(t, h, ref, method, target)
 	})
 }
 
+// refMux is a ServeMux of h's route table whose handlers note the pattern
+// and username they are called with.
+type refMux struct {
+	mux            *http.ServeMux
+	pattern, value string
+}
+
+func newRefMux(h *Handler) *refMux {
+	m := &refMux{mux: http.NewServeMux()}
+	for _, rt := range h.routes() {
+		m.mux.HandleFunc(rt.pattern, func(_ http.ResponseWriter, r *http.Request) {
+			m.pattern, m.value = r.Pattern, r.PathValue("username")
+		})
+	}
+	return m
+}
+
 // checkUserRoute checks that where h.userRoute finds a route for the
-// request, as net/http's server reads it, a ServeMux of the route table
+// request, as net/http's server reads it, the ServeMux of the route table
 // finds the same pattern, without redirecting, and the same username; it
 // reports whether it found one.
-func checkUserRoute(t *testing.T, h *Handler, method, target string) bool {
+func checkUserRoute(t *testing.T, h *Handler, ref *refMux, method, target string) bool {
 	t.Helper()
 	read := func() *http.Request {
 		r, err := http.ReadRequest(bufio.NewReader(strings.NewReader(method + " " + target + " HTTP/1.1\r\nHost: x\r\n\r\n")))
@@ -104,16 +123,10 @@ func checkUserRoute(t *testing.T, h *Handler, method, target string) bool {
 	if ur == nil {
 		return false
 	}
-	var pattern, value string
-	mux := http.NewServeMux()
-	for _, rt := range h.routes() {
-		mux.HandleFunc(rt.pattern, func(_ http.ResponseWriter, r *http.Request) {
-			pattern, value = r.Pattern, r.PathValue("username")
-		})
-	}
+	ref.pattern, ref.value = "", ""
 	w := httptest.NewRecorder()
-	mux.ServeHTTP(w, read())
-	require.Equal(t, ur.pattern, pattern, "%s %s: the ServeMux answered %d", method, target, w.Code)
-	require.Equal(t, value, username, "%s %s", method, target)
+	ref.mux.ServeHTTP(w, read())
+	require.Equal(t, ur.pattern, ref.pattern, "%s %s: the ServeMux answered %d", method, target, w.Code)
+	require.Equal(t, ref.value, username, "%s %s", method, target)
 	return true
 }
