@@ -48,8 +48,8 @@ type Store struct {
 	// nil, few: a role holds most of what users may do.
 	privileges map[ref][]string
 
-	sessions     map[storage.Digest]*sessionEntry
-	userSessions map[ref][]*sessionEntry // sessions by user
+	sessions     map[storage.Digest]*storage.EmbedSession
+	userSessions map[ref][]*storage.EmbedSession // sessions by user
 	feedback     map[string]storage.Feedback
 	fbOrder      []string // feedback ids, oldest first
 
@@ -76,11 +76,6 @@ type org struct {
 	dives     map[string]storage.Dive
 }
 
-type sessionEntry struct {
-	s    storage.EmbedSession
-	user ref
-}
-
 // New returns an empty Store.
 func New() *Store {
 	s := &Store{
@@ -88,8 +83,8 @@ func New() *Store {
 		orgs:         make(map[string]*org),
 		digests:      make(map[storage.Digest]ref),
 		privileges:   make(map[ref][]string),
-		sessions:     make(map[storage.Digest]*sessionEntry),
-		userSessions: make(map[ref][]*sessionEntry),
+		sessions:     make(map[storage.Digest]*storage.EmbedSession),
+		userSessions: make(map[ref][]*storage.EmbedSession),
 		feedback:     make(map[string]storage.Feedback),
 	}
 	s.tokenIDs = newStrIndex(s.seed)
@@ -267,7 +262,7 @@ func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.Use
 		t = next
 	}
 	for _, se := range s.userSessions[r] {
-		delete(s.sessions, se.s.Digest)
+		delete(s.sessions, se.Digest)
 	}
 	delete(s.userSessions, r)
 	delete(o.ducklings, r)
@@ -627,14 +622,15 @@ func (s *Store) CreateEmbedSession(_ context.Context, es storage.EmbedSession) e
 	mine := s.userSessions[ur]
 	kept := mine[:0]
 	for _, se := range mine {
-		if se.s.ExpiresAt.After(es.CreatedAt) {
+		if se.ExpiresAt.After(es.CreatedAt) {
 			kept = append(kept, se)
 		} else {
-			delete(s.sessions, se.s.Digest)
+			delete(s.sessions, se.Digest)
 		}
 	}
 	clear(mine[len(kept):])
-	se := &sessionEntry{s: cloneSession(es), user: ur}
+	se := new(storage.EmbedSession)
+	*se = cloneSession(es)
 	s.userSessions[ur] = append(kept, se)
 	s.sessions[es.Digest] = se
 	return nil
@@ -648,7 +644,7 @@ func (s *Store) EmbedSessionByDigest(_ context.Context, d storage.Digest) (stora
 	if !ok {
 		return storage.EmbedSession{}, storage.ErrNotFound
 	}
-	return cloneSession(se.s), nil
+	return cloneSession(*se), nil
 }
 
 // AddFeedback implements storage.Store.

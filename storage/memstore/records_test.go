@@ -215,6 +215,18 @@ func TestTokenListsMatchModel(t *testing.T) {
 	}
 }
 
+// live returns the number of records of t.
+func (t *table[T]) live() int {
+	n := -len(t.free)
+	for _, c := range t.chunks {
+		n += len(c)
+	}
+	return max(n-1, 0) // slot 0
+}
+
+// len returns the number of keys x indexes.
+func (x *strIndex) len() int { return len(x.byHash) + len(x.clash) }
+
 func tokenIDsOf(ts []storage.Token) []string {
 	out := make([]string, len(ts))
 	for i, x := range ts {

@@ -63,6 +63,3 @@ func (x *strIndex) remove(key string, keyOf func(ref) string) {
 		}
 	}
 }
-
-// len returns the number of keys indexed.
-func (x *strIndex) len() int { return len(x.byHash) + len(x.clash) }

@@ -67,12 +67,3 @@ func (t *table[T]) remove(r ref) {
 	*t.at(r) = zero
 	t.free = append(t.free, r)
 }
-
-// live returns the number of records.
-func (t *table[T]) live() int {
-	n := -len(t.free)
-	for _, c := range t.chunks {
-		n += len(c)
-	}
-	return max(n-1, 0) // slot 0
-}
