@@ -234,3 +234,48 @@ func tokenIDsOf(ts []storage.Token) []string {
 	}
 	return out
 }
+
+// Without a limit, every 1 024th token of a user drops that user's tokens
+// that are no longer live, and none that is.
+func TestUnlimitedCreationDropsExpiredNowAndThen(t *testing.T) {
+	ctx := context.Background()
+	s := New()
+	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+	require := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	require(s.CreateOrg(ctx, storage.Org{ID: "o"}))
+	require(s.CreateUser(ctx, storage.User{ID: "u", Org: "o", Username: "u", FoldedUsername: "u"}))
+	create := func(i int, expires time.Time) storage.Token {
+		tok := storage.Token{ID: fmt.Sprintf("t%04d", i), Org: "o", UserID: "u", Digest: sha256.Sum256(fmt.Append(nil, i)),
+			Type: "read_write", CreatedAt: t0.Add(time.Duration(i) * time.Second), ExpiresAt: expires}
+		require(s.CreateToken(ctx, tok, storage.TokenLimit{LiveAt: t0.Add(time.Hour)}))
+		return tok
+	}
+	var live []string
+	for i := range 1023 { // even ones expired by t0 + 1h, odd ones never
+		if i%2 == 0 {
+			create(i, t0.Add(time.Minute))
+		} else {
+			live = append(live, create(i, time.Time{}).ID)
+		}
+	}
+	all := func() []string {
+		ts, err := s.ListTokens(ctx, "o", "u", t0) // before any expiry: every token kept
+		require(err)
+		return tokenIDsOf(ts)
+	}
+	if n := len(all()); n != 1023 {
+		t.Fatalf("%d tokens kept before the 1 024th, want 1023", n)
+	}
+	live = append(live, create(1023, time.Time{}).ID)
+	if got := all(); !slices.Equal(got, live) {
+		t.Fatalf("after the 1 024th: %d tokens kept, want the %d live ones", len(got), len(live))
+	}
+	if _, err := s.TokenByDigest(ctx, sha256.Sum256(fmt.Append(nil, 0))); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("a dropped token still found: %v", err)
+	}
+}
