@@ -4,7 +4,7 @@
 //
 // From the repository root:
 //
-//	go run ./bench/loadharness [-duration 5s] [-repeats 3] [-stores memory,redis,mongodb] [-prism]
+//	go run ./bench/loadharness [-duration 5s] [-repeats 3] [-stores memory,redis,mongodb] [-prism] [-before REV]
 //
 // or scripts/loadharness.sh, which starts Redis and FerretDB first. It
 // builds examples/server and starts it once per store, as a process of its
@@ -29,6 +29,17 @@
 // store is found at $ORGADMIN_REDIS_ADDR (-redis) and MongoDB at
 // $ORGADMIN_MONGO_URI (-mongo); a store whose address is unset is skipped
 // and the table says so.
+//
+// With -before REV (a commit, a tag, HEAD~3) it also measures
+// examples/server as it is at that revision beside the working tree's, in
+// the same run: it extracts the revision with git archive into its work
+// directory, builds it there, and runs it on every store as the target
+// <store>@before, with the same seed, pinning and fresh starts, on a store
+// of its own (Redis database -redis-db minus 1, MongoDB databases of its
+// own). Each store and its @before run one right after the other in every
+// repeat, each first in turn, and a second table, after ÷ before, gives
+// the working tree's req/s and cpu/req over the before build's, taken
+// within each repeat, and both builds' ratios to their baseline.
 package main
 
 import (
@@ -87,6 +98,7 @@ type settings struct {
 	cpuProfile, profileStore  string
 	keep                      bool
 	startLimit                time.Duration
+	before                    string // a git revision, or ""
 }
 
 func parseFlags(args []string, stderr io.Writer) (settings, error) {
@@ -108,7 +120,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&o.wrkCPU, "wrk-cpu", "0", "CPU list wrk is pinned to (taskset -c); empty with -server-cpu empty: no pinning")
 	fs.StringVar(&o.serverCPU, "server-cpu", "1", "CPU list every server is pinned to")
 	fs.StringVar(&o.redisAddr, "redis", os.Getenv("ORGADMIN_REDIS_ADDR"), "Redis server HOST:PORT (default $ORGADMIN_REDIS_ADDR); empty skips the Redis targets")
-	fs.IntVar(&o.redisDB, "redis-db", 15, "Redis database to use; it must be empty, and is emptied again at the end")
+	fs.IntVar(&o.redisDB, "redis-db", 15, "Redis database to use; it must be empty, and is emptied again at the end. -before's store uses the one below it (1 when this is 0) under the same rules")
 	fs.StringVar(&o.mongoURI, "mongo", os.Getenv("ORGADMIN_MONGO_URI"), "MongoDB URI mongodb://HOST:PORT/ (default $ORGADMIN_MONGO_URI); empty skips MongoDB. Each start uses a new database, dropped at the end")
 	fs.StringVar(&o.svg, "svg", "", "write the chart of throughput to this SVG file")
 	fs.StringVar(&o.markdown, "markdown", "", "rewrite the "+sectionBegin+" section of this Markdown file (BENCHMARKS.md) with the figures")
@@ -116,6 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&o.profileStore, "profile-store", "memory", "the store whose server -cpuprofile profiles")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work files (server logs, seeds, wrk scripts) instead of removing them")
 	fs.DurationVar(&o.startLimit, "start-timeout", 5*time.Minute, "how long a server may take to load its seed and listen")
+	fs.StringVar(&o.before, "before", "", "a git revision (commit, tag, HEAD~3) whose examples/server to measure beside the working tree's: every store runs it too, as <store>@before on a store of its own, right next to <store> in every repeat, and a second table gives after ÷ before (empty: off)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -146,6 +159,9 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 		return o, errors.New("-threads at least 1 and -connections at least -threads")
 	case o.users < 1 || o.mongoUsers < 1 || o.tokens < 1:
 		return o, errors.New("-users, -mongo-users and -tokens: at least 1")
+	case strings.HasPrefix(o.before, "-"):
+		// git would read it as an option.
+		return o, fmt.Errorf("-before: %q is not a revision", o.before)
 	}
 	return o, nil
 }
@@ -171,14 +187,18 @@ type harness struct {
 	serverCPU string
 	pinning   string // how the runs share the CPUs, for the report
 
+	beforeBin    string // the -before build of the server, or ""
+	beforeCommit string // the commit -before names
+
 	listBody  []byte // the list-tokens answer the baselines write
 	listToken string // the token they accept
 	redisKey  string
 
-	redis    *redis.Client
-	mongo    *mongo.Client
-	mongoDBs []string
-	dbPIDs   []int // the database processes, whose backlog each run waits out
+	redis       *redis.Client // -redis-db: the Redis store's and the Redis baseline's
+	redisBefore *redis.Client // the Redis store's of the -before build
+	mongo       *mongo.Client
+	mongoDBs    []string
+	dbPIDs      []int // the database processes, whose backlog each run waits out
 
 	targets []*target
 	wrk     *wrkRunner
@@ -204,6 +224,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	h := &harness{opt: opt, workloads: opt.workloads, runID: hex.EncodeToString(idb[:])}
 	if h.dbPIDs, err = databasePIDs(); err != nil {
 		return err
+	}
+	if opt.before != "" {
+		if h.beforeCommit, err = resolveCommit(ctx, opt.before); err != nil {
+			return fmt.Errorf("-before %s: %w", opt.before, err)
+		}
 	}
 	h.redisKey = "loadharness:" + h.runID + ":"
 	h.wrk = &wrkRunner{Threads: opt.threads, Connections: opt.connections, Timeout: opt.timeout}
@@ -232,9 +257,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	logf("loadharness: %s; work files in %s", h.pinning, h.dir)
 	h.serverBin = filepath.Join(h.dir, "orgadmin-server")
 	logf("building examples/server")
-	build := exec.CommandContext(ctx, "go", "build", "-o", h.serverBin, "./examples/server") // #nosec G204 -- into the harness's own work directory
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./examples/server: %w\n%s", err, out)
+	if err := buildServer(ctx, "", h.serverBin); err != nil {
+		return err
+	}
+	if opt.before != "" {
+		logf("building examples/server of %s (%s)", opt.before, h.beforeCommit)
+		src := filepath.Join(h.dir, "before-src")
+		if err := extractTree(ctx, h.beforeCommit, src); err != nil {
+			return fmt.Errorf("-before %s: %w", opt.before, err)
+		}
+		h.beforeBin = filepath.Join(h.dir, "orgadmin-server-before")
+		if err := buildServer(ctx, src, h.beforeBin); err != nil {
+			return fmt.Errorf("-before %s: %w", opt.before, err)
+		}
 	}
 	if err := h.startTargets(ctx, logf); err != nil {
 		return err
@@ -245,10 +280,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	h.notes = append(h.notes, h.fails.notes()...)
 	rows := h.res.rows(h.targets, h.workloads)
 	goals := h.res.goals(rows)
-	fmt.Fprintf(stdout, "\n%d× %s per target and workload, wrk -t%d -c%d; medians; %s; load average %s at the start, %s now\n\n",
-		opt.repeats, wrkSeconds(opt.duration), opt.threads, opt.connections, h.pinning, h.load, loadAverage())
+	before := ""
+	if opt.before != "" {
+		before = "; " + h.beforeNote()
+	}
+	fmt.Fprintf(stdout, "\n%d× %s per target and workload, wrk -t%d -c%d; medians; %s; load average %s at the start, %s now%s\n\n",
+		opt.repeats, wrkSeconds(opt.duration), opt.threads, opt.connections, h.pinning, h.load, loadAverage(), before)
 	if err := writeTable(stdout, rows, goals); err != nil {
 		return err
+	}
+	if opt.before != "" {
+		fmt.Fprintf(stdout, "\n%s\n\n", changesTitle)
+		if err := writeChanges(stdout, h.res.changes(rows)); err != nil {
+			return err
+		}
 	}
 	for _, n := range h.notes {
 		fmt.Fprintln(stdout, "note:", n)
@@ -274,50 +319,62 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // startTargets starts every store's server, then the baselines (which
-// answer the body the first server answered), then Prism.
+// answer the body the first server answered: the working tree's build,
+// which starts before its @before), then Prism.
 func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) error {
 	if h.opt.redisAddr != "" {
-		if err := h.openRedis(ctx); err != nil {
+		var err error
+		if h.redis, err = h.openRedis(ctx, h.opt.redisDB); err != nil {
 			return err
 		}
 	}
 	for _, s := range h.opt.stores {
-		var t *target
-		switch s {
-		case "memory":
-			t = h.storeTarget("memory", func(int) string { return "memory" })
-		case "redis":
-			t = h.storeTarget("redis", func(int) string { return fmt.Sprintf("redis://%s/%d", h.opt.redisAddr, h.opt.redisDB) })
-			if h.opt.redisAddr == "" {
-				t.Skip = "no Redis: set ORGADMIN_REDIS_ADDR or -redis (scripts/loadharness.sh starts one)"
+		for _, b := range h.builds() {
+			name := s + b.suffix
+			var t *target
+			switch s {
+			case "memory":
+				t = h.storeTarget(name, b.bin, func(int) string { return "memory" })
+			case "redis":
+				t = h.storeTarget(name, b.bin, func(int) string { return fmt.Sprintf("redis://%s/%d", h.opt.redisAddr, b.redisDB) })
+				if h.opt.redisAddr == "" {
+					t.Skip = "no Redis: set ORGADMIN_REDIS_ADDR or -redis (scripts/loadharness.sh starts one)"
+				} else if b.suffix == beforeSuffix {
+					var err error
+					if h.redisBefore, err = h.openRedis(ctx, b.redisDB); err != nil {
+						return fmt.Errorf("%s: %w", name, err)
+					}
+				}
+			case "mongodb":
+				t = h.storeTarget(name, b.bin, h.mongoStoreURI(b.mongoDB))
+				t.users = h.opt.mongoUsers
+				if t.users != h.opt.users && b.suffix == "" {
+					h.notes = append(h.notes, fmt.Sprintf("the MongoDB store holds %d service accounts (-mongo-users), the others %d (-users)", t.users, h.opt.users))
+				}
+				if h.opt.mongoURI == "" {
+					t.Skip = "no MongoDB: set ORGADMIN_MONGO_URI or -mongo (scripts/loadharness.sh starts FerretDB)"
+				} else if h.mongo == nil {
+					if err := h.openMongo(ctx); err != nil {
+						return err
+					}
+				}
 			}
-		case "mongodb":
-			t = h.storeTarget("mongodb", h.mongoStoreURI)
-			t.users = h.opt.mongoUsers
-			if t.users != h.opt.users {
-				h.notes = append(h.notes, fmt.Sprintf("the MongoDB store holds %d service accounts (-mongo-users), the others %d (-users)", t.users, h.opt.users))
+			if name == h.opt.profileStore && h.opt.cpuProfile != "" {
+				addr, err := freeAddr()
+				if err != nil {
+					return err
+				}
+				t.pprof = addr
 			}
-			if h.opt.mongoURI == "" {
-				t.Skip = "no MongoDB: set ORGADMIN_MONGO_URI or -mongo (scripts/loadharness.sh starts FerretDB)"
-			} else if err := h.openMongo(ctx); err != nil {
+			h.targets = append(h.targets, t)
+			if t.Skip != "" {
+				logf("%s: skipped: %s", t.Name, t.Skip)
+				continue
+			}
+			logf("%s: starting the server with %d service accounts", t.Name, t.users)
+			if err := h.startStore(ctx, t, 1, logf); err != nil {
 				return err
 			}
-		}
-		if s == h.opt.profileStore && h.opt.cpuProfile != "" {
-			addr, err := freeAddr()
-			if err != nil {
-				return err
-			}
-			t.pprof = addr
-		}
-		h.targets = append(h.targets, t)
-		if t.Skip != "" {
-			logf("%s: skipped: %s", t.Name, t.Skip)
-			continue
-		}
-		logf("%s: starting the server with %d service accounts", t.Name, t.users)
-		if err := h.startStore(ctx, t, 1, logf); err != nil {
-			return err
 		}
 	}
 	if h.listBody == nil {
@@ -399,7 +456,9 @@ type step struct {
 // collector marks them all, which took its list-tokens from 0.80x to 0.74x
 // the bare baseline, measured side by side. So the run after token
 // creation on a store starts it afresh; token creation itself then always
-// starts on a fresh store, and never reaches the per-user token limit.
+// starts on a fresh store, and never reaches the per-user token limit. A
+// <store>@before target has a store of its own, and follows the rule by
+// itself.
 func schedule(targets []*target, workloads []string, repeats int, warmup bool) []step {
 	grown := map[*target]bool{}
 	var steps []step
@@ -419,9 +478,10 @@ func schedule(targets []*target, workloads []string, repeats int, warmup bool) [
 
 // runOrder returns the targets that serve workload w in the order they run
 // in round. A store whose baseline (baselineOf) also serves w runs next to
-// it, so that the ratio of a repeat compares runs made one after the
-// other: the speed of this shared machine drifts within seconds. Such a
-// group, and every other target, is a unit; the units rotate from round
+// it, and a <store>@before next to its <store> (which comes just before it
+// in targets), so that the ratio of a repeat compares runs made one after
+// the other: the speed of this shared machine drifts within seconds. Such
+// a group, and every other target, is a unit; the units rotate from round
 // to round, and every other round each unit runs in reverse, so that
 // neither side of a ratio always runs first.
 func runOrder(targets []*target, w string, round int) []*target {
@@ -435,7 +495,11 @@ func runOrder(targets []*target, w string, round int) []*target {
 		if !t.serves(w) {
 			continue
 		}
-		if i, ok := unitOf[baselineOf(t, w, have)]; ok && t.Kind == kindStore {
+		i, ok := unitOf[baselineOf(t, w, have)]
+		if !ok {
+			i, ok = unitOf[storeOf(t.Name)]
+		}
+		if ok && t.Kind == kindStore {
 			units[i] = append(units[i], t)
 			continue
 		}
@@ -605,18 +669,20 @@ func (h *harness) profile(ctx context.Context, stdout io.Writer, logf func(strin
 	return nil
 }
 
-func (h *harness) openRedis(ctx context.Context) error {
-	h.redis = redis.NewClient(&redis.Options{Addr: h.opt.redisAddr, DB: h.opt.redisDB})
-	n, err := h.redis.DBSize(ctx).Result()
+// openRedis connects to database db of -redis, which must be empty: the
+// harness empties it at the end.
+func (h *harness) openRedis(ctx context.Context, db int) (*redis.Client, error) {
+	c := redis.NewClient(&redis.Options{Addr: h.opt.redisAddr, DB: db})
+	n, err := c.DBSize(ctx).Result()
 	if err != nil {
-		return fmt.Errorf("redis %s: %w", h.opt.redisAddr, err)
+		_ = c.Close()
+		return nil, fmt.Errorf("redis %s: %w", h.opt.redisAddr, err)
 	}
 	if n != 0 {
-		_ = h.redis.Close()
-		h.redis = nil
-		return fmt.Errorf("redis %s: database %d holds %d keys; the harness empties its database at the end, so give it an empty one with -redis-db", h.opt.redisAddr, h.opt.redisDB, n)
+		_ = c.Close()
+		return nil, fmt.Errorf("redis %s: database %d holds %d keys; the harness empties its databases at the end, so give it empty ones (see -redis-db)", h.opt.redisAddr, db, n)
 	}
-	return nil
+	return c, nil
 }
 
 func (h *harness) openMongo(ctx context.Context) error {
@@ -628,11 +694,14 @@ func (h *harness) openMongo(ctx context.Context) error {
 	return c.Ping(ctx, nil)
 }
 
-// mongoStoreURI returns -mongo with the database of generation gen.
-func (h *harness) mongoStoreURI(gen int) string {
-	db := fmt.Sprintf("loadharness_%s_%d", h.runID, gen)
-	h.mongoDBs = append(h.mongoDBs, db)
-	return withDatabase(h.opt.mongoURI, db)
+// mongoStoreURI returns the function giving -mongo with the database of
+// each generation, named prefix_gen.
+func (h *harness) mongoStoreURI(prefix string) func(gen int) string {
+	return func(gen int) string {
+		db := fmt.Sprintf("%s_%d", prefix, gen)
+		h.mongoDBs = append(h.mongoDBs, db)
+		return withDatabase(h.opt.mongoURI, db)
+	}
 }
 
 // withDatabase returns the MongoDB URI uri naming database db instead of
@@ -648,19 +717,22 @@ func withDatabase(uri, db string) string {
 	return out
 }
 
-// cleanup stops every process, empties the Redis database, drops the
-// MongoDB databases and removes the work files.
+// cleanup stops every process, empties the Redis databases, drops the
+// MongoDB databases and removes the work files (the -before tree too).
 func (h *harness) cleanup(stderr io.Writer) {
 	for _, t := range h.targets {
 		t.proc.stop()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if h.redis != nil {
-		if err := h.redis.FlushDB(ctx).Err(); err != nil {
-			fmt.Fprintln(stderr, "loadharness: emptying the Redis database:", err)
+	for _, c := range []*redis.Client{h.redis, h.redisBefore} {
+		if c == nil {
+			continue
 		}
-		_ = h.redis.Close()
+		if err := c.FlushDB(ctx).Err(); err != nil {
+			fmt.Fprintf(stderr, "loadharness: emptying Redis database %d: %v\n", c.Options().DB, err)
+		}
+		_ = c.Close()
 	}
 	if h.mongo != nil {
 		for _, db := range h.mongoDBs {
@@ -732,7 +804,15 @@ func (h *harness) machine(ctx context.Context) []string {
 			out = append(out, "Prism "+prismVersion+" (npm @stoplight/prism-cli, node "+nodeVersion(ctx)+")")
 		}
 	}
+	if h.opt.before != "" {
+		out = append(out, h.beforeNote())
+	}
 	return out
+}
+
+// beforeNote says what the @before targets run.
+func (h *harness) beforeNote() string {
+	return fmt.Sprintf("the %s targets: examples/server of -before %s, commit %s; the others: of the working tree", beforeSuffix, h.opt.before, h.beforeCommit)
 }
 
 // loadAverage returns the one-minute load average, or "".
@@ -791,6 +871,9 @@ func (h *harness) writeMarkdown(ctx context.Context, rows []row, goals []goal, a
 		fmt.Fprintf(&b, "- `%s`: %s\n", w, workloadTitles[w])
 	}
 	b.WriteString("\n" + markdownTables(rows, goals))
+	if h.opt.before != "" {
+		fmt.Fprintf(&b, "\n%s\n\n%s", changesTitle, markdownChanges(h.res.changes(rows)))
+	}
 	for _, n := range h.notes {
 		b.WriteString("\nNote: " + n + "\n")
 	}

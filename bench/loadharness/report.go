@@ -63,13 +63,13 @@ type row struct {
 }
 
 // baselineOf names the row a target's workload is compared with: the bare
-// baseline, except for the Redis store's list-tokens, compared with the
-// baseline that makes one Redis GET.
+// baseline, except for the Redis store's list-tokens (of either build),
+// compared with the baseline that makes one Redis GET.
 func baselineOf(t *target, workload string, have map[string]bool) string {
 	switch {
 	case t.Name == bareName:
 		return ""
-	case t.Name == "redis" && workload == listTokens && have[redisName]:
+	case storeOf(t.Name) == "redis" && workload == listTokens && have[redisName]:
 		return redisName
 	case have[bareName]:
 		return bareName
@@ -243,11 +243,23 @@ func fmtRPS(x float64) string {
 	return fmt.Sprintf("%.0f", x)
 }
 
-func fmtErrors(rw row) string {
-	if rw.Errors == 0 {
+func fmtErrors(n int64) string {
+	if n == 0 {
 		return "0"
 	}
-	return fmt.Sprintf("%d INVALID", rw.Errors)
+	return fmt.Sprintf("%d INVALID", n)
+}
+
+// fmtBaseline names the baseline of a workload's row, and its workload
+// when another.
+func fmtBaseline(baseline, workload string) string {
+	switch {
+	case baseline == "":
+		return "-"
+	case workload != listTokens:
+		return baseline + " (" + listTokens + ")"
+	}
+	return baseline
 }
 
 // cells returns the columns of rw as the table shows them.
@@ -257,14 +269,8 @@ func (rw row) cells() []string {
 		c[0], c[1], c[2] = rw.Target, rw.Workload, "skipped: "+rw.Skip
 		return c
 	}
-	base := rw.Baseline
-	if base == "" {
-		base = "-"
-	} else if rw.Workload != listTokens {
-		base += " (" + listTokens + ")"
-	}
 	return []string{rw.Target, rw.Workload, fmtRPS(rw.RPS), fmtLatency(rw.P50), fmtLatency(rw.P99), fmtLatency(rw.CPU),
-		fmtErrors(rw), base, fmtRatio(rw.RatioRPS), fmtRatio(rw.RatioP50), fmtRatio(rw.RatioP99), fmtRatio(rw.RatioCPU)}
+		fmtErrors(rw.Errors), fmtBaseline(rw.Baseline, rw.Workload), fmtRatio(rw.RatioRPS), fmtRatio(rw.RatioP50), fmtRatio(rw.RatioP99), fmtRatio(rw.RatioCPU)}
 }
 
 var header = []string{"target", "workload", "req/s", "p50", "p99", "cpu/req", "errors", "baseline", "req/s ratio", "p50 ratio", "p99 ratio", "cpu/req ratio"}
@@ -315,6 +321,81 @@ func markdownTables(rows []row, goals []goal) string {
 	return b.String()
 }
 
+// change compares the figures of a store on one workload under the
+// working tree's build (after) and the -before build.
+type change struct {
+	Store, Workload string
+	// RPS and CPU (per request) are medians over the repeats of after ÷
+	// before within each repeat, as the ratios of a row are.
+	RPS, CPU float64
+	Errors   int64 // of both, over every run
+	// Baseline is the baseline both rows are compared with, or "";
+	// Before and After are their req/s ratios to it.
+	Baseline      string
+	Before, After float64
+}
+
+// changes pairs every measured row of a store with the row of its @before,
+// in the order of rows.
+func (r *results) changes(rows []row) []change {
+	before := map[key]row{}
+	for _, rw := range rows {
+		if s, ok := strings.CutSuffix(rw.Target, beforeSuffix); ok && rw.Skip == "" {
+			before[key{s, rw.Workload}] = rw
+		}
+	}
+	var out []change
+	for _, a := range rows {
+		b, ok := before[key{a.Target, a.Workload}]
+		if !ok {
+			continue
+		}
+		c := change{Store: a.Target, Workload: a.Workload, Errors: a.Errors + b.Errors}
+		c.RPS, _, _, c.CPU = r.pairedRatios(key{a.Target, a.Workload}, key{b.Target, b.Workload})
+		if a.Baseline != "" && a.Baseline == b.Baseline {
+			c.Baseline, c.Before, c.After = a.Baseline, b.RatioRPS, a.RatioRPS
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// changesTitle introduces the after ÷ before table.
+const changesTitle = "After ÷ before: each store's figures over its " + beforeSuffix + "'s, within each repeat, then the median over the repeats; " +
+	"beside them, both builds' req/s ratios to the baseline (as in the table above) and their difference."
+
+var changesHeader = []string{"after ÷ before", "workload", "req/s", "cpu/req", "errors", "baseline", "req/s ratio before", "req/s ratio after", "difference"}
+
+// cells returns the columns of c as the after ÷ before table shows them.
+func (c change) cells() []string {
+	diff := "-"
+	if c.Before > 0 && c.After > 0 {
+		diff = fmt.Sprintf("%+.2f", c.After-c.Before)
+	}
+	return []string{c.Store, c.Workload, fmtRatio(c.RPS), fmtRatio(c.CPU), fmtErrors(c.Errors),
+		fmtBaseline(c.Baseline, c.Workload), fmtRatio(c.Before), fmtRatio(c.After), diff}
+}
+
+// writeChanges prints the after ÷ before table as aligned text.
+func writeChanges(w io.Writer, changes []change) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(changesHeader, "\t"))
+	for _, c := range changes {
+		fmt.Fprintln(tw, strings.Join(c.cells(), "\t"))
+	}
+	return tw.Flush()
+}
+
+// markdownChanges returns the after ÷ before table in Markdown.
+func markdownChanges(changes []change) string {
+	var b strings.Builder
+	b.WriteString("| " + strings.Join(changesHeader, " | ") + " |\n|---|---|--:|--:|--:|---|--:|--:|--:|\n")
+	for _, c := range changes {
+		b.WriteString("| " + strings.Join(c.cells(), " | ") + " |\n")
+	}
+	return b.String()
+}
+
 // Markers of the part of BENCHMARKS.md the harness rewrites.
 const (
 	sectionBegin = "<!-- loadharness:begin -->"
@@ -339,6 +420,10 @@ var colors = map[string]string{
 	"redis":   "#e15759",
 	"mongodb": "#59a14f",
 	"prism":   "#f28e2b",
+	// The -before build: paler.
+	"memory" + beforeSuffix:  "#a7bcd3",
+	"redis" + beforeSuffix:   "#f0abac",
+	"mongodb" + beforeSuffix: "#acd0a7",
 }
 
 // chartSVG draws the median requests/s of every measured row as

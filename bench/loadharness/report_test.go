@@ -216,3 +216,109 @@ func TestFailuresAddUpOverRepeats(t *testing.T) {
 		"mongodb list-users: the server logged failed requests (500×1)",
 	}, f.notes())
 }
+
+// testBeforeTargets are testTargets with the -before build of each store
+// right after it: memory@before serves what memory does, redis@before
+// only list-tokens, and mongodb@before is skipped with mongodb.
+func testBeforeTargets() []*target {
+	var out []*target
+	for _, t := range testTargets() {
+		out = append(out, t)
+		switch t.Name {
+		case "memory":
+			out = append(out, &target{Name: "memory@before", Kind: kindStore, scripts: map[string]script{listTokens: {}, createToken: {}}})
+		case "redis":
+			out = append(out, &target{Name: "redis@before", Kind: kindStore, scripts: map[string]script{listTokens: {}}})
+		case "mongodb":
+			out = append(out, &target{Name: "mongodb@before", Kind: kindStore, Skip: "no MongoDB"})
+		}
+	}
+	return out
+}
+
+// testBeforeResults are testResults with the samples of the @before
+// targets.
+func testBeforeResults() *results {
+	r := testResults()
+	for _, s := range []sample{ms(10000, 2, 20), ms(15000, 2, 20), ms(9000, 4, 40)} {
+		s.CPU = time.Duration(s.Requests) * 50 * time.Microsecond
+		r.add("memory@before", listTokens, s)
+	}
+	for _, s := range []sample{ms(4000, 3, 30), ms(6000, 3, 30), ms(7000, 3, 30)} {
+		r.add("memory@before", createToken, s)
+	}
+	for _, s := range []sample{ms(2000, 8, 80), ms(5000, 10, 100), ms(3000, 12, 120)} {
+		r.add("redis@before", listTokens, s)
+	}
+	return r
+}
+
+func TestChangesPairEachStoreWithItsBefore(t *testing.T) {
+	r := testBeforeResults()
+	rows := r.rows(testBeforeTargets(), []string{listTokens, createToken})
+	for _, rw := range rows {
+		if rw.Target == "redis@before" {
+			assert.Equal(t, redisName, rw.Baseline, "the Redis store of either build is held to the baseline with one Redis GET")
+		}
+	}
+	changes := r.changes(rows)
+	require.Len(t, changes, 3, "redis@before has no create-token and mongodb@before was skipped: no pair")
+
+	mem := changes[0]
+	assert.Equal(t, "memory", mem.Store)
+	assert.Equal(t, listTokens, mem.Workload)
+	// Per repeat: 9000/10000, 15000/15000, 10800/9000 -> 0.9, 1, 1.2 ->
+	// 1, where the ratio of the medians would say 10800/10000.
+	assert.InDelta(t, 1.0, mem.RPS, 1e-9)
+	assert.InDelta(t, 1.2, mem.CPU, 1e-9, "60 µs of CPU per request after, 50 before")
+	assert.Equal(t, bareName, mem.Baseline)
+	assert.InDelta(t, 0.75, mem.Before, 1e-9) // 1, 0.75, 0.75
+	assert.InDelta(t, 0.9, mem.After, 1e-9)
+	assert.Zero(t, mem.Errors)
+
+	red := changes[1]
+	assert.Equal(t, "redis", red.Store)
+	assert.InDelta(t, 1.2, red.RPS, 1e-9) // 1.2, 0.7, 1.2
+	assert.Zero(t, red.CPU, "no CPU figures, no ratio")
+	assert.Equal(t, redisName, red.Baseline)
+	assert.InDelta(t, 0.5, red.Before, 1e-9) // 0.5, 1, 0.5
+	assert.InDelta(t, 0.6, red.After, 1e-9)
+
+	create := changes[2]
+	assert.Equal(t, createToken, create.Workload)
+	assert.InDelta(t, 1.0, create.RPS, 1e-9) // 1.25, 1, 1
+	assert.Equal(t, bareName, create.Baseline)
+	assert.InDelta(t, 0.4, create.Before, 1e-9) // 0.4, 0.3, 0.5833
+	assert.InDelta(t, 0.5, create.After, 1e-9)
+}
+
+func TestChangesTables(t *testing.T) {
+	r := testBeforeResults()
+	rows := r.rows(testBeforeTargets(), []string{listTokens, createToken})
+	for i := range rows {
+		if rows[i].Target == "memory@before" && rows[i].Workload == createToken {
+			rows[i].Errors = 2
+		}
+	}
+	changes := r.changes(rows)
+	var b bytes.Buffer
+	require.NoError(t, writeChanges(&b, changes))
+	text := b.String()
+	assert.Regexp(t, `after ÷ before\s+workload\s+req/s\s+cpu/req\s+errors\s+baseline\s+req/s ratio before\s+req/s ratio after\s+difference\n`, text)
+	assert.Regexp(t, `memory\s+list-tokens\s+1.00x\s+1.20x\s+0\s+bare\s+0.75x\s+0.90x\s+\+0.15\n`, text)
+	assert.Regexp(t, `redis\s+list-tokens\s+1.20x\s+-\s+0\s+bare\+redis-get\s+0.50x\s+0.60x\s+\+0.10\n`, text)
+	assert.Regexp(t, `memory\s+create-token\s+1.00x\s+-\s+2 INVALID\s+bare \(list-tokens\)\s+0.40x\s+0.50x\s+\+0.10\n`, text)
+	assert.Equal(t, 4, strings.Count(text, "\n"))
+
+	md := markdownChanges(changes)
+	lines := strings.Split(strings.TrimSpace(md), "\n")
+	require.Len(t, lines, 2+3)
+	for _, l := range lines {
+		assert.Equal(t, 10, strings.Count(l, "|"), l)
+	}
+	assert.Contains(t, md, "| memory | list-tokens | 1.00x | 1.20x | 0 | bare | 0.75x | 0.90x | +0.15 |")
+
+	// Without baseline ratios, no difference.
+	assert.Equal(t, []string{"memory", getConfig, "0.98x", "-", "0", "-", "-", "-", "-"},
+		change{Store: "memory", Workload: getConfig, RPS: 0.98}.cells())
+}

@@ -32,6 +32,15 @@ const (
 
 var allWorkloads = []string{listTokens, getConfig, setConfig, createToken, listUsers}
 
+// beforeSuffix ends the names of the store targets of the -before build.
+const beforeSuffix = "@before"
+
+// storeOf returns the store a store target's name names: "memory" for both
+// "memory" and "memory@before".
+func storeOf(name string) string {
+	return strings.TrimSuffix(name, beforeSuffix)
+}
+
 // workloadTitles says in words what each workload sends.
 var workloadTitles = map[string]string{
 	listTokens:  "GET /v1/users/admin/tokens (the Admin's own tokens)",
@@ -218,9 +227,9 @@ func userPages(ctx context.Context, base string, w world) ([]string, error) {
 	}
 }
 
-// storeTarget returns the target of the server on store (memory, a Redis
-// URI or a MongoDB URI for database names made by storeURI).
-func (h *harness) storeTarget(name string, storeURI func(gen int) string) *target {
+// storeTarget returns the target of the server bin on store (memory, a
+// Redis URI or a MongoDB URI for database names made by storeURI).
+func (h *harness) storeTarget(name, bin string, storeURI func(gen int) string) *target {
 	t := &target{Name: name, Kind: kindStore, users: h.opt.users}
 	t.start = func(ctx context.Context, gen int) error {
 		t.proc.stop()
@@ -237,7 +246,7 @@ func (h *harness) storeTarget(name string, storeURI func(gen int) string) *targe
 		if err != nil {
 			return err
 		}
-		argv := []string{h.serverBin, "-addr", addr, "-store", storeURI(gen), "-seed", seedFile}
+		argv := []string{bin, "-addr", addr, "-store", storeURI(gen), "-seed", seedFile}
 		if t.pprof != "" {
 			argv = append(argv, "-pprof", t.pprof)
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -59,6 +60,40 @@ func TestParseFlagsRefusesNonsense(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"memory", "redis"}, o.stores)
 	assert.Equal(t, []string{listUsers}, o.workloads)
+	assert.Equal(t, "", o.before, "-before is off unless named")
+}
+
+func TestParseFlagsBefore(t *testing.T) {
+	o, err := parseFlags([]string{"-before", "HEAD~3"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	assert.Equal(t, "HEAD~3", o.before)
+	_, err = parseFlags([]string{"-before", "--output=/tmp/x"}, &bytes.Buffer{})
+	assert.ErrorContains(t, err, "not a revision", "git would read it as an option")
+}
+
+// TestBuildsUseStoresApart: the -before build's Redis store is another
+// database and its MongoDB databases have other names.
+func TestBuildsUseStoresApart(t *testing.T) {
+	h := &harness{opt: settings{redisDB: 15, mongoURI: "mongodb://127.0.0.1:27017/"}, runID: "abc123", serverBin: "/w/orgadmin-server"}
+	require.Len(t, h.builds(), 1, "no -before, one build")
+	h.beforeBin = "/w/orgadmin-server-before"
+	bs := h.builds()
+	require.Len(t, bs, 2)
+	assert.Equal(t, build{bin: "/w/orgadmin-server", redisDB: 15, mongoDB: "loadharness_abc123"}, bs[0])
+	assert.Equal(t, build{suffix: beforeSuffix, bin: "/w/orgadmin-server-before", redisDB: 14, mongoDB: "loadharness_abc123_before"}, bs[1])
+	assert.Equal(t, "mongodb://127.0.0.1:27017/loadharness_abc123_2", h.mongoStoreURI(bs[0].mongoDB)(2))
+	assert.Equal(t, "mongodb://127.0.0.1:27017/loadharness_abc123_before_2", h.mongoStoreURI(bs[1].mongoDB)(2))
+	assert.Equal(t, []string{"loadharness_abc123_2", "loadharness_abc123_before_2"}, h.mongoDBs, "both dropped at the end")
+
+	assert.Equal(t, 14, beforeRedisDB(15))
+	assert.Equal(t, 0, beforeRedisDB(1))
+	assert.Equal(t, 1, beforeRedisDB(0))
+}
+
+func TestStoreOf(t *testing.T) {
+	assert.Equal(t, "memory", storeOf("memory"))
+	assert.Equal(t, "memory", storeOf("memory"+beforeSuffix))
+	assert.Equal(t, bareName, storeOf(bareName))
 }
 
 func TestModuleVersion(t *testing.T) {
@@ -122,6 +157,52 @@ func TestScheduleStartsGrownStoresAfresh(t *testing.T) {
 	}, got)
 }
 
+// TestScheduleBeforeTargets: a <store>@before runs right next to its
+// <store> in every round, and is started afresh after token creation on
+// its own store, as its <store> is.
+func TestScheduleBeforeTargets(t *testing.T) {
+	bare := servingTarget(bareName, listTokens)
+	mem := servingTarget("memory", allWorkloads...)
+	memBefore := servingTarget("memory@before", allWorkloads...)
+
+	type run struct {
+		round    int
+		target   string
+		workload string
+		fresh    bool
+	}
+	var got []run
+	for _, s := range schedule([]*target{bare, mem, memBefore}, []string{listTokens, createToken, getConfig}, 2, true) {
+		got = append(got, run{s.round, s.target.Name, s.workload, s.fresh})
+	}
+	assert.Equal(t, []run{
+		{0, bareName, listTokens, false}, {0, "memory", listTokens, false}, {0, "memory@before", listTokens, false},
+		{0, "memory", createToken, false}, {0, "memory@before", createToken, false},
+		{0, "memory", getConfig, true}, {0, "memory@before", getConfig, true},
+
+		{1, "memory@before", listTokens, false}, {1, "memory", listTokens, false}, {1, bareName, listTokens, false},
+		{1, "memory@before", createToken, false}, {1, "memory", createToken, false},
+		{1, "memory@before", getConfig, true}, {1, "memory", getConfig, true},
+
+		{2, bareName, listTokens, false}, {2, "memory", listTokens, false}, {2, "memory@before", listTokens, false},
+		{2, "memory", createToken, false}, {2, "memory@before", createToken, false},
+		{2, "memory", getConfig, true}, {2, "memory@before", getConfig, true},
+	}, got)
+
+	// Token creation last: the next round's first run on each build's
+	// store starts it afresh, whichever build runs first.
+	got = nil
+	for _, s := range schedule([]*target{mem, memBefore}, []string{listTokens, createToken}, 2, false) {
+		got = append(got, run{s.round, s.target.Name, s.workload, s.fresh})
+	}
+	assert.Equal(t, []run{
+		{1, "memory@before", listTokens, false}, {1, "memory", listTokens, false},
+		{1, "memory@before", createToken, false}, {1, "memory", createToken, false},
+		{2, "memory", listTokens, true}, {2, "memory@before", listTokens, true},
+		{2, "memory", createToken, false}, {2, "memory@before", createToken, false},
+	}, got)
+}
+
 // TestRunOrder: on list-tokens each store runs next to its baseline, in
 // every round, both sides first in turn; the units rotate; a skipped
 // target never runs; workloads no baseline serves rotate target by target.
@@ -149,6 +230,52 @@ func TestRunOrder(t *testing.T) {
 	assert.Equal(t, []string{bareName, "memory", "redis", "mongodb", "prism"}, names(listTokens, 0))
 	assert.Equal(t, []string{"prism", "mongodb", "redis", "memory", bareName}, names(listTokens, 1))
 	assert.Equal(t, []string{bareName, "memory", "redis", "mongodb", "prism"}, names(listTokens, 2))
+}
+
+// TestRunOrderBefore: each <store>@before is in its <store>'s unit, and
+// with it in its baseline's, so that the two builds run one right after
+// the other in every round, each first in every other round.
+func TestRunOrderBefore(t *testing.T) {
+	targets := []*target{
+		servingTarget(bareName, listTokens), servingTarget(redisName, listTokens), servingTarget("prism", listTokens),
+		servingTarget("memory", allWorkloads...), servingTarget("memory@before", allWorkloads...),
+		servingTarget("redis", allWorkloads...), servingTarget("redis@before", allWorkloads...),
+		servingTarget("mongodb", allWorkloads...), servingTarget("mongodb@before", allWorkloads...),
+	}
+	names := func(w string, round int) []string {
+		var out []string
+		for _, t := range runOrder(targets, w, round) {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	assert.Equal(t, []string{bareName, "memory", "memory@before", "mongodb", "mongodb@before", redisName, "redis", "redis@before", "prism"}, names(listTokens, 0))
+	assert.Equal(t, []string{"redis@before", "redis", redisName, "prism", "mongodb@before", "mongodb", "memory@before", "memory", bareName}, names(listTokens, 1))
+	assert.Equal(t, []string{"prism", bareName, "memory", "memory@before", "mongodb", "mongodb@before", redisName, "redis", "redis@before"}, names(listTokens, 2))
+	assert.Equal(t, []string{"memory", "memory@before", "redis", "redis@before", "mongodb", "mongodb@before"}, names(getConfig, 0))
+	assert.Equal(t, []string{"redis@before", "redis", "mongodb@before", "mongodb", "memory@before", "memory"}, names(getConfig, 1))
+	assert.Equal(t, []string{"mongodb", "mongodb@before", "memory", "memory@before", "redis", "redis@before"}, names(getConfig, 2))
+
+	for _, w := range []string{listTokens, getConfig} {
+		for round := range 4 {
+			order := names(w, round)
+			for _, s := range []string{"memory", "redis", "mongodb"} {
+				i, j := slices.Index(order, s), slices.Index(order, s+beforeSuffix)
+				if round%2 == 0 {
+					assert.Equal(t, i+1, j, "%s %s round %d: %v", w, s, round, order)
+				} else {
+					assert.Equal(t, j+1, i, "%s %s round %d: %v", w, s, round, order)
+				}
+			}
+		}
+	}
+
+	// Both builds of a skipped store are skipped; without the Redis
+	// baseline, the Redis store's pair joins the bare one's unit.
+	targets[1].Skip = "no Redis"
+	targets[7].Skip, targets[8].Skip = "no MongoDB", "no MongoDB"
+	assert.Equal(t, []string{bareName, "memory", "memory@before", "redis", "redis@before", "prism"}, names(listTokens, 0))
+	assert.Equal(t, []string{"prism", "redis@before", "redis", "memory@before", "memory", bareName}, names(listTokens, 1))
 }
 
 // servingTarget returns a target of the kind its name says (a baseline,
