@@ -3,7 +3,7 @@ package orgadmin_test
 import (
 	"testing"
 
-	"github.com/orgadmin/orgadmin/internal/storebench"
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
@@ -13,15 +13,15 @@ import (
 // the memory store at scale: pages of 100 users of an org of 1 000 000,
 // from the start and nine tenths of the way in, by cursor and by offset.
 func BenchmarkListUsersMillion(b *testing.B) {
-	storebench.ListUsers(b, memstore.New(), 1_000_000)
+	servicetest.BenchListUsers(b, memstore.New(), 1_000_000)
 }
 
 // BenchmarkScale builds an org of 1 000 users and one of 1 000 000 in
 // memory, each user with a token, and reports the build time, the heap the
 // org holds, and authenticate and page costs in each (see
-// storebench.Scale):
+// servicetest.Scale):
 //
 //	go test -run '^$' -bench Scale -benchmem . | benchstat -col /users -
 func BenchmarkScale(b *testing.B) {
-	storebench.Scale(b, func(testing.TB) storage.Store { return memstore.New() }, 1_000, 1_000_000)
+	servicetest.Scale(b, func(testing.TB) storage.Store { return memstore.New() }, 1_000, 1_000_000)
 }

@@ -142,11 +142,13 @@ type CreateEmbedSessionInput struct {
 	InitialState json.RawMessage
 	// Version pins the Dive version, from 1 to the latest.
 	Version *int
+	// DecodeIssues are the problems found while decoding the input from
+	// its wire form; see CreateTokenInput.DecodeIssues.
+	DecodeIssues []Issue
 }
 
-// ValidateCreateEmbedSession returns a BAD_REQUEST error listing every
-// problem of in, or nil.
-func ValidateCreateEmbedSession(in CreateEmbedSessionInput) error {
+// problems returns every problem of in.
+func (in CreateEmbedSessionInput) problems() issues {
 	var is issues
 	is.checkString(in.Username, 1, MaxUsernameLen, "username")
 	is.checkOptString(in.SessionName, 1, MaxSessionName, "session_name")
@@ -164,7 +166,7 @@ func ValidateCreateEmbedSession(in CreateEmbedSessionInput) error {
 	if in.Version != nil {
 		is.checkRange(int64(*in.Version), 1, maxInt32, "version")
 	}
-	return is.err()
+	return is.withDecoded(in.DecodeIssues)
 }
 
 // EmbedSession is what a renderer needs to show an embedded Dive.
@@ -190,21 +192,14 @@ type EmbedSession struct {
 // FORBIDDEN unless the caller is an Admin; BAD_REQUEST for a malformed Dive
 // id or body, or a username that is not a service account; NOT_FOUND for a
 // missing Dive, version or user.
-func (s *Service) CreateEmbedSession(ctx context.Context, c Caller, diveID string, in CreateEmbedSessionInput) (string, error) {
-	if err := s.Authorize(c, OpCreateEmbedSession, ""); err != nil {
-		return "", err
-	}
+func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string, in CreateEmbedSessionInput) (string, error) {
+	var is issues
 	id, ok := canonicalUUID(diveID)
 	if !ok {
-		var is issues
 		is.add(IssueInvalidString, "Invalid uuid", "dive_id")
-		// Report body problems too, all at once.
-		if err := ValidateCreateEmbedSession(in); err != nil {
-			is = append(is, err.(*Error).Issues...)
-		}
-		return "", is.err()
 	}
-	if err := ValidateCreateEmbedSession(in); err != nil {
+	c, err := s.begin(ctx, a, opCreateEmbedSession, nil, readNone, append(is, in.problems()...))
+	if err != nil {
 		return "", err
 	}
 	// The username can only name a user if it is a valid one; either way,

@@ -3,6 +3,7 @@ package orgadmin
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -168,6 +169,36 @@ func (is *issues) add(code, msg string, path ...any) {
 
 func (is *issues) required(path ...any) {
 	is.add(IssueInvalidType, "Required", path...)
+}
+
+// withDecoded returns the issues a decoder found (decoded) followed by
+// those of is that do not lie under the path of one of them: a field the
+// decoder could not read was left unset, and is reported once, as the
+// decoder found it.
+func (is issues) withDecoded(decoded []Issue) issues {
+	if len(decoded) == 0 {
+		return is
+	}
+	out := append(issues{}, decoded...)
+	for _, i := range is {
+		if !slices.ContainsFunc(decoded, func(d Issue) bool { return hasPrefix(i.Path, d.Path) }) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// hasPrefix reports whether path starts with prefix.
+func hasPrefix(path, prefix []any) bool {
+	if len(prefix) > len(path) {
+		return false
+	}
+	for i := range prefix {
+		if path[i] != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // err returns the collected issues as a BAD_REQUEST error, or nil.

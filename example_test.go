@@ -12,8 +12,8 @@ import (
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
-// The main flow: bootstrap an organization, authenticate its Admin, create
-// a service account, mint a token for it and list the users.
+// The main flow: bootstrap an organization, create a service account as
+// its Admin, mint a token for it and list the users.
 func ExampleService() {
 	ctx := context.Background()
 	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
@@ -25,15 +25,9 @@ func ExampleService() {
 		log.Fatal(err)
 	}
 
-	// Every request presents a bearer token.
-	value, ok := orgadmin.BearerToken("Bearer " + adminToken)
-	fmt.Println("bearer ok:", ok)
-	admin, err := svc.Authenticate(ctx, value)
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("caller:", admin.Username, admin.Role)
-
+	// Every operation is called with a bearer token, as a request presents
+	// it, and authenticates it with its first store read.
+	admin := orgadmin.Bearer(adminToken)
 	bot, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{
 		Username:    "Ci_Bot",
 		Description: orgadmin.Ptr("builds and deploys"),
@@ -58,14 +52,17 @@ func ExampleService() {
 	fmt.Println("lifetime:", tok.ExpireAt.Sub(tok.CreatedAt), tok.Type)
 
 	// The service account is a Member: it may not create accounts.
-	botCaller, err := svc.Authenticate(ctx, tok.Value)
+	_, err = svc.CreateServiceAccount(ctx, orgadmin.Bearer(tok.Value), orgadmin.CreateServiceAccountInput{Username: "other"})
+	fmt.Println("as ci_bot:", orgadmin.ErrorCode(err))
+
+	// A Go program that knows who calls acts as that user's Caller.
+	caller, err := svc.Authenticate(ctx, adminToken)
 	if err != nil {
 		log.Fatal(err)
 	}
-	_, err = svc.CreateServiceAccount(ctx, botCaller, orgadmin.CreateServiceAccountInput{Username: "other"})
-	fmt.Println("as", botCaller.Username+":", orgadmin.ErrorCode(err))
+	fmt.Println("caller:", caller.Username, caller.Role)
 
-	page, err := svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{})
+	page, err := svc.ListUsers(ctx, caller, orgadmin.ListUsersOptions{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -75,13 +72,12 @@ func ExampleService() {
 	fmt.Println("total:", page.TotalCount)
 
 	// Output:
-	// bearer ok: true
-	// caller: admin Admin
 	// created: Ci_Bot Member service account: true
 	// again: BAD_REQUEST
 	// token: true 53 true
 	// lifetime: 1h0m0s read_write
-	// as Ci_Bot: FORBIDDEN
+	// as ci_bot: FORBIDDEN
+	// caller: admin Admin
 	// user: admin Admin false
 	// user: Ci_Bot Member true
 	// total: 2
@@ -207,7 +203,7 @@ func ExampleService_CreateEmbedSession() {
 	fmt.Println("for:", s.Username)
 	fmt.Println("resources:", s.RequiredResources)
 	fmt.Println("initial state:", string(s.InitialState))
-	fmt.Println("expires:", orgadmin.FormatTime(s.ExpiresAt))
+	fmt.Println("expires:", s.ExpiresAt.Format(time.RFC3339))
 
 	// Another session of the same name reuses the read-scaling session.
 	again, err := svc.CreateEmbedSession(ctx, admin, diveID, in)
@@ -229,7 +225,7 @@ func ExampleService_CreateEmbedSession() {
 	// for: viewer
 	// resources: [{md:sales s}]
 	// initial state: {"region":"emea"}
-	// expires: 2026-06-20T12:00:00.000Z
+	// expires: 2026-06-20T12:00:00Z
 	// same affinity: true same value: false
 	// as bearer: UNAUTHORIZED
 }
@@ -261,16 +257,4 @@ func ExampleValidUsername() {
 	// "_x" false
 	// "al-ice" false
 	// "" false
-}
-
-func ExampleBearerToken() {
-	for _, h := range []string{"Bearer oat_abc", "bearer oat_abc", "Basic dXNlcg==", "Bearer"} {
-		tok, ok := orgadmin.BearerToken(h)
-		fmt.Printf("%q %q %v\n", h, tok, ok)
-	}
-	// Output:
-	// "Bearer oat_abc" "oat_abc" true
-	// "bearer oat_abc" "oat_abc" true
-	// "Basic dXNlcg==" "" false
-	// "Bearer" "" false
 }

@@ -16,6 +16,9 @@ type FeedbackInput struct {
 	PageTitle string
 	// Source identifies the submitting interface; optional.
 	Source string
+	// DecodeIssues are the problems found while decoding the input from
+	// its wire form; see CreateTokenInput.DecodeIssues.
+	DecodeIssues []Issue
 }
 
 // Limits of feedback fields.
@@ -28,7 +31,7 @@ const (
 // SubmitFeedback records page feedback and returns its id (a UUID). It
 // needs no caller. It fails with BAD_REQUEST when in breaks a rule.
 func (s *Service) SubmitFeedback(ctx context.Context, in FeedbackInput) (string, error) {
-	if err := ValidateFeedback(in); err != nil {
+	if err := in.problems().err(); err != nil {
 		return "", err
 	}
 	id, err := s.newID()
@@ -42,13 +45,12 @@ func (s *Service) SubmitFeedback(ctx context.Context, in FeedbackInput) (string,
 	return id, nil
 }
 
-// ValidateFeedback returns a BAD_REQUEST error listing every problem of in,
-// or nil.
-func ValidateFeedback(in FeedbackInput) error {
+// problems returns every problem of in.
+func (in FeedbackInput) problems() issues {
 	var is issues
 	is.checkString(in.PagePath, 1, MaxFeedbackPagePath, "page_path")
 	is.checkString(in.Text, 1, MaxFeedbackText, "text")
 	is.checkString(in.PageTitle, 0, MaxFeedbackPageTitle, "page_title")
 	is.checkString(in.Source, 0, MaxFeedbackSource, "source")
-	return is.err()
+	return is.withDecoded(in.DecodeIssues)
 }

@@ -111,3 +111,71 @@ func issuePaths(t testing.TB, err error) [][]any {
 	}
 	return out
 }
+
+// issueCodes returns the codes of e's issues.
+func issueCodes(e *orgadmin.Error) []string {
+	out := make([]string, len(e.Issues))
+	for i, is := range e.Issues {
+		out[i] = is.Code
+	}
+	return out
+}
+
+// The operations of the API, by name, for e.call.
+const (
+	opGetInstances         = "get instance config"
+	opSetInstances         = "set instance config"
+	opGetActiveAccounts    = "get active accounts"
+	opCreateServiceAccount = "create service account"
+	opListUsers            = "list users"
+	opDeleteUser           = "delete user"
+	opCreateToken          = "create token"
+	opListTokens           = "list tokens"
+	opDeleteToken          = "delete token"
+	opCreateEmbedSession   = "create embed session"
+)
+
+var allOps = []string{
+	opGetInstances, opSetInstances, opGetActiveAccounts, opCreateServiceAccount, opListUsers,
+	opDeleteUser, opCreateToken, opListTokens, opDeleteToken, opCreateEmbedSession,
+}
+
+// call runs the operation op as a on the user target (for the operations
+// that name one), with an input that breaks no rule, and returns its
+// error: a token or Dive it names does not exist.
+func (e *env) call(t testing.TB, a orgadmin.Auth, op, target string) error {
+	t.Helper()
+	ctx := context.Background()
+	var err error
+	switch op {
+	case opGetInstances:
+		_, err = e.svc.GetInstanceConfig(ctx, a, target)
+	case opSetInstances:
+		_, err = e.svc.SetInstanceConfig(ctx, a, target, orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
+			ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeStandard},
+			ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeStandard, FlockSize: orgadmin.Ptr(1)},
+		}})
+	case opGetActiveAccounts:
+		_, err = e.svc.GetActiveAccounts(ctx, a)
+	case opCreateServiceAccount:
+		_, err = e.svc.CreateServiceAccount(ctx, a, orgadmin.CreateServiceAccountInput{Username: "made_by_call"})
+		if errors.Is(err, orgadmin.ErrBadRequest) { // made by an earlier call
+			err = nil
+		}
+	case opListUsers:
+		_, err = e.svc.ListUsers(ctx, a, orgadmin.ListUsersOptions{})
+	case opDeleteUser:
+		_, err = e.svc.DeleteUser(ctx, a, target)
+	case opCreateToken:
+		_, err = e.svc.CreateToken(ctx, a, target, orgadmin.CreateTokenInput{Name: "by call"})
+	case opListTokens:
+		_, err = e.svc.ListTokens(ctx, a, target)
+	case opDeleteToken:
+		err = e.svc.DeleteToken(ctx, a, target, "00000000-0000-4000-8000-000000000000")
+	case opCreateEmbedSession:
+		_, err = e.svc.CreateEmbedSession(ctx, a, "00000000-0000-4000-8000-000000000000", orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	default:
+		t.Fatalf("no operation %q", op)
+	}
+	return err
+}

@@ -93,13 +93,8 @@ func checkSide(is *issues, s *InstanceSide, scaling bool, path ...any) {
 	}
 }
 
-// toRecord validates c and converts it; the error lists every problem.
-func (c InstanceConfig) toRecord(path []any) (storage.InstanceConfig, error) {
-	var is issues
-	c.check(&is, path...)
-	if err := is.err(); err != nil {
-		return storage.InstanceConfig{}, err
-	}
+// record converts c, which check finds nothing wrong with.
+func (c InstanceConfig) record() storage.InstanceConfig {
 	return storage.InstanceConfig{
 		ReadWrite: storage.InstanceSide{
 			Size:            c.ReadWrite.InstanceSize,
@@ -110,7 +105,7 @@ func (c InstanceConfig) toRecord(path []any) (storage.InstanceConfig, error) {
 			FlockSize:       *c.ReadScaling.FlockSize,
 			CooldownSeconds: deref(c.ReadScaling.CooldownSeconds),
 		},
-	}, nil
+	}
 }
 
 // effectiveCooldown is the cooldown of a stored side: as set, or the size's
@@ -141,54 +136,55 @@ func configFromRecord(c storage.InstanceConfig) InstanceConfig {
 // username in the caller's org. It fails with FORBIDDEN unless the caller is
 // an Admin or that user, with BAD_REQUEST for a malformed username and with
 // NOT_FOUND when no such user exists.
-func (s *Service) GetInstanceConfig(ctx context.Context, c Caller, username string) (InstanceConfig, error) {
-	if err := s.Authorize(c, OpGetInstances, username); err != nil {
-		return InstanceConfig{}, err
-	}
-	u, err := s.resolveUser(ctx, c.Org, username)
+func (s *Service) GetInstanceConfig(ctx context.Context, a Auth, username string) (InstanceConfig, error) {
+	c, err := s.begin(ctx, a, opGetInstances, pathTarget(username), readUser, nil)
 	if err != nil {
 		return InstanceConfig{}, err
 	}
-	return configFromRecord(u.Instances), nil
+	if !c.found {
+		return InstanceConfig{}, notFound("user", "username")
+	}
+	return configFromRecord(c.target.Instances), nil
 }
 
 // SetInstanceConfigInput is the body of set instance configuration.
 type SetInstanceConfigInput struct {
 	Config *InstanceConfig
+	// DecodeIssues are the problems found while decoding the input from
+	// its wire form; see CreateTokenInput.DecodeIssues.
+	DecodeIssues []Issue
 }
 
-// ValidateSetInstanceConfig returns a BAD_REQUEST error listing every
-// problem of in, or nil.
-func ValidateSetInstanceConfig(in SetInstanceConfigInput) error {
+// record returns the configuration in, with every problem of in.
+func (in SetInstanceConfigInput) record() (storage.InstanceConfig, issues) {
+	var is issues
 	if in.Config == nil {
-		var is issues
 		is.required("config")
-		return is.err()
+		return storage.InstanceConfig{}, is.withDecoded(in.DecodeIssues)
 	}
-	_, err := in.Config.toRecord([]any{"config"})
-	return err
+	in.Config.check(&is, "config")
+	is = is.withDecoded(in.DecodeIssues)
+	if len(is) > 0 {
+		return storage.InstanceConfig{}, is
+	}
+	return in.Config.record(), nil
 }
 
 // SetInstanceConfig replaces, atomically, the whole instance configuration
 // of the user named username in the caller's org and returns it as
 // GetInstanceConfig would. It fails like GetInstanceConfig, and with
 // BAD_REQUEST when the configuration breaks a rule.
-func (s *Service) SetInstanceConfig(ctx context.Context, c Caller, username string, in SetInstanceConfigInput) (InstanceConfig, error) {
-	if err := s.Authorize(c, OpSetInstances, username); err != nil {
-		return InstanceConfig{}, err
-	}
-	folded, canExist, err := pathUsername(username)
+func (s *Service) SetInstanceConfig(ctx context.Context, a Auth, username string, in SetInstanceConfigInput) (InstanceConfig, error) {
+	t := pathTarget(username)
+	rec, is := in.record()
+	c, err := s.begin(ctx, a, opSetInstances, t, readNone, is)
 	if err != nil {
 		return InstanceConfig{}, err
 	}
-	if err := ValidateSetInstanceConfig(in); err != nil {
-		return InstanceConfig{}, err
-	}
-	rec, _ := in.Config.toRecord(nil) // validated above
-	if !canExist {
+	if !t.canExist {
 		return InstanceConfig{}, notFound("user", "username")
 	}
-	if err := s.store.SetInstances(ctx, c.Org, folded, rec); err != nil {
+	if err := s.store.SetInstances(ctx, c.Org, t.folded, rec); err != nil {
 		return InstanceConfig{}, s.storeErr("set instances", err, "user", "username")
 	}
 	return configFromRecord(rec), nil
@@ -275,8 +271,9 @@ func (s *Service) markDuckling(ctx context.Context, org, username, id string, ac
 // least one running Duckling, ordered by folded username, each with its
 // Ducklings ("rw" first, then "rs.N" by N). It fails with FORBIDDEN unless
 // the caller is an Admin.
-func (s *Service) GetActiveAccounts(ctx context.Context, c Caller) ([]ActiveAccount, error) {
-	if err := s.Authorize(c, OpGetActiveAccounts, ""); err != nil {
+func (s *Service) GetActiveAccounts(ctx context.Context, a Auth) ([]ActiveAccount, error) {
+	c, err := s.begin(ctx, a, opGetActiveAccounts, nil, readNone, nil)
+	if err != nil {
 		return nil, err
 	}
 	acts, err := s.store.ListActivity(ctx, c.Org)

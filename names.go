@@ -158,18 +158,3 @@ func ValidUsername(name string) bool {
 	var is issues
 	return is.checkUsername(name)
 }
-
-// pathUsername checks a username taken from a URL path: it must be valid
-// UTF-8 of 1 to 255 code points (anything else is a 400). It returns the
-// folded key and whether the name can exist at all; a name that breaks the
-// username pattern cannot, and is reported as missing by the caller.
-func pathUsername(name string) (folded string, canExist bool, err error) {
-	// Checked first without issues, whose path would be allocated on
-	// every call: this runs on every request that names a user.
-	if !stringFits(name, 1, MaxUsernameLen) {
-		var is issues
-		is.checkString(name, 1, MaxUsernameLen, "username")
-		return "", false, is.err()
-	}
-	return FoldUsername(name), ValidUsername(name), nil
-}

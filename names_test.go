@@ -98,25 +98,6 @@ func TestValidUsername_LetterThenLettersDigitsUnderscore(t *testing.T) {
 	}
 }
 
-func TestBearerToken_SchemeIsCaseInsensitive(t *testing.T) {
-	for _, h := range []string{"Bearer x", "bearer x", "BEARER x", "bEaReR x"} {
-		tok, ok := orgadmin.BearerToken(h)
-		assert.Truef(t, ok, "%q", h)
-		assert.Equalf(t, "x", tok, "%q", h)
-	}
-	tok, ok := orgadmin.BearerToken("Bearer oat_abc123")
-	assert.True(t, ok)
-	assert.Equal(t, "oat_abc123", tok)
-}
-
-func TestBearerToken_MalformedHeaders(t *testing.T) {
-	for _, h := range []string{"", "Bearer", "Bearer ", "Basic x", "Bearerx", "Bearer a b", "Bearer\tx", "Token x", "x"} {
-		tok, ok := orgadmin.BearerToken(h)
-		assert.Falsef(t, ok, "%q", h)
-		assert.Emptyf(t, tok, "%q", h)
-	}
-}
-
 func TestFoldUsername_EveryRuneFoldsWithItsSimpleFoldingOrbit(t *testing.T) {
 	bad, checked := 0, 0
 	for r := rune(0); r <= unicode.MaxRune; r++ {

@@ -44,11 +44,11 @@ type SeedUser struct {
 
 // SeedToken is a token with a known value. TTL counts from loading.
 type SeedToken struct {
-	Name        string       `json:"name"`
-	Value       string       `json:"value"`
-	TokenType   string       `json:"token_type"`
-	TTL         *WholeNumber `json:"ttl"`
-	Description string       `json:"description"`
+	Name        string   `json:"name"`
+	Value       string   `json:"value"`
+	TokenType   string   `json:"token_type"`
+	TTL         *float64 `json:"ttl"`
+	Description string   `json:"description"`
 }
 
 // SeedInstances is an instance configuration in its wire form.
@@ -59,9 +59,9 @@ type SeedInstances struct {
 
 // SeedInstanceSide is one side of SeedInstances.
 type SeedInstanceSide struct {
-	InstanceSize    string       `json:"instance_size"`
-	FlockSize       *WholeNumber `json:"flock_size"`
-	CooldownSeconds *WholeNumber `json:"cooldown_seconds"`
+	InstanceSize    string   `json:"instance_size"`
+	FlockSize       *float64 `json:"flock_size"`
+	CooldownSeconds *float64 `json:"cooldown_seconds"`
 }
 
 // SeedDuckling is a Duckling marked at load time: "active", or "cooldown"
@@ -75,7 +75,7 @@ type SeedDuckling struct {
 type SeedDive struct {
 	ID                string         `json:"id"`
 	Title             string         `json:"title"`
-	Version           *WholeNumber   `json:"version"`
+	Version           *float64       `json:"version"`
 	RequiredResources []SeedResource `json:"required_resources"`
 }
 
@@ -85,27 +85,22 @@ type SeedResource struct {
 	Alias string `json:"alias"`
 }
 
-// WholeNumber is a JSON number that must have no fractional part (4 and
-// 4.0 alike); Seed.Validate refuses others, naming the entry.
-type WholeNumber float64
-
-func (n *WholeNumber) whole() bool {
-	return n == nil || (float64(*n) == math.Trunc(float64(*n)) && math.Abs(float64(*n)) <= math.MaxInt32)
+// checkWhole returns an error naming where and field when n, a number of
+// the seed, is set and not a whole number (4 and 4.0 alike are) that fits
+// an int32.
+func checkWhole(where, field string, n *float64) error {
+	if n != nil && (*n != math.Trunc(*n) || math.Abs(*n) > math.MaxInt32) {
+		return fmt.Errorf("seed: %s: %s: %v is not a whole number", where, field, *n)
+	}
+	return nil
 }
 
-func (n *WholeNumber) intPtr() *int {
+// intPtr returns n, which checkWhole accepts, as an int.
+func intPtr(n *float64) *int {
 	if n == nil {
 		return nil
 	}
 	return Ptr(int(*n))
-}
-
-// checkWhole returns an error naming where and field when n is not whole.
-func checkWhole(where, field string, n *WholeNumber) error {
-	if !n.whole() {
-		return fmt.Errorf("seed: %s: %s: %v is not a whole number", where, field, float64(*n))
-	}
-	return nil
 }
 
 // DecodeSeed reads a Seed from its JSON form, one JSON object and nothing
@@ -151,11 +146,11 @@ func (s *SeedInstanceSide) side() *InstanceSide {
 	if s == nil {
 		return nil
 	}
-	return &InstanceSide{InstanceSize: s.InstanceSize, FlockSize: s.FlockSize.intPtr(), CooldownSeconds: s.CooldownSeconds.intPtr()}
+	return &InstanceSide{InstanceSize: s.InstanceSize, FlockSize: intPtr(s.FlockSize), CooldownSeconds: intPtr(s.CooldownSeconds)}
 }
 
 func (t SeedToken) input() SeedTokenInput {
-	in := SeedTokenInput{Value: t.Value, CreateTokenInput: CreateTokenInput{Name: t.Name, TTL: t.TTL.intPtr()}}
+	in := SeedTokenInput{Value: t.Value, CreateTokenInput: CreateTokenInput{Name: t.Name, TTL: intPtr(t.TTL)}}
 	if t.Description != "" {
 		in.Description = &t.Description
 	}
@@ -297,7 +292,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed) error {
 		for j, u := range o.Users {
 			added := 0
 			for k, t := range u.Tokens {
-				cred, err := s.store.TokenByDigest(ctx, sha256.Sum256([]byte(t.Value)))
+				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(t.Value))})
 				switch {
 				case errors.Is(err, storage.ErrNotFound):
 					added++
@@ -305,7 +300,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed) error {
 				case err != nil:
 					return fmt.Errorf("seed: %w", internal("check token", err))
 				}
-				if cred.User.Org != o.ID || cred.User.FoldedUsername != FoldUsername(u.Username) {
+				if cred := a.Credential; cred.User.Org != o.ID || cred.User.FoldedUsername != FoldUsername(u.Username) {
 					return fmt.Errorf("seed: organizations[%d].users[%d] (%q).tokens[%d] (%q): token value already belongs to another user", i, j, u.Username, k, t.Name)
 				}
 			}

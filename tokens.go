@@ -8,7 +8,6 @@ import (
 	"hash/crc32"
 	"io"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/orgadmin/orgadmin/storage"
@@ -53,14 +52,11 @@ type CreateTokenInput struct {
 	Description *string
 	// TokenType is "read_write" (the default) or "read_scaling".
 	TokenType *string
-}
-
-// ValidateCreateToken returns a BAD_REQUEST error listing every problem of
-// in, or nil.
-func ValidateCreateToken(in CreateTokenInput) error {
-	var is issues
-	in.check(&is)
-	return is.err()
+	// DecodeIssues are the problems found while decoding the input from
+	// its wire form (a field of the wrong JSON type, say, which is then
+	// left unset). The operation reports them with every other problem of
+	// the request, in its order of checks. Go callers leave it nil.
+	DecodeIssues []Issue
 }
 
 func (in CreateTokenInput) check(is *issues) {
@@ -74,6 +70,13 @@ func (in CreateTokenInput) check(is *issues) {
 	}
 }
 
+// problems returns every problem of in.
+func (in CreateTokenInput) problems() issues {
+	var is issues
+	in.check(&is)
+	return is.withDecoded(in.DecodeIssues)
+}
+
 // CreateToken mints an access token for the user named username in the
 // caller's org and returns it with its value, which is shown here only. A
 // user may create tokens for themself; an Admin also for service accounts,
@@ -81,32 +84,22 @@ func (in CreateTokenInput) check(is *issues) {
 // not, BAD_REQUEST when the input breaks a rule or the user holds the
 // maximum number of live tokens, and NOT_FOUND when the user does not
 // exist.
-func (s *Service) CreateToken(ctx context.Context, c Caller, username string, in CreateTokenInput) (Token, error) {
-	if err := s.Authorize(c, OpCreateToken, username); err != nil {
-		return Token{}, err
-	}
-	_, canExist, err := pathUsername(username)
+func (s *Service) CreateToken(ctx context.Context, a Auth, username string, in CreateTokenInput) (Token, error) {
+	c, err := s.begin(ctx, a, opCreateToken, pathTarget(username), readUser, in.problems())
 	if err != nil {
 		return Token{}, err
 	}
-	if err := ValidateCreateToken(in); err != nil {
-		return Token{}, err
-	}
-	if !canExist {
+	if !c.found {
 		return Token{}, notFound("user", "username")
 	}
-	u, err := s.resolveUser(ctx, c.Org, username)
-	if err != nil {
-		return Token{}, err
-	}
-	if u.ID != c.UserID && !u.IsServiceAccount {
+	if c.target.ID != c.UserID && !c.target.IsServiceAccount {
 		return Token{}, forbidden("tokens of a human user can only be created by that user")
 	}
 	value, err := newSecret(s.rand, tokenPrefix)
 	if err != nil {
 		return Token{}, internal("mint token", err)
 	}
-	return s.insertToken(ctx, u, value, in)
+	return s.insertToken(ctx, c.target, value, in)
 }
 
 // insertToken stores a token of value for u, as described by in (already
@@ -151,163 +144,15 @@ func (s *Service) insertToken(ctx context.Context, u storage.User, value string,
 // id, without their values. A user may list their own tokens; an Admin
 // those of any user. It fails with FORBIDDEN, BAD_REQUEST for a malformed
 // username, and NOT_FOUND.
-func (s *Service) ListTokens(ctx context.Context, c Caller, username string) ([]Token, error) {
-	if err := s.Authorize(c, OpListTokens, username); err != nil {
-		return nil, err
-	}
-	userID, err := s.userIDOf(ctx, c, username)
+func (s *Service) ListTokens(ctx context.Context, a Auth, username string) ([]Token, error) {
+	c, err := s.begin(ctx, a, opListTokens, pathTarget(username), readTokens, nil)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := s.store.ListTokens(ctx, c.Org, userID, s.now())
-	if err != nil {
-		return nil, internal("list tokens", err)
+	if !c.found {
+		return nil, notFound("user", "username")
 	}
-	return tokensFromRecords(recs), nil
-}
-
-// AuthenticateListTokens is Authenticate(token) followed by ListTokens of
-// username, with the same results and errors. On a store that reads a
-// credential and a user's tokens together (storage.CredentialTokensReader,
-// such as Redis on a single server) it takes one round trip instead of two:
-// the commonest authenticated read of the API, served at the cost of
-// authentication alone.
-func (s *Service) AuthenticateListTokens(ctx context.Context, token, username string) (Caller, []Token, error) {
-	c, l, err := s.AuthenticateListing(ctx, token, username, nil)
-	return c, l.Tokens, err
-}
-
-// A ListingStamp names the answer of a token listing: the store's version
-// of the user's token records (storage.UserTokens.Version), and the
-// instants From (when it was read) to Until (the first expiry among the
-// tokens listed; zero when none expires) over which those records give
-// that answer. The zero stamp names no listing.
-type ListingStamp struct {
-	Version     uint64
-	From, Until time.Time
-}
-
-// holds reports whether st's listing is the answer, at the instant t, of
-// the token records of version v.
-func (st ListingStamp) holds(v uint64, t time.Time) bool {
-	return st.Version != 0 && st.Version == v && !t.Before(st.From) &&
-		(st.Until.IsZero() || t.Before(st.Until))
-}
-
-// A Listing is what AuthenticateListing answers.
-type Listing struct {
-	// Tokens are what AuthenticateListTokens returns; nil when Known.
-	Tokens []Token
-	// Stamp names the listing. It is zero when the store does not version
-	// token records; such a listing cannot be kept.
-	Stamp ListingStamp
-	// Known reports that the answer is the listing of the stamp the
-	// caller's known function returned: the listing the caller keeps.
-	// Tokens is then nil.
-	Known bool
-}
-
-// AuthenticateListing is AuthenticateListTokens for callers that keep what
-// they make of a listing under its stamp (the HTTP handler keeps encoded
-// answers), so that an unchanged listing is neither read nor made again.
-// Every call authenticates and authorizes as AuthenticateListTokens does,
-// with the same errors.
-//
-// known, when not nil, is called at most once, while the store reads,
-// with the version of the listed user's token records; it returns the
-// stamp of the listing the caller keeps under that version, if any, and
-// must not call the Service. When that listing is the answer at this
-// instant, the Listing is Known. Stores that do not version token records
-// never call known.
-func (s *Service) AuthenticateListing(ctx context.Context, token, username string, known func(version uint64) (ListingStamp, bool)) (Caller, Listing, error) {
-	r, ok := s.store.(storage.CredentialTokensReader)
-	folded, canExist, err := pathUsername(username)
-	if !ok || err != nil || !canExist || len(token) == 0 || len(token) > maxTokenLen {
-		// The two steps give these answers in the order DESIGN §2 wants.
-		c, err := s.Authenticate(ctx, token)
-		if err != nil {
-			return Caller{}, Listing{}, err
-		}
-		ts, err := s.ListTokens(ctx, c, username)
-		return c, Listing{Tokens: ts}, err
-	}
-	now := s.now()
-	var kept ListingStamp
-	var skip func(uint64) bool
-	var p *listingProbe
-	if known != nil {
-		p = listingProbes.Get().(*listingProbe)
-		p.known, p.now, p.kept = known, now, ListingStamp{}
-		skip = p.skip
-	}
-	cred, ut, err := r.CredentialTokens(ctx, digestOf(token), folded, now, skip)
-	if p != nil {
-		kept = p.kept
-		p.release()
-	}
-	c, err := s.callerOfCredential(cred, err, now)
-	if err != nil {
-		return Caller{}, Listing{}, err
-	}
-	if err := s.Authorize(c, OpListTokens, username); err != nil {
-		return c, Listing{}, err
-	}
-	if !ut.Found {
-		return c, Listing{}, notFound("user", "username")
-	}
-	if kept.Version != 0 && ut.Tokens == nil {
-		// The store called skip, with ut.Version, and it said true.
-		return c, Listing{Stamp: kept, Known: true}, nil
-	}
-	l := Listing{Tokens: tokensFromRecords(ut.Tokens)}
-	if ut.Version != 0 {
-		l.Stamp = ListingStamp{Version: ut.Version, From: now, Until: firstExpiry(l.Tokens)}
-	}
-	return c, l, nil
-}
-
-// listingProbe is the skip function AuthenticateListing hands the store:
-// it asks known for the stamp of the listing kept under the version the
-// store read, and keeps it when it holds at now. Probes are pooled, each
-// with its skip made once, so that a listing allocates no closure: the
-// store calls skip during CredentialTokens only (storage contract).
-type listingProbe struct {
-	known func(version uint64) (ListingStamp, bool)
-	now   time.Time
-	kept  ListingStamp
-	skip  func(version uint64) bool // p.check
-}
-
-var listingProbes = sync.Pool{New: func() any {
-	p := new(listingProbe)
-	p.skip = p.check
-	return p
-}}
-
-func (p *listingProbe) check(v uint64) bool {
-	st, ok := p.known(v)
-	if ok && st.holds(v, p.now) {
-		p.kept = st
-		return true
-	}
-	return false
-}
-
-// release forgets what p was given and puts it back in the pool.
-func (p *listingProbe) release() {
-	*p = listingProbe{skip: p.skip}
-	listingProbes.Put(p)
-}
-
-// firstExpiry returns the earliest ExpireAt of ts, zero when none expires.
-func firstExpiry(ts []Token) time.Time {
-	var first time.Time
-	for _, t := range ts {
-		if !t.ExpireAt.IsZero() && (first.IsZero() || t.ExpireAt.Before(first)) {
-			first = t.ExpireAt
-		}
-	}
-	return first
+	return tokensFromRecords(c.tokens), nil
 }
 
 func tokensFromRecords(recs []storage.Token) []Token {
@@ -324,20 +169,17 @@ const maxTokenIDLen = 255
 // DeleteToken invalidates the token tokenID of the user named username in
 // the caller's org; from then on it authenticates nowhere. It fails like
 // ListTokens, and with NOT_FOUND when the user has no such live token.
-func (s *Service) DeleteToken(ctx context.Context, c Caller, username, tokenID string) error {
-	if err := s.Authorize(c, OpDeleteToken, username); err != nil {
-		return err
-	}
+func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID string) error {
 	var is issues
 	is.checkString(tokenID, 1, maxTokenIDLen, "token_id")
-	if err := is.err(); err != nil {
-		return err
-	}
-	userID, err := s.userIDOf(ctx, c, username)
+	c, err := s.begin(ctx, a, opDeleteToken, pathTarget(username), readUser, is)
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteToken(ctx, c.Org, userID, tokenID, s.now()); err != nil {
+	if !c.found {
+		return notFound("user", "username")
+	}
+	if err := s.store.DeleteToken(ctx, c.Org, c.target.ID, tokenID, s.now()); err != nil {
 		return s.storeErr("delete token", err, "token", "token_id")
 	}
 	return nil
@@ -381,9 +223,9 @@ func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTo
 	}
 	t, err := s.insertToken(ctx, u, in.Value, in.CreateTokenInput)
 	if ErrorCode(err) == CodeBadRequest {
-		cred, lerr := s.store.TokenByDigest(ctx, sha256.Sum256([]byte(in.Value)))
-		if lerr == nil && cred.Token.UserID == u.ID {
-			t = tokenFromRecord(cred.Token)
+		a, lerr := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(in.Value))})
+		if lerr == nil && a.Credential.Token.UserID == u.ID {
+			t = tokenFromRecord(a.Credential.Token)
 			t.Value = in.Value
 			return t, nil
 		}

@@ -45,17 +45,26 @@ func userFromRecord(u storage.User) User {
 type CreateServiceAccountInput struct {
 	Username    string
 	Description *string
+	// DecodeIssues are the problems found while decoding the input from
+	// its wire form; see CreateTokenInput.DecodeIssues.
+	DecodeIssues []Issue
+}
+
+// problems returns every problem of in.
+func (in CreateServiceAccountInput) problems() issues {
+	var is issues
+	is.checkUsername(in.Username, "username")
+	is.checkOptString(in.Description, 0, MaxDescriptionLen, "description")
+	return is.withDecoded(in.DecodeIssues)
 }
 
 // CreateServiceAccount creates a service account with the Member role in
 // the caller's org. It fails with FORBIDDEN unless the caller is an Admin
 // and with BAD_REQUEST when the input breaks a rule or the username is
 // taken.
-func (s *Service) CreateServiceAccount(ctx context.Context, c Caller, in CreateServiceAccountInput) (User, error) {
-	if err := s.Authorize(c, OpCreateServiceAccount, ""); err != nil {
-		return User{}, err
-	}
-	if err := ValidateCreateServiceAccount(in); err != nil {
+func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateServiceAccountInput) (User, error) {
+	c, err := s.begin(ctx, a, opCreateServiceAccount, nil, readNone, in.problems())
+	if err != nil {
 		return User{}, err
 	}
 	return s.createUser(ctx, c.Org, NewUser{
@@ -64,15 +73,6 @@ func (s *Service) CreateServiceAccount(ctx context.Context, c Caller, in CreateS
 		IsServiceAccount: true,
 		Role:             RoleMember,
 	})
-}
-
-// ValidateCreateServiceAccount returns a BAD_REQUEST error listing every
-// problem of in, or nil.
-func ValidateCreateServiceAccount(in CreateServiceAccountInput) error {
-	var is issues
-	is.checkUsername(in.Username, "username")
-	is.checkOptString(in.Description, 0, MaxDescriptionLen, "description")
-	return is.err()
 }
 
 // NewUser describes a user created through the Go API (CreateUser), which,
@@ -147,9 +147,7 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User,
 		Instances:        s.defaults,
 	}
 	if nu.Instances != nil {
-		if rec.Instances, err = nu.Instances.toRecord(nil); err != nil {
-			return User{}, err
-		}
+		rec.Instances = nu.Instances.record() // checked by validateNewUser
 	}
 	switch err := s.store.CreateUser(ctx, rec); {
 	case errors.Is(err, storage.ErrAlreadyExists):
@@ -227,21 +225,19 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 // sessions, and returns the deleted user. It fails with FORBIDDEN unless
 // the caller is an Admin, with BAD_REQUEST for a malformed username or the
 // caller's own, and with NOT_FOUND when no such user exists.
-func (s *Service) DeleteUser(ctx context.Context, c Caller, username string) (User, error) {
-	if err := s.Authorize(c, OpDeleteUser, username); err != nil {
-		return User{}, err
-	}
-	folded, canExist, err := pathUsername(username)
+func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User, error) {
+	t := pathTarget(username)
+	c, err := s.begin(ctx, a, opDeleteUser, t, readNone, nil)
 	if err != nil {
 		return User{}, err
 	}
-	if c.isSelf(folded) {
+	if c.isSelf(t.folded) {
 		return User{}, badRequest(Issue{Message: "Users cannot delete themselves", Path: []any{"username"}, Code: IssueNotAllowed})
 	}
-	if !canExist {
+	if !t.canExist {
 		return User{}, notFound("user", "username")
 	}
-	u, err := s.store.DeleteUser(ctx, c.Org, folded)
+	u, err := s.store.DeleteUser(ctx, c.Org, t.folded)
 	if err != nil {
 		return User{}, s.storeErr("delete user", err, "user", "username")
 	}
@@ -259,6 +255,10 @@ type ListUsersOptions struct {
 	// ServiceAccount, when set, keeps only service accounts (true) or only
 	// human users (false).
 	ServiceAccount *bool
+	// DecodeIssues are the problems found while decoding the options from
+	// their wire form (a query parameter that is not a number, say); see
+	// CreateTokenInput.DecodeIssues.
+	DecodeIssues []Issue
 }
 
 // UserPage is one page of users.
@@ -280,52 +280,28 @@ const (
 // folded username. It fails with FORBIDDEN unless the caller holds
 // member_management.view_all_members, and with BAD_REQUEST for an
 // out-of-range limit or offset or a malformed page token.
-func (s *Service) ListUsers(ctx context.Context, c Caller, opt ListUsersOptions) (UserPage, error) {
-	if err := s.Authorize(c, OpListUsers, ""); err != nil {
-		return UserPage{}, err
-	}
-	q, err := userQuery(opt)
+func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (UserPage, error) {
+	q, is := opt.query()
+	c, err := s.begin(ctx, a, opListUsers, nil, readNone, is)
 	if err != nil {
 		return UserPage{}, err
 	}
-	users, last := []User{}, ""
-	var page storage.UserPage
-	if v, ok := s.store.(storage.UserVisitor); ok {
-		// Each user is copied once, into the answer; see UserVisitor.
-		page, err = v.VisitUsers(ctx, c.Org, q, func(n int, u *storage.User) {
-			if len(users) == 0 {
-				users = make([]User, 0, n)
-			}
-			users = append(users, userFromRecord(*u))
-			last = u.FoldedUsername
-		})
-	} else {
-		page, err = s.store.ListUsers(ctx, c.Org, q)
-		users = make([]User, len(page.Users))
-		for i, u := range page.Users {
-			users[i] = userFromRecord(u)
-			last = u.FoldedUsername
-		}
-	}
+	page, err := s.store.ListUsers(ctx, c.Org, q)
 	if err != nil {
 		return UserPage{}, internal("list users", err)
 	}
-	out := UserPage{Users: users, TotalCount: page.Total}
-	if page.More && len(users) > 0 {
-		out.NextPageToken = encodePageToken(last)
+	out := UserPage{Users: make([]User, len(page.Users)), TotalCount: page.Total}
+	for i, u := range page.Users {
+		out.Users[i] = userFromRecord(u)
+	}
+	if n := len(page.Users); page.More && n > 0 {
+		out.NextPageToken = encodePageToken(page.Users[n-1].FoldedUsername)
 	}
 	return out, nil
 }
 
-// ValidateListUsers returns a BAD_REQUEST error listing every problem of
-// opt, or nil.
-func ValidateListUsers(opt ListUsersOptions) error {
-	_, err := userQuery(opt)
-	return err
-}
-
-// userQuery validates opt and turns it into a store query.
-func userQuery(opt ListUsersOptions) (storage.UserQuery, error) {
+// query turns opt into a store query, with every problem of opt.
+func (opt ListUsersOptions) query() (storage.UserQuery, issues) {
 	var is issues
 	q := storage.UserQuery{Limit: DefaultUserPageSize, ServiceAccount: opt.ServiceAccount}
 	if opt.Limit != nil && is.checkRange(int64(*opt.Limit), 1, MaxUserPageSize, "limit") {
@@ -341,7 +317,7 @@ func userQuery(opt ListUsersOptions) (storage.UserQuery, error) {
 		}
 		q.After, q.Offset = after, 0
 	}
-	return q, is.err()
+	return q, is.withDecoded(opt.DecodeIssues)
 }
 
 const maxInt = int64(^uint(0) >> 1)

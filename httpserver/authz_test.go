@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
-	"github.com/orgadmin/orgadmin/internal/storetest"
+	"github.com/orgadmin/orgadmin/internal/everystore"
 )
 
 // principal is who a credential authenticates as.
@@ -315,7 +315,7 @@ func expectStatus(op operation, c callerKind, target string) int {
 // but an id lookup.)
 func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T, k storetest.Kind) {
+	everystore.Run(t, func(t *testing.T, k everystore.Kind) {
 		rows := make(chan func())
 		var wg sync.WaitGroup
 		for range matrixConcurrency {
@@ -408,7 +408,7 @@ func TestAuthorizationExamples(t *testing.T) {
 // same, byte for byte, as for one that does not exist. It runs on every store.
 func TestCrossOrgIsIndistinguishableFromMissing(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T, k storetest.Kind) {
+	everystore.Run(t, func(t *testing.T, k everystore.Kind) {
 		testCrossOrgIsIndistinguishableFromMissing(t, newFixtureWith(t, orgadmin.Config{}, worldOptions{store: k.Open(t).Store}))
 	})
 }

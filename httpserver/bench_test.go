@@ -9,12 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/internal/baseline"
-	"github.com/orgadmin/orgadmin/internal/jsonlog"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
@@ -58,7 +56,7 @@ func BenchmarkListTokensHTTP(b *testing.B) {
 
 // BenchmarkListUsersHTTP serves GET /v1/users?limit=100 through the
 // Handler, a page of 100 of 1 000 service accounts (as the load harness
-// pages), with the example server's log handler.
+// pages).
 func BenchmarkListUsersHTTP(b *testing.B) {
 	svc, admin, token, h := benchHandler(b)
 	for i := range 1000 {
@@ -81,7 +79,7 @@ func BenchmarkListUsersHTTP(b *testing.B) {
 
 // benchHandler returns a Service on a memory store with the Admin "admin"
 // of org "bench", the Admin as caller and its token, and the Service's
-// Handler with the example server's log handler (lines held up to 0.1 s).
+// Handler logging JSON lines, as the example server does.
 func benchHandler(b *testing.B) (*orgadmin.Service, orgadmin.Caller, string, *httpserver.Handler) {
 	b.Helper()
 	ctx := context.Background()
@@ -94,7 +92,6 @@ func benchHandler(b *testing.B) (*orgadmin.Service, orgadmin.Caller, string, *ht
 	if err != nil {
 		b.Fatal(err)
 	}
-	logs := jsonlog.New(io.Discard, &jsonlog.Options{FlushDelay: 100 * time.Millisecond})
-	b.Cleanup(func() { _ = logs.Flush() })
-	return svc, admin, token, httpserver.New(svc, httpserver.Config{Logger: slog.New(logs)})
+	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
+	return svc, admin, token, httpserver.New(svc, httpserver.Config{Logger: log})
 }

@@ -21,8 +21,13 @@ type object map[string]json.RawMessage
 
 // decoder reads request bodies field by field, collecting an issue (with
 // its path) for every field of the wrong JSON type instead of stopping at
-// the first. Ranges, lengths and enumerations are the Service's business.
+// the first; the field is then left unset, and the Service reports the
+// issue with every other problem of the request (the inputs'
+// DecodeIssues). Ranges, lengths and enumerations are the Service's
+// business.
 type decoder struct {
+	// body is the request body's object; nil when the body is not one.
+	body   object
 	issues []orgadmin.Issue
 }
 
@@ -49,8 +54,12 @@ func kind(raw json.RawMessage) string {
 }
 
 // field returns the raw value of key, or nil when it is absent or null. A
-// required field that is absent or null gets an issue.
+// required field that is absent or null gets an issue, unless o is nil: a
+// body that is not an object has had its issue.
 func (d *decoder) field(o object, key string, required bool, path []any) json.RawMessage {
+	if o == nil {
+		return nil
+	}
 	raw, ok := o[key]
 	at := append(slices.Clip(path), key)
 	if ok && kind(raw) != "null" {
@@ -206,67 +215,39 @@ func (d *decoder) raw(o object, key string) json.RawMessage {
 	return d.field(o, key, false, nil)
 }
 
-// readObject reads the request body, which must be one JSON object in
-// valid UTF-8 of at most limit bytes.
-func readObject(w http.ResponseWriter, r *http.Request, limit int64) (object, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+// readBody reads the request body, which must be one JSON object in
+// valid UTF-8 of at most the Handler's MaxBodyBytes, into a decoder of its
+// members. What is wrong with the body as a whole is the decoder's one
+// issue, at the empty path; its object is then nil.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) *decoder {
+	d := new(decoder)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			return nil, bodyError(orgadmin.IssueTooBig, fmt.Sprintf("Body must be at most %d bytes", limit))
+			d.add(orgadmin.IssueTooBig, fmt.Sprintf("Body must be at most %d bytes", h.maxBody), []any{})
+		} else {
+			d.add(orgadmin.IssueInvalidType, "Body could not be read", []any{})
 		}
-		return nil, bodyError(orgadmin.IssueInvalidType, "Body could not be read")
+		return d
 	}
 	body = bytes.TrimSpace(body)
 	switch {
 	case len(body) == 0:
-		return nil, bodyError(orgadmin.IssueInvalidType, "Required: a JSON object")
+		d.add(orgadmin.IssueInvalidType, "Required: a JSON object", []any{})
 	case !utf8.Valid(body):
-		return nil, bodyError(orgadmin.IssueInvalidString, "Body must be valid UTF-8")
+		d.add(orgadmin.IssueInvalidString, "Body must be valid UTF-8", []any{})
 	case !json.Valid(body):
-		return nil, bodyError(orgadmin.IssueInvalidType, "Body is not valid JSON")
+		d.add(orgadmin.IssueInvalidType, "Body is not valid JSON", []any{})
 	case body[0] != '{':
-		return nil, bodyError(orgadmin.IssueInvalidType, "Expected object, received "+kind(body))
-	}
-	var o object
-	if err := json.Unmarshal(body, &o); err != nil {
-		return nil, bodyError(orgadmin.IssueInvalidType, "Body is not valid JSON")
-	}
-	return o, nil
-}
-
-func bodyError(code, msg string) error {
-	return &orgadmin.Error{Code: orgadmin.CodeBadRequest, Issues: []orgadmin.Issue{{Message: msg, Path: []any{}, Code: code}}}
-}
-
-// typeErrors returns nil when d found nothing wrong. Otherwise it returns a
-// BAD_REQUEST listing d's issues and those validate finds in the fields d
-// could decode, so that a client learns every problem at once.
-func (d *decoder) typeErrors(validate func() error) error {
-	if len(d.issues) == 0 {
-		return nil
-	}
-	all := d.issues
-	var e *orgadmin.Error
-	if err := validate(); errors.As(err, &e) {
-		for _, is := range e.Issues {
-			if !slices.ContainsFunc(d.issues, func(t orgadmin.Issue) bool { return hasPrefix(is.Path, t.Path) }) {
-				all = append(all, is)
-			}
+		d.add(orgadmin.IssueInvalidType, "Expected object, received "+kind(body), []any{})
+	default:
+		var o object
+		if err := json.Unmarshal(body, &o); err != nil {
+			d.add(orgadmin.IssueInvalidType, "Body is not valid JSON", []any{})
+			return d
 		}
+		d.body = o
 	}
-	return &orgadmin.Error{Code: orgadmin.CodeBadRequest, Issues: all}
-}
-
-// hasPrefix reports whether path starts with prefix.
-func hasPrefix(path, prefix []any) bool {
-	if len(prefix) > len(path) {
-		return false
-	}
-	for i := range prefix {
-		if path[i] != prefix[i] {
-			return false
-		}
-	}
-	return true
+	return d
 }

@@ -6,27 +6,16 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-type embedSessionResponse struct {
-	Session string `json:"session"`
-}
-
-func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
-	if err := h.svc.Authorize(c, orgadmin.OpCreateEmbedSession, ""); err != nil {
-		return nil, err
-	}
-	o, err := readObject(w, r, h.maxBody)
-	if err != nil {
-		return nil, err
-	}
-	var d decoder
+func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request) (answer, error) {
+	d := h.readBody(w, r)
 	in := orgadmin.CreateEmbedSessionInput{
-		Username:     deref(d.string(o, "username", true)),
-		SessionName:  d.string(o, "session_name", false),
-		SessionHint:  d.string(o, "session_hint", false),
-		InitialState: d.raw(o, "initial_state"),
-		Version:      d.int(o, "version", false),
+		Username:     deref(d.string(d.body, "username", true)),
+		SessionName:  d.string(d.body, "session_name", false),
+		SessionHint:  d.string(d.body, "session_hint", false),
+		InitialState: d.raw(d.body, "initial_state"),
+		Version:      d.int(d.body, "version", false),
 	}
-	if items := d.array(o, "required_resources"); items != nil {
+	if items := d.array(d.body, "required_resources"); items != nil {
 		in.RequiredResources = make([]orgadmin.Resource, 0, len(items))
 		for i, raw := range items {
 			path := []any{"required_resources", i}
@@ -38,12 +27,14 @@ func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c o
 			in.RequiredResources = append(in.RequiredResources, res)
 		}
 	}
-	if err := d.typeErrors(func() error { return orgadmin.ValidateCreateEmbedSession(in) }); err != nil {
-		return nil, err
-	}
-	s, err := h.svc.CreateEmbedSession(r.Context(), c, p.diveID, in)
-	if err != nil {
-		return nil, err
-	}
-	return embedSessionResponse{Session: s}, nil
+	in.DecodeIssues = d.issues
+	s, err := h.svc.CreateEmbedSession(r.Context(), bearer(r), r.PathValue("dive_id"), in)
+	return embedSessionAnswer(s), err
+}
+
+// embedSessionAnswer is the answer of create embed session: {"session"}.
+type embedSessionAnswer string
+
+func (s embedSessionAnswer) appendJSON(b []byte) []byte {
+	return append(appendField(append(b, '{'), "session", string(s)), '}')
 }

@@ -32,16 +32,18 @@ type FeedbackConfig struct {
 // FeedbackPath is where the feedback endpoint is conventionally mounted.
 const FeedbackPath = "/docs/api/feedback/agent"
 
-// feedbackResponse is the answer to a submission.
-type feedbackResponse struct {
-	FeedbackID string `json:"feedback_id"`
+// feedbackAnswer is the answer to a submission: {"feedback_id"}.
+type feedbackAnswer string
+
+func (id feedbackAnswer) appendJSON(b []byte) []byte {
+	return append(appendField(append(b, '{'), "feedback_id", string(id)), '}')
 }
 
 // NewFeedback returns the page-feedback handler: GET with the query
 // parameters page_path, text, page_title and source; no bearer token
 // needed. Mount it where the host program chooses, conventionally at
-// FeedbackPath. A client past its rate gets 429 with
-// Retry-After.
+// FeedbackPath. A client past its rate gets 429 with Retry-After; a
+// submission the Service refuses costs the client nothing of its rate.
 func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -62,34 +64,34 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		q, err := url.ParseQuery(r.URL.RawQuery)
-		if err != nil {
-			writeError(w, r, cfg.Logger, queryError("Malformed query string", nil))
-			return
+		var d decoder
+		var in orgadmin.FeedbackInput
+		if q, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+			d.add(orgadmin.IssueInvalidString, "Malformed query string", []any{})
+		} else {
+			in = orgadmin.FeedbackInput{
+				PagePath:  q.Get("page_path"),
+				Text:      q.Get("text"),
+				PageTitle: q.Get("page_title"),
+				Source:    q.Get("source"),
+			}
 		}
-		in := orgadmin.FeedbackInput{
-			PagePath:  q.Get("page_path"),
-			Text:      q.Get("text"),
-			PageTitle: q.Get("page_title"),
-			Source:    q.Get("source"),
-		}
-		// Validate before counting against the rate, so that a bad request
-		// costs the client nothing.
-		if err := orgadmin.ValidateFeedback(in); err != nil {
-			writeError(w, r, cfg.Logger, err)
-			return
-		}
-		if wait, ok := lim.allow(cfg.ClientKey(r), cfg.Now()); !ok {
+		in.DecodeIssues = d.issues
+		key := cfg.ClientKey(r)
+		if wait, ok := lim.take(key, cfg.Now()); !ok {
 			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
 			writeJSON(w, http.StatusTooManyRequests, errorBody{Message: orgadmin.CodeTooManyRequests.Message(), Code: orgadmin.CodeTooManyRequests})
 			return
 		}
 		id, err := svc.SubmitFeedback(r.Context(), in)
 		if err != nil {
+			if orgadmin.ErrorCode(err) == orgadmin.CodeBadRequest {
+				lim.giveBack(key)
+			}
 			writeError(w, r, cfg.Logger, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, feedbackResponse{FeedbackID: id})
+		writeJSON(w, http.StatusOK, feedbackAnswer(id))
 	}))
 }
 
@@ -118,9 +120,9 @@ type bucket struct {
 // carry no information) are forgotten.
 const maxBuckets = 10000
 
-// allow takes a token from key's bucket; when there is none it reports
+// take takes a token from key's bucket; when there is none it reports
 // false and how long until there is.
-func (l *limiter) allow(key string, now time.Time) (time.Duration, bool) {
+func (l *limiter) take(key string, now time.Time) (time.Duration, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
@@ -138,6 +140,16 @@ func (l *limiter) allow(key string, now time.Time) (time.Duration, bool) {
 	}
 	b.tokens--
 	return 0, true
+}
+
+// giveBack returns to key's bucket the token take took for a request that
+// was refused.
+func (l *limiter) giveBack(key string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.buckets[key]; ok {
+		b.tokens = min(l.burst, b.tokens+1)
+	}
 }
 
 func (l *limiter) prune(now time.Time) {

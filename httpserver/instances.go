@@ -6,72 +6,23 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-type instanceSideJSON struct {
-	InstanceSize    string `json:"instance_size"`
-	FlockSize       *int   `json:"flock_size,omitempty"`
-	CooldownSeconds *int   `json:"cooldown_seconds,omitempty"`
+func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request) (answer, error) {
+	cfg, err := h.svc.GetInstanceConfig(r.Context(), bearer(r), r.PathValue("username"))
+	return configAnswer(cfg), err
 }
 
-type instanceConfigJSON struct {
-	ReadWrite   instanceSideJSON `json:"read_write"`
-	ReadScaling instanceSideJSON `json:"read_scaling"`
-}
-
-func configToJSON(c orgadmin.InstanceConfig) instanceConfigJSON {
-	side := func(s *orgadmin.InstanceSide) instanceSideJSON {
-		return instanceSideJSON{InstanceSize: s.InstanceSize, FlockSize: s.FlockSize, CooldownSeconds: s.CooldownSeconds}
-	}
-	return instanceConfigJSON{ReadWrite: side(c.ReadWrite), ReadScaling: side(c.ReadScaling)}
-}
-
-type activeAccountsResponse struct {
-	Accounts []activeAccountJSON `json:"accounts"`
-}
-
-type activeAccountJSON struct {
-	Username  string         `json:"username"`
-	Ducklings []ducklingJSON `json:"ducklings"`
-}
-
-type ducklingJSON struct {
-	ID     string `json:"id"`
-	Type   string `json:"type"`
-	Status string `json:"status"`
-}
-
-func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
-	cfg, err := h.svc.GetInstanceConfig(r.Context(), c, p.username)
-	if err != nil {
-		return nil, err
-	}
-	return configToJSON(cfg), nil
-}
-
-func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
-	username := p.username
-	if err := h.svc.Authorize(c, orgadmin.OpSetInstances, username); err != nil {
-		return nil, err
-	}
-	o, err := readObject(w, r, h.maxBody)
-	if err != nil {
-		return nil, err
-	}
-	var d decoder
+func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request) (answer, error) {
+	d := h.readBody(w, r)
 	var in orgadmin.SetInstanceConfigInput
-	if cfg := d.object(o, "config", true); cfg != nil {
+	if cfg := d.object(d.body, "config", true); cfg != nil {
 		in.Config = &orgadmin.InstanceConfig{
 			ReadWrite:   d.instanceSide(cfg, "read_write", false),
 			ReadScaling: d.instanceSide(cfg, "read_scaling", true),
 		}
 	}
-	if err := d.typeErrors(func() error { return orgadmin.ValidateSetInstanceConfig(in) }); err != nil {
-		return nil, err
-	}
-	cfg, err := h.svc.SetInstanceConfig(r.Context(), c, username, in)
-	if err != nil {
-		return nil, err
-	}
-	return configToJSON(cfg), nil
+	in.DecodeIssues = d.issues
+	cfg, err := h.svc.SetInstanceConfig(r.Context(), bearer(r), r.PathValue("username"), in)
+	return configAnswer(cfg), err
 }
 
 // instanceSide decodes config[key]; flock_size is read on the read-scaling
@@ -92,18 +43,54 @@ func (d *decoder) instanceSide(cfg object, key string, scaling bool) *orgadmin.I
 	return s
 }
 
-func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, _ pathParams) (any, error) {
-	accs, err := h.svc.GetActiveAccounts(r.Context(), c)
-	if err != nil {
-		return nil, err
+func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request) (answer, error) {
+	accs, err := h.svc.GetActiveAccounts(r.Context(), bearer(r))
+	return activeAccounts(accs), err
+}
+
+// configAnswer is an instance configuration: {"read_write": side,
+// "read_scaling": side}, each side {"instance_size", "flock_size"?,
+// "cooldown_seconds"?}.
+type configAnswer orgadmin.InstanceConfig
+
+func (c configAnswer) appendJSON(b []byte) []byte {
+	b = appendSide(appendKey(append(b, '{'), "read_write"), c.ReadWrite)
+	b = appendSide(appendKey(b, "read_scaling"), c.ReadScaling)
+	return append(b, '}')
+}
+
+func appendSide(b []byte, s *orgadmin.InstanceSide) []byte {
+	b = appendField(append(b, '{'), "instance_size", s.InstanceSize)
+	if s.FlockSize != nil {
+		b = appendInt(b, "flock_size", *s.FlockSize)
 	}
-	resp := activeAccountsResponse{Accounts: make([]activeAccountJSON, len(accs))}
-	for i, a := range accs {
-		ds := make([]ducklingJSON, len(a.Ducklings))
-		for j, d := range a.Ducklings {
-			ds[j] = ducklingJSON{ID: d.ID, Type: d.Type, Status: d.Status}
+	if s.CooldownSeconds != nil {
+		b = appendInt(b, "cooldown_seconds", *s.CooldownSeconds)
+	}
+	return append(b, '}')
+}
+
+// activeAccounts is the answer of get active accounts: {"accounts":
+// [{"username", "ducklings": [{"id", "type", "status"}]}]}.
+type activeAccounts []orgadmin.ActiveAccount
+
+func (as activeAccounts) appendJSON(b []byte) []byte {
+	b = append(b, `{"accounts":[`...)
+	for i, a := range as {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		resp.Accounts[i] = activeAccountJSON{Username: a.Username, Ducklings: ds}
+		b = appendField(append(b, '{'), "username", a.Username)
+		b = append(appendKey(b, "ducklings"), '[')
+		for j, d := range a.Ducklings {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b = appendField(append(b, '{'), "id", d.ID)
+			b = appendField(b, "type", d.Type)
+			b = append(appendField(b, "status", d.Status), '}')
+		}
+		b = append(b, "]}"...)
 	}
-	return resp, nil
+	return append(b, "]}"...)
 }

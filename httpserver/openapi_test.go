@@ -53,7 +53,7 @@ var openAPIRouter = sync.OnceValues(func() (routers.Router, error) {
 // business (and a 401 is then a documented answer).
 func bearerPresent(_ context.Context, in *openapi3filter.AuthenticationInput) error {
 	h := in.RequestValidationInput.Request.Header
-	if _, ok := orgadmin.BearerToken(h.Get("Authorization")); !ok || len(h.Values("Authorization")) != 1 {
+	if _, ok := bearerModel(h.Get("Authorization")); !ok || len(h.Values("Authorization")) != 1 {
 		return errors.New("no bearer credential")
 	}
 	return nil

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
-	"github.com/orgadmin/orgadmin/internal/storetest"
+	"github.com/orgadmin/orgadmin/internal/everystore"
 	"github.com/orgadmin/orgadmin/internal/testdb"
 )
 
@@ -23,11 +23,11 @@ import (
 // never logged: after a run that mints, uses and revokes them over HTTP
 // and through the Go API, no value shows anywhere in what the store holds
 // or in what the Handler logged at Debug level, in clear, hex or base64,
-// whole or as a run of storetest.MinLeak characters. It runs on every
+// whole or as a run of everystore.MinLeak characters. It runs on every
 // store.
 func TestSecretsNeverStoredOrLogged(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T, k storetest.Kind) {
+	everystore.Run(t, func(t *testing.T, k everystore.Kind) {
 		store := k.Open(t)
 		var logs syncBuffer
 		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -63,7 +63,7 @@ func TestSecretsNeverStoredOrLogged(t *testing.T) {
 
 		secrets := append(append(append([]string{}, run.live...), run.dead...), run.sessions...)
 		texts := append(contents, logs.String())
-		assert.Empty(t, storetest.Leaks(secrets, texts), "secret values in the store or the log")
+		assert.Empty(t, everystore.Leaks(secrets, texts), "secret values in the store or the log")
 	})
 }
 

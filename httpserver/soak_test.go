@@ -19,7 +19,7 @@ import (
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
-	"github.com/orgadmin/orgadmin/internal/storetest"
+	"github.com/orgadmin/orgadmin/internal/everystore"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -45,7 +45,7 @@ const (
 // worker's changes. It runs on every store.
 func TestSoak(t *testing.T) {
 	t.Parallel()
-	storetest.Run(t, func(t *testing.T, k storetest.Kind) {
+	everystore.Run(t, func(t *testing.T, k everystore.Kind) {
 		n := soakRequests
 		if k.Slow {
 			n = soakRequestsOnSlow

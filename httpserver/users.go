@@ -10,78 +10,40 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-// userPage is the answer of list users: {"users": [...], "total_count":
-// n, "next_page_token": a token, or null on the last page}. It writes its
-// own JSON (appendJSON); userPageJSON in the tests is that form for
-// encoding/json.
-type userPage orgadmin.UserPage
-
-type serviceAccountResponse struct {
-	Username    string `json:"username"`
-	Description string `json:"description,omitempty"`
-}
-
-type deleteUserResponse struct {
-	Username string `json:"username"`
-}
-
-func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c orgadmin.Caller, _ pathParams) (any, error) {
-	if err := h.svc.Authorize(c, orgadmin.OpCreateServiceAccount, ""); err != nil {
-		return nil, err
-	}
-	o, err := readObject(w, r, h.maxBody)
-	if err != nil {
-		return nil, err
-	}
-	var d decoder
+func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request) (answer, error) {
+	d := h.readBody(w, r)
 	in := orgadmin.CreateServiceAccountInput{
-		Username:    deref(d.string(o, "username", true)),
-		Description: d.string(o, "description", false),
+		Username:    deref(d.string(d.body, "username", true)),
+		Description: d.string(d.body, "description", false),
 	}
-	if err := d.typeErrors(func() error { return orgadmin.ValidateCreateServiceAccount(in) }); err != nil {
-		return nil, err
-	}
-	u, err := h.svc.CreateServiceAccount(r.Context(), c, in)
-	if err != nil {
-		return nil, err
-	}
-	return serviceAccountResponse{Username: u.Username, Description: u.Description}, nil
+	in.DecodeIssues = d.issues
+	u, err := h.svc.CreateServiceAccount(r.Context(), bearer(r), in)
+	return serviceAccountAnswer(u), err
 }
 
-func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, _ pathParams) (any, error) {
-	if err := h.svc.Authorize(c, orgadmin.OpListUsers, ""); err != nil {
-		return nil, err
-	}
-	q, err := url.ParseQuery(r.URL.RawQuery)
-	if err != nil {
-		return nil, queryError("Malformed query string", nil)
-	}
+func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request) (answer, error) {
 	var d decoder
-	opt := orgadmin.ListUsersOptions{
-		Limit:     d.queryInt(q, "limit"),
-		Offset:    d.queryInt(q, "offset"),
-		PageToken: q.Get("page_token"),
+	var opt orgadmin.ListUsersOptions
+	if q, err := url.ParseQuery(r.URL.RawQuery); err != nil {
+		d.add(orgadmin.IssueInvalidString, "Malformed query string", []any{})
+	} else {
+		opt.Limit = d.queryInt(q, "limit")
+		opt.Offset = d.queryInt(q, "offset")
+		opt.PageToken = q.Get("page_token")
+		opt.ServiceAccount = d.queryBool(q, "is_service_account")
 	}
-	if q.Has("is_service_account") {
-		switch v := q.Get("is_service_account"); v {
-		case "true", "false":
-			opt.ServiceAccount = orgadmin.Ptr(v == "true")
-		default:
-			d.add(orgadmin.IssueInvalidType, `Expected "true" or "false"`, []any{"is_service_account"})
-		}
-	}
-	if err := d.typeErrors(func() error { return orgadmin.ValidateListUsers(opt) }); err != nil {
-		return nil, err
-	}
-	page, err := h.svc.ListUsers(r.Context(), c, opt)
-	if err != nil {
-		return nil, err
-	}
-	return userPage(page), nil
+	opt.DecodeIssues = d.issues
+	page, err := h.svc.ListUsers(r.Context(), bearer(r), opt)
+	return userPage(page), err
+}
+
+func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request) (answer, error) {
+	u, err := h.svc.DeleteUser(r.Context(), bearer(r), r.PathValue("username"))
+	return deletedUserAnswer(u), err
 }
 
 // queryInt decodes an integer query parameter; absent yields nil. Values
-// beyond the int range are clamped so that range checks report them.
+// beyond the int32 range are clamped so that range checks report them.
 func (d *decoder) queryInt(q url.Values, key string) *int {
 	if !q.Has(key) {
 		return nil
@@ -95,19 +57,76 @@ func (d *decoder) queryInt(q url.Values, key string) *int {
 	return &v
 }
 
-func queryError(msg string, path []any) error {
-	if path == nil {
-		path = []any{}
+// queryBool decodes a boolean query parameter, "true" or "false"; absent
+// yields nil.
+func (d *decoder) queryBool(q url.Values, key string) *bool {
+	if !q.Has(key) {
+		return nil
 	}
-	return &orgadmin.Error{Code: orgadmin.CodeBadRequest, Issues: []orgadmin.Issue{{Message: msg, Path: path, Code: orgadmin.IssueInvalidString}}}
+	switch v := q.Get(key); v {
+	case "true", "false":
+		b := v == "true"
+		return &b
+	}
+	d.add(orgadmin.IssueInvalidType, `Expected "true" or "false"`, []any{key})
+	return nil
 }
 
-func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c orgadmin.Caller, p pathParams) (any, error) {
-	u, err := h.svc.DeleteUser(r.Context(), c, p.username)
-	if err != nil {
-		return nil, err
+// serviceAccountAnswer is the answer of create service account:
+// {"username", "description"?}.
+type serviceAccountAnswer orgadmin.User
+
+func (u serviceAccountAnswer) appendJSON(b []byte) []byte {
+	b = appendField(append(b, '{'), "username", u.Username)
+	b = appendOptField(b, "description", u.Description)
+	return append(b, '}')
+}
+
+// deletedUserAnswer is the answer of delete user: {"username"}.
+type deletedUserAnswer orgadmin.User
+
+func (u deletedUserAnswer) appendJSON(b []byte) []byte {
+	return append(appendField(append(b, '{'), "username", u.Username), '}')
+}
+
+// userPage is the answer of list users: {"users": [...], "total_count":
+// n, "next_page_token": a token, or null on the last page}.
+type userPage orgadmin.UserPage
+
+func (p userPage) appendJSON(b []byte) []byte {
+	b = append(b, `{"users":[`...)
+	for i, u := range p.Users {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendUser(b, u)
 	}
-	return deleteUserResponse{Username: u.Username}, nil
+	b = append(b, ']')
+	b = appendInt(b, "total_count", p.TotalCount)
+	b = appendKey(b, "next_page_token")
+	if p.NextPageToken == "" {
+		b = append(b, "null"...)
+	} else {
+		b = appendString(b, p.NextPageToken)
+	}
+	return append(b, '}')
+}
+
+// appendUser appends u as list users shows it: its one role in "roles",
+// and the optional fields only when set.
+func appendUser(b []byte, u orgadmin.User) []byte {
+	b = append(b, '{')
+	b = appendField(b, "id", u.ID)
+	b = appendField(b, "username", u.Username)
+	b = appendBool(b, "is_service_account", u.IsServiceAccount)
+	b = appendString(append(appendKey(b, "roles"), '['), string(u.Role))
+	b = append(b, ']')
+	b = appendTime(appendKey(b, "created_ts"), u.CreatedAt)
+	b = appendOptField(b, "description", u.Description)
+	b = appendOptField(b, "email", u.Email)
+	b = appendOptField(b, "first_name", u.FirstName)
+	b = appendOptField(b, "last_name", u.LastName)
+	return append(b, '}')
 }
 
 func deref[T any](p *T) T {

@@ -80,17 +80,22 @@ type Store interface {
 	// limit. The store may delete tokens of the user that are no longer live
 	// at lim.LiveAt.
 	CreateToken(ctx context.Context, t Token, lim TokenLimit) error
-	// TokenByDigest returns the token with the given digest and the user it
-	// belongs to, read together. It returns ErrNotFound when no such token
-	// exists or its user is gone. Expiry is not checked.
-	TokenByDigest(ctx context.Context, digest Digest) (Credential, error)
+	// ReadAccess reads what an authenticated request needs, in one round
+	// trip where the store allows: the credential of q.Digest (the token
+	// and its user) and, when q.Username is not empty, the user of the
+	// token's org whose FoldedUsername it is (the request's target), with,
+	// when q.Tokens is set, the target's tokens live at q.LiveAt. It
+	// returns ErrNotFound when no token has the digest or the token's user
+	// is gone; a missing target is reported by Access.TargetFound, not by
+	// an error. The credential's expiry is not checked.
+	ReadAccess(ctx context.Context, q AccessQuery) (Access, error)
 	// ListTokens returns the tokens of the user userID of org that are live
 	// at liveAt, ordered by CreatedAt, then ID. A user without tokens yields
 	// an empty slice and no error.
 	ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]Token, error)
 	// DeleteToken removes the token id of the user userID of org if it is
 	// live at liveAt. It returns ErrNotFound otherwise. Once it returns,
-	// TokenByDigest no longer finds the token.
+	// ReadAccess no longer finds the token.
 	DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error
 
 	// SetDuckling records the latest activity report of one Duckling,
@@ -130,53 +135,6 @@ type Store interface {
 
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
-}
-
-// CredentialTokensReader is an optional capability of a Store: reading a
-// credential together with one user's tokens, as one round trip where
-// TokenByDigest and ListTokens would take two. The Service uses it, when
-// the store has it, to serve a token listing (authentication included).
-type CredentialTokensReader interface {
-	// CredentialTokens returns what TokenByDigest(digest) returns and, read
-	// at the same moment, the tokens live at liveAt of the user of the
-	// credential's org whose FoldedUsername is folded, ordered as ListTokens
-	// orders them. Its errors are those of TokenByDigest; a missing user is
-	// reported by Found, not by an error.
-	//
-	// A store that versions token records reports the user's Version. When
-	// skip is not nil, the store calls it with that Version, once, before
-	// it returns (and never after: the caller may use skip again); when it
-	// returns true, the store leaves Tokens nil, and may spare the work of
-	// making them. A store that reports Version 0 never calls skip.
-	CredentialTokens(ctx context.Context, digest Digest, folded string, liveAt time.Time, skip func(version uint64) bool) (Credential, UserTokens, error)
-}
-
-// UserVisitor is an optional capability of a Store: listing a page of
-// users without first copying the page into a slice. The Service uses it,
-// when the store has it, to copy each user once, into its answer: on a
-// big store, collecting a page's garbage costs more than making the page,
-// so what a page allocates is what it costs.
-type UserVisitor interface {
-	// VisitUsers calls visit with each user of the page that
-	// ListUsers(ctx, org, q) returns, in order, and returns that page's
-	// More and Total, with Users nil. n, the same at every call, is at
-	// least the page's length, for the caller to size what it keeps. visit
-	// must not keep u, which the store may reuse (what its fields hold
-	// is the caller's), nor call the store.
-	VisitUsers(ctx context.Context, org string, q UserQuery, visit func(n int, u *User)) (UserPage, error)
-}
-
-// UserTokens are the live tokens of a user, as CredentialTokens reads them.
-type UserTokens struct {
-	// Found is false when the org has no user of that folded username.
-	Found  bool
-	Tokens []Token
-	// Version, when not 0, names the user's token records as they were
-	// read, live or not. The store reports the same Version while they are
-	// unchanged (or a new one, when it has forgotten the old), and never
-	// again once they change, nor for another user: two reads at the same
-	// liveAt with the same Version find the same tokens.
-	Version uint64
 }
 
 // Digest is a SHA-256 digest. Secrets (token values, embed session values)
@@ -278,6 +236,32 @@ type TokenLimit struct {
 type Credential struct {
 	Token Token
 	User  User
+}
+
+// AccessQuery says what ReadAccess reads.
+type AccessQuery struct {
+	// Digest is the digest of the token the request presents.
+	Digest Digest
+	// Username, when not empty, is the FoldedUsername of the user of the
+	// token's org that the request acts on.
+	Username string
+	// Tokens asks, with Username, for that user's tokens live at LiveAt.
+	Tokens bool
+	LiveAt time.Time
+}
+
+// Access is what ReadAccess reads.
+type Access struct {
+	// Credential is the token of the digest and its user.
+	Credential Credential
+	// Target is the user AccessQuery.Username names; it is zero unless
+	// TargetFound.
+	Target      User
+	TargetFound bool
+	// Tokens are Target's tokens live at AccessQuery.LiveAt, ordered by
+	// CreatedAt, then ID, when the query asked for them and the target
+	// was found; nil otherwise.
+	Tokens []Token
 }
 
 // Duckling is the latest activity report of one running instance of a user.

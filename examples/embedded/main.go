@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/storage/memstore"
@@ -32,7 +33,7 @@ func main() {
 
 	tok, err := svc.CreateToken(ctx, admin, "reporter", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Ptr(3600)})
 	check(err)
-	fmt.Printf("token %q of type %s expires %s\n", tok.Name, tok.Type, orgadmin.FormatTime(tok.ExpireAt))
+	fmt.Printf("token %q of type %s expires %s\n", tok.Name, tok.Type, tok.ExpireAt.Format(time.RFC3339))
 
 	cfg, err := svc.SetInstanceConfig(ctx, admin, "reporter", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
 		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeJumbo},

@@ -189,8 +189,7 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 }
 
 // routes sends the two exact paths to their handlers and every other
-// request, unclean paths included, to the API, whose own routing answers
-// them as a ServeMux mounted at "/" would have.
+// request to the API; unclean paths are redirected to their clean form.
 func TestRoutes(t *testing.T) {
 	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
 	named := func(name string) http.Handler {

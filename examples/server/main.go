@@ -27,7 +27,6 @@ import (
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
-	"github.com/orgadmin/orgadmin/internal/jsonlog"
 )
 
 // logFlushDelay is how long a log line may wait to be written with others.
@@ -58,11 +57,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 
-	// Request lines wait up to logFlushDelay and are written together:
-	// one write per busy moment instead of one per request.
-	logs := jsonlog.New(stderr, &jsonlog.Options{FlushDelay: logFlushDelay})
+	// Log lines wait up to logFlushDelay and are written together: one
+	// write per busy moment instead of one per request.
+	logs := newDelayedWriter(stderr, logFlushDelay)
 	defer func() { _ = logs.Flush() }() // nowhere left to report an error
-	log := slog.New(logs)
+	log := slog.New(slog.NewJSONHandler(logs, nil))
 	if *pprofAddr != "" {
 		stopPprof, err := startPprof(*pprofAddr, log)
 		if err != nil {
@@ -125,21 +124,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return nil
 }
 
-// routes sends /healthz to health, the page-feedback path to feedback
-// and everything else to api, which routes (and cleans) paths itself. A
-// switch on two exact paths does what a ServeMux with "/" would, without
-// a second routing of every API request.
+// routes serves /healthz with health, the page-feedback path with
+// feedback and every other path with api.
 func routes(api, health, feedback http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/healthz":
-			health.ServeHTTP(w, r)
-		case "/docs/api/feedback/agent":
-			feedback.ServeHTTP(w, r)
-		default:
-			api.ServeHTTP(w, r)
-		}
-	})
+	mux := http.NewServeMux()
+	mux.Handle("/", api)
+	mux.Handle("/healthz", health)
+	mux.Handle(httpserver.FeedbackPath, feedback)
+	return mux
 }
 
 // loadSeed applies the fixture in file; any broken rule stops the server

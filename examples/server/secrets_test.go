@@ -11,11 +11,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgadmin/orgadmin/internal/storetest"
+	"github.com/orgadmin/orgadmin/internal/everystore"
 )
 
 // Nothing the server writes holds a token or session value, in clear, hex
-// or base64, whole or as a run of storetest.MinLeak characters: not after
+// or base64, whole or as a run of everystore.MinLeak characters: not after
 // loading a seed with token values, minting tokens of every kind and embed
 // sessions, revoking some, nor when values are offered where they are
 // refused.
@@ -73,7 +73,7 @@ func TestOutputHoldsNoSecret(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Count(stderr.String(), `"msg":"request"`) >= requests },
 		5*time.Second, 10*time.Millisecond, "one log line per request:\n%s", stderr)
 	out := stderr.String()
-	assert.Empty(t, storetest.Leaks(secrets, []string{out}), "secret values in the server's output")
+	assert.Empty(t, everystore.Leaks(secrets, []string{out}), "secret values in the server's output")
 }
 
 // statusOf sends a request with the whole Authorization header auth and

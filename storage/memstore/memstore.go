@@ -52,16 +52,9 @@ type Store struct {
 	userSessions map[ref][]*storage.EmbedSession // sessions by user
 	feedback     map[string]storage.Feedback
 	fbOrder      []string // feedback ids, oldest first
-
-	// versions is the last storage.UserTokens.Version given out.
-	versions uint64
 }
 
-var (
-	_ storage.Store                  = (*Store)(nil)
-	_ storage.CredentialTokensReader = (*Store)(nil)
-	_ storage.UserVisitor            = (*Store)(nil)
-)
+var _ storage.Store = (*Store)(nil)
 
 type org struct {
 	rec    storage.Org
@@ -147,7 +140,6 @@ func (s *Store) CreateUser(_ context.Context, u storage.User) error {
 	e.org = o.num
 	e.set(u, u.Username, u.FoldedUsername)
 	s.setPrivileges(r, u.Privileges)
-	s.tokensChanged(e)
 	o.names.add(u.FoldedUsername, r)
 	o.ids.add(u.ID, r)
 	o.all.Insert(r)
@@ -277,25 +269,12 @@ func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.Use
 }
 
 // ListUsers implements storage.Store.
-func (s *Store) ListUsers(ctx context.Context, orgID string, q storage.UserQuery) (storage.UserPage, error) {
-	users := []storage.User{}
-	page, err := s.VisitUsers(ctx, orgID, q, func(n int, u *storage.User) {
-		if len(users) == 0 {
-			users = make([]storage.User, 0, n)
-		}
-		users = append(users, *u)
-	})
-	page.Users = users
-	return page, err
-}
-
-// VisitUsers implements storage.UserVisitor.
-func (s *Store) VisitUsers(_ context.Context, orgID string, q storage.UserQuery, visit func(n int, u *storage.User)) (storage.UserPage, error) {
+func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) (storage.UserPage, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	o, ok := s.orgs[orgID]
 	if !ok {
-		return storage.UserPage{}, nil
+		return storage.UserPage{Users: []storage.User{}}, nil
 	}
 	idx := &o.all
 	if q.ServiceAccount != nil {
@@ -307,17 +286,13 @@ func (s *Store) VisitUsers(_ context.Context, orgID string, q storage.UserQuery,
 	} else {
 		start = idx.At(q.Offset)
 	}
-	page := storage.UserPage{Total: idx.Len()}
-	n, seen := min(q.Limit, idx.Len()), 0
-	var u storage.User // one record, made again for every user
+	page := storage.UserPage{Users: make([]storage.User, 0, min(q.Limit, idx.Len())), Total: idx.Len()}
 	idx.Scan(start, func(r ref) bool {
-		if seen == q.Limit {
+		if len(page.Users) == q.Limit {
 			page.More = true
 			return false
 		}
-		u = s.user(r)
-		visit(n, &u)
-		seen++
+		page.Users = append(page.Users, s.user(r))
 		return true
 	})
 	return page, nil
@@ -342,7 +317,6 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	// against the limit (or, without one, now and then), then count.
 	if (lim.Max > 0 && u.ntokens >= lim.Max) || u.ntokens%1024 == 1023 {
 		s.dropExpired(u, lim.LiveAt)
-		s.tokensChanged(u)
 	}
 	if lim.Max > 0 && u.ntokens >= lim.Max {
 		return storage.ErrLimitExceeded
@@ -350,17 +324,9 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	tr := s.tokens.add()
 	*s.tokens.at(tr) = newTokenRec(t, ur)
 	s.link(u, tr)
-	s.tokensChanged(u)
 	s.digests[t.Digest] = tr
 	s.tokenIDs.add(t.ID, tr)
 	return nil
-}
-
-// tokensChanged gives u's tokens a Version no user's tokens have had.
-// The caller holds the write lock.
-func (s *Store) tokensChanged(u *userRec) {
-	s.versions++
-	u.version = s.versions
 }
 
 // link puts the token tr in its place in u's list, ordered by CreatedAt,
@@ -426,40 +392,31 @@ func (s *Store) token(tr ref) storage.Token {
 	return t.record(s.orgList[u.org].rec.ID, u.str(uID))
 }
 
-// TokenByDigest implements storage.Store.
-func (s *Store) TokenByDigest(_ context.Context, d storage.Digest) (storage.Credential, error) {
+// ReadAccess implements storage.Store: the credential and the target,
+// under one read lock.
+func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (storage.Access, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	tr, ok := s.digests[d]
+	tr, ok := s.digests[q.Digest]
 	if !ok {
-		return storage.Credential{}, storage.ErrNotFound
-	}
-	return storage.Credential{Token: s.token(tr), User: s.user(s.tokens.at(tr).user)}, nil
-}
-
-// CredentialTokens implements storage.CredentialTokensReader: the
-// credential and the listing under one read lock, so the Service serves a
-// token listing without resolving the username first. It versions token
-// records.
-func (s *Store) CredentialTokens(_ context.Context, d storage.Digest, folded string, liveAt time.Time, skip func(version uint64) bool) (storage.Credential, storage.UserTokens, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	tr, ok := s.digests[d]
-	if !ok {
-		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
+		return storage.Access{}, storage.ErrNotFound
 	}
 	cr := s.tokens.at(tr).user
-	cred := storage.Credential{Token: s.token(tr), User: s.user(cr)}
-	ur := s.orgList[s.users.at(cr).org].names.find(folded, s.userFolded)
-	if ur == 0 {
-		return cred, storage.UserTokens{}, nil
+	a := storage.Access{Credential: storage.Credential{Token: s.token(tr), User: s.user(cr)}}
+	if q.Username == "" {
+		return a, nil
 	}
-	u := s.users.at(ur)
-	ut := storage.UserTokens{Found: true, Version: u.version}
-	if skip == nil || !skip(u.version) {
-		ut.Tokens = s.liveTokens(u, liveAt)
+	ur := cr
+	if q.Username != a.Credential.User.FoldedUsername {
+		if ur = s.orgList[s.users.at(cr).org].names.find(q.Username, s.userFolded); ur == 0 {
+			return a, nil
+		}
 	}
-	return cred, ut, nil
+	a.Target, a.TargetFound = s.user(ur), true
+	if q.Tokens {
+		a.Tokens = s.liveTokens(s.users.at(ur), q.LiveAt)
+	}
+	return a, nil
 }
 
 // ListTokens implements storage.Store.
@@ -517,7 +474,6 @@ func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt 
 	}
 	u.ntokens--
 	s.dropToken(tr)
-	s.tokensChanged(u)
 	return nil
 }
 

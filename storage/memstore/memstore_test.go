@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"testing"
 
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 	"github.com/orgadmin/orgadmin/storage/storagetest"
@@ -10,4 +11,8 @@ import (
 
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, func(testing.TB) storage.Store { return memstore.New() })
+}
+
+func TestServiceRaces(t *testing.T) {
+	servicetest.RunRaces(t, func(testing.TB) storage.Store { return memstore.New() })
 }

@@ -14,7 +14,6 @@ type userRec struct {
 	ends    [uFields]uint32
 	created time.Time
 	rw, rs  sideNums
-	version uint64 // of the tokens: new at every change (tokensChanged)
 	// tokens and lastToken are the ends of the user's token list, ordered
 	// by CreatedAt, then ID, and linked through tokenRec.next.
 	tokens, lastToken ref

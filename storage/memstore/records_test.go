@@ -201,14 +201,14 @@ func TestTokenListsMatchModel(t *testing.T) {
 				t.Fatalf("step %d: user %s lists %v, want %v", step, u.rec.ID, tokenIDsOf(got), tokenIDsOf(want))
 			}
 			for _, x := range want {
-				c, err := s.TokenByDigest(ctx, x.Digest)
-				if err != nil || c.Token.ID != x.ID || c.User.ID != u.rec.ID {
-					t.Fatalf("step %d: token %s: %v %v", step, x.ID, c.Token.ID, err)
+				a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: x.Digest})
+				if err != nil || a.Credential.Token.ID != x.ID || a.Credential.User.ID != u.rec.ID {
+					t.Fatalf("step %d: token %s: %v %v", step, x.ID, a.Credential.Token.ID, err)
 				}
 			}
 		}
 		for d := range gone {
-			if _, err := s.TokenByDigest(ctx, d); !errors.Is(err, storage.ErrNotFound) {
+			if _, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: d}); !errors.Is(err, storage.ErrNotFound) {
 				t.Fatalf("step %d: a dropped token still found: %v", step, err)
 			}
 		}
@@ -275,7 +275,7 @@ func TestUnlimitedCreationDropsExpiredNowAndThen(t *testing.T) {
 	if got := all(); !slices.Equal(got, live) {
 		t.Fatalf("after the 1 024th: %d tokens kept, want the %d live ones", len(got), len(live))
 	}
-	if _, err := s.TokenByDigest(ctx, sha256.Sum256(fmt.Append(nil, 0))); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256(fmt.Append(nil, 0))}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("a dropped token still found: %v", err)
 	}
 }

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/orgadmin/orgadmin/internal/storebench"
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -14,7 +14,7 @@ import (
 //	go test -run '^$' -bench . ./storage/memstore ./storage/mongostore
 func BenchmarkStore(b *testing.B) {
 	testURI(b)
-	storebench.Run(b, func(tb testing.TB) storage.Store { return newTestStore(tb) })
+	servicetest.Benchmarks(b, func(tb testing.TB) storage.Store { return newTestStore(tb) })
 }
 
 // BenchmarkByName looks users up by username in an org of 1000 users, the

@@ -9,7 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/orgadmin/orgadmin/internal/faulttest"
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -22,7 +22,7 @@ const faultTimeout = time.Second
 // The fault tests put a toxiproxy between the service and the test server.
 func TestFaults(t *testing.T) {
 	target := serverAddr(t)
-	faulttest.Run(t, faulttest.Target{Upstreams: []string{target}, Timeout: faultTimeout, NewStores: func(tb testing.TB, proxied map[string]string) (storage.Store, storage.Store) {
+	servicetest.RunFaults(t, servicetest.FaultTarget{Upstreams: []string{target}, Timeout: faultTimeout, NewStores: func(tb testing.TB, proxied map[string]string) (storage.Store, storage.Store) {
 		c, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + proxied[target] + "/?directConnection=true"))
 		require.NoError(tb, err)
 		tb.Cleanup(func() { _ = c.Disconnect(context.Background()) })

@@ -3,14 +3,14 @@ package mongostore
 import (
 	"testing"
 
-	"github.com/orgadmin/orgadmin/internal/sharedtest"
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
 // Two Stores on one database, as two processes would hold them.
 func TestShared(t *testing.T) {
 	testURI(t)
-	sharedtest.Run(t, func(t testing.TB) (storage.Store, storage.Store) {
+	servicetest.RunShared(t, func(t testing.TB) (storage.Store, storage.Store) {
 		db := newDB(t, client(t))
 		var stores [2]storage.Store
 		for i := range stores {
@@ -22,4 +22,10 @@ func TestShared(t *testing.T) {
 		}
 		return stores[0], stores[1]
 	})
+}
+
+func TestServiceRaces(t *testing.T) {
+	testURI(t)
+	t.Parallel() // each store has a database of its own
+	servicetest.RunRaces(t, func(t testing.TB) storage.Store { return newTestStore(t) })
 }

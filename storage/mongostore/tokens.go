@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -126,7 +127,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	}
 	if _, err := s.liveUser(ctx, t.Org, t.UserID); err != nil {
 		// Deleted meanwhile (or unreadable): the token must not outlive
-		// the user. Should this removal fail too, TokenByDigest still
+		// the user. Should this removal fail too, ReadAccess still
 		// refuses a token whose user is gone.
 		_, derr := s.tokens.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.Digest}, {Key: "tid", Value: doc.ID}})
 		return wrap("create token: user", cmp.Or(err, derr))
@@ -216,25 +217,70 @@ func (s *Store) freeSlot(ctx context.Context, org, id string, lim storage.TokenL
 	return free[rand.IntN(len(free))], nil // #nosec G404 -- spreads concurrent creations over slots; nothing secret
 }
 
-// TokenByDigest implements storage.Store. It reads the token, then its
-// user, both by document id; a token whose user is gone or being deleted
-// is not found.
-func (s *Store) TokenByDigest(ctx context.Context, digest storage.Digest) (storage.Credential, error) {
+// ReadAccess implements storage.Store. It reads the token, then its user,
+// both by document id (a token whose user is gone or being deleted is not
+// found); then the target by name, unless it is that user, and its live
+// tokens.
+func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var td tokenDoc
-	if err := s.tokens.FindOne(ctx, bson.D{{Key: "_id", Value: digestKey(digest)}}).Decode(&td); err != nil {
-		return storage.Credential{}, wrap("token by digest", err)
+	if err := s.tokens.FindOne(ctx, bson.D{{Key: "_id", Value: digestKey(q.Digest)}}).Decode(&td); err != nil {
+		return storage.Access{}, wrap("read access", err)
 	}
 	u, err := s.liveUser(ctx, td.Org, td.UID)
 	if err != nil {
-		return storage.Credential{}, wrap("token by digest: user", err)
+		return storage.Access{}, wrap("read access: user", err)
 	}
 	t, err := td.record()
 	if err != nil {
-		return storage.Credential{}, fmt.Errorf("mongostore: token by digest: %w", err)
+		return storage.Access{}, fmt.Errorf("mongostore: read access: %w", err)
 	}
-	return storage.Credential{Token: t, User: u.record()}, nil
+	a := storage.Access{Credential: storage.Credential{Token: t, User: u.record()}}
+	if q.Username == "" {
+		return a, nil
+	}
+	target := u
+	if q.Username != u.FKey {
+		target, err = s.userByName(ctx, td.Org, q.Username)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return a, nil
+		}
+		if err != nil {
+			return storage.Access{}, wrap("read access: target", err)
+		}
+	}
+	a.Target, a.TargetFound = target.record(), true
+	a.Target.Privileges = slices.Clone(a.Target.Privileges) // not the credential's
+
+	if q.Tokens {
+		if a.Tokens, err = s.findTokens(ctx, td.Org, target.UID, q.LiveAt); err != nil {
+			return storage.Access{}, wrap("read access: tokens", err)
+		}
+	}
+	return a, nil
+}
+
+// findTokens returns the tokens of the user id of org live at the instant
+// at, ordered by creation, then id, whether the user is alive or not.
+func (s *Store) findTokens(ctx context.Context, org, id string, at time.Time) ([]storage.Token, error) {
+	filter := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}, liveAt(at)}
+	opts := options.Find().SetSort(bson.D{{Key: "created", Value: 1}, {Key: "tid", Value: 1}})
+	cur, err := s.tokens.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, err
+	}
+	var docs []tokenDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make([]storage.Token, len(docs))
+	for i, d := range docs {
+		if out[i], err = d.record(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // ListTokens implements storage.Store. The tokens of a user that is gone
@@ -242,14 +288,10 @@ func (s *Store) TokenByDigest(ctx context.Context, digest storage.Digest) (stora
 func (s *Store) ListTokens(ctx context.Context, org, userID string, at time.Time) ([]storage.Token, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	filter := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: userID}, liveAt(at)}
-	opts := options.Find().SetSort(bson.D{{Key: "created", Value: 1}, {Key: "tid", Value: 1}})
-	var docs []tokenDoc
+	var ts []storage.Token
 	userErr, err := s.withLiveUser(ctx, org, userID, func() error {
-		cur, err := s.tokens.Find(ctx, filter, opts)
-		if err == nil {
-			err = cur.All(ctx, &docs)
-		}
+		var err error
+		ts, err = s.findTokens(ctx, org, userID, at)
 		return err
 	})
 	if errors.Is(userErr, mongo.ErrNoDocuments) {
@@ -258,13 +300,7 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, at time.Time
 	if err := cmp.Or(userErr, err); err != nil {
 		return nil, wrap("list tokens", err)
 	}
-	out := make([]storage.Token, len(docs))
-	for i, d := range docs {
-		if out[i], err = d.record(); err != nil {
-			return nil, fmt.Errorf("mongostore: list tokens: %w", err)
-		}
-	}
-	return out, nil
+	return ts, nil
 }
 
 // DeleteToken implements storage.Store.

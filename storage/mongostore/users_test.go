@@ -67,7 +67,7 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			require.NoError(t, err)
 			assert.False(t, target.UserFound)
 			for _, tok := range aliceTokens {
-				_, err := s.TokenByDigest(ctx, tok.Digest)
+				_, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 				require.ErrorIs(t, err, storage.ErrNotFound)
 			}
 			toks, err := s.ListTokens(ctx, org.ID, alice.ID, t0)
@@ -107,9 +107,9 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			requireNamed(t, s, fresh)
 
 			// Bob was never touched.
-			c, err := s.TokenByDigest(ctx, bobToken.Digest)
+			a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: bobToken.Digest})
 			require.NoError(t, err)
-			assert.Equal(t, bob.ID, c.User.ID)
+			assert.Equal(t, bob.ID, a.Credential.User.ID)
 		})
 	}
 }
@@ -314,12 +314,12 @@ func TestCleanupRemovesExpired(t *testing.T) {
 	n, err := s.Cleanup(ctx, t0)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
-	_, err = s.TokenByDigest(ctx, expired.Digest)
+	_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: expired.Digest})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = s.EmbedSessionByDigest(ctx, oldSession.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	for _, tok := range []storage.Token{live, never} {
-		_, err := s.TokenByDigest(ctx, tok.Digest)
+		_, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 		require.NoError(t, err)
 	}
 	_, err = s.EmbedSessionByDigest(ctx, newSession.Digest)

@@ -13,7 +13,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/internal/baseline"
-	"github.com/orgadmin/orgadmin/internal/storebench"
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -21,7 +21,7 @@ import (
 // server (one process on loopback).
 func BenchmarkStore(b *testing.B) {
 	c := serverClient(b)
-	storebench.Run(b, func(tb testing.TB) storage.Store { return newStore(tb, c, true) })
+	servicetest.Benchmarks(b, func(tb testing.TB) storage.Store { return newStore(tb, c, true) })
 }
 
 // BenchmarkListTokensHTTP serves authenticated GET /v1/users/{u}/tokens

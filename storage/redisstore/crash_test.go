@@ -60,7 +60,7 @@ func (w *crashWorld) token(value string, expires time.Time) storage.Token {
 // requireUnusable asserts that tok neither authenticates nor is listed.
 func (w *crashWorld) requireUnusable(t *testing.T, tok storage.Token) {
 	t.Helper()
-	_, err := w.s.TokenByDigest(t.Context(), tok.Digest)
+	_, err := w.s.ReadAccess(t.Context(), storage.AccessQuery{Digest: tok.Digest})
 	require.ErrorIs(t, err, storage.ErrNotFound, "the token authenticates")
 	toks, err := w.s.ListTokens(t.Context(), tok.Org, tok.UserID, crashT0)
 	require.NoError(t, err)
@@ -83,9 +83,9 @@ func TestCrashCreateTokenAfterReserve(t *testing.T) {
 
 		next := w.token("next-token-value", expires)
 		require.NoError(t, w.s.CreateToken(ctx, next, storage.TokenLimit{Max: 1, LiveAt: crashT0}))
-		cred, err := w.s.TokenByDigest(ctx, next.Digest)
+		a, err := w.s.ReadAccess(ctx, storage.AccessQuery{Digest: next.Digest})
 		require.NoError(t, err)
-		assert.Equal(t, next.ID, cred.Token.ID)
+		assert.Equal(t, next.ID, a.Credential.Token.ID)
 
 		_, err = w.s.DeleteUser(ctx, "acme", "robot")
 		require.NoError(t, err)

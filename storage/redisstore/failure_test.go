@@ -88,9 +88,9 @@ func TestTimeoutOnSilentRedis(t *testing.T) {
 	ctx := context.Background()
 	u := storage.User{ID: "u", Org: "acme", Username: "a", FoldedUsername: "a", Role: "Member"}
 	calls := map[string]func() error{
-		"Ping":          func() error { return s.Ping(ctx) },
-		"CreateUser":    func() error { return s.CreateUser(ctx, u) },
-		"TokenByDigest": func() error { _, err := s.TokenByDigest(ctx, storage.Digest{}); return err },
+		"Ping":       func() error { return s.Ping(ctx) },
+		"CreateUser": func() error { return s.CreateUser(ctx, u) },
+		"ReadAccess": func() error { _, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: storage.Digest{}}); return err },
 		"CreateToken": func() error {
 			return s.CreateToken(ctx, storage.Token{ID: "t", Org: "acme", UserID: "u"}, storage.TokenLimit{})
 		},

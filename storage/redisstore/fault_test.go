@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgadmin/orgadmin/internal/faulttest"
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -24,13 +24,13 @@ func TestFaultsRedisServer(t *testing.T) {
 	if addr == "" {
 		t.Skip("ORGADMIN_REDIS_ADDR not set; scripts/test.sh starts a Redis server")
 	}
-	faulttest.Run(t, faulttest.Target{
+	servicetest.RunFaults(t, servicetest.FaultTarget{
 		Upstreams: []string{addr},
 		NewStores: func(tb testing.TB, proxied map[string]string) (storage.Store, storage.Store) {
 			c := redis.NewClient(&redis.Options{Addr: proxied[addr], ContextTimeoutEnabled: true})
 			tb.Cleanup(func() { _ = c.Close() })
 			direct := newStore(tb, serverClient(tb), true)
-			faulty, err := New(c, Options{Prefix: direct.prefix, Timeout: faulttest.Timeout})
+			faulty, err := New(c, Options{Prefix: direct.prefix, Timeout: servicetest.FaultTimeout})
 			require.NoError(tb, err)
 			return faulty, direct
 		},
@@ -47,7 +47,7 @@ func TestFaultsRedisCluster(t *testing.T) {
 		t.Skip("ORGADMIN_REDIS_CLUSTER not set; scripts/test.sh starts a Redis Cluster")
 	}
 	masters := strings.Split(addrs, ",")
-	faulttest.Run(t, faulttest.Target{
+	servicetest.RunFaults(t, servicetest.FaultTarget{
 		Upstreams: masters,
 		NewStores: func(tb testing.TB, proxied map[string]string) (storage.Store, storage.Store) {
 			var d net.Dialer
@@ -64,7 +64,7 @@ func TestFaultsRedisCluster(t *testing.T) {
 			})
 			tb.Cleanup(func() { _ = c.Close() })
 			direct := newStore(tb, clusterClient(tb), false)
-			faulty, err := New(c, Options{Prefix: direct.prefix, Timeout: faulttest.Timeout})
+			faulty, err := New(c, Options{Prefix: direct.prefix, Timeout: servicetest.FaultTimeout})
 			require.NoError(tb, err)
 			return faulty, direct
 		},

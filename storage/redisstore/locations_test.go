@@ -24,8 +24,9 @@ func TestLocationsRedisServer(t *testing.T) {
 
 // Once a Store has authenticated a token, it reads the token's records
 // with plain reads in one round trip instead of the script (one MGET for
-// the caller's own tokens, else one MULTI/EXEC), with the same answers;
-// and it still sees at once what another process changed.
+// the caller's own tokens, else one MULTI/EXEC) when the request's target
+// is the caller or none, with the same answers; and it still sees at once
+// what another process changed.
 func testLocations(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
 	names := &sent{}
@@ -51,62 +52,67 @@ func testLocations(t *testing.T, c *redis.Client) {
 	d := sha256.Sum256([]byte(adminToken))
 	s.locs.Forget(d)
 	now := time.Now()
-	read := func(target string) (storage.Credential, storage.UserTokens, []string) {
+	read := func(target string, tokens bool) (storage.Access, []string) {
 		t.Helper()
 		names.take()
-		cred, ut, err := s.CredentialTokens(ctx, d, target, now, nil)
+		a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: d, Username: target, Tokens: tokens, LiveAt: now})
 		require.NoError(t, err)
-		return cred, ut, names.take()
+		return a, names.take()
 	}
 	// Own tokens: the script the first time, one MGET afterwards.
-	cred1, ut1, sent := read("admin")
+	a1, sent := read("admin", true)
 	assert.Contains(t, sent, "evalsha")
-	cred2, ut2, sent := read("admin")
+	a2, sent := read("admin", true)
 	assert.Equal(t, []string{"mget"}, sent)
-	assert.Equal(t, cred1, cred2)
-	assert.Equal(t, ut1, ut2)
-	assert.Len(t, ut2.Tokens, 3)
+	assert.Equal(t, a1, a2)
+	assert.Len(t, a2.Tokens, 3)
+	assert.Equal(t, a1.Credential.User, a1.Target)
 
-	// The credential alone reads the token's own record.
-	names.take()
-	cred3, err := s.TokenByDigest(ctx, d)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"multi", "get", "get", "hget", "exec"}, names.take())
-	assert.Equal(t, cred1, cred3)
+	// The credential alone, or with the caller as target, reads the
+	// token's own record.
+	for _, target := range []string{"", "admin"} {
+		a3, sent := read(target, false)
+		assert.Equal(t, []string{"multi", "get", "get", "hget", "exec"}, sent)
+		assert.Equal(t, a1.Credential, a3.Credential)
+		assert.Equal(t, target != "", a3.TargetFound)
+	}
 
 	// Data written before user:<uid> existed: the plain reads find no
 	// user:<uid>, and the location is forgotten; from then on the script
 	// reads it, in one round trip, with the same answers.
-	userKey := s.orgBase("acme") + "user:" + cred1.User.ID
+	userKey := s.orgBase("acme") + "user:" + a1.Credential.User.ID
 	mirror, err := c.Get(ctx, userKey).Result()
 	require.NoError(t, err)
 	require.NoError(t, c.Del(ctx, userKey).Err())
-	cred4, ut4, sent := read("admin")
+	a4, sent := read("admin", true)
 	assert.Equal(t, []string{"mget", "evalsha"}, sent)
-	assert.Equal(t, cred1, cred4)
-	assert.Equal(t, ut1, ut4)
+	assert.Equal(t, a1, a4)
 	for range 2 {
-		cred4, ut4, sent = read("admin")
+		a4, sent = read("admin", true)
 		assert.Equal(t, []string{"evalsha"}, sent)
-		assert.Equal(t, cred1, cred4)
-		assert.Equal(t, ut1, ut4)
-		names.take()
-		cred4, err = s.TokenByDigest(ctx, d)
-		require.NoError(t, err)
-		assert.Equal(t, []string{"evalsha"}, names.take())
-		assert.Equal(t, cred1, cred4)
+		assert.Equal(t, a1, a4)
+		a4, sent = read("", false)
+		assert.Equal(t, []string{"evalsha"}, sent)
+		assert.Equal(t, a1.Credential, a4.Credential)
 	}
 	require.NoError(t, c.Set(ctx, userKey, mirror, 0).Err())
-	_, _, sent = read("admin")
+	_, sent = read("admin", true)
 	assert.Equal(t, []string{"evalsha"}, sent, "remembered again")
-	_, _, sent = read("admin")
+	_, sent = read("admin", true)
 	assert.Equal(t, []string{"mget"}, sent)
 
-	// Another user's tokens: the script finds that user.
-	_, robots, sent := read("robot")
-	assert.Contains(t, sent, "evalsha")
+	// Another user, with or without its tokens: the script finds that
+	// user, in one round trip.
+	robots, sent := read("robot", true)
+	assert.Equal(t, []string{"evalsha"}, sent)
+	require.True(t, robots.TargetFound)
+	assert.Equal(t, "robot", robots.Target.Username)
 	require.Len(t, robots.Tokens, 1)
 	assert.Equal(t, robotTok.ID, robots.Tokens[0].ID)
+	robot, sent := read("robot", false)
+	assert.Equal(t, []string{"evalsha"}, sent)
+	assert.Equal(t, robots.Target, robot.Target)
+	assert.Nil(t, robot.Tokens)
 
 	// A token revoked through another process is refused at once, and
 	// its location forgotten.

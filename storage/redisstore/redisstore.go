@@ -24,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -64,9 +63,7 @@ type Options struct {
 
 // Store is a storage.Store on Redis. Every call reads Redis, so several
 // processes see each other's changes at once; all it keeps in process is
-// where a token's records are, which never changes (see locations.go),
-// and the decoding of token lists it read, used again only for the same
-// bytes (see lists.go).
+// where a token's records are, which never changes (see locations.go).
 type Store struct {
 	c       redis.UniversalClient
 	prefix  string
@@ -83,10 +80,6 @@ type Store struct {
 	step func(name string) error
 	// locs is where the tokens authenticated on a single server are.
 	locs bounded.Map[storage.Digest, location]
-	// lists holds token lists already decoded (see lists.go).
-	lists bounded.Map[listKey, *decodedList]
-	// versions is the last version given to a decoded list.
-	versions atomic.Uint64
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -103,7 +96,6 @@ func New(c redis.UniversalClient, opts Options) (*Store, error) {
 		maxFB:   opts.MaxFeedback,
 		grace:   opts.ExpiryGrace,
 		locs:    bounded.Map[storage.Digest, location]{Max: maxLocations},
-		lists:   bounded.Map[listKey, *decodedList]{Max: maxLists},
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultPrefix
@@ -172,16 +164,15 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, org string, args ...a
 // if the first had not: the username taken, the user or token not found,
 // a token's pointers released as if it had never been stored.
 var resendable = map[*redis.Script]bool{
-	getUserScript:          true,
-	listUsersScript:        true,
-	credentialScript:       true,
-	credentialTokensScript: true,
-	listActivityScript:     true,
-	embedTargetScript:      true,
-	updateUserScript:       true,
-	setInstancesScript:     true,
-	setDucklingScript:      true,
-	putDiveScript:          true,
+	getUserScript:      true,
+	listUsersScript:    true,
+	credentialScript:   true,
+	listActivityScript: true,
+	embedTargetScript:  true,
+	updateUserScript:   true,
+	setInstancesScript: true,
+	setDucklingScript:  true,
+	putDiveScript:      true,
 }
 
 // once is a redis.Scripter whose EVAL and EVALSHA go-redis never resends

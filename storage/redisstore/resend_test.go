@@ -194,12 +194,12 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 	// carries the id too, and hits the script, whose arguments carry the
 	// token's record.
 	lost("CreateToken", `"ci"`, func() error { return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: crashT0}) })
-	cred, err := direct.TokenByDigest(ctx, tok.Digest)
+	a, err := direct.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 	require.NoError(t, err, "the token was created, and authenticates")
-	assert.Equal(t, tok.ID, cred.Token.ID)
+	assert.Equal(t, tok.ID, a.Credential.Token.ID)
 
 	lost("DeleteToken", tok.ID, func() error { return s.DeleteToken(ctx, "acme", u.ID, tok.ID, crashT0) })
-	_, err = direct.TokenByDigest(ctx, tok.Digest)
+	_, err = direct.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 	require.ErrorIs(t, err, storage.ErrNotFound, "the token was deleted")
 
 	lost("DeleteUser", "robot", func() error { _, err := s.DeleteUser(ctx, "acme", "robot"); return err })
@@ -223,9 +223,9 @@ func TestResentReservationIsOwn(t *testing.T) {
 	p.arm("\r\nnx\r\n") // SET NX: the reservation, not the script
 	require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: crashT0}))
 	require.False(t, p.armed(), "the reservation's answer was lost")
-	cred, err := direct.TokenByDigest(ctx, tok.Digest)
+	a, err := direct.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 	require.NoError(t, err, "the token authenticates")
-	assert.Equal(t, tok.ID, cred.Token.ID)
+	assert.Equal(t, tok.ID, a.Credential.Token.ID)
 
 	// A key held by another value is still refused, and this call's own
 	// reservation undone.

@@ -165,7 +165,7 @@ return {total, names, redis.call('HMGET', b..'users', unpack(names)), redis.call
 
 // tokenRecord defines credential(b, uid, tid), which reads the token tid
 // of the user uid with that user: {token, user, inst, folded username}, or
-// false. The Cluster's scripts use it; a single server's authentication
+// false. The Cluster's script uses it; a single server's authentication
 // finds the folded username in the pointer instead.
 const tokenRecord = `
 local function credential(b, uid, tid)
@@ -177,55 +177,60 @@ local function credential(b, uid, tid)
 end
 `
 
-// userTokens defines tokensOf(b, target, f, uid), which reads the token
-// records of the user whose folded username is target, given the folded
-// username f and id uid of the caller (whose id needs no lookup): the
-// user's id and its toks:<uid> (empty for none), or false, false when there
-// is no such user.
-const userTokens = `
-local function tokensOf(b, target, f, uid)
-  if target ~= f then
-    local u = redis.call('HGET', b..'users', target)
-    if not u then return false, false end
-    uid = cjson.decode(u).id
+// targetRecords defines target(b, target, tokens), which reads the user
+// of the org whose folded username is target, other than the caller:
+// {user, inst, its toks:<uid> (” for none) when tokens is '1', else
+// false}, or {false, false, false} when there is no such user.
+const targetRecords = `
+local function target(b, name, tokens)
+  local u = redis.call('HGET', b..'users', name)
+  if not u then return {false, false, false} end
+  local recs = false
+  if tokens == '1' then
+    recs = redis.call('GET', b..'toks:'..cjson.decode(u).id) or ''
   end
-  return uid, redis.call('GET', b..'toks:'..uid) or ''
+  return {u, redis.call('HGET', b..'inst', name) or '', recs}
 end
 `
 
-// credentialScript is the second step of authentication on a Cluster.
-var credentialScript = redis.NewScript(orgBase + tokenRecord + `
--- ARGV: uid, tid
-return credential(b, ARGV[1], ARGV[2])
-`)
-
-// credentialTokensScript is credentialScript followed by the token records
-// of the user ARGV[3]: {token, user, inst, folded, listed user id, its
-// records}, the last two false when there is no such user.
-var credentialTokensScript = redis.NewScript(orgBase + tokenRecord + userTokens + `
--- ARGV: uid, tid, target folded
+// credentialScript is the second step of authentication on a Cluster,
+// after the pointer: the credential, and the target ARGV[3] with its token
+// records when ARGV[4] is '1'. It returns {token, user, inst, folded,
+// target user, target inst, target records}: the target's user and inst
+// are false when ARGV[3] is empty, names the caller or names no user; its
+// records (the caller's, when ARGV[3] names the caller) are false unless
+// ARGV[4] asks for them.
+var credentialScript = redis.NewScript(orgBase + tokenRecord + targetRecords + `
+-- ARGV: uid, tid, target folded ('' for none), tokens ('1' or '0')
 local c = credential(b, ARGV[1], ARGV[2])
 if not c then return false end
-c[5], c[6] = tokensOf(b, ARGV[3], c[4], ARGV[1])
+c[5], c[6], c[7] = false, false, false
+if ARGV[3] == c[4] then
+  if ARGV[4] == '1' then c[7] = redis.call('GET', b..'toks:'..ARGV[1]) or '' end
+elseif ARGV[3] ~= '' then
+  local t = target(b, ARGV[3], ARGV[4])
+  c[5], c[6], c[7] = t[1], t[2], t[3]
+end
 return c
 `)
 
 // authenticateScript is authentication on a single server: the digest's
-// pointer and the records it points at, in one round trip, with the token
-// records of the user ARGV[2] when it is not empty. KEYS[1] is the pointer;
-// the org's keys are derived from its value. It returns the flat array
-// {org, uid, token id, folded, user, inst, token, listed uid, records,
-// pointer, mirrored}, where token is false when the caller lists its own
-// tokens (its record is among them), the listed user's id and its
-// toks:<uid> are false when there is no user ARGV[2] or none was asked
-// for, and mirrored is 1 when user:<uid> exists (0 for data written
+// pointer and the records it points at, in one round trip, with the
+// target ARGV[2] when it is not empty (and its token records when ARGV[3]
+// is '1'). KEYS[1] is the pointer; the org's keys are derived from its
+// value. It returns the flat array {org, uid, token id, folded, user,
+// inst, token, target user, target inst, target records, pointer,
+// mirrored}: token is false when the caller lists its own tokens (its
+// record is among them); the target's user and inst are false when the
+// target is the caller or there is none, and its records false unless
+// asked for; mirrored is 1 when user:<uid> exists (0 for data written
 // before it did). Each redis.call, and each string passed between Redis
 // and Lua, costs more than the command it runs, so the script makes as
-// few as it can (five for the caller's own tokens) and passes the records
-// as one string. Once the Store knows where a token's records are, it reads
-// them without the script (credentialAt).
-var authenticateScript = redis.NewScript(userTokens + `
--- ARGV: prefix, target folded ('' for none)
+// few as it can and passes the records as one string. Once the Store
+// knows where a token's records are, it reads them without the script
+// (credentialAt) when the request's target is the caller or none.
+var authenticateScript = redis.NewScript(targetRecords + `
+-- ARGV: prefix, target folded ('' for none), tokens ('1' or '0')
 local v = redis.call('GET', KEYS[1])
 if not v then return false end
 local org, uid, f, tid = string.match(v, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
@@ -242,15 +247,18 @@ end
 local u = redis.call('HGET', b..'users', f)
 if not u then return false end
 local i = redis.call('HGET', b..'inst', f)
-local t, lid, recs = false, false, false
-if ARGV[2] == f then
-  lid, recs = uid, redis.call('GET', b..'toks:'..uid) or ''
+local t, tu, ti, recs = false, false, false, false
+if ARGV[2] == f and ARGV[3] == '1' then
+  recs = redis.call('GET', b..'toks:'..uid) or ''
 else
   t = redis.call('HGET', b..'tok:'..uid, tid)
   if not t then return false end
-  if ARGV[2] ~= '' then lid, recs = tokensOf(b, ARGV[2], f, uid) end
+  if ARGV[2] ~= '' and ARGV[2] ~= f then
+    local r = target(b, ARGV[2], ARGV[3])
+    tu, ti, recs = r[1], r[2], r[3]
+  end
 end
-return {org, uid, tid, f, u, i or '', t, lid, recs, v, redis.call('EXISTS', b..'user:'..uid)}
+return {org, uid, tid, f, u, i or '', t, tu, ti, recs, v, redis.call('EXISTS', b..'user:'..uid)}
 `)
 
 // createTokenScript adds a token to its user, counting the user's live

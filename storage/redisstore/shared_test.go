@@ -6,22 +6,36 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgadmin/orgadmin/internal/sharedtest"
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
 func TestSharedMiniredis(t *testing.T) {
-	sharedtest.Run(t, func(tb testing.TB) (storage.Store, storage.Store) { return storePair(tb, miniClient(tb), true) })
+	servicetest.RunShared(t, func(tb testing.TB) (storage.Store, storage.Store) { return storePair(tb, miniClient(tb), true) })
 }
 
 func TestSharedRedisServer(t *testing.T) {
 	c := serverClient(t)
-	sharedtest.Run(t, func(tb testing.TB) (storage.Store, storage.Store) { return storePair(tb, c, true) })
+	servicetest.RunShared(t, func(tb testing.TB) (storage.Store, storage.Store) { return storePair(tb, c, true) })
 }
 
 func TestSharedRedisCluster(t *testing.T) {
 	c := clusterClient(t)
-	sharedtest.Run(t, func(tb testing.TB) (storage.Store, storage.Store) { return storePair(tb, c, false) })
+	servicetest.RunShared(t, func(tb testing.TB) (storage.Store, storage.Store) { return storePair(tb, c, false) })
+}
+
+func TestServiceRacesMiniredis(t *testing.T) {
+	servicetest.RunRaces(t, func(tb testing.TB) storage.Store { return newStore(tb, miniClient(tb), true) })
+}
+
+func TestServiceRacesRedisServer(t *testing.T) {
+	c := serverClient(t)
+	servicetest.RunRaces(t, func(tb testing.TB) storage.Store { return newStore(tb, c, true) })
+}
+
+func TestServiceRacesRedisCluster(t *testing.T) {
+	c := clusterClient(t)
+	servicetest.RunRaces(t, func(tb testing.TB) storage.Store { return newStore(tb, c, false) })
 }
 
 // storePair returns two Stores on c under one fresh prefix, as two

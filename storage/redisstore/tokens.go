@@ -138,148 +138,170 @@ func isRefusal(err error) bool {
 		errors.Is(err, storage.ErrLimitExceeded)
 }
 
-// TokenByDigest implements storage.Store. On a single server it is one
-// round trip; on a Cluster two: the pointer, then the org's records.
-func (s *Store) TokenByDigest(ctx context.Context, d storage.Digest) (storage.Credential, error) {
-	cred, _, err := s.credential(ctx, d, "", time.Time{}, nil)
-	return cred, err
-}
-
-// CredentialTokens implements storage.CredentialTokensReader, in as many
-// round trips as TokenByDigest: the tokens come with the credential. The
-// Version it reports is that of the decoded list it keeps (lists.go).
-func (s *Store) CredentialTokens(ctx context.Context, d storage.Digest, folded string, liveAt time.Time, skip func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
-	if folded == "" {
-		// No user has an empty name; "" asks the scripts for no tokens.
-		cred, err := s.TokenByDigest(ctx, d)
-		return cred, storage.UserTokens{}, err
-	}
-	return s.credential(ctx, d, folded, liveAt, skip)
-}
-
-// credential reads the credential of digest d and, when target is not
-// empty, the tokens live at liveAt of the user of its org whose folded
-// username is target (none when skip, if not nil, says so of their
-// Version; see storage.CredentialTokensReader).
-func (s *Store) credential(ctx context.Context, d storage.Digest, target string, liveAt time.Time, skip func(uint64) bool) (storage.Credential, storage.UserTokens, error) {
+// ReadAccess implements storage.Store. On a single server it is one round
+// trip; on a Cluster two: the pointer, then the org's records.
+func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	var h [2 * len(d)]byte
-	hex.Encode(h[:], d[:])
+	var h [2 * len(q.Digest)]byte
+	hex.Encode(h[:], q.Digest[:])
 	key := s.prefix + "tok:" + string(h[:]) // one allocation: the key
-	// The parts of the answer: the caller's ids, records, token record (""
-	// when it is among the listed ones) and the listed user's id and
-	// records (nil when there is none).
-	var org, uid, tid, folded, user, inst, token string
-	var listedID, listed any
+	var r accessRecords
 	var fresh *location // read by the script: remembered once it checks out
+	var err error
 	if s.single {
-		loc, known := s.locs.Get(d)
-		if known && target != "" && target != loc.folded {
-			known = false // another user's tokens: the script finds them
-		}
-		if known {
-			var recs string
-			var err error
-			user, inst, recs, err = s.credentialAt(ctx, key, loc, target != "")
-			switch {
-			case errors.Is(err, errMoved):
-				s.locs.Forget(d)
-				known = false
-			case errors.Is(err, storage.ErrNotFound):
-				s.locs.Forget(d)
-				return storage.Credential{}, storage.UserTokens{}, err
-			case err != nil:
-				return credentialErr(err)
-			default:
-				org, uid, tid, folded = loc.org, loc.uid, loc.tid, loc.folded
-				if target != "" {
-					listedID, listed = uid, recs
-				} else {
-					token = recs
-				}
-			}
-		}
-		if !known {
-			v, err := authenticateScript.Run(ctx, s.c, []string{key}, s.prefix, target).Slice()
-			if err != nil {
-				return credentialErr(err)
-			}
-			org, uid, tid, folded, user, inst, token = str(v[0]), str(v[1]), str(v[2]), str(v[3]), str(v[4]), str(v[5]), str(v[6])
-			listedID, listed = v[7], v[8]
-			if n, _ := v[10].(int64); n == 1 {
-				// Remembered only where the plain reads find user:<uid>.
-				loc := s.newLocation(str(v[9]), org, uid, folded, tid)
-				fresh = &loc
-			}
-		}
+		r, fresh, err = s.accessSingle(ctx, key, q)
 	} else {
-		pointer, err := s.c.Get(ctx, key).Result()
-		if err != nil {
-			return credentialErr(err)
-		}
-		parts := strings.SplitN(unmark(pointer), "\n", 3)
-		if len(parts) != 3 {
-			return storage.Credential{}, storage.UserTokens{}, fmt.Errorf("redisstore: corrupt token pointer")
-		}
-		org, uid, tid = parts[0], parts[1], parts[2]
-		script, args := credentialScript, []any{uid, tid}
-		if target != "" {
-			script, args = credentialTokensScript, append(args, target)
-		}
-		v, err := s.run(ctx, script, org, args...).Slice()
-		if err != nil {
-			return credentialErr(err)
-		}
-		token, user, inst, folded = str(v[0]), str(v[1]), str(v[2]), str(v[3])
-		if len(v) > 5 {
-			listedID, listed = v[4], v[5]
-		}
+		r, err = s.accessCluster(ctx, key, q)
 	}
-	u, err := userFrom(org, folded, user, inst)
+	if errors.Is(err, redis.Nil) {
+		return storage.Access{}, storage.ErrNotFound
+	}
 	if err != nil {
-		return storage.Credential{}, storage.UserTokens{}, err
+		return storage.Access{}, failed("read access", err)
 	}
-	if u.ID != uid {
-		// The name now belongs to a user created after the token's.
-		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
+	a, err := r.access(q)
+	if err == nil && fresh != nil {
+		s.locs.Put(q.Digest, *fresh)
 	}
-	var ut storage.UserTokens
-	if id, ok := listedID.(string); ok {
-		ut.Found = true
-		if ut.Tokens, ut.Version, err = s.decodedTokens(org, id, str(listed)); err != nil {
-			return storage.Credential{}, storage.UserTokens{}, err
-		}
-	}
-	var t storage.Token
-	if token != "" {
-		if t, err = tokenFrom(org, uid, token); err != nil {
-			return storage.Credential{}, storage.UserTokens{}, err
-		}
-	} else if i := slices.IndexFunc(ut.Tokens, func(t storage.Token) bool { return t.ID == tid }); i >= 0 {
-		t = ut.Tokens[i]
-	}
-	if t.Digest != d {
-		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
-	}
-	if fresh != nil {
-		s.locs.Put(d, *fresh)
-	}
-	if ut.Version != 0 && skip != nil && skip(ut.Version) {
-		ut.Tokens = nil
-	} else if ut.Found {
-		ut.Tokens = liveTokens(ut.Tokens, liveAt)
-	}
-	return storage.Credential{Token: t, User: u}, ut, nil
+	return a, err
 }
 
-// credentialErr is the answer to a failed credential read: ErrNotFound
-// when there is no such credential.
-func credentialErr(err error) (storage.Credential, storage.UserTokens, error) {
-	if errors.Is(err, redis.Nil) {
-		return storage.Credential{}, storage.UserTokens{}, storage.ErrNotFound
+// accessRecords are the records ReadAccess reads, as Redis holds them.
+type accessRecords struct {
+	org, uid, tid, folded string
+	// user and inst are the caller's records; token is its token's, ""
+	// when it is among recs.
+	user, inst, token string
+	// targetUser and targetInst are the target's records when the target
+	// is another user (targetFound); recs are the target's token records
+	// when asked for (hasRecs).
+	targetUser, targetInst string
+	targetFound, hasRecs   bool
+	recs                   string
+}
+
+// accessSingle reads the records of q on a single server: with plain
+// reads where the Store knows where the token's records are and the target
+// is the caller (or none), else with the authentication script, whose
+// answer also says where they are (fresh, nil when the plain reads would
+// not find them).
+func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQuery) (r accessRecords, fresh *location, err error) {
+	d := q.Digest
+	if loc, ok := s.locs.Get(d); ok && (q.Username == "" || q.Username == loc.folded) {
+		list := q.Username != "" && q.Tokens
+		user, inst, recs, err := s.credentialAt(ctx, key, loc, list)
+		switch {
+		case errors.Is(err, errMoved):
+			s.locs.Forget(d)
+		case errors.Is(err, storage.ErrNotFound):
+			s.locs.Forget(d)
+			return accessRecords{}, nil, redis.Nil
+		case err != nil:
+			return accessRecords{}, nil, err
+		default:
+			r := accessRecords{org: loc.org, uid: loc.uid, tid: loc.tid, folded: loc.folded, user: user, inst: inst}
+			if list {
+				r.recs, r.hasRecs = recs, true
+			} else {
+				r.token = recs
+			}
+			return r, nil, nil
+		}
 	}
-	return storage.Credential{}, storage.UserTokens{}, failed("token by digest", err)
+	v, err := authenticateScript.Run(ctx, s.c, []string{key}, s.prefix, q.Username, tokensArg(q)).Slice()
+	if err != nil {
+		return accessRecords{}, nil, err
+	}
+	r = accessRecords{
+		org: str(v[0]), uid: str(v[1]), tid: str(v[2]), folded: str(v[3]),
+		user: str(v[4]), inst: str(v[5]), token: str(v[6]),
+	}
+	r.setTarget(v[7], v[8], v[9])
+	if n, _ := v[11].(int64); n == 1 {
+		loc := s.newLocation(str(v[10]), r.org, r.uid, r.folded, r.tid)
+		fresh = &loc
+	}
+	return r, fresh, nil
+}
+
+// accessCluster reads the records of q on a Cluster: the pointer, then
+// the org's records.
+func (s *Store) accessCluster(ctx context.Context, key string, q storage.AccessQuery) (accessRecords, error) {
+	pointer, err := s.c.Get(ctx, key).Result()
+	if err != nil {
+		return accessRecords{}, err
+	}
+	parts := strings.SplitN(unmark(pointer), "\n", 3)
+	if len(parts) != 3 {
+		return accessRecords{}, fmt.Errorf("corrupt token pointer")
+	}
+	r := accessRecords{org: parts[0], uid: parts[1], tid: parts[2]}
+	v, err := s.run(ctx, credentialScript, r.org, r.uid, r.tid, q.Username, tokensArg(q)).Slice()
+	if err != nil {
+		return accessRecords{}, err
+	}
+	r.token, r.user, r.inst, r.folded = str(v[0]), str(v[1]), str(v[2]), str(v[3])
+	r.setTarget(v[4], v[5], v[6])
+	return r, nil
+}
+
+// tokensArg is the scripts' argument that asks for the target's tokens.
+func tokensArg(q storage.AccessQuery) string {
+	return single(q.Username != "" && q.Tokens)
+}
+
+// setTarget keeps the target's parts of a script's answer: its user and
+// instance records (false when it is the caller or there is none) and its
+// token records (false unless asked for).
+func (r *accessRecords) setTarget(user, inst, recs any) {
+	r.targetUser, r.targetFound = user.(string)
+	r.targetInst = str(inst)
+	r.recs, r.hasRecs = recs.(string)
+}
+
+// access decodes the records read for q. The credential is ErrNotFound
+// when its token, as read, does not have q's digest or the user's name
+// now belongs to a user created after the token's.
+func (r accessRecords) access(q storage.AccessQuery) (storage.Access, error) {
+	u, err := userFrom(r.org, r.folded, r.user, r.inst)
+	if err != nil {
+		return storage.Access{}, err
+	}
+	if u.ID != r.uid {
+		return storage.Access{}, storage.ErrNotFound
+	}
+	a := storage.Access{Credential: storage.Credential{User: u}}
+	switch {
+	case r.targetFound:
+		if a.Target, err = userFrom(r.org, q.Username, r.targetUser, r.targetInst); err != nil {
+			return storage.Access{}, err
+		}
+		a.TargetFound = true
+	case q.Username != "" && q.Username == r.folded:
+		a.Target, a.TargetFound = u, true
+		a.Target.Privileges = slices.Clone(u.Privileges)
+	}
+	var all []storage.Token // the target's token records, live or not
+	if r.hasRecs && a.TargetFound {
+		if all, err = decodeTokens(r.org, a.Target.ID, r.recs); err != nil {
+			return storage.Access{}, err
+		}
+	}
+	if r.token != "" {
+		if a.Credential.Token, err = tokenFrom(r.org, r.uid, r.token); err != nil {
+			return storage.Access{}, err
+		}
+	} else if i := slices.IndexFunc(all, func(t storage.Token) bool { return t.ID == r.tid }); i >= 0 {
+		a.Credential.Token = all[i]
+	}
+	if a.Credential.Token.Digest != q.Digest {
+		return storage.Access{}, storage.ErrNotFound
+	}
+	if a.TargetFound && q.Tokens {
+		a.Tokens = liveTokens(all, q.LiveAt)
+	}
+	return a, nil
 }
 
 // ListTokens implements storage.Store.
@@ -290,7 +312,7 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, failed("list tokens", err)
 	}
-	out, _, err := s.decodedTokens(org, userID, recs)
+	out, err := decodeTokens(org, userID, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +320,8 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 }
 
 // decodeTokens decodes recs, the toks:<uid> value of the user userID of
-// org (its token records joined by newlines; "" for none).
+// org (its token records joined by newlines; "" for none), ordered by
+// creation, then id.
 func decodeTokens(org, userID, recs string) ([]storage.Token, error) {
 	if recs == "" {
 		return []storage.Token{}, nil
@@ -311,7 +334,23 @@ func decodeTokens(org, userID, recs string) ([]storage.Token, error) {
 		}
 		out = append(out, t)
 	}
+	// Records are appended as tokens are created, so they are usually in
+	// order already; sorting would still move each large record.
+	if !slices.IsSortedFunc(out, byCreation) {
+		slices.SortFunc(out, byCreation)
+	}
 	return out, nil
+}
+
+// liveTokens returns the tokens of ts live at liveAt, in their order.
+func liveTokens(ts []storage.Token, liveAt time.Time) []storage.Token {
+	out := ts[:0]
+	for _, t := range ts {
+		if t.LiveAt(liveAt) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // byCreation orders tokens by creation, then id.

@@ -169,7 +169,7 @@ func testConcurrentCreateTokenRacingDeleteUser(t *testing.T, s storage.Store) {
 			if err != nil {
 				require.ErrorIs(t, err, storage.ErrNotFound, "round %d: CreateToken %d", round, i)
 			}
-			_, err := s.TokenByDigest(t.Context(), toks[i].Digest)
+			_, err := credential(t, s, toks[i].Digest)
 			require.ErrorIs(t, err, storage.ErrNotFound, "round %d: token %d outlived its user", round, i)
 		}
 		requireNoTokens(t, s, org.ID, u.ID)
@@ -322,8 +322,8 @@ func testConcurrentSetInstancesAtomic(t *testing.T, s storage.Store) {
 				}
 				return check("ListUsers", p.Users[0].Instances), nil
 			case 2:
-				c, err := s.TokenByDigest(t.Context(), tok.Digest)
-				return check("TokenByDigest", c.User.Instances), err
+				c, err := credential(t, s, tok.Digest)
+				return check("ReadAccess", c.User.Instances), err
 			default:
 				acts, err := s.ListActivity(t.Context(), org.ID)
 				if err != nil || len(acts) != 1 {
@@ -371,8 +371,8 @@ func testConcurrentUpdateUserAtomic(t *testing.T, s storage.Store) {
 				}
 				return check("ListUsers", p.Users[0]), nil
 			default:
-				c, err := s.TokenByDigest(t.Context(), tok.Digest)
-				return check("TokenByDigest", c.User), err
+				c, err := credential(t, s, tok.Digest)
+				return check("ReadAccess", c.User), err
 			}
 		})
 }

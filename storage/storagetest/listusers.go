@@ -24,7 +24,6 @@ var listUsersTests = []subtest{
 	{"ReflectsChanges", testListUsersReflectsChanges},
 	{"WalkAfter", testListUsersWalkAfter},
 	{"WalkOffset", testListUsersWalkOffset},
-	{"VisitOwnsRecords", testListUsersVisitOwnsRecords},
 }
 
 // listFixture is the population of the small listing tests, in creation
@@ -87,64 +86,7 @@ func checkPages(t testing.TB, s storage.Store, org string, cases []pageCase) {
 		assert.Equal(t, want, foldedNames(p.Users), "query %s: users", describe(c.q))
 		assert.Equal(t, c.more, p.More, "query %s: More", describe(c.q))
 		assert.Equal(t, c.total, p.Total, "query %s: Total", describe(c.q))
-		checkVisit(t, s, org, c.q, p)
 	}
-}
-
-// checkVisit requires, of a store that implements storage.UserVisitor,
-// that VisitUsers(org, q) visits the users of want (ListUsers' page for q,
-// read just before) in order, whole, with one n no smaller than the page,
-// and answers want's More and Total with Users nil.
-func checkVisit(t testing.TB, s storage.Store, org string, q storage.UserQuery, want storage.UserPage) {
-	t.Helper()
-	v, ok := s.(storage.UserVisitor)
-	if !ok {
-		return
-	}
-	var got []storage.User
-	ns := map[int]bool{}
-	p, err := v.VisitUsers(t.Context(), org, q, func(n int, u *storage.User) {
-		ns[n] = true
-		got = append(got, *u)
-	})
-	if !assert.NoError(t, err, "visit %s", describe(q)) {
-		return
-	}
-	if len(want.Users) == 0 {
-		assert.Empty(t, got, "visit %s: users", describe(q))
-	} else {
-		assert.Equal(t, want.Users, got, "visit %s: users", describe(q))
-	}
-	assert.LessOrEqual(t, len(ns), 1, "visit %s: one n at every call", describe(q))
-	for n := range ns {
-		assert.GreaterOrEqual(t, n, len(got), "visit %s: n", describe(q))
-	}
-	assert.Nil(t, p.Users, "visit %s: Users", describe(q))
-	assert.Equal(t, want.More, p.More, "visit %s: More", describe(q))
-	assert.Equal(t, want.Total, p.Total, "visit %s: Total", describe(q))
-}
-
-// VisitUsers hands out records the caller owns: changing what a visited
-// record's fields hold changes nothing stored.
-func testListUsersVisitOwnsRecords(t *testing.T, s storage.Store) {
-	v, ok := s.(storage.UserVisitor)
-	if !ok {
-		t.Skip("the store does not implement storage.UserVisitor (optional)")
-	}
-	org := newOrg(t, s)
-	alice := createUser(t, s, org.ID, "Alice", false)
-	visits := 0
-	_, err := v.VisitUsers(t.Context(), org.ID, storage.UserQuery{Limit: 10}, func(_ int, u *storage.User) {
-		visits++
-		assertUser(t, alice, *u)
-		scribble(u.Privileges, "changed")
-	})
-	require.NoError(t, err)
-	require.Equal(t, 1, visits)
-	p, err := s.ListUsers(t.Context(), org.ID, storage.UserQuery{Limit: 10})
-	require.NoError(t, err)
-	require.Len(t, p.Users, 1)
-	assertUser(t, alice, p.Users[0])
 }
 
 // describe renders q for failure messages.

@@ -44,14 +44,13 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store) {
 		{"Tokens", tokenTests},
 		{"ListTokens", listTokensTests},
 		{"DeleteToken", deleteTokenTests},
-		{"CredentialTokens", credentialTokensTests},
+		{"ReadAccess", accessTests},
 		{"Ducklings", ducklingTests},
 		{"Dives", diveTests},
 		{"EmbedSessions", embedSessionTests},
 		{"Feedback", feedbackTests},
 		{"Ping", pingTests},
 		{"Concurrency", concurrencyTests},
-		{"Service", serviceTests},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
@@ -322,20 +321,27 @@ func requireNoTokens(t testing.TB, s storage.Store, org, userID string) {
 	require.Len(t, toks, 0, "tokens %v", tokenIDs(toks))
 }
 
-// requireTokenGone requires that TokenByDigest no longer finds tok.
+// requireTokenGone requires that ReadAccess no longer finds tok.
 func requireTokenGone(t testing.TB, s storage.Store, tok storage.Token) {
 	t.Helper()
-	_, err := s.TokenByDigest(t.Context(), tok.Digest)
+	_, err := credential(t, s, tok.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound, "token %s", tok.ID)
 }
 
-// requireTokenFound requires that TokenByDigest finds tok, with its user u.
+// requireTokenFound requires that ReadAccess finds tok, with its user u.
 func requireTokenFound(t testing.TB, s storage.Store, tok storage.Token, u storage.User) {
 	t.Helper()
-	c, err := s.TokenByDigest(t.Context(), tok.Digest)
+	c, err := credential(t, s, tok.Digest)
 	require.NoError(t, err, "token %s", tok.ID)
 	assertToken(t, tok, c.Token)
 	assertUser(t, u, c.User)
+}
+
+// credential returns what ReadAccess reads of the digest d without a
+// target: the credential.
+func credential(t testing.TB, s storage.Store, d storage.Digest) (storage.Credential, error) {
+	a, err := s.ReadAccess(t.Context(), storage.AccessQuery{Digest: d})
+	return a.Credential, err
 }
 
 // getUser requires that GetUser finds the user of org whose folded username

@@ -12,10 +12,10 @@ import (
 )
 
 var tokenTests = []subtest{
-	{"CreateAndTokenByDigest", testTokenCreateAndTokenByDigest},
-	{"TokenByDigestReadsCurrentUser", testTokenByDigestReadsCurrentUser},
-	{"TokenByDigestMissing", testTokenByDigestMissing},
-	{"TokenByDigestIgnoresExpiry", testTokenByDigestIgnoresExpiry},
+	{"CreateAndReadCredential", testTokenCreateAndReadCredential},
+	{"CredentialReadsCurrentUser", testCredentialReadsCurrentUser},
+	{"CredentialMissing", testCredentialMissing},
+	{"CredentialIgnoresExpiry", testCredentialIgnoresExpiry},
 	{"MissingUser", testTokenMissingUser},
 	{"UserOfOtherOrg", testTokenUserOfOtherOrg},
 	{"DuplicateDigest", testTokenDuplicateDigest},
@@ -43,8 +43,8 @@ var deleteTokenTests = []subtest{
 	{"OtherOrg", testDeleteTokenOtherOrg},
 }
 
-// TokenByDigest returns a stored token together with its user.
-func testTokenCreateAndTokenByDigest(t *testing.T, s storage.Store) {
+// ReadAccess returns a stored token together with its user.
+func testTokenCreateAndReadCredential(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "Alice", false)
 	bot := createUser(t, s, org.ID, "bot", true)
@@ -58,8 +58,8 @@ func testTokenCreateAndTokenByDigest(t *testing.T, s storage.Store) {
 	requireTokenFound(t, s, botTok, bot)
 }
 
-// The user TokenByDigest returns is the user as stored now.
-func testTokenByDigestReadsCurrentUser(t *testing.T, s storage.Store) {
+// The user ReadAccess returns with a token is the user as stored now.
+func testCredentialReadsCurrentUser(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
@@ -74,22 +74,23 @@ func testTokenByDigestReadsCurrentUser(t *testing.T, s storage.Store) {
 	requireTokenFound(t, s, tok, alice)
 }
 
-// TokenByDigest of an unknown digest is ErrNotFound.
-func testTokenByDigestMissing(t *testing.T, s storage.Store) {
-	_, err := s.TokenByDigest(t.Context(), digest("nothing stored yet"))
+// ReadAccess of an unknown digest is ErrNotFound.
+func testCredentialMissing(t *testing.T, s storage.Store) {
+	_, err := credential(t, s, digest("nothing stored yet"))
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	createToken(t, s, alice, t0, time.Time{})
-	_, err = s.TokenByDigest(t.Context(), digest("unknown"))
+	_, err = credential(t, s, digest("unknown"))
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.TokenByDigest(t.Context(), storage.Digest{})
+	_, err = credential(t, s, storage.Digest{})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
-// TokenByDigest does not check expiry (and the store reads no clock).
-func testTokenByDigestIgnoresExpiry(t *testing.T, s storage.Store) {
+// ReadAccess does not check the expiry of the credential (and the store
+// reads no clock).
+func testCredentialIgnoresExpiry(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	expired := createToken(t, s, alice, past, past.Add(time.Hour))

@@ -252,11 +252,11 @@ func testUserCopiesOnRead(t *testing.T, s storage.Store) {
 	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating ListUsers's result")
 
 	tok := createToken(t, s, alice, t0, time.Time{})
-	c, err := s.TokenByDigest(t.Context(), tok.Digest)
+	c, err := credential(t, s, tok.Digest)
 	require.NoError(t, err)
 	scribble(c.User.Privileges, "mutated")
-	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating TokenByDigest's result")
-	c, err = s.TokenByDigest(t.Context(), tok.Digest)
+	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating ReadAccess's result")
+	c, err = credential(t, s, tok.Digest)
 	require.NoError(t, err)
 	assertUser(t, want, c.User)
 }

@@ -1,7 +1,4 @@
-// Package storestate observes a storage.Store from the outside, for tests
-// that must prove a refused request stored nothing: Counter counts the
-// writes a store accepted, and Snapshot renders what it holds.
-package storestate
+package servicetest
 
 import (
 	"context"
@@ -16,10 +13,10 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// Counter wraps a Store and counts the writes that succeeded. Reads pass
-// through uncounted; a write that fails is not counted, since the storage
-// contract says it changed nothing. Counter has none of the optional
-// capabilities of the store it wraps (storage.CredentialTokensReader).
+// Counter wraps a Store and counts the writes that succeeded, for tests
+// that must prove a refused request stored nothing. Reads pass through
+// uncounted; a write that fails is not counted, since the storage contract
+// says it changed nothing.
 type Counter struct {
 	storage.Store
 	writes atomic.Int64
@@ -115,7 +112,8 @@ type State struct {
 	Dives map[string]storage.Dive
 }
 
-// Snapshot reads what s holds for the organizations orgs: each one's
+// Snapshot reads, for tests that must prove a refused request stored
+// nothing, what s holds for the organizations orgs: each one's
 // record, its users with their instance configurations, every token of
 // each user, the Duckling reports, and those of the Dives dives that exist
 // in it. Embed sessions and feedback cannot be listed; Counter counts

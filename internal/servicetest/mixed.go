@@ -1,4 +1,4 @@
-package faulttest
+package servicetest
 
 import (
 	"encoding/json"

@@ -1,6 +1,6 @@
 //go:build !unix
 
-package storebench
+package servicetest
 
 import "time"
 

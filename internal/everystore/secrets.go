@@ -1,4 +1,4 @@
-package storetest
+package everystore
 
 import (
 	"encoding/base64"

@@ -1,8 +1,4 @@
-// Package storebench benchmarks the orgadmin operations on any
-// storage.Store, so that every adapter is measured by the same code and
-// the figures of `go test -bench` line up, store beside store, for
-// benchstat.
-package storebench
+package servicetest
 
 import (
 	"context"
@@ -13,13 +9,16 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// Run runs the benchmarks on stores made by newStore, a fresh one for each.
-func Run(b *testing.B, newStore func(testing.TB) storage.Store) {
+// Benchmarks measures the orgadmin operations through a Service on
+// stores made by newStore, a fresh one for each, so that every adapter is
+// measured by the same code and the figures of `go test -bench` line up,
+// store beside store, for benchstat.
+func Benchmarks(b *testing.B, newStore func(testing.TB) storage.Store) {
 	b.Run("Authenticate", func(b *testing.B) { authenticate(b, newStore(b)) })
 	b.Run("CreateToken", func(b *testing.B) { createToken(b, newStore(b)) })
 	b.Run("ListTokens", func(b *testing.B) { listTokens(b, newStore(b)) })
 	b.Run("CreateServiceAccount", func(b *testing.B) { createServiceAccount(b, newStore(b)) })
-	b.Run("ListUsers", func(b *testing.B) { ListUsers(b, newStore(b), 10_000) })
+	b.Run("ListUsers", func(b *testing.B) { BenchListUsers(b, newStore(b), 10_000) })
 }
 
 // world is an org with an Admin and a service account "robot".
@@ -117,7 +116,7 @@ func createServiceAccount(b *testing.B, s storage.Store) {
 // first: the first page, and a page nine tenths of the way in, by cursor
 // and by offset. Its sub-benchmarks are first_page, cursor_90pct and
 // offset_90pct.
-func ListUsers(b *testing.B, s storage.Store, n int) {
+func BenchListUsers(b *testing.B, s storage.Store, n int) {
 	w := newWorld(b, s)
 	ctx := context.Background()
 	for i := range n {

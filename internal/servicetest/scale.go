@@ -1,4 +1,4 @@
-package storebench
+package servicetest
 
 import (
 	"context"

@@ -1,8 +1,4 @@
-// Package sharedtest checks what a store shared by several processes must
-// guarantee: two Services, each on a Store of its own over one database,
-// see each other's revocations and deletions at once. The networked
-// adapters (redisstore, mongostore) run it from their tests.
-package sharedtest
+package servicetest
 
 import (
 	"errors"
@@ -16,9 +12,13 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// Run runs the checks on pairs of stores made by newStores: two Stores of
-// one fresh database, as two processes would hold them.
-func Run(t *testing.T, newStores func(t testing.TB) (storage.Store, storage.Store)) {
+// RunShared checks what a store shared by several processes must
+// guarantee: two Services, each on a Store of its own over one database,
+// see each other's revocations and deletions at once. newStores makes each
+// pair: two Stores of one fresh database, as two processes would hold
+// them. The networked adapters (redisstore, mongostore) run it from their
+// tests.
+func RunShared(t *testing.T, newStores func(t testing.TB) (storage.Store, storage.Store)) {
 	t.Run("Revocations", func(t *testing.T) { testRevocations(t, services(newStores(t))) })
 	t.Run("TokenRacingUserDeletion", func(t *testing.T) { testTokenRacingUserDeletion(t, services(newStores(t))) })
 }

@@ -1,4 +1,4 @@
-package storagetest
+package servicetest
 
 import (
 	"errors"
@@ -15,13 +15,40 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// The races below run through a Service on the store, as the API would:
-// what they check is what a client sees, whatever the store does inside.
-var serviceTests = []subtest{
-	{"CreateServiceAccountSameUsername", testServiceCreateSameUsername},
-	{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
-	{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
-	{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
+// RunRaces runs concurrent operations through a Service on stores that
+// newStore makes, a fresh one for each race, as the API would: what they
+// check is what a client sees, whatever the store does inside.
+func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store) {
+	for _, r := range []struct {
+		name string
+		fn   func(t *testing.T, s storage.Store)
+	}{
+		{"CreateServiceAccountSameUsername", testServiceCreateSameUsername},
+		{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
+		{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
+		{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
+	} {
+		t.Run(r.name, func(t *testing.T) { r.fn(t, newStore(t)) })
+	}
+}
+
+// race runs f(0) … f(n-1) in n goroutines released together, and returns
+// their errors by index.
+func race(n int, f func(i int) error) []error {
+	errs := make([]error, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			errs[i] = f(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+	return errs
 }
 
 // Fewer racers and rounds than the store-level races: every call here is
@@ -277,4 +304,22 @@ func requireSessionsDead(t testing.TB, svc *orgadmin.Service, sessions []string,
 			require.Failf(t, "a session outlived its user", "round %d: session of %q resolves (%v)", round, es.Username, err)
 		}
 	}
+}
+
+// requireOneWinner requires that exactly one of errs is nil and every other
+// is want; it returns the winner's index.
+func requireOneWinner(t testing.TB, errs []error, want error) int {
+	t.Helper()
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			require.Equal(t, -1, winner, "calls %d and %d both succeeded", winner, i)
+			winner = i
+		case !errors.Is(err, want):
+			require.ErrorIs(t, err, want, "call %d", i)
+		}
+	}
+	require.NotEqual(t, -1, winner, "no call succeeded")
+	return winner
 }

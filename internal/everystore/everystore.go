@@ -1,10 +1,10 @@
-// Package storetest runs a test on every kind of store: memory and
+// Package everystore runs a test on every kind of store: memory and
 // miniredis always, and a real Redis server, a Redis Cluster and a
 // MongoDB-wire server when the environment names them (see
 // internal/testdb). Each kind opens fresh stores of its own and can show
 // everything a store holds, so that a test can look for what must never be
 // stored.
-package storetest
+package everystore
 
 import (
 	"context"

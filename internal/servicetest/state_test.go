@@ -1,4 +1,4 @@
-package storestate_test
+package servicetest_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/orgadmin/orgadmin/internal/storestate"
+	"github.com/orgadmin/orgadmin/internal/servicetest"
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
@@ -18,7 +18,7 @@ var t0 = time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
 // Writes that succeed are counted, writes that fail and reads are not.
 func TestCounterCountsAcceptedWrites(t *testing.T) {
 	ctx := context.Background()
-	c := storestate.NewCounter(memstore.New())
+	c := servicetest.NewCounter(memstore.New())
 	require.NoError(t, c.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
 	require.ErrorIs(t, c.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}), storage.ErrAlreadyExists)
 	require.ErrorIs(t, c.CreateUser(ctx, storage.User{ID: "u1", Org: "nowhere", Username: "a", FoldedUsername: "a"}), storage.ErrNotFound)
@@ -37,8 +37,8 @@ func TestSnapshotSeesEveryChange(t *testing.T) {
 	s := memstore.New()
 	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
 	require.NoError(t, s.CreateUser(ctx, storage.User{ID: "u1", Org: "acme", Username: "a", FoldedUsername: "a", CreatedAt: t0}))
-	snap := func() storestate.State {
-		st, err := storestate.Snapshot(ctx, s, []string{"acme", "missing"}, []string{"d1"})
+	snap := func() servicetest.State {
+		st, err := servicetest.Snapshot(ctx, s, []string{"acme", "missing"}, []string{"d1"})
 		require.NoError(t, err)
 		return st
 	}

@@ -1,17 +1,4 @@
-// Package faulttest checks what the API answers, and what a store keeps,
-// when the network between the service and its database fails: answers
-// slower than the store's timeout, connections reset or cut, the database
-// gone and back, while requests are in flight. It puts a toxiproxy server
-// (see ToxiproxyEnv) between an API server and the real database, and the
-// networked adapters (redisstore, mongostore) run it from their tests.
-//
-// What must hold: every request returns, with 200 and its exact body or
-// with 500 INTERNAL_SERVER_ERROR; /healthz answers 503 while the database
-// is unreachable and 200 once it is back; and afterwards, read directly,
-// nothing is half-written: a user is fully there or fully gone, every
-// token that authenticates is listed and every listed token authenticates,
-// an instance configuration is one of the bodies sent.
-package faulttest
+package servicetest
 
 import (
 	"cmp"
@@ -34,9 +21,9 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// Timeout is the default per-operation timeout of the stores under test
-// (Target.Timeout): short, so that faults make operations fail often.
-const Timeout = 300 * time.Millisecond
+// FaultTimeout is the default per-operation timeout of the stores under test
+// (FaultTarget.Timeout): short, so that faults make operations fail often.
+const FaultTimeout = 300 * time.Millisecond
 
 // hangAfter, in timeouts, bounds every request the tests send: one that
 // has not answered by then hangs. It is generous, as only "returned" is
@@ -47,26 +34,38 @@ const hangAfter = 20
 // the network is healthy (clients reconnect with back-off).
 const recoverWithin = 30 * time.Second
 
-// Target is the database of one adapter under test.
-type Target struct {
+// FaultTarget is the database of one adapter under test.
+type FaultTarget struct {
 	// Upstreams are the addresses of the database's servers: one, or
 	// the masters of a Cluster. Each gets a proxy of its own.
 	Upstreams []string
 	// NewStores returns a Store that reaches each address of Upstreams
 	// through the address proxied maps it to, with the per-operation
-	// timeout Timeout, and a Store of the same data, on fresh data, that
+	// timeout FaultTimeout, and a Store of the same data, on fresh data, that
 	// reaches the servers directly. Both are released when t ends.
 	NewStores func(t testing.TB, proxied map[string]string) (faulty, direct storage.Store)
 	// Timeout is the faulty store's per-operation timeout, by which the
-	// faults are shaped; zero means the package's Timeout. A server whose
+	// faults are shaped; zero means the package's FaultTimeout. A server whose
 	// operations take several round trips, or that a busy machine slows,
 	// needs more.
 	Timeout time.Duration
 }
 
-// Run runs the fault tests on target, in parallel, each on fresh data
-// behind proxies of its own. It skips t when ToxiproxyEnv is not set.
-func Run(t *testing.T, target Target) {
+// RunFaults checks what the API answers, and what a store keeps, when the
+// network between the service and its database fails: answers slower
+// than the store's timeout, connections reset or cut, the database gone
+// and back, while requests are in flight. It puts a toxiproxy server (see
+// ToxiproxyEnv) between an API server and the real database of target,
+// and runs each test in parallel, on fresh data behind proxies of its own;
+// it skips t when ToxiproxyEnv is not set.
+//
+// What must hold: every request returns, with 200 and its exact body or
+// with 500 INTERNAL_SERVER_ERROR; /healthz answers 503 while the database
+// is unreachable and 200 once it is back; and afterwards, read directly,
+// nothing is half-written: a user is fully there or fully gone, every
+// token that authenticates is listed and every listed token authenticates,
+// an instance configuration is one of the bodies sent.
+func RunFaults(t *testing.T, target FaultTarget) {
 	tp := connect(t)
 	tests := []struct {
 		name string
@@ -100,9 +99,9 @@ type env struct {
 	dive        string
 }
 
-func newEnv(t *testing.T, tp *toxiproxy, target Target) *env {
+func newEnv(t *testing.T, tp *toxiproxy, target FaultTarget) *env {
 	t.Helper()
-	timeout := cmp.Or(target.Timeout, Timeout)
+	timeout := cmp.Or(target.Timeout, FaultTimeout)
 	e := &env{hc: &http.Client{Timeout: hangAfter * timeout}, timeout: timeout}
 	proxied := make(map[string]string, len(target.Upstreams))
 	for _, u := range target.Upstreams {
@@ -473,9 +472,9 @@ func (e *env) requireTokensWork(t *testing.T, u orgadmin.User) int {
 	toks, err := e.directStore.ListTokens(ctx, "acme", u.ID, time.Now())
 	require.NoError(t, err)
 	for _, tok := range toks {
-		c, err := e.directStore.TokenByDigest(ctx, tok.Digest)
+		a, err := e.directStore.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 		require.NoError(t, err, "token %s of %s is listed and does not authenticate", tok.ID, u.Username)
-		require.Equal(t, u.ID, c.User.ID, "token %s of %s authenticates as %s", tok.ID, u.Username, c.User.Username)
+		require.Equal(t, u.ID, a.Credential.User.ID, "token %s of %s authenticates as %s", tok.ID, u.Username, a.Credential.User.Username)
 	}
 	return len(toks)
 }

@@ -1,0 +1,307 @@
+package orgadmin
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Caller is an authenticated principal: the user a bearer token belongs to.
+type Caller struct {
+	Org              string
+	UserID           string
+	Username         string
+	Role             Role
+	Privileges       []string
+	IsServiceAccount bool
+	TokenID          string
+	TokenType        TokenType
+
+	folded string
+}
+
+// Auth says who calls an operation: Bearer(token), the access token a
+// request presents, which the operation authenticates in the same store
+// read as the rest of what it needs; or a Caller that Authenticate or
+// ActAs returned.
+type Auth interface{ isAuth() }
+
+// Bearer is an access token presented as the credential of an operation,
+// as in the header "Authorization: Bearer <token>". An operation called
+// with an unknown, invalidated or expired token, or with a token of a
+// deleted user, fails with UNAUTHORIZED.
+type Bearer string
+
+func (Bearer) isAuth() {}
+func (Caller) isAuth() {}
+
+// has reports whether the caller holds privilege p (an Admin holds all).
+func (c Caller) has(p string) bool {
+	if c.Role == RoleAdmin {
+		return true
+	}
+	for _, q := range c.Privileges {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// isSelf reports whether the folded username names the caller.
+func (c Caller) isSelf(folded string) bool { return c.folded == folded }
+
+// maxTokenLen bounds the token values the Service hashes.
+const maxTokenLen = 512
+
+// digestOf returns the SHA-256 of a token or session value. A value of up
+// to maxTokenLen bytes is hashed from a copy on the stack: []byte(value)
+// would allocate for any value longer than 32 bytes, on every request.
+func digestOf(value string) [sha256.Size]byte {
+	var buf [maxTokenLen]byte
+	if len(value) <= len(buf) {
+		return sha256.Sum256(append(buf[:0], value...))
+	}
+	return sha256.Sum256([]byte(value))
+}
+
+// Authenticate returns the caller a token value belongs to. It fails with
+// UNAUTHORIZED when the token is unknown, invalidated, expired or belongs to
+// a deleted user, and with INTERNAL_SERVER_ERROR when the store fails.
+// Read-scaling tokens authenticate; the operations refuse them.
+func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error) {
+	c, _, err := s.authenticate(ctx, token, storage.AccessQuery{})
+	return c, err
+}
+
+// authenticate reads the credential of token and, with it, what q asks of
+// the request's target (authenticate sets q's Digest and LiveAt), and
+// returns the caller with what was read.
+func (s *Service) authenticate(ctx context.Context, token string, q storage.AccessQuery) (Caller, storage.Access, error) {
+	if len(token) == 0 || len(token) > maxTokenLen {
+		return Caller{}, storage.Access{}, ErrUnauthorized
+	}
+	now := s.now()
+	q.Digest, q.LiveAt = digestOf(token), now
+	a, err := s.store.ReadAccess(ctx, q)
+	if errors.Is(err, storage.ErrNotFound) {
+		return Caller{}, storage.Access{}, ErrUnauthorized
+	}
+	if err != nil {
+		return Caller{}, storage.Access{}, internal("authenticate", err)
+	}
+	t, u := a.Credential.Token, a.Credential.User
+	if !t.LiveAt(now) || t.UserID != u.ID || t.Org != u.Org {
+		return Caller{}, storage.Access{}, ErrUnauthorized
+	}
+	if a.TargetFound && a.Target.Org != u.Org {
+		// Never another org's user, whatever the store answers.
+		a.Target, a.TargetFound, a.Tokens = storage.User{}, false, nil
+	}
+	c := callerOf(u, t.ID)
+	c.TokenType = TokenType(t.Type)
+	return c, a, nil
+}
+
+// ActAs returns the Caller of the user of org named username, as if it had
+// presented one of its read_write tokens, for Go programs that act on
+// behalf of a user they have authenticated themselves. It fails with
+// NOT_FOUND when the user does not exist.
+func (s *Service) ActAs(ctx context.Context, org, username string) (Caller, error) {
+	u, err := s.resolveUser(ctx, org, username)
+	if err != nil {
+		return Caller{}, err
+	}
+	return callerOf(u, ""), nil
+}
+
+// callerOf is the Caller of user u presenting the read_write token tokenID.
+func callerOf(u storage.User, tokenID string) Caller {
+	return Caller{
+		Org:              u.Org,
+		UserID:           u.ID,
+		Username:         u.Username,
+		Role:             Role(u.Role),
+		Privileges:       u.Privileges,
+		IsServiceAccount: u.IsServiceAccount,
+		TokenID:          tokenID,
+		TokenType:        TokenReadWrite,
+		folded:           u.FoldedUsername,
+	}
+}
+
+// op is an operation of the /v1 API.
+type op int
+
+const (
+	opGetInstances op = iota + 1
+	opSetInstances
+	opGetActiveAccounts
+	opCreateServiceAccount
+	opListUsers
+	opDeleteUser
+	opCreateToken
+	opListTokens
+	opDeleteToken
+	opCreateEmbedSession
+)
+
+// authorize decides what the caller's role alone decides about o on the
+// user t names (nil where o names none): it returns FORBIDDEN when no
+// target could make the call allowed, and nil otherwise. What depends on
+// the target record is decided later, by the operation.
+func authorize(c Caller, o op, t *target) error {
+	if c.TokenType != TokenReadWrite {
+		return forbidden("read_scaling tokens may not call the API")
+	}
+	admin := c.Role == RoleAdmin
+	self := t != nil && t.folded != "" && c.isSelf(t.folded)
+	ok := false
+	switch o {
+	case opGetInstances, opSetInstances, opCreateToken, opListTokens, opDeleteToken:
+		ok = admin || self
+	case opGetActiveAccounts, opCreateServiceAccount, opCreateEmbedSession, opDeleteUser:
+		ok = admin
+	case opListUsers:
+		ok = c.has(PrivilegeViewAllMembers)
+	}
+	if !ok {
+		return forbidden("the caller may not perform this operation")
+	}
+	return nil
+}
+
+// target is the user a request's path names.
+type target struct {
+	// folded is the name's folded key; "" when the name is malformed.
+	folded string
+	// issues are the problems of a name that is not 1 to 255 code points
+	// of valid UTF-8 (a BAD_REQUEST).
+	issues issues
+	// canExist is false for a name that breaks the username pattern, or is
+	// malformed: no user can have it (NOT_FOUND).
+	canExist bool
+}
+
+// pathTarget parses, once, the username a request's path names.
+func pathTarget(name string) *target {
+	t := new(target)
+	if !stringFits(name, 1, MaxUsernameLen) {
+		t.issues.checkString(name, 1, MaxUsernameLen, "username")
+		return t
+	}
+	t.folded, t.canExist = FoldUsername(name), ValidUsername(name)
+	return t
+}
+
+// read says what an operation reads of its target with the caller's
+// credential.
+type read int
+
+const (
+	// readNone: nothing; the operation's own store call finds the target.
+	readNone read = iota
+	// readUser: the target's record.
+	readUser
+	// readTokens: the target's record and its live tokens.
+	readTokens
+)
+
+// call is an operation under way: its caller, and what was read of its
+// target.
+type call struct {
+	Caller
+	target storage.User // when found
+	found  bool
+	tokens []storage.Token
+}
+
+// begin makes the checks every operation makes first, in the order the API
+// answers them (DESIGN §2): it authenticates a (UNAUTHORIZED), decides what
+// the caller's role alone decides about o on the user t names
+// (FORBIDDEN), then reports the problems of the request (BAD_REQUEST): those
+// of the path username and is, all at once. With the credential, in the
+// same store read, it reads what r asks of t. The rest of the order is the
+// operation's: NOT_FOUND for a missing target, then FORBIDDEN for what
+// depends on it.
+func (s *Service) begin(ctx context.Context, a Auth, o op, t *target, r read, is issues) (call, error) {
+	want := t != nil && t.canExist && r != readNone
+	var c call
+	switch a := a.(type) {
+	case Bearer:
+		var q storage.AccessQuery
+		if want {
+			q.Username, q.Tokens = t.folded, r == readTokens
+		}
+		caller, acc, err := s.authenticate(ctx, string(a), q)
+		if err != nil {
+			return call{}, err
+		}
+		c = call{Caller: caller, target: acc.Target, found: acc.TargetFound, tokens: acc.Tokens}
+		want = false
+	case Caller:
+		c.Caller = a
+	default:
+		return call{}, ErrUnauthorized
+	}
+	if err := authorize(c.Caller, o, t); err != nil {
+		return call{}, err
+	}
+	if t != nil && len(t.issues) > 0 {
+		is = append(append(issues{}, t.issues...), is...)
+	}
+	if err := is.err(); err != nil {
+		return call{}, err
+	}
+	if want {
+		// A Caller needs no credential read: its target is read now that
+		// the checks allow it.
+		var err error
+		c.target, c.found, c.tokens, err = s.readTarget(ctx, c.Org, t.folded, r == readTokens)
+		if err != nil {
+			return call{}, err
+		}
+	}
+	return c, nil
+}
+
+// readTarget reads the user of org whose folded username is folded and,
+// when tokens is set, its live tokens. A missing user is found false.
+func (s *Service) readTarget(ctx context.Context, org, folded string, tokens bool) (storage.User, bool, []storage.Token, error) {
+	u, err := s.store.GetUser(ctx, org, folded)
+	if errors.Is(err, storage.ErrNotFound) {
+		return storage.User{}, false, nil, nil
+	}
+	if err != nil {
+		return storage.User{}, false, nil, internal("get user", err)
+	}
+	if !tokens {
+		return u, true, nil, nil
+	}
+	ts, err := s.store.ListTokens(ctx, org, u.ID, s.now())
+	if err != nil {
+		return storage.User{}, false, nil, internal("list tokens", err)
+	}
+	return u, true, ts, nil
+}
+
+// resolveUser returns the user of org named by a username given through
+// the Go API. It fails with BAD_REQUEST for a malformed name and NOT_FOUND
+// for a missing user; a name that breaks the username pattern cannot
+// exist.
+func (s *Service) resolveUser(ctx context.Context, org, name string) (storage.User, error) {
+	t := pathTarget(name)
+	if err := t.issues.err(); err != nil {
+		return storage.User{}, err
+	}
+	if !t.canExist {
+		return storage.User{}, notFound("user", "username")
+	}
+	u, err := s.store.GetUser(ctx, org, t.folded)
+	if err != nil {
+		return storage.User{}, s.storeErr("get user", err, "user", "username")
+	}
+	return u, nil
+}
