@@ -186,8 +186,8 @@ type target struct {
 }
 
 // pathTarget parses, once, the username a request's path names.
-func pathTarget(name string) *target {
-	t := new(target)
+func pathTarget(name string) target {
+	var t target
 	if !stringFits(name, 1, MaxUsernameLen) {
 		t.issues.checkString(name, 1, MaxUsernameLen, "username")
 		return t

@@ -137,7 +137,8 @@ func configFromRecord(c storage.InstanceConfig) InstanceConfig {
 // an Admin or that user, with BAD_REQUEST for a malformed username and with
 // NOT_FOUND when no such user exists.
 func (s *Service) GetInstanceConfig(ctx context.Context, a Auth, username string) (InstanceConfig, error) {
-	c, err := s.begin(ctx, a, opGetInstances, pathTarget(username), readUser, nil)
+	t := pathTarget(username)
+	c, err := s.begin(ctx, a, opGetInstances, &t, readUser, nil)
 	if err != nil {
 		return InstanceConfig{}, err
 	}
@@ -177,7 +178,7 @@ func (in SetInstanceConfigInput) record() (storage.InstanceConfig, issues) {
 func (s *Service) SetInstanceConfig(ctx context.Context, a Auth, username string, in SetInstanceConfigInput) (InstanceConfig, error) {
 	t := pathTarget(username)
 	rec, is := in.record()
-	c, err := s.begin(ctx, a, opSetInstances, t, readNone, is)
+	c, err := s.begin(ctx, a, opSetInstances, &t, readNone, is)
 	if err != nil {
 		return InstanceConfig{}, err
 	}

@@ -85,7 +85,8 @@ func (in CreateTokenInput) problems() issues {
 // maximum number of live tokens, and NOT_FOUND when the user does not
 // exist.
 func (s *Service) CreateToken(ctx context.Context, a Auth, username string, in CreateTokenInput) (Token, error) {
-	c, err := s.begin(ctx, a, opCreateToken, pathTarget(username), readUser, in.problems())
+	t := pathTarget(username)
+	c, err := s.begin(ctx, a, opCreateToken, &t, readUser, in.problems())
 	if err != nil {
 		return Token{}, err
 	}
@@ -145,7 +146,8 @@ func (s *Service) insertToken(ctx context.Context, u storage.User, value string,
 // those of any user. It fails with FORBIDDEN, BAD_REQUEST for a malformed
 // username, and NOT_FOUND.
 func (s *Service) ListTokens(ctx context.Context, a Auth, username string) ([]Token, error) {
-	c, err := s.begin(ctx, a, opListTokens, pathTarget(username), readTokens, nil)
+	t := pathTarget(username)
+	c, err := s.begin(ctx, a, opListTokens, &t, readTokens, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -172,7 +174,8 @@ const maxTokenIDLen = 255
 func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID string) error {
 	var is issues
 	is.checkString(tokenID, 1, maxTokenIDLen, "token_id")
-	c, err := s.begin(ctx, a, opDeleteToken, pathTarget(username), readUser, is)
+	t := pathTarget(username)
+	c, err := s.begin(ctx, a, opDeleteToken, &t, readUser, is)
 	if err != nil {
 		return err
 	}

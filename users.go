@@ -227,7 +227,7 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 // caller's own, and with NOT_FOUND when no such user exists.
 func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User, error) {
 	t := pathTarget(username)
-	c, err := s.begin(ctx, a, opDeleteUser, t, readNone, nil)
+	c, err := s.begin(ctx, a, opDeleteUser, &t, readNone, nil)
 	if err != nil {
 		return User{}, err
 	}

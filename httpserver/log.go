@@ -39,7 +39,14 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 					writeError(rec, r, log, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
 				}
 			}
-			log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			// Straight to the handler: Logger.LogAttrs would also look up
+			// the caller's source position, which is always this line.
+			h := log.Handler()
+			if !h.Enabled(r.Context(), slog.LevelInfo) {
+				return
+			}
+			line := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+			line.AddAttrs(
 				slog.String("request_id", id),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.EscapedPath()),
@@ -47,6 +54,7 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 				slog.Int64("bytes", rec.bytes),
 				slog.Duration("duration", time.Since(start)),
 				slog.String("remote", r.RemoteAddr))
+			_ = h.Handle(r.Context(), line) // nowhere to report a failing log
 		}()
 		next.ServeHTTP(rec, r)
 	})

@@ -407,12 +407,16 @@ func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (storage.Ac
 		return a, nil
 	}
 	ur := cr
-	if q.Username != a.Credential.User.FoldedUsername {
+	if q.Username == a.Credential.User.FoldedUsername {
+		a.Target = a.Credential.User
+		a.Target.Privileges = slices.Clone(a.Target.Privileges) // not the credential's
+	} else {
 		if ur = s.orgList[s.users.at(cr).org].names.find(q.Username, s.userFolded); ur == 0 {
 			return a, nil
 		}
+		a.Target = s.user(ur)
 	}
-	a.Target, a.TargetFound = s.user(ur), true
+	a.TargetFound = true
 	if q.Tokens {
 		a.Tokens = s.liveTokens(s.users.at(ur), q.LiveAt)
 	}
