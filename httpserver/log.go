@@ -45,14 +45,15 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 			if !h.Enabled(r.Context(), slog.LevelInfo) {
 				return
 			}
-			line := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+			end := time.Now()
+			line := slog.NewRecord(end, slog.LevelInfo, "request", 0)
 			line.AddAttrs(
 				slog.String("request_id", id),
 				slog.String("method", r.Method),
 				slog.String("path", r.URL.EscapedPath()),
 				slog.Int("status", rec.status),
 				slog.Int64("bytes", rec.bytes),
-				slog.Duration("duration", time.Since(start)),
+				slog.Duration("duration", end.Sub(start)),
 				slog.String("remote", r.RemoteAddr))
 			_ = h.Handle(r.Context(), line) // nowhere to report a failing log
 		}()
