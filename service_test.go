@@ -226,6 +226,70 @@ func TestAuthorization_OrderOfChecks(t *testing.T) {
 	requireCode(t, err, orgadmin.ErrNotFound)
 }
 
+// With a bearer token, the order is the same, beginning with 401: a bad
+// token is refused whatever else is wrong, a Member's 403 comes before
+// every problem of its request, and the path's problems come in one 400
+// with the body's.
+func TestAuthorization_OrderOfChecksWithBearer(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.human(t, orgadmin.NewUser{Username: "carol"})
+	_, carol := e.login(t, "carol")
+	bad := orgadmin.CreateTokenInput{Name: "", DecodeIssues: []orgadmin.Issue{{Message: "Expected number, received string", Path: []any{"ttl"}, Code: orgadmin.IssueInvalidType}}}
+	long := strings.Repeat("a", 256)
+
+	for _, tok := range []string{"", "unknown-token-value", strings.Repeat("t", 513)} {
+		_, err := e.svc.CreateToken(ctx, orgadmin.Bearer(tok), long, bad)
+		requireCode(t, err, orgadmin.ErrUnauthorized)
+	}
+	_, err := e.svc.CreateToken(ctx, orgadmin.Bearer(carol), long, bad)
+	requireCode(t, err, orgadmin.ErrForbidden)
+	_, err = e.svc.CreateServiceAccount(ctx, orgadmin.Bearer(carol), orgadmin.CreateServiceAccountInput{Username: "1bad"})
+	requireCode(t, err, orgadmin.ErrForbidden)
+	_, err = e.svc.CreateToken(ctx, orgadmin.Bearer(e.adminToken), long, bad)
+	assert.Equal(t, [][]any{{"username"}, {"ttl"}, {"name"}}, issuePaths(t, err))
+	_, err = e.svc.CreateToken(ctx, orgadmin.Bearer(e.adminToken), "carol", orgadmin.CreateTokenInput{Name: "x"})
+	requireCode(t, err, orgadmin.ErrForbidden)
+}
+
+// What a decoder found wrong is reported with every other problem of the
+// request, once: a field it could not read was left unset, and is not
+// reported again as missing; an issue of the whole body stands for every
+// field.
+func TestDecodeIssuesAreReportedWithTheRest(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	mistyped := func(path ...any) orgadmin.Issue {
+		return orgadmin.Issue{Message: "Expected string, received number", Path: path, Code: orgadmin.IssueInvalidType}
+	}
+	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{
+		TTL: orgadmin.Ptr(1), DecodeIssues: []orgadmin.Issue{mistyped("name")},
+	})
+	be := requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, [][]any{{"name"}, {"ttl"}}, issuePaths(t, err))
+	assert.Equal(t, "Expected string, received number", be.Issues[0].Message)
+
+	_, err = e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{
+		Config:       &orgadmin.InstanceConfig{ReadScaling: &orgadmin.InstanceSide{InstanceSize: "huge", FlockSize: orgadmin.Ptr(1)}},
+		DecodeIssues: []orgadmin.Issue{mistyped("config", "read_write")},
+	})
+	assert.Equal(t, [][]any{{"config", "read_write"}, {"config", "read_scaling", "instance_size"}}, issuePaths(t, err))
+
+	whole := orgadmin.Issue{Message: "Body is not valid JSON", Path: []any{}, Code: orgadmin.IssueInvalidType}
+	_, err = e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{DecodeIssues: []orgadmin.Issue{whole}})
+	assert.Equal(t, [][]any{{}}, issuePaths(t, err))
+	_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(0), DecodeIssues: []orgadmin.Issue{mistyped("offset")}})
+	assert.Equal(t, [][]any{{"offset"}, {"limit"}}, issuePaths(t, err))
+	_, err = e.svc.SubmitFeedback(ctx, orgadmin.FeedbackInput{PagePath: "/", Text: "x", DecodeIssues: []orgadmin.Issue{whole}})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+
+	// Nothing was written.
+	toks, err := e.svc.ListTokens(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	assert.Empty(t, toks)
+}
+
 func TestTenancy_OtherOrgIsInvisible(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
