@@ -9,7 +9,7 @@ import (
 )
 
 // The per-operation benchmarks of every store, memory included, are in
-// internal/storebench (run from each adapter's package). This one keeps
+// internal/servicetest (run from each adapter's package). This one keeps
 // the memory store at scale: pages of 100 users of an org of 1 000 000,
 // from the start and nine tenths of the way in, by cursor and by offset.
 func BenchmarkListUsersMillion(b *testing.B) {

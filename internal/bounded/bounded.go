@@ -1,8 +1,8 @@
 // Package bounded holds Map, a map safe for concurrent use that never
-// holds more than a fixed number of entries. The Redis store keeps what it
-// remembers of Redis in one, and the HTTP handler its encoded token
-// listings: things a process must not let grow without end, and whose
-// loss costs only a slower answer.
+// holds more than a fixed number of entries. The Redis store keeps in one
+// where the records of the tokens it has read are: something a process
+// must not let grow without end, and whose loss costs only a slower
+// answer.
 package bounded
 
 import "sync"

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkStore runs the operation benchmarks every store shares
-// (internal/storebench), on the server ORGADMIN_MONGO_URI names:
+// (internal/servicetest), on the server ORGADMIN_MONGO_URI names:
 //
 //	go test -run '^$' -bench . ./storage/memstore ./storage/mongostore
 func BenchmarkStore(b *testing.B) {

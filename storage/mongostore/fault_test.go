@@ -14,7 +14,7 @@ import (
 )
 
 // faultTimeout is the faulty store's per-operation timeout: longer than
-// faulttest's default, as an operation by username takes up to three round
+// RunFaults' default, as an operation by username takes up to three round
 // trips on FerretDB (name pointers) and the test server is shared with the
 // other packages' tests.
 const faultTimeout = time.Second
