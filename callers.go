@@ -72,29 +72,31 @@ func digestOf(value string) [sha256.Size]byte {
 // a deleted user, and with INTERNAL_SERVER_ERROR when the store fails.
 // Read-scaling tokens authenticate; the operations refuse them.
 func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error) {
-	c, _, err := s.authenticate(ctx, token, storage.AccessQuery{})
-	return c, err
+	var a storage.Access
+	return s.authenticate(ctx, token, storage.AccessQuery{}, &a)
 }
 
-// authenticate reads the credential of token and, with it, what q asks of
-// the request's target (authenticate sets q's Digest and LiveAt), and
-// returns the caller with what was read.
-func (s *Service) authenticate(ctx context.Context, token string, q storage.AccessQuery) (Caller, storage.Access, error) {
+// authenticate reads into a the credential of token and, with it, what q
+// asks of the request's target (authenticate sets q's Digest and LiveAt),
+// and returns the caller. (The records are read into the caller's a, not
+// returned: they are large, and this runs on every request.)
+func (s *Service) authenticate(ctx context.Context, token string, q storage.AccessQuery, a *storage.Access) (Caller, error) {
 	if len(token) == 0 || len(token) > maxTokenLen {
-		return Caller{}, storage.Access{}, ErrUnauthorized
+		return Caller{}, ErrUnauthorized
 	}
 	now := s.now()
 	q.Digest, q.LiveAt = digestOf(token), now
-	a, err := s.store.ReadAccess(ctx, q)
+	var err error
+	*a, err = s.store.ReadAccess(ctx, q)
 	if errors.Is(err, storage.ErrNotFound) {
-		return Caller{}, storage.Access{}, ErrUnauthorized
+		return Caller{}, ErrUnauthorized
 	}
 	if err != nil {
-		return Caller{}, storage.Access{}, internal("authenticate", err)
+		return Caller{}, internal("authenticate", err)
 	}
-	t, u := a.Credential.Token, a.Credential.User
+	t, u := &a.Credential.Token, &a.Credential.User
 	if !t.LiveAt(now) || t.UserID != u.ID || t.Org != u.Org {
-		return Caller{}, storage.Access{}, ErrUnauthorized
+		return Caller{}, ErrUnauthorized
 	}
 	if a.TargetFound && a.Target.Org != u.Org {
 		// Never another org's user, whatever the store answers.
@@ -102,7 +104,7 @@ func (s *Service) authenticate(ctx context.Context, token string, q storage.Acce
 	}
 	c := callerOf(u, t.ID)
 	c.TokenType = TokenType(t.Type)
-	return c, a, nil
+	return c, nil
 }
 
 // ActAs returns the Caller of the user of org named username, as if it had
@@ -114,11 +116,11 @@ func (s *Service) ActAs(ctx context.Context, org, username string) (Caller, erro
 	if err != nil {
 		return Caller{}, err
 	}
-	return callerOf(u, ""), nil
+	return callerOf(&u, ""), nil
 }
 
 // callerOf is the Caller of user u presenting the read_write token tokenID.
-func callerOf(u storage.User, tokenID string) Caller {
+func callerOf(u *storage.User, tokenID string) Caller {
 	return Caller{
 		Org:              u.Org,
 		UserID:           u.ID,
@@ -192,7 +194,7 @@ func pathTarget(name string) target {
 		t.issues.checkString(name, 1, MaxUsernameLen, "username")
 		return t
 	}
-	t.folded, t.canExist = FoldUsername(name), ValidUsername(name)
+	t.folded, t.canExist = FoldUsername(name), usernamePattern(name)
 	return t
 }
 
@@ -213,9 +215,15 @@ const (
 // target.
 type call struct {
 	Caller
-	target storage.User // when found
-	found  bool
-	tokens []storage.Token
+	// access is what was read with a bearer token: the credential, and
+	// the target (access.Target, when access.TargetFound) with its tokens.
+	access storage.Access
+}
+
+// target returns the user the operation acts on, as read with the
+// caller's credential, and whether it was found.
+func (c *call) target() (*storage.User, bool) {
+	return &c.access.Target, c.access.TargetFound
 }
 
 // begin makes the checks every operation makes first, in the order the API
@@ -223,68 +231,61 @@ type call struct {
 // the caller's role alone decides about o on the user t names
 // (FORBIDDEN), then reports the problems of the request (BAD_REQUEST): those
 // of the path username and is, all at once. With the credential, in the
-// same store read, it reads what r asks of t. The rest of the order is the
-// operation's: NOT_FOUND for a missing target, then FORBIDDEN for what
-// depends on it.
-func (s *Service) begin(ctx context.Context, a Auth, o op, t *target, r read, is issues) (call, error) {
+// same store read, it reads into c what r asks of t. The rest of the order
+// is the operation's: NOT_FOUND for a missing target, then FORBIDDEN for
+// what depends on it.
+func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r read, is issues) error {
 	want := t != nil && t.canExist && r != readNone
-	var c call
 	switch a := a.(type) {
 	case Bearer:
 		var q storage.AccessQuery
 		if want {
 			q.Username, q.Tokens = t.folded, r == readTokens
 		}
-		caller, acc, err := s.authenticate(ctx, string(a), q)
-		if err != nil {
-			return call{}, err
+		var err error
+		if c.Caller, err = s.authenticate(ctx, string(a), q, &c.access); err != nil {
+			return err
 		}
-		c = call{Caller: caller, target: acc.Target, found: acc.TargetFound, tokens: acc.Tokens}
 		want = false
 	case Caller:
 		c.Caller = a
 	default:
-		return call{}, ErrUnauthorized
+		return ErrUnauthorized
 	}
 	if err := authorize(c.Caller, o, t); err != nil {
-		return call{}, err
+		return err
 	}
 	if t != nil && len(t.issues) > 0 {
 		is = append(append(issues{}, t.issues...), is...)
 	}
 	if err := is.err(); err != nil {
-		return call{}, err
+		return err
 	}
 	if want {
 		// A Caller needs no credential read: its target is read now that
 		// the checks allow it.
-		var err error
-		c.target, c.found, c.tokens, err = s.readTarget(ctx, c.Org, t.folded, r == readTokens)
-		if err != nil {
-			return call{}, err
-		}
+		return s.readTarget(ctx, &c.access, c.Org, t.folded, r == readTokens)
 	}
-	return c, nil
+	return nil
 }
 
-// readTarget reads the user of org whose folded username is folded and,
-// when tokens is set, its live tokens. A missing user is found false.
-func (s *Service) readTarget(ctx context.Context, org, folded string, tokens bool) (storage.User, bool, []storage.Token, error) {
+// readTarget reads into a the user of org whose folded username is folded
+// and, when tokens is set, its live tokens. A missing user is not found.
+func (s *Service) readTarget(ctx context.Context, a *storage.Access, org, folded string, tokens bool) error {
 	u, err := s.store.GetUser(ctx, org, folded)
 	if errors.Is(err, storage.ErrNotFound) {
-		return storage.User{}, false, nil, nil
+		return nil
 	}
 	if err != nil {
-		return storage.User{}, false, nil, internal("get user", err)
+		return internal("get user", err)
 	}
-	if !tokens {
-		return u, true, nil, nil
+	if tokens {
+		if a.Tokens, err = s.store.ListTokens(ctx, org, u.ID, s.now()); err != nil {
+			return internal("list tokens", err)
+		}
 	}
-	ts, err := s.store.ListTokens(ctx, org, u.ID, s.now())
-	if err != nil {
-		return storage.User{}, false, nil, internal("list tokens", err)
-	}
-	return u, true, ts, nil
+	a.Target, a.TargetFound = u, true
+	return nil
 }
 
 // resolveUser returns the user of org named by a username given through

@@ -198,8 +198,8 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	if !ok {
 		is.add(IssueInvalidString, "Invalid uuid", "dive_id")
 	}
-	c, err := s.begin(ctx, a, opCreateEmbedSession, nil, readNone, append(is, in.problems()...))
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opCreateEmbedSession, nil, readNone, append(is, in.problems()...)); err != nil {
 		return "", err
 	}
 	// The username can only name a user if it is a valid one; either way,

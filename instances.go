@@ -138,14 +138,15 @@ func configFromRecord(c storage.InstanceConfig) InstanceConfig {
 // NOT_FOUND when no such user exists.
 func (s *Service) GetInstanceConfig(ctx context.Context, a Auth, username string) (InstanceConfig, error) {
 	t := pathTarget(username)
-	c, err := s.begin(ctx, a, opGetInstances, &t, readUser, nil)
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opGetInstances, &t, readUser, nil); err != nil {
 		return InstanceConfig{}, err
 	}
-	if !c.found {
+	u, ok := c.target()
+	if !ok {
 		return InstanceConfig{}, notFound("user", "username")
 	}
-	return configFromRecord(c.target.Instances), nil
+	return configFromRecord(u.Instances), nil
 }
 
 // SetInstanceConfigInput is the body of set instance configuration.
@@ -178,8 +179,8 @@ func (in SetInstanceConfigInput) record() (storage.InstanceConfig, issues) {
 func (s *Service) SetInstanceConfig(ctx context.Context, a Auth, username string, in SetInstanceConfigInput) (InstanceConfig, error) {
 	t := pathTarget(username)
 	rec, is := in.record()
-	c, err := s.begin(ctx, a, opSetInstances, &t, readNone, is)
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opSetInstances, &t, readNone, is); err != nil {
 		return InstanceConfig{}, err
 	}
 	if !t.canExist {
@@ -273,8 +274,8 @@ func (s *Service) markDuckling(ctx context.Context, org, username, id string, ac
 // Ducklings ("rw" first, then "rs.N" by N). It fails with FORBIDDEN unless
 // the caller is an Admin.
 func (s *Service) GetActiveAccounts(ctx context.Context, a Auth) ([]ActiveAccount, error) {
-	c, err := s.begin(ctx, a, opGetActiveAccounts, nil, readNone, nil)
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opGetActiveAccounts, nil, readNone, nil); err != nil {
 		return nil, err
 	}
 	acts, err := s.store.ListActivity(ctx, c.Org)

@@ -143,10 +143,18 @@ func (is *issues) checkUsername(name string, path ...any) bool {
 	if !is.checkString(name, 1, MaxUsernameLen, path...) {
 		return false
 	}
+	if !usernamePattern(name) {
+		is.add(IssueInvalidString, "Username must start with a letter and contain only letters, digits and underscores", path...)
+		return false
+	}
+	return true
+}
+
+// usernamePattern reports whether name, valid UTF-8, is a letter followed
+// by letters, decimal digits or underscores.
+func usernamePattern(name string) bool {
 	for i, r := range name {
-		ok := unicode.IsLetter(r) || (i > 0 && (r == '_' || unicode.Is(unicode.Nd, r)))
-		if !ok {
-			is.add(IssueInvalidString, "Username must start with a letter and contain only letters, digits and underscores", path...)
+		if !unicode.IsLetter(r) && (i == 0 || (r != '_' && !unicode.Is(unicode.Nd, r))) {
 			return false
 		}
 	}
@@ -155,6 +163,5 @@ func (is *issues) checkUsername(name string, path ...any) bool {
 
 // ValidUsername reports whether name is a valid username.
 func ValidUsername(name string) bool {
-	var is issues
-	return is.checkUsername(name)
+	return stringFits(name, 1, MaxUsernameLen) && usernamePattern(name)
 }

@@ -78,6 +78,6 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 	if err != nil {
 		return "", internal("mint token", err)
 	}
-	t, err := s.insertToken(ctx, u, value, CreateTokenInput{Name: "bootstrap"})
+	t, err := s.insertToken(ctx, &u, value, CreateTokenInput{Name: "bootstrap"})
 	return t.Value, err
 }

@@ -86,26 +86,27 @@ func (in CreateTokenInput) problems() issues {
 // exist.
 func (s *Service) CreateToken(ctx context.Context, a Auth, username string, in CreateTokenInput) (Token, error) {
 	t := pathTarget(username)
-	c, err := s.begin(ctx, a, opCreateToken, &t, readUser, in.problems())
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opCreateToken, &t, readUser, in.problems()); err != nil {
 		return Token{}, err
 	}
-	if !c.found {
+	u, ok := c.target()
+	if !ok {
 		return Token{}, notFound("user", "username")
 	}
-	if c.target.ID != c.UserID && !c.target.IsServiceAccount {
+	if u.ID != c.UserID && !u.IsServiceAccount {
 		return Token{}, forbidden("tokens of a human user can only be created by that user")
 	}
 	value, err := newSecret(s.rand, tokenPrefix)
 	if err != nil {
 		return Token{}, internal("mint token", err)
 	}
-	return s.insertToken(ctx, c.target, value, in)
+	return s.insertToken(ctx, u, value, in)
 }
 
 // insertToken stores a token of value for u, as described by in (already
 // validated).
-func (s *Service) insertToken(ctx context.Context, u storage.User, value string, in CreateTokenInput) (Token, error) {
+func (s *Service) insertToken(ctx context.Context, u *storage.User, value string, in CreateTokenInput) (Token, error) {
 	id, err := s.newID()
 	if err != nil {
 		return Token{}, err
@@ -147,14 +148,14 @@ func (s *Service) insertToken(ctx context.Context, u storage.User, value string,
 // username, and NOT_FOUND.
 func (s *Service) ListTokens(ctx context.Context, a Auth, username string) ([]Token, error) {
 	t := pathTarget(username)
-	c, err := s.begin(ctx, a, opListTokens, &t, readTokens, nil)
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opListTokens, &t, readTokens, nil); err != nil {
 		return nil, err
 	}
-	if !c.found {
+	if _, ok := c.target(); !ok {
 		return nil, notFound("user", "username")
 	}
-	return tokensFromRecords(c.tokens), nil
+	return tokensFromRecords(c.access.Tokens), nil
 }
 
 func tokensFromRecords(recs []storage.Token) []Token {
@@ -175,14 +176,15 @@ func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID str
 	var is issues
 	is.checkString(tokenID, 1, maxTokenIDLen, "token_id")
 	t := pathTarget(username)
-	c, err := s.begin(ctx, a, opDeleteToken, &t, readUser, is)
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opDeleteToken, &t, readUser, is); err != nil {
 		return err
 	}
-	if !c.found {
+	u, ok := c.target()
+	if !ok {
 		return notFound("user", "username")
 	}
-	if err := s.store.DeleteToken(ctx, c.Org, c.target.ID, tokenID, s.now()); err != nil {
+	if err := s.store.DeleteToken(ctx, c.Org, u.ID, tokenID, s.now()); err != nil {
 		return s.storeErr("delete token", err, "token", "token_id")
 	}
 	return nil
@@ -224,7 +226,7 @@ func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTo
 	if err != nil {
 		return Token{}, err
 	}
-	t, err := s.insertToken(ctx, u, in.Value, in.CreateTokenInput)
+	t, err := s.insertToken(ctx, &u, in.Value, in.CreateTokenInput)
 	if ErrorCode(err) == CodeBadRequest {
 		a, lerr := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(in.Value))})
 		if lerr == nil && a.Credential.Token.UserID == u.ID {

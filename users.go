@@ -63,8 +63,8 @@ func (in CreateServiceAccountInput) problems() issues {
 // and with BAD_REQUEST when the input breaks a rule or the username is
 // taken.
 func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateServiceAccountInput) (User, error) {
-	c, err := s.begin(ctx, a, opCreateServiceAccount, nil, readNone, in.problems())
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opCreateServiceAccount, nil, readNone, in.problems()); err != nil {
 		return User{}, err
 	}
 	return s.createUser(ctx, c.Org, NewUser{
@@ -227,8 +227,8 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 // caller's own, and with NOT_FOUND when no such user exists.
 func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User, error) {
 	t := pathTarget(username)
-	c, err := s.begin(ctx, a, opDeleteUser, &t, readNone, nil)
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opDeleteUser, &t, readNone, nil); err != nil {
 		return User{}, err
 	}
 	if c.isSelf(t.folded) {
@@ -282,8 +282,8 @@ const (
 // out-of-range limit or offset or a malformed page token.
 func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (UserPage, error) {
 	q, is := opt.query()
-	c, err := s.begin(ctx, a, opListUsers, nil, readNone, is)
-	if err != nil {
+	var c call
+	if err := s.begin(ctx, &c, a, opListUsers, nil, readNone, is); err != nil {
 		return UserPage{}, err
 	}
 	page, err := s.store.ListUsers(ctx, c.Org, q)

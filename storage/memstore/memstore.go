@@ -394,7 +394,7 @@ func (s *Store) token(tr ref) storage.Token {
 
 // ReadAccess implements storage.Store: the credential and the target,
 // under one read lock.
-func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (storage.Access, error) {
+func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (a storage.Access, err error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	tr, ok := s.digests[q.Digest]
@@ -402,7 +402,8 @@ func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (storage.Ac
 		return storage.Access{}, storage.ErrNotFound
 	}
 	cr := s.tokens.at(tr).user
-	a := storage.Access{Credential: storage.Credential{Token: s.token(tr), User: s.user(cr)}}
+	a.Credential.Token = s.token(tr)
+	a.Credential.User = s.user(cr)
 	if q.Username == "" {
 		return a, nil
 	}
