@@ -119,17 +119,25 @@ func effectiveCooldown(s storage.InstanceSide) time.Duration {
 
 // configFromRecord is the response form of a stored configuration.
 func configFromRecord(c storage.InstanceConfig) InstanceConfig {
-	side := func(s storage.InstanceSide, scaling bool) *InstanceSide {
-		out := &InstanceSide{InstanceSize: s.Size}
+	// The sides, and the numbers they point at, in one allocation each.
+	sides := new([2]InstanceSide)
+	nums := new([3]int) // flock size, then the cooldowns
+	side := func(out *InstanceSide, s storage.InstanceSide, scaling bool, cooldown *int) *InstanceSide {
+		out.InstanceSize = s.Size
 		if scaling {
-			out.FlockSize = Ptr(s.FlockSize)
+			nums[0] = s.FlockSize
+			out.FlockSize = &nums[0]
 		}
 		if s.Size != SizePulse {
-			out.CooldownSeconds = Ptr(int(effectiveCooldown(s) / time.Second))
+			*cooldown = int(effectiveCooldown(s) / time.Second)
+			out.CooldownSeconds = cooldown
 		}
 		return out
 	}
-	return InstanceConfig{ReadWrite: side(c.ReadWrite, false), ReadScaling: side(c.ReadScaling, true)}
+	return InstanceConfig{
+		ReadWrite:   side(&sides[0], c.ReadWrite, false, &nums[1]),
+		ReadScaling: side(&sides[1], c.ReadScaling, true, &nums[2]),
+	}
 }
 
 // GetInstanceConfig returns the instance configuration of the user named
