@@ -126,3 +126,54 @@ func BenchmarkListTokens(b *testing.B) {
 		}
 	}
 }
+
+// leakyStore is a memory store whose ReadAccess answers, as the target, a
+// user of another org (its target org): a broken store.
+type leakyStore struct {
+	*memstore.Store
+	other string
+}
+
+func (s leakyStore) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
+	a, err := s.Store.ReadAccess(ctx, q)
+	if err == nil && q.Username != "" {
+		if u, gerr := s.GetUser(ctx, s.other, q.Username); gerr == nil {
+			a.Target, a.TargetFound = u, true
+			a.Tokens, _ = s.ListTokens(ctx, s.other, u.ID, q.LiveAt)
+		}
+	}
+	return a, err
+}
+
+// The Service never acts on a user of another org, whatever the store
+// answers: the target a store reads with the credential must be of the
+// credential's org, or it is missing.
+func TestBearerNeverReachesAnotherOrg(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	svc := orgadmin.New(leakyStore{mem, "globex"}, orgadmin.Config{})
+	admin, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	_, err = svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "globex", Username: "boss"})
+	require.NoError(t, err)
+	_, err = svc.CreateUser(ctx, "globex", orgadmin.NewUser{Username: "robot", IsServiceAccount: true})
+	require.NoError(t, err)
+
+	a := orgadmin.Bearer(admin)
+	_, err = svc.ListTokens(ctx, a, "boss")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	_, err = svc.GetInstanceConfig(ctx, a, "robot")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	_, err = svc.CreateToken(ctx, a, "robot", orgadmin.CreateTokenInput{Name: "x"})
+	requireCode(t, err, orgadmin.ErrNotFound)
+	toks, err := mem.ListTokens(ctx, "globex", mustUser(t, mem, "globex", "robot").ID, t0)
+	require.NoError(t, err)
+	assert.Empty(t, toks, "no token was made for the other org's user")
+}
+
+func mustUser(t *testing.T, s storage.Store, org, folded string) storage.User {
+	t.Helper()
+	u, err := s.GetUser(context.Background(), org, folded)
+	require.NoError(t, err)
+	return u
+}

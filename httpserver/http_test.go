@@ -1518,7 +1518,11 @@ func TestRequestBodies(t *testing.T) {
 			} {
 				t.Run(bad.what, func(t *testing.T) {
 					f := f.with(t)
-					requireError(t, f.do(op.method, op.path, bearer(f.admin), bad.body), 400)
+					env := requireError(t, f.do(op.method, op.path, bearer(f.admin), bad.body), 400)
+					// The body as a whole is the one issue: none of its
+					// fields is then reported missing.
+					require.Len(t, env.Issues, 1, "issues: %+v", env.Issues)
+					assert.Empty(t, env.Issues[0].Path)
 				})
 			}
 			t.Run("exactly 1 MiB", func(t *testing.T) {
