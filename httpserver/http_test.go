@@ -1589,6 +1589,26 @@ func TestRouting(t *testing.T) {
 			assert.False(t, json.Valid(r.body) && bytes.HasPrefix(bytes.TrimSpace(r.body), []byte("{")), "not a JSON body: %s", r.body)
 		}
 	}
+	// Unclean paths are no route either: a 404, never a redirect to
+	// their clean form, and nothing done.
+	for _, tc := range []struct{ method, path string }{
+		{"GET", "//v1/users"},
+		{"GET", "/v1/./users"},
+		{"GET", "/v1/users/../users"},
+		{"GET", "/v1//users"},
+		{"GET", "/v1/users/"},
+		{"GET", "/v1/users/robot/tokens/."},
+		{"DELETE", "//v1/users/robot"},
+		{"DELETE", "/v1/users/./robot"},
+		{"DELETE", "/v1/users/x/../robot"},
+		{"POST", "/v1/./users"},
+	} {
+		r := f.do(tc.method, tc.path, bearer(f.admin), `{"username":"unclean"}`)
+		assert.Equal(t, http.StatusNotFound, r.status, "%s %s", tc.method, tc.path)
+		assert.Equal(t, "404 page not found\n", string(r.body), "%s %s", tc.method, tc.path)
+		assert.Empty(t, r.header.Get("Location"), "%s %s", tc.method, tc.path)
+	}
+	assert.False(t, f.userExists(acme, "unclean"))
 	for _, tc := range []struct {
 		method, path string
 		allow        []string
@@ -1613,6 +1633,26 @@ func TestRouting(t *testing.T) {
 		}
 	}
 	assert.True(t, f.userExists(acme, "robot"))
+}
+
+// The health check answers GET and HEAD; any other method is a 405 with
+// an Allow header, as for every known path (DESIGN §3).
+func TestHealthMethods(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, orgadmin.Config{})
+	srv := httptest.NewServer(httpserver.Health(w.svc))
+	t.Cleanup(srv.Close)
+	r := doRequest(t, srv.URL, "GET", "/healthz", "", nil)
+	assert.Equal(t, http.StatusOK, r.status)
+	assert.JSONEq(t, `{"status":"ok"}`, string(r.body))
+	r = doRequest(t, srv.URL, "HEAD", "/healthz", "", nil)
+	assert.Equal(t, http.StatusOK, r.status)
+	assert.Empty(t, r.body)
+	for _, m := range []string{"POST", "PUT", "DELETE", "PATCH", "OPTIONS", "FOO"} {
+		r := doRequest(t, srv.URL, m, "/healthz", "", nil)
+		assert.Equal(t, http.StatusMethodNotAllowed, r.status, m)
+		assert.Equal(t, "GET, HEAD", r.header.Get("Allow"), m)
+	}
 }
 
 // ---------------------------------------------------------------------------

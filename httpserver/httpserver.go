@@ -15,6 +15,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/orgadmin/orgadmin"
@@ -34,9 +35,12 @@ type Config struct {
 
 // Handler serves the /v1 API, and its OpenAPI document at GET /docs/specs
 // (OpenAPIPath) without credentials. Paths that match no route answer a
-// plain-text 404; a known path with a wrong method answers 405 with an Allow
-// header. Mount it at the root of a mux, or at "/v1/" beside other routes
-// (the document is then not served; serve OpenAPI() where you like).
+// plain-text 404, unclean paths (//v1/users, /v1/./users, /v1/x/../users)
+// included; a known path with a wrong method answers 405 with an Allow
+// header. (A ServeMux in front of the Handler redirects unclean paths to
+// their clean form before the Handler sees them.) Mount it at the root of
+// a mux, or at "/v1/" beside other routes (the document is then not
+// served; serve OpenAPI() where you like).
 type Handler struct {
 	svc     *orgadmin.Service
 	log     *slog.Logger
@@ -65,8 +69,24 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 		})
 	}
 	mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
-	h.next = LogRequests(h.log, mux)
+	h.next = LogRequests(h.log, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// A ServeMux would redirect an unclean path (//v1/users,
+		// /v1/./users) to its clean form, with an HTML body: no route
+		// has it, so it is a plain-text 404 like any other such path.
+		if !cleanPath(r.URL.Path) {
+			http.NotFound(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	return h
+}
+
+// cleanPath reports whether p is an absolute path in the form path.Clean
+// gives it, a trailing slash allowed: no empty, "." or ".." element.
+func cleanPath(p string) bool {
+	c := path.Clean(p)
+	return p != "" && p[0] == '/' && (c == p || c+"/" == p)
 }
 
 // route is one operation of the API: its pattern, and the function that
@@ -200,10 +220,16 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 	writeJSON(w, status, body)
 }
 
-// Health returns a handler answering 200 {"status":"ok"} while the store
-// answers and 503 {"status":"unavailable"} otherwise.
+// Health returns a handler answering GET and HEAD with 200
+// {"status":"ok"} while the store answers and 503 {"status":"unavailable"}
+// otherwise; any other method is a 405 with an Allow header.
 func Health(svc *orgadmin.Service) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
 		if err := svc.Ping(r.Context()); err != nil {
 			writeJSON(w, http.StatusServiceUnavailable, healthAnswer("unavailable"))
 			return

@@ -189,7 +189,8 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 }
 
 // routes sends the two exact paths to their handlers and every other
-// request to the API; unclean paths are redirected to their clean form.
+// request to the API; unclean paths are a plain-text 404, never a
+// redirect.
 func TestRoutes(t *testing.T) {
 	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
 	named := func(name string) http.Handler {
@@ -205,7 +206,14 @@ func TestRoutes(t *testing.T) {
 		{"HEAD", "/healthz", 200, "health", ""},
 		{"GET", "/docs/api/feedback/agent?page_path=%2F", 200, "feedback", ""},
 		{"GET", "/healthz/", 404, "404 page not found\n", ""},
-		{"GET", "/v1/../healthz", 307, "", "/healthz"},
+		{"GET", "/v1/../healthz", 404, "404 page not found\n", ""},
+		{"GET", "//healthz", 404, "404 page not found\n", ""},
+		{"GET", "/./healthz", 404, "404 page not found\n", ""},
+		{"GET", "//v1/users", 404, "404 page not found\n", ""},
+		{"GET", "/v1/./users", 404, "404 page not found\n", ""},
+		{"GET", "/v1/users/../users", 404, "404 page not found\n", ""},
+		{"GET", "/v1//users", 404, "404 page not found\n", ""},
+		{"GET", "/v1/users/", 404, "404 page not found\n", ""},
 		{"GET", "/v1/users", 401, `{"message":"Invalid Credentials","code":"UNAUTHORIZED"}` + "\n", ""},
 	} {
 		req, err := http.NewRequest(tc.method, "http://orgadmin.test"+tc.target, nil)

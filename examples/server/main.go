@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path"
 	"syscall"
 	"time"
 
@@ -125,13 +126,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 }
 
 // routes serves /healthz with health, the page-feedback path with
-// feedback and every other path with api.
+// feedback and every other path with api. An unclean path (//v1/users,
+// /v1/./users) goes to api too, which answers it a plain-text 404, where
+// the ServeMux would redirect it to its clean form.
 func routes(api, health, feedback http.Handler) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
 	mux.Handle("/healthz", health)
 	mux.Handle(httpserver.FeedbackPath, feedback)
-	return mux
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p, c := r.URL.Path, path.Clean(r.URL.Path); c != p && c+"/" != p {
+			api.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // loadSeed applies the fixture in file; any broken rule stops the server
