@@ -59,6 +59,8 @@ const (
 	IssueInvalidString = "invalid_string"
 	IssueConflict      = "already_exists"
 	IssueNotAllowed    = "not_allowed"
+	// IssueDuplicateKey is a JSON object that names a key twice.
+	IssueDuplicateKey = "duplicate_key"
 )
 
 // Error is the error type of every Service operation. Its Code decides the

@@ -54,8 +54,8 @@ func kind(raw json.RawMessage) string {
 }
 
 // field returns the raw value of key, or nil when it is absent or null. A
-// required field that is absent or null gets an issue, unless o is nil: a
-// body that is not an object has had its issue.
+// required field that is absent or null gets an issue, unless o is nil (a
+// body that is not an object has had its issue) or the key had one.
 func (d *decoder) field(o object, key string, required bool, path []any) json.RawMessage {
 	if o == nil {
 		return nil
@@ -65,7 +65,7 @@ func (d *decoder) field(o object, key string, required bool, path []any) json.Ra
 	if ok && kind(raw) != "null" {
 		return raw
 	}
-	if required {
+	if required && !d.reported(at) {
 		if ok {
 			d.add(orgadmin.IssueInvalidType, "Expected a value, received null", at)
 		} else {
@@ -73,6 +73,12 @@ func (d *decoder) field(o object, key string, required bool, path []any) json.Ra
 		}
 	}
 	return nil
+}
+
+// reported reports whether an issue is at path already (a key given
+// twice, left out).
+func (d *decoder) reported(path []any) bool {
+	return slices.ContainsFunc(d.issues, func(is orgadmin.Issue) bool { return slices.Equal(is.Path, path) })
 }
 
 func (d *decoder) wrongType(want string, raw json.RawMessage, at []any) {
@@ -177,22 +183,49 @@ func (d *decoder) object(o object, key string, required bool, path ...any) objec
 	if raw == nil {
 		return nil
 	}
-	var obj object
-	if kind(raw) != "object" || json.Unmarshal(raw, &obj) != nil {
-		d.wrongType("object", raw, append(slices.Clip(path), key))
-		return nil
-	}
-	return obj
+	return d.item(raw, append(slices.Clip(path), key))
 }
 
-// item decodes one array element as an object; mistyped yields nil.
+// item decodes raw, a valid JSON value at path, as an object; mistyped
+// yields nil.
 func (d *decoder) item(raw json.RawMessage, path []any) object {
-	var obj object
-	if kind(raw) != "object" || json.Unmarshal(raw, &obj) != nil {
+	if kind(raw) != "object" {
 		d.wrongType("object", raw, path)
 		return nil
 	}
-	return obj
+	return d.members(raw, path)
+}
+
+// members decodes raw, a valid JSON object at path, into its members. A
+// key given twice (where json.Unmarshal would let the last one win) is an
+// issue at that key, which is then left out, like a field of the wrong
+// type.
+func (d *decoder) members(raw []byte, path []any) object {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // the opening brace
+		d.wrongType("object", raw, path)
+		return nil
+	}
+	o := object{}
+	var dups []string
+	for dec.More() {
+		t, err := dec.Token()
+		key, ok := t.(string)
+		var v json.RawMessage
+		if err != nil || !ok || dec.Decode(&v) != nil {
+			d.wrongType("object", raw, path)
+			return nil
+		}
+		if _, dup := o[key]; dup && !slices.Contains(dups, key) {
+			d.add(orgadmin.IssueDuplicateKey, fmt.Sprintf("Duplicate key %q", key), append(slices.Clip(path), key))
+			dups = append(dups, key)
+		}
+		o[key] = v
+	}
+	for _, k := range dups {
+		delete(o, k)
+	}
+	return o
 }
 
 // array decodes key as an array of raw values; absent, null or mistyped
@@ -242,12 +275,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) *decoder {
 	case body[0] != '{':
 		d.add(orgadmin.IssueInvalidType, "Expected object, received "+kind(body), []any{})
 	default:
-		var o object
-		if err := json.Unmarshal(body, &o); err != nil {
-			d.add(orgadmin.IssueInvalidType, "Body is not valid JSON", []any{})
-			return d
-		}
-		d.body = o
+		d.body = d.members(body, []any{})
 	}
 	return d
 }

@@ -1566,6 +1566,36 @@ func TestRequestBodies(t *testing.T) {
 		}
 		assert.False(t, f.userExists(acme, "ok1"))
 	})
+	// A key given twice is refused, at every depth that is read, rather
+	// than the last one winning; in a field that is ignored it is ignored.
+	t.Run("duplicate keys", func(t *testing.T) {
+		f := f.with(t)
+		const rs = `"read_scaling":{"instance_size":"standard","flock_size":4}`
+		for _, tc := range []struct {
+			method, path, body string
+			at                 []any
+		}{
+			{"POST", "/v1/users", `{"username":"dupa","username":"dupb"}`, []any{"username"}},
+			{"POST", "/v1/users", `{"username":"dupa","description":"x","description":"y"}`, []any{"description"}},
+			{"POST", "/v1/users", `{"username":"dupa","\u0075sername":"dupb"}`, []any{"username"}},
+			{"POST", userPath("robot", "tokens"), `{"name":"x","ttl":60,"ttl":0}`, []any{"ttl"}},
+			{"PUT", userPath("robot", "instances"), `{"config":{"read_write":{"instance_size":"standard"},"read_write":{"instance_size":"jumbo"},` + rs + `}}`, []any{"config", "read_write"}},
+			{"PUT", userPath("robot", "instances"), `{"config":{"read_write":{"instance_size":"standard","instance_size":"jumbo"},` + rs + `}}`, []any{"config", "read_write", "instance_size"}},
+			{"PUT", userPath("robot", "instances"), `{"config":{"read_write":{"instance_size":"jumbo"},` + rs + `},"config":{}}`, []any{"config"}},
+			{"POST", embedPath(acmeDiveID), `{"username":"robot","required_resources":[{"url":"md:a","url":"md:b"}]}`, []any{"required_resources", 0, "url"}},
+		} {
+			env := requireError(t, f.do(tc.method, tc.path, bearer(f.admin), tc.body), 400)
+			require.Len(t, env.Issues, 1, "%s: %+v", tc.body, env.Issues)
+			is := env.issueAt(t, tc.at...)
+			assert.Equal(t, "duplicate_key", is.Code, "%s", tc.body)
+			assert.Equal(t, fmt.Sprintf("Duplicate key %q", tc.at[len(tc.at)-1]), is.Message, "%s", tc.body)
+		}
+		assert.False(t, f.userExists(acme, "dupa"))
+		assert.False(t, f.userExists(acme, "dupb"))
+		r := requireOK(t, f.do("GET", userPath("robot", "instances"), bearer(f.admin), nil))
+		assert.Equal(t, "standard", r["read_write"].(map[string]any)["instance_size"], "no configuration was set")
+		requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), `{"username":"dupc","unknown":{"a":1,"a":2}}`))
+	})
 	t.Run("type and rule problems are listed together", func(t *testing.T) {
 		f := f.with(t)
 		env := requireError(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), `{"name":"","ttl":"x","token_type":"nope"}`), 400)
