@@ -1,6 +1,7 @@
 package orgadmin
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,6 +20,11 @@ const (
 	CodeNotFound        Code = "NOT_FOUND"
 	CodeTooManyRequests Code = "TOO_MANY_REQUESTS"
 	CodeInternal        Code = "INTERNAL_SERVER_ERROR"
+	// CodeCanceled means the caller's context was canceled before the
+	// operation finished (over HTTP: the client hung up). It is no failure
+	// of the service; errors.Is(err, context.Canceled) holds. What was
+	// under way may or may not have happened.
+	CodeCanceled Code = "CANCELED"
 )
 
 // Message returns the fixed human-readable message of the code.
@@ -34,6 +40,8 @@ func (c Code) Message() string {
 		return "Not Found"
 	case CodeTooManyRequests:
 		return "Too Many Requests"
+	case CodeCanceled:
+		return "Client Closed Request"
 	default:
 		return "Internal Error"
 	}
@@ -68,8 +76,8 @@ const (
 type Error struct {
 	Code   Code
 	Issues []Issue
-	// Err is the underlying cause of an internal error. It is for logs only
-	// and never reaches a client.
+	// Err is the underlying cause of an internal or canceled error. It is
+	// for logs only and never reaches a client.
 	Err error
 }
 
@@ -103,7 +111,7 @@ func joinPath(p []any) string {
 	return strings.Join(parts, ".")
 }
 
-// Unwrap returns the cause of an internal error.
+// Unwrap returns the cause of an internal or canceled error.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target is an *Error with the same Code, so that
@@ -120,6 +128,7 @@ var (
 	ErrForbidden    = &Error{Code: CodeForbidden}
 	ErrNotFound     = &Error{Code: CodeNotFound}
 	ErrInternal     = &Error{Code: CodeInternal}
+	ErrCanceled     = &Error{Code: CodeCanceled}
 )
 
 // ErrorCode returns the Code of err: its own when err is or wraps an *Error,
@@ -150,9 +159,15 @@ func forbidden(why string) *Error {
 	return &Error{Code: CodeForbidden, Issues: []Issue{{Message: why, Path: []any{}, Code: "forbidden"}}}
 }
 
-// internal wraps a store failure; the cause is kept for logs only.
+// internal wraps a store failure; the cause is kept for logs only. A store
+// call that ended because the caller's context was canceled is no failure:
+// it is CodeCanceled.
 func internal(op string, err error) *Error {
-	return &Error{Code: CodeInternal, Err: fmt.Errorf("%s: %w", op, err)}
+	code := CodeInternal
+	if errors.Is(err, context.Canceled) {
+		code = CodeCanceled
+	}
+	return &Error{Code: code, Err: fmt.Errorf("%s: %w", op, err)}
 }
 
 func nonNilPath(p []any) []any {

@@ -1227,3 +1227,53 @@ func TestDeleteToken_IdBounds(t *testing.T) {
 	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "admin", "not-a-uuid"), orgadmin.ErrNotFound)
 	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "admin", ""), orgadmin.ErrBadRequest)
 }
+
+// cancelingStore is a memory store that fails every user creation and
+// token listing with its context's error once that context is done, as a
+// networked store does.
+type cancelingStore struct {
+	*memstore.Store
+}
+
+func (s cancelingStore) CreateUser(ctx context.Context, u storage.User) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("create user: %w", err)
+	}
+	return s.Store.CreateUser(ctx, u)
+}
+
+func (s cancelingStore) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
+	if err := ctx.Err(); err != nil {
+		return storage.Access{}, err
+	}
+	return s.Store.ReadAccess(ctx, q)
+}
+
+// An operation whose caller's context is canceled fails with an error
+// that errors.Is recognises as context.Canceled, classified CANCELED: not
+// a server failure.
+func TestCanceledCallerIsNoInternalError(t *testing.T) {
+	svc := orgadmin.New(cancelingStore{memstore.New()}, orgadmin.Config{})
+	token, err := svc.Bootstrap(t.Context(), orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for name, err := range map[string]error{
+		"create service account": func() error {
+			_, err := svc.CreateServiceAccount(ctx, orgadmin.Bearer(token), orgadmin.CreateServiceAccountInput{Username: "gone"})
+			return err
+		}(),
+		"create user": func() error {
+			_, err := svc.CreateUser(ctx, "acme", orgadmin.NewUser{Username: "gone", Role: orgadmin.RoleMember})
+			return err
+		}(),
+	} {
+		require.Error(t, err, name)
+		assert.ErrorIs(t, err, context.Canceled, name)
+		assert.ErrorIs(t, err, orgadmin.ErrCanceled, name)
+		assert.NotErrorIs(t, err, orgadmin.ErrInternal, name)
+		assert.Equal(t, orgadmin.CodeCanceled, orgadmin.ErrorCode(err), name)
+	}
+	_, err = svc.GetUser(t.Context(), "acme", "gone")
+	assert.ErrorIs(t, err, orgadmin.ErrNotFound)
+}

@@ -1947,3 +1947,56 @@ func TestLoneSurrogateEscapesAreRefused(t *testing.T) {
 		requireOK(t, r)
 	}
 }
+
+// stallingStore is a memory store whose activity listing waits for its
+// caller's context to end, as a networked store's would for a client
+// that hung up.
+type stallingStore struct {
+	*memstore.Store
+	entered chan struct{}
+}
+
+func (s stallingStore) ListActivity(ctx context.Context, _ string) ([]storage.Activity, error) {
+	close(s.entered)
+	<-ctx.Done()
+	return nil, fmt.Errorf("list activity: %w", ctx.Err())
+}
+
+// A client that hangs up is no server failure: its request is logged at
+// INFO with status 499, as nginx logs it, and no internal error is.
+func TestClientHangUpIsNoInternalError(t *testing.T) {
+	t.Parallel()
+	store := stallingStore{memstore.New(), make(chan struct{})}
+	svc := orgadmin.New(store, orgadmin.Config{})
+	token, err := svc.Bootstrap(t.Context(), orgadmin.BootstrapInput{Org: acme, Username: "admin"})
+	require.NoError(t, err)
+	var buf syncBuffer
+	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}))
+	t.Cleanup(srv.Close)
+
+	ctx, hangUp := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/active_accounts", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", bearer(token))
+	done := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-store.entered
+	hangUp()
+	require.ErrorIs(t, <-done, context.Canceled)
+
+	var line map[string]any
+	require.Eventually(t, func() bool { return buf.String() != "" }, 10*time.Second, 5*time.Millisecond)
+	log := buf.String()
+	require.Equal(t, 1, strings.Count(log, "\n"), "one line, the request's: %s", log)
+	require.NoError(t, json.Unmarshal([]byte(log), &line))
+	assert.Equal(t, "request", line["msg"])
+	assert.Equal(t, "INFO", line["level"])
+	assert.EqualValues(t, httpserver.StatusClientClosedRequest, line["status"])
+	assert.NotContains(t, log, token)
+}

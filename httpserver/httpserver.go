@@ -175,6 +175,11 @@ func (e errorBody) appendJSON(b []byte) []byte {
 	return append(b, '}')
 }
 
+// StatusClientClosedRequest is the status of a request whose client hung
+// up before the answer (nginx's 499): it shows in the request's log line,
+// and the client, gone, never reads it.
+const StatusClientClosedRequest = 499
+
 // statusOf maps an error code to its HTTP status.
 func statusOf(c orgadmin.Code) int {
 	switch c {
@@ -188,6 +193,8 @@ func statusOf(c orgadmin.Code) int {
 		return http.StatusNotFound
 	case orgadmin.CodeTooManyRequests:
 		return http.StatusTooManyRequests
+	case orgadmin.CodeCanceled:
+		return StatusClientClosedRequest
 	default:
 		return http.StatusInternalServerError
 	}
@@ -231,7 +238,11 @@ func Health(svc *orgadmin.Service) http.Handler {
 			return
 		}
 		if err := svc.Ping(r.Context()); err != nil {
-			writeJSON(w, http.StatusServiceUnavailable, healthAnswer("unavailable"))
+			status := http.StatusServiceUnavailable
+			if orgadmin.ErrorCode(err) == orgadmin.CodeCanceled {
+				status = StatusClientClosedRequest // the client hung up, not the store
+			}
+			writeJSON(w, status, healthAnswer("unavailable"))
 			return
 		}
 		writeJSON(w, http.StatusOK, healthAnswer("ok"))
