@@ -1,6 +1,7 @@
 package orgadmin
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -8,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
+	"strings"
 
 	"github.com/orgadmin/orgadmin/storage"
 )
@@ -104,24 +107,95 @@ func intPtr(n *float64) *int {
 }
 
 // DecodeSeed reads a Seed from its JSON form, one JSON object and nothing
-// after it. Unknown fields are ignored; null, like any other non-object,
-// is an error.
+// after it. A key the format does not have (keys are matched exactly), or
+// one an object gives twice, is an error naming its path, such as
+// organizations[0].users[1].rol; null, like any other non-object, is an
+// error.
 func DecodeSeed(r io.Reader) (Seed, error) {
-	// Through a pointer, which a JSON null leaves nil: null is no seed.
-	var sd *Seed
 	dec := json.NewDecoder(r)
-	if err := dec.Decode(&sd); err != nil {
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
 		return Seed{}, fmt.Errorf("seed: %w", err)
-	}
-	if sd == nil {
-		return Seed{}, errors.New("seed: want a JSON object, not null")
 	}
 	// Only white space may follow. (dec.More would let a stray "]" or "}"
 	// through.)
 	if _, err := dec.Token(); err != io.EOF {
 		return Seed{}, errors.New("seed: data after the JSON object")
 	}
+	if err := checkKeys(raw, reflect.TypeFor[Seed](), ""); err != nil {
+		return Seed{}, fmt.Errorf("seed: %w", err)
+	}
+	// Through a pointer, which a JSON null leaves nil: null is no seed.
+	var sd *Seed
+	if err := json.Unmarshal(raw, &sd); err != nil {
+		return Seed{}, fmt.Errorf("seed: %w", err)
+	}
+	if sd == nil {
+		return Seed{}, errors.New("seed: want a JSON object, not null")
+	}
 	return *sd, nil
+}
+
+// checkKeys returns an error naming the first key, at any depth of raw
+// (valid JSON at path), that the JSON form of t does not have, or that an
+// object gives twice. Values of the wrong JSON type are left to
+// json.Unmarshal to report.
+func checkKeys(raw json.RawMessage, t reflect.Type, path string) error {
+	switch t.Kind() {
+	case reflect.Pointer:
+		return checkKeys(raw, t.Elem(), path)
+	case reflect.Slice:
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return nil
+		}
+		for i, item := range items {
+			if err := checkKeys(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case reflect.Struct:
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+			return nil
+		}
+		seen := map[string]bool{}
+		for dec.More() {
+			tok, err := dec.Token()
+			key, _ := tok.(string)
+			var v json.RawMessage
+			if err != nil || dec.Decode(&v) != nil {
+				return nil // not valid JSON, which the decoding reports
+			}
+			at := key
+			if path != "" {
+				at = path + "." + key
+			}
+			f, ok := fieldOf(t, key)
+			switch {
+			case !ok:
+				return fmt.Errorf("%s: unknown key", at)
+			case seen[key]:
+				return fmt.Errorf("%s: duplicate key", at)
+			}
+			seen[key] = true
+			if err := checkKeys(v, f.Type, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// fieldOf returns the field of the struct type t whose json tag names key.
+func fieldOf(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if name, _, _ := strings.Cut(f.Tag.Get("json"), ","); name == key {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // seedUser turns a SeedUser into the inputs of CreateUser and SeedToken.

@@ -350,10 +350,34 @@ func TestDecodeSeed_RejectsMalformedJSON(t *testing.T) {
 		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
 		assert.EqualErrorf(t, err, "seed: want a JSON object, not null", "%q", js)
 	}
-	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "unknown": 1}], "extra": true}`))
-	require.NoError(t, err, "unknown fields are ignored")
+}
+
+// A key the seed format does not have is a mistake (a misspelt "rol"
+// would silently make an Admin a Member): refused, with its path, as is a
+// key given twice. Keys match exactly.
+func TestDecodeSeed_RefusesUnknownAndDuplicateKeys(t *testing.T) {
+	for js, want := range map[string]string{
+		`{"organizations": [{"id": "acme"}], "extra": true}`:                                                                   "seed: extra: unknown key",
+		`{"organizations": [{"id": "acme", "unknown": 1}]}`:                                                                    "seed: organizations[0].unknown: unknown key",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a"}, {"username": "b", "rol": "Admin"}]}]}`:                 "seed: organizations[0].users[1].rol: unknown key",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "tokns": []}]}]}`:                                       "seed: organizations[0].users[0].tokns: unknown key",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "tokens": [{"name": "t", "value": "v", "tll": 5}]}]}]}`: "seed: organizations[0].users[0].tokens[0].tll: unknown key",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "instances": {"read_write": {"size": "jumbo"}}}]}]}`:    "seed: organizations[0].users[0].instances.read_write.size: unknown key",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "ducklings": [{"id": "rw", "state": "active"}]}]}]}`:    "seed: organizations[0].users[0].ducklings[0].state: unknown key",
+		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "required_resources": [{"uri": "md:x"}]}]}]}`:                 "seed: organizations[0].dives[0].required_resources[0].uri: unknown key",
+		`{"organizations": [{"id": "acme", "users": [{"Username": "a"}]}]}`:                                                    "seed: organizations[0].users[0].Username: unknown key",
+		`{"organizations": [{"id": "acme", "id": "globex"}]}`:                                                                  "seed: organizations[0].id: duplicate key",
+		`{"organizations": [], "organizations": []}`:                                                                           "seed: organizations: duplicate key",
+	} {
+		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		assert.EqualErrorf(t, err, want, "%s", js)
+	}
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "a", "role": "Admin",
+	  "instances": {"read_write": {"instance_size": "jumbo"}}, "tokens": [{"name": "t", "value": "v", "ttl": 5}]}]}]}`))
+	require.NoError(t, err)
 	require.Len(t, sd.Organizations, 1)
 	assert.Equal(t, "acme", sd.Organizations[0].ID)
+	assert.Equal(t, "Admin", sd.Organizations[0].Users[0].Role)
 }
 
 // A seed file is one JSON object and nothing else: a stray closing bracket

@@ -157,10 +157,10 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 	}
 	for _, f := range o.seedFiles {
 		sd, err := readSeedFile(f)
-		if err == nil {
-			err = s.svc.ApplySeed(ctx, sd)
-		}
 		if err != nil {
+			return nil, err
+		}
+		if err := s.svc.ApplySeed(ctx, sd); err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 	}
@@ -175,13 +175,18 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 	return s, nil
 }
 
+// readSeedFile reads the fixture of path; its errors name path once.
 func readSeedFile(path string) (orgadmin.Seed, error) {
 	f, err := os.Open(path) // #nosec G304 -- the test suite names its own fixture file
 	if err != nil {
-		return orgadmin.Seed{}, err
+		return orgadmin.Seed{}, err // *PathError: it names path
 	}
 	defer f.Close()
-	return orgadmin.DecodeSeed(f)
+	sd, err := orgadmin.DecodeSeed(f)
+	if err != nil {
+		return orgadmin.Seed{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return sd, nil
 }
 
 // ctx is the context of the Server's own calls: the test's while it runs.
@@ -238,11 +243,15 @@ func (s *Server) Close() {
 // fatal fails the test with err, naming what was being done (or panics,
 // for a Server started by Run).
 func (s *Server) fatal(what string, err error) {
+	msg := "orgadmintest: " + what + ": " + err.Error()
+	if what == "" {
+		msg = "orgadmintest: " + err.Error()
+	}
 	if s.tb == nil {
-		panic(fmt.Sprintf("orgadmintest: %s: %v", what, err))
+		panic(msg)
 	}
 	s.helper()
-	s.tb.Fatalf("orgadmintest: %s: %v", what, err)
+	s.tb.Fatal(msg)
 }
 
 // helper marks the caller as a test helper, when there is a test.
@@ -259,7 +268,7 @@ func (s *Server) helper() {
 func (s *Server) Seed(sd orgadmin.Seed) {
 	s.helper()
 	if err := s.svc.ApplySeed(s.ctx(), sd); err != nil {
-		s.fatal("seed", err)
+		s.fatal("", err) // it says "seed: "
 	}
 }
 
@@ -268,7 +277,7 @@ func (s *Server) SeedJSON(fixture string) {
 	s.helper()
 	sd, err := orgadmin.DecodeSeed(strings.NewReader(fixture))
 	if err != nil {
-		s.fatal("seed", err)
+		s.fatal("", err) // it says "seed: "
 	}
 	s.Seed(sd)
 }
@@ -278,9 +287,11 @@ func (s *Server) SeedFile(path string) {
 	s.helper()
 	sd, err := readSeedFile(path)
 	if err != nil {
-		s.fatal("seed "+path, err)
+		s.fatal("", err)
 	}
-	s.Seed(sd)
+	if err := s.svc.ApplySeed(s.ctx(), sd); err != nil {
+		s.fatal(path, err)
+	}
 }
 
 // CreateUser creates a user in Org: a human user or Admin, or a service

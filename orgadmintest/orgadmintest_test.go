@@ -260,3 +260,16 @@ func TestLiveResponsesMatchTheServedDocument(t *testing.T) {
 		assert.NoError(t, openapi3filter.ValidateResponse(context.Background(), in), "%s %s: %s", tc.method, tc.path, body)
 	}
 }
+
+// A fixture that breaks a rule fails naming where, with "seed" said once.
+func TestSeedErrorsSaySeedOnce(t *testing.T) {
+	srv, err := orgadmintest.Run()
+	require.NoError(t, err)
+	defer srv.Close()
+	assert.PanicsWithValue(t, "orgadmintest: seed: organizations[0].users[0].rol: unknown key", func() {
+		srv.SeedJSON(`{"organizations": [{"id": "acme", "users": [{"username": "a", "rol": "Admin"}]}]}`)
+	})
+	assert.PanicsWithValue(t, `orgadmintest: seed: organizations[0] ("a b"): invalid organization id`, func() {
+		srv.SeedJSON(`{"organizations": [{"id": "a b"}]}`)
+	})
+}

@@ -254,6 +254,21 @@ func TestBadSeedStopsServerNamingEntry(t *testing.T) {
 	assert.Contains(t, err.Error(), `users[1] ("9lives")`)
 }
 
+// A misspelt key stops the server too, named by its path; the message
+// names the file once and says "seed" once.
+func TestSeedWithUnknownKeyStopsServer(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "seed.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"organizations":[{"id":"acme","users":[{"username":"ok","rol":"Admin"}]}]}`), 0o600))
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-seed", file}, func(string) string { return "" }, io.Discard, nil)
+	require.EqualError(t, err, file+": seed: organizations[0].users[0].rol: unknown key")
+	file = filepath.Join(t.TempDir(), "seed.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"organizations":[{"id":"acme","users":[{"username":"9lives"}]}]}`), 0o600))
+	err = run(context.Background(), []string{"-addr", "127.0.0.1:0", "-seed", file}, func(string) string { return "" }, io.Discard, nil)
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "seed:"), err.Error())
+	assert.Equal(t, 1, strings.Count(err.Error(), file), err.Error())
+}
+
 func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "postgres://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")
