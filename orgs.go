@@ -2,6 +2,7 @@ package orgadmin
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"strings"
 
@@ -46,10 +47,22 @@ type BootstrapInput struct {
 	Token string
 }
 
+// BootstrapTokenName is the name of the token Bootstrap gives the Admin.
+const BootstrapTokenName = "bootstrap"
+
 // Bootstrap makes sure the organization and its human Admin exist, and
-// returns a token of that Admin: in.Token when set (seeded if new), or a new
-// one. Running it again, from this or another process sharing the store,
-// creates no second organization or Admin.
+// returns the Admin's bootstrap token: in.Token when set, else a newly
+// minted one. That token is the Admin's only bootstrap token: Bootstrap
+// revokes the Admin's other live tokens named BootstrapTokenName, so that
+// calling it again, from this or another process sharing the store (a
+// restart), neither accumulates credentials nor creates a second
+// organization or Admin. Tokens of other names are never touched.
+//
+// The revocation comes first, so a previous bootstrap token always makes
+// room for the new one. When the Admin holds the maximum number of live
+// tokens and none of them is a bootstrap token, Bootstrap mints none and
+// returns "" and no error: the Admin has tokens enough, and revoking one
+// makes room for the next call.
 func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, error) {
 	if err := s.CreateOrg(ctx, in.Org); err != nil {
 		return "", err
@@ -70,14 +83,53 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 	if u.Role != string(RoleAdmin) {
 		return "", badRequest(Issue{Message: "User " + u.Username + " exists and is not an Admin", Path: []any{"username"}, Code: IssueConflict})
 	}
+	value := in.Token
+	if value == "" {
+		if value, err = newSecret(s.rand, tokenPrefix); err != nil {
+			return "", internal("mint token", err)
+		}
+	}
+	held, err := s.revokeBootstrapTokens(ctx, &u, sha256.Sum256([]byte(value)))
+	switch {
+	case err != nil:
+		return "", err
+	case held < 0: // the Admin holds this value already
+		return value, nil
+	case held >= s.maxTokens:
+		return "", nil
+	}
 	if in.Token != "" {
-		t, err := s.SeedToken(ctx, in.Org, in.Username, SeedTokenInput{Value: in.Token, CreateTokenInput: CreateTokenInput{Name: "bootstrap"}})
+		t, err := s.SeedToken(ctx, in.Org, in.Username, SeedTokenInput{Value: in.Token, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}})
 		return t.Value, err
 	}
-	value, err := newSecret(s.rand, tokenPrefix)
-	if err != nil {
-		return "", internal("mint token", err)
-	}
-	t, err := s.insertToken(ctx, &u, value, CreateTokenInput{Name: "bootstrap"})
+	t, err := s.insertToken(ctx, &u, value, CreateTokenInput{Name: BootstrapTokenName})
 	return t.Value, err
+}
+
+// revokeBootstrapTokens revokes the live tokens of u named
+// BootstrapTokenName, but for the one of digest keep, and returns how
+// many live tokens u holds then; -1 when one of them is keep's.
+func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, keep storage.Digest) (int, error) {
+	now := s.clock()
+	ts, err := s.store.ListTokens(ctx, u.Org, u.ID, now)
+	if err != nil {
+		return 0, internal("list tokens", err)
+	}
+	held, kept := len(ts), false
+	for _, t := range ts {
+		switch {
+		case t.Digest == keep:
+			kept = true
+		case t.Name == BootstrapTokenName:
+			err := s.store.DeleteToken(ctx, u.Org, u.ID, t.ID, now)
+			if err != nil && !errors.Is(err, storage.ErrNotFound) { // gone already: as good
+				return 0, internal("revoke token", err)
+			}
+			held--
+		}
+	}
+	if kept {
+		return -1, nil
+	}
+	return held, nil
 }

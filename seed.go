@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -327,29 +328,44 @@ func (sd Seed) Validate() error {
 	return nil
 }
 
-// ApplySeed validates sd and then loads it: what exists already (an
-// organization, a user with the same username, a token with the same value,
-// a Dive) is left as it is, so applying the same seed twice changes nothing.
+// ApplySeed validates sd and then loads it. Each entry is loaded once in
+// the life of a store: what exists already (an organization, a user with
+// the same username, a token with the same value, a Dive) is left as it
+// is, and a user or token that an earlier loading created and that was
+// deleted, revoked or expired since is not created again (the store keeps
+// a mark of each loaded user and token; see storage.Store.MarkSeeded). So
+// applying the same seed twice changes nothing, and brings back nothing.
 // Duckling activity is recorded for users this call creates. On a
 // validation error nothing is written.
 func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	if err := sd.Validate(); err != nil {
 		return err
 	}
-	if err := s.checkSeedTokens(ctx, sd); err != nil {
+	marks := make([]map[string]bool, len(sd.Organizations))
+	for i, o := range sd.Organizations {
+		keys, err := s.store.SeedMarks(ctx, o.ID)
+		if err != nil {
+			return fmt.Errorf("seed: %w", internal("read seed marks", err))
+		}
+		marks[i] = make(map[string]bool, len(keys))
+		for _, k := range keys {
+			marks[i][k] = true
+		}
+	}
+	if err := s.checkSeedTokens(ctx, sd, marks); err != nil {
 		return err
 	}
-	for _, o := range sd.Organizations {
+	for i, o := range sd.Organizations {
 		if err := s.CreateOrg(ctx, o.ID); err != nil {
 			return fmt.Errorf("seed: organization %q: %w", o.ID, err)
 		}
 		for _, u := range o.Users {
-			if err := s.seedUser(ctx, o.ID, u); err != nil {
+			if err := s.seedUser(ctx, o.ID, u, marks[i]); err != nil {
 				return fmt.Errorf("seed: organization %q: user %q: %w", o.ID, u.Username, err)
 			}
 		}
 		for _, d := range o.Dives {
-			if err := s.RegisterDive(ctx, o.ID, d.dive()); err != nil {
+			if err := s.seedDive(ctx, o.ID, d.dive()); err != nil {
 				return fmt.Errorf("seed: organization %q: dive %q: %w", o.ID, d.ID, err)
 			}
 		}
@@ -357,15 +373,26 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	return nil
 }
 
+// The seed marks of a user and of a token.
+func userMark(u SeedUser) string { return "user:" + FoldUsername(u.Username) }
+func tokenMark(t SeedToken) string {
+	d := digestOf(t.Value)
+	return "token:" + hex.EncodeToString(d[:])
+}
+
 // checkSeedTokens refuses, before anything is written, a seed token value
 // that the store already holds for a user other than the one the seed
 // gives it to, and a user whose new seeded tokens would take it past the
 // limit of live tokens (which would otherwise stop the loading half-way).
-func (s *Service) checkSeedTokens(ctx context.Context, sd Seed) error {
+// marks are the seed marks of each organization of sd.
+func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []map[string]bool) error {
 	for i, o := range sd.Organizations {
 		for j, u := range o.Users {
 			added := 0
 			for k, t := range u.Tokens {
+				if marks[i][tokenMark(t)] || marks[i][userMark(u)] && !s.userExists(ctx, o.ID, u.Username) {
+					continue // loaded before: it is not created again
+				}
 				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(t.Value))})
 				switch {
 				case errors.Is(err, storage.ErrNotFound):
@@ -388,7 +415,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed) error {
 			case err != nil:
 				return fmt.Errorf("seed: %w", internal("check user", err))
 			default:
-				ts, err := s.store.ListTokens(ctx, o.ID, rec.ID, s.now())
+				ts, err := s.store.ListTokens(ctx, o.ID, rec.ID, s.clock())
 				if err != nil {
 					return fmt.Errorf("seed: %w", internal("check tokens", err))
 				}
@@ -403,28 +430,64 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed) error {
 	return nil
 }
 
-func (s *Service) seedUser(ctx context.Context, org string, u SeedUser) error {
+// userExists reports whether org has a user named username; a store that
+// fails to answer counts as yes, which only makes checkSeedTokens count
+// more tokens.
+func (s *Service) userExists(ctx context.Context, org, username string) bool {
+	_, err := s.store.GetUser(ctx, org, FoldUsername(username))
+	return !errors.Is(err, storage.ErrNotFound)
+}
+
+// seedUser loads u into org unless it was loaded before and deleted
+// since (marked is the org's seed marks), with those of its tokens not
+// loaded before, then marks the user and its tokens as loaded.
+func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked map[string]bool) error {
 	_, err := s.GetUser(ctx, org, u.Username)
 	created := false
 	if ErrorCode(err) == CodeNotFound {
+		if marked[userMark(u)] {
+			return nil // deleted since it was loaded: it stays deleted
+		}
 		_, err = s.CreateUser(ctx, org, u.newUser())
 		created = err == nil
 	}
 	if err != nil {
 		return err
 	}
+	loaded := []string{userMark(u)}
 	for _, t := range u.Tokens {
+		if marked[tokenMark(t)] {
+			continue // held still, or revoked or expired since: as it is
+		}
 		if _, err := s.SeedToken(ctx, org, u.Username, t.input()); err != nil {
 			return fmt.Errorf("token %q: %w", t.Name, err)
 		}
+		loaded = append(loaded, tokenMark(t))
 	}
-	if !created {
-		return nil
-	}
-	for _, d := range u.Ducklings {
-		if err := s.markDuckling(ctx, org, u.Username, d.ID, d.Status == StatusActive); err != nil {
-			return fmt.Errorf("duckling %q: %w", d.ID, err)
+	if created {
+		for _, d := range u.Ducklings {
+			if err := s.markDuckling(ctx, org, u.Username, d.ID, d.Status == StatusActive); err != nil {
+				return fmt.Errorf("duckling %q: %w", d.ID, err)
+			}
 		}
 	}
+	// Marked last: should the loading stop before, the next one finds
+	// what this one created and completes it.
+	if err := s.store.MarkSeeded(ctx, org, loaded); err != nil {
+		return internal("mark seeded", err)
+	}
 	return nil
+}
+
+// seedDive registers d in org unless a Dive with its id exists.
+func (s *Service) seedDive(ctx context.Context, org string, d Dive) error {
+	id, _ := canonicalUUID(d.ID) // Validate checked it
+	_, err := s.store.GetDive(ctx, org, id)
+	switch {
+	case err == nil:
+		return nil
+	case !errors.Is(err, storage.ErrNotFound):
+		return internal("get dive", err)
+	}
+	return s.RegisterDive(ctx, org, d)
 }

@@ -925,7 +925,10 @@ func TestBootstrap_SameTokenAgainChangesNothing(t *testing.T) {
 	require.Len(t, after, 1)
 }
 
-func TestBootstrap_WithoutTokenMintsNewOneAndNoSecondAdmin(t *testing.T) {
+// Bootstrap again (a restart on a persistent store) mints a new token and
+// revokes the one before: however often it runs, the Admin holds one
+// bootstrap token, and tokens of other names are left alone.
+func TestBootstrap_WithoutTokenReplacesTheBootstrapToken(t *testing.T) {
 	clk := newFakeClock()
 	store := memstore.New()
 	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
@@ -934,21 +937,117 @@ func TestBootstrap_WithoutTokenMintsNewOneAndNoSecondAdmin(t *testing.T) {
 
 	first, err := svc.Bootstrap(ctx, in)
 	require.NoError(t, err)
-	second, err := svc.Bootstrap(ctx, in)
-	require.NoError(t, err)
-	assert.NotEqual(t, first, second)
-	assert.True(t, strings.HasPrefix(second, "oat_"))
-
 	c1, err := svc.Authenticate(ctx, first)
 	require.NoError(t, err)
-	c2, err := svc.Authenticate(ctx, second)
+	own, err := svc.CreateToken(ctx, c1, "admin", orgadmin.CreateTokenInput{Name: "own"})
+	require.NoError(t, err)
+	named, err := svc.CreateToken(ctx, c1, "admin", orgadmin.CreateTokenInput{Name: "Bootstrap"})
+	require.NoError(t, err)
+	last := first
+	for range 50 {
+		clk.Advance(time.Minute)
+		next, err := orgadmin.New(store, orgadmin.Config{Now: clk.Now}).Bootstrap(ctx, in)
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(next, "oat_"))
+		assert.NotEqual(t, last, next)
+		_, err = svc.Authenticate(ctx, last)
+		requireCode(t, err, orgadmin.ErrUnauthorized)
+		last = next
+	}
+	c2, err := svc.Authenticate(ctx, last)
 	require.NoError(t, err)
 	assert.Equal(t, c1.UserID, c2.UserID)
+	toks, err := svc.ListTokens(ctx, c2, "admin")
+	require.NoError(t, err)
+	names := make([]string, len(toks))
+	for i, tok := range toks {
+		names[i] = tok.Name
+	}
+	assert.ElementsMatch(t, []string{"own", "Bootstrap", orgadmin.BootstrapTokenName}, names)
+	for _, v := range []string{own.Value, named.Value} {
+		_, err := svc.Authenticate(ctx, v)
+		require.NoError(t, err, "a token of another name stays")
+	}
 
 	page, err := svc.ListUsers(ctx, c2, orgadmin.ListUsersOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, page.TotalCount)
 	assert.Equal(t, []string{"admin"}, usernames(page.Users))
+}
+
+// A given token replaces a minted bootstrap token, and a new given token
+// the one given before.
+func TestBootstrap_GivenTokenReplacesTheBootstrapToken(t *testing.T) {
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{})
+	ctx := context.Background()
+	minted, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	for _, v := range []string{"given-admin-token-0001", "given-admin-token-0002"} {
+		tok, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin", Token: v})
+		require.NoError(t, err)
+		assert.Equal(t, v, tok)
+		c, err := svc.Authenticate(ctx, v)
+		require.NoError(t, err)
+		toks, err := svc.ListTokens(ctx, c, "admin")
+		require.NoError(t, err)
+		require.Len(t, toks, 1)
+		assert.Equal(t, orgadmin.BootstrapTokenName, toks[0].Name)
+	}
+	for _, v := range []string{minted, "given-admin-token-0001"} {
+		_, err = svc.Authenticate(ctx, v)
+		requireCode(t, err, orgadmin.ErrUnauthorized)
+	}
+}
+
+// An Admin at the token limit never makes Bootstrap fail: the bootstrap
+// token it holds makes room for the next, and when it holds none Bootstrap
+// mints none and changes nothing.
+func TestBootstrap_AtTheTokenLimit(t *testing.T) {
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{MaxTokensPerUser: 3})
+	ctx := context.Background()
+	in := orgadmin.BootstrapInput{Org: "acme", Username: "admin"}
+	first, err := svc.Bootstrap(ctx, in)
+	require.NoError(t, err)
+	c, err := svc.Authenticate(ctx, first)
+	require.NoError(t, err)
+	var own []string
+	for _, name := range []string{"a", "b"} {
+		tok, err := svc.CreateToken(ctx, c, "admin", orgadmin.CreateTokenInput{Name: name})
+		require.NoError(t, err)
+		own = append(own, tok.Value)
+	}
+	_, err = svc.CreateToken(ctx, c, "admin", orgadmin.CreateTokenInput{Name: "full"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+
+	second, err := svc.Bootstrap(ctx, in)
+	require.NoError(t, err)
+	require.NotEmpty(t, second)
+	c, err = svc.Authenticate(ctx, second)
+	require.NoError(t, err)
+	toks, err := svc.ListTokens(ctx, c, "admin")
+	require.NoError(t, err)
+	assert.Len(t, toks, 3)
+
+	// The Admin revokes its bootstrap token and fills the place.
+	for _, tok := range toks {
+		if tok.Name == orgadmin.BootstrapTokenName {
+			require.NoError(t, svc.DeleteToken(ctx, c, "admin", tok.ID))
+		}
+	}
+	c, err = svc.Authenticate(ctx, own[0])
+	require.NoError(t, err)
+	_, err = svc.CreateToken(ctx, c, "admin", orgadmin.CreateTokenInput{Name: "c"})
+	require.NoError(t, err)
+	for _, given := range []string{"", "given-admin-token-0001"} {
+		third, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin", Token: given})
+		require.NoError(t, err)
+		assert.Empty(t, third)
+		toks, err = svc.ListTokens(ctx, c, "admin")
+		require.NoError(t, err)
+		assert.Len(t, toks, 3)
+	}
 }
 
 func TestBootstrap_RefusesExistingNonAdmin(t *testing.T) {
@@ -1122,14 +1221,24 @@ func TestBootstrap_ConcurrentCallsCreateOneAdmin(t *testing.T) {
 	for i := range n {
 		require.NoError(t, errs[i])
 		c, err := svc.Authenticate(ctx, tokens[i])
-		require.NoError(t, err)
+		if err != nil {
+			requireCode(t, err, orgadmin.ErrUnauthorized) // replaced by a later call
+			continue
+		}
 		if userID == "" {
 			userID = c.UserID
 		}
 		assert.Equal(t, userID, c.UserID, "every token belongs to the one Admin")
 	}
-	c, err := svc.Authenticate(ctx, tokens[0])
+	require.NotEmpty(t, userID, "a token of the last calls works")
+	// One more call leaves one bootstrap token.
+	last, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
 	require.NoError(t, err)
+	c, err := svc.Authenticate(ctx, last)
+	require.NoError(t, err)
+	toks, err := svc.ListTokens(ctx, c, "admin")
+	require.NoError(t, err)
+	assert.Len(t, toks, 1)
 	page, err := svc.ListUsers(ctx, c, orgadmin.ListUsersOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, 1, page.TotalCount)

@@ -128,6 +128,16 @@ type Store interface {
 	// ErrNotFound (also when its user is gone). Expiry is not checked.
 	EmbedSessionByDigest(ctx context.Context, digest Digest) (EmbedSession, error)
 
+	// MarkSeeded records keys (opaque to the store) as loaded into org
+	// from a fixture; keys recorded before are kept as they are. Marks
+	// are never removed: they outlive the records they name, so that
+	// loading a fixture again does not bring back what was deleted since.
+	// The org need not exist.
+	MarkSeeded(ctx context.Context, org string, keys []string) error
+	// SeedMarks returns every key MarkSeeded recorded for org, in no
+	// particular order; none for an org without marks.
+	SeedMarks(ctx context.Context, org string) ([]string, error)
+
 	// AddFeedback stores one feedback submission. It returns
 	// ErrAlreadyExists when f.ID is taken. A store may bound how many
 	// submissions it keeps, dropping the oldest.

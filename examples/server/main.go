@@ -4,7 +4,11 @@
 //
 // Without -seed it bootstraps the organization "default" with the Admin
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
-// printed once on standard error. With -seed it loads that fixture instead.
+// printed once on standard error. Either is the Admin's only bootstrap
+// token: a restart revokes the one an earlier start made (set
+// $ORGADMIN_ADMIN_TOKEN, or use -seed, to keep one across restarts). With
+// -seed it loads that fixture instead; loading it again changes nothing
+// and brings back nothing deleted since.
 // It serves /v1, GET /healthz and the page-feedback endpoint at
 // /docs/api/feedback/agent, logs one JSON line per request (written within
 // 0.1 s), and shuts down gracefully on SIGINT or SIGTERM. -pprof serves the
@@ -77,32 +81,27 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	defer closeStore()
 	svc := orgadmin.New(store, orgadmin.Config{})
 
+	// Listen first: a start that cannot serve changes nothing in the
+	// store.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close() // closed by Shutdown already, unless set-up fails
 	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if *seedFile != "" {
 		if err := loadSeed(setupCtx, svc, *seedFile); err != nil {
 			return err
 		}
-	} else {
-		envToken := getenv("ORGADMIN_ADMIN_TOKEN")
-		token, err := svc.Bootstrap(setupCtx, orgadmin.BootstrapInput{Org: "default", Username: "admin", Token: envToken})
-		if err != nil {
-			return fmt.Errorf("bootstrap: %w", err)
-		}
-		if envToken == "" {
-			_ = logs.Flush() // the lines before it come first
-			fmt.Fprintf(stderr, "admin token for org \"default\", user \"admin\" (shown once): %s\n", token)
-		}
+	} else if err := bootstrap(setupCtx, svc, getenv("ORGADMIN_ADMIN_TOKEN"), logs, stderr); err != nil {
+		return err
 	}
 
 	srv := newHTTPServer(routes(
 		httpserver.New(svc, httpserver.Config{Logger: log}),
 		httpserver.LogRequests(log, httpserver.Health(svc)),
 		httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log})), log)
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(*storeURI))
@@ -141,6 +140,25 @@ func routes(api, health, feedback http.Handler) http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// bootstrap makes sure the org "default" and its Admin "admin" exist, with
+// envToken (when set) or a newly minted token, printed once to stderr, as
+// the Admin's only bootstrap token: the one an earlier start made is
+// revoked. logs is flushed first, so that the lines before it come first.
+func bootstrap(ctx context.Context, svc *orgadmin.Service, envToken string, logs *delayedWriter, stderr io.Writer) error {
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "default", Username: "admin", Token: envToken})
+	if err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	_ = logs.Flush()
+	switch {
+	case token == "":
+		fmt.Fprintln(stderr, "admin \"admin\" of org \"default\" holds the maximum number of tokens, none of them a bootstrap token: no bootstrap token made (revoke one, then restart)")
+	case envToken == "":
+		fmt.Fprintf(stderr, "admin token for org \"default\", user \"admin\" (shown once): %s\n", token)
+	}
+	return nil
 }
 
 // loadSeed applies the fixture in file; any broken rule stops the server

@@ -140,31 +140,96 @@ func redisClusterURI(t *testing.T) string {
 }
 
 // Restarting on a persistent store neither fails nor makes a second
-// Admin: the first token still works, and a new one is printed.
-func TestRestartOnRedis(t *testing.T) {
-	uri := redisURI(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	first := &syncBuffer{}
-	done := make(chan error, 1)
-	ready := make(chan net.Addr, 1)
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-store", uri}, func(string) string { return "" }, first, func(a net.Addr) { ready <- a })
-	}()
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("first start: %v\n%s", err, first)
-	}
-	cancel()
-	require.NoError(t, <-done)
-	token := regexp.MustCompile(`oat_\w+`).FindString(first.String())
-	require.NotEmpty(t, token, first.String())
+// Admin nor accumulates tokens: each start prints a token that replaces
+// the one before; a start that cannot listen changes nothing.
+func TestRestartsOnRedis(t *testing.T) {
+	testRestarts(t, redisURI(t))
+}
 
-	base, second := startServer(t, nil, "-store", uri)
-	st, body := call(t, "GET", base+"/v1/users", token, "")
+func TestRestartsOnMongo(t *testing.T) {
+	testRestarts(t, mongoURI(t))
+}
+
+func testRestarts(t *testing.T, storeURI string) {
+	tokenLine := regexp.MustCompile(`\(shown once\): (oat_\w+)`)
+	var tokens []string
+	for i := range 5 {
+		ctx, cancel := context.WithCancel(context.Background())
+		stderr := &syncBuffer{}
+		done := make(chan error, 1)
+		ready := make(chan net.Addr, 1)
+		go func() {
+			done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-store", storeURI}, func(string) string { return "" }, stderr, func(a net.Addr) { ready <- a })
+		}()
+		select {
+		case <-ready:
+		case err := <-done:
+			t.Fatalf("start %d: %v\n%s", i, err, stderr)
+		}
+		cancel()
+		require.NoError(t, <-done)
+		m := tokenLine.FindStringSubmatch(stderr.String())
+		require.Len(t, m, 2, "start %d: %s", i, stderr)
+		tokens = append(tokens, m[1])
+	}
+
+	// A start that cannot listen fails before it touches the store.
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	var out syncBuffer
+	err = run(context.Background(), []string{"-addr", taken.Addr().String(), "-store", storeURI}, func(string) string { return "" }, &out, nil)
+	require.Error(t, err)
+	assert.NotContains(t, out.String(), "shown once")
+
+	// Served from a seed that holds nothing (no bootstrap): only the last
+	// token works, and it is the Admin's only one.
+	empty := filepath.Join(t.TempDir(), "empty.json")
+	require.NoError(t, os.WriteFile(empty, []byte(`{"organizations": []}`), 0o600))
+	base, _ := startServer(t, nil, "-store", storeURI, "-seed", empty)
+	last := tokens[len(tokens)-1]
+	for i, tok := range tokens[:len(tokens)-1] {
+		st, _ := call(t, "GET", base+"/v1/users", tok, "")
+		assert.Equal(t, 401, st, "the token of start %d", i)
+	}
+	st, body := call(t, "GET", base+"/v1/users", last, "")
 	require.Equal(t, 200, st, body)
 	assert.Equal(t, 1.0, body["total_count"], "a second Admin was made")
-	assert.Regexp(t, `oat_\w+`, second.String())
+	st, body = call(t, "GET", base+"/v1/users/admin/tokens", last, "")
+	require.Equal(t, 200, st, body)
+	assert.Len(t, body["tokens"], 1)
+}
+
+// Loading the same seed again, in a second process, brings back no token
+// revoked since: the first process refuses it too.
+func TestReseedOnRedis(t *testing.T) {
+	testReseed(t, redisURI(t))
+}
+
+func TestReseedOnMongo(t *testing.T) {
+	testReseed(t, mongoURI(t))
+}
+
+func testReseed(t *testing.T, storeURI string) {
+	const admin, member = "dev-admin-token-change-me", "dev-member-token-change-me"
+	first, _ := startServer(t, nil, "-store", storeURI, "-seed", "../seed.json")
+	st, body := call(t, "GET", first+"/v1/users/bob/tokens", admin, "")
+	require.Equal(t, 200, st, body)
+	require.Len(t, body["tokens"], 1)
+	id := body["tokens"].([]any)[0].(map[string]any)["id"].(string)
+	st, body = call(t, "DELETE", first+"/v1/users/bob/tokens/"+id, admin, "")
+	require.Equal(t, 200, st, body)
+	st, body = call(t, "DELETE", first+"/v1/users/dashboards", admin, "")
+	require.Equal(t, 200, st, body)
+
+	second, _ := startServer(t, nil, "-store", storeURI, "-seed", "../seed.json")
+	for _, base := range []string{first, second} {
+		st, _ := call(t, "GET", base+"/v1/users", member, "")
+		assert.Equal(t, 401, st, "a revoked seeded token")
+		st, body := call(t, "GET", base+"/v1/users", admin, "")
+		require.Equal(t, 200, st, body)
+		assert.Equal(t, 2.0, body["total_count"], "alice and bob; dashboards stays deleted")
+	}
 }
 
 func testReadmeTour(t *testing.T, args ...string) {

@@ -2,46 +2,61 @@ package servicetest
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/internal/fakeclock"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
 // RunShared checks what a store shared by several processes must
 // guarantee: two Services, each on a Store of its own over one database,
-// see each other's revocations and deletions at once. newStores makes each
+// see each other's revocations and deletions at once; restarts (Bootstrap
+// again) and loading a seed again from either process change nothing and
+// bring back nothing revoked, expired or deleted. newStores makes each
 // pair: two Stores of one fresh database, as two processes would hold
-// them. The networked adapters (redisstore, mongostore) run it from their
-// tests.
+// them (for the memory store, one Store twice). Every adapter runs it from
+// its tests.
 func RunShared(t *testing.T, newStores func(t testing.TB) (storage.Store, storage.Store)) {
 	t.Run("Revocations", func(t *testing.T) { testRevocations(t, services(newStores(t))) })
 	t.Run("TokenRacingUserDeletion", func(t *testing.T) { testTokenRacingUserDeletion(t, services(newStores(t))) })
+	t.Run("Restarts", func(t *testing.T) { testRestarts(t, newStores) })
+	t.Run("Reseeding", func(t *testing.T) { testReseeding(t, newStores) })
 }
 
 func services(a, b storage.Store) [2]*orgadmin.Service {
-	return [2]*orgadmin.Service{orgadmin.New(a, orgadmin.Config{}), orgadmin.New(b, orgadmin.Config{})}
+	return servicesWith(orgadmin.Config{}, a, b)
+}
+
+func servicesWith(cfg orgadmin.Config, a, b storage.Store) [2]*orgadmin.Service {
+	return [2]*orgadmin.Service{orgadmin.New(a, cfg), orgadmin.New(b, cfg)}
 }
 
 // A token revoked, or a user deleted, through one Service is refused by
 // the other on its next call, though both had just authenticated it; and a
-// second process bootstrapping the same org makes no second Admin.
+// second process bootstrapping the same org makes no second Admin, and
+// replaces the bootstrap token for both.
 func testRevocations(t *testing.T, services [2]*orgadmin.Service) {
 	a, b := services[0], services[1]
 	ctx := t.Context()
 
-	adminToken, err := a.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	first, err := a.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
 	require.NoError(t, err)
-	again, err := b.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	adminToken, err := b.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
 	require.NoError(t, err, "a second process bootstrapping the same org")
-	admin, err := b.Authenticate(ctx, adminToken)
+	admin, err := a.Authenticate(ctx, adminToken)
 	require.NoError(t, err)
-	_, err = a.Authenticate(ctx, again)
-	require.NoError(t, err)
+	for _, svc := range services {
+		_, err = svc.Authenticate(ctx, first)
+		require.ErrorIs(t, err, orgadmin.ErrUnauthorized, "a replaced bootstrap token authenticates")
+	}
 
 	_, err = a.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
 	require.NoError(t, err)
@@ -127,4 +142,138 @@ func testTokenRacingUserDeletion(t *testing.T, services [2]*orgadmin.Service) {
 			}
 		}
 	}
+}
+
+// Restarts (Bootstrap again, from either process) never accumulate
+// credentials nor fail, an Admin at the token limit included.
+func testRestarts(t *testing.T, newStores func(t testing.TB) (storage.Store, storage.Store)) {
+	const limit = 4
+	a, b := newStores(t)
+	services := servicesWith(orgadmin.Config{MaxTokensPerUser: limit}, a, b)
+	ctx := t.Context()
+	in := orgadmin.BootstrapInput{Org: "acme", Username: "admin"}
+	var last string
+	for i := range 10 {
+		tok, err := services[i%2].Bootstrap(ctx, in)
+		require.NoError(t, err, "start %d", i)
+		if last != "" {
+			_, err := services[(i+1)%2].Authenticate(ctx, last)
+			require.ErrorIs(t, err, orgadmin.ErrUnauthorized, "start %d: the bootstrap token before it authenticates", i)
+		}
+		last = tok
+	}
+	admin, err := services[0].Authenticate(ctx, last)
+	require.NoError(t, err)
+	toks, err := services[1].ListTokens(ctx, admin, "admin")
+	require.NoError(t, err)
+	require.Len(t, toks, 1, "tokens after 10 starts")
+
+	// Full, with a bootstrap token among the tokens: a start replaces it.
+	var own []string
+	for range limit - 1 {
+		tok, err := services[0].CreateToken(ctx, admin, "admin", orgadmin.CreateTokenInput{Name: "own"})
+		require.NoError(t, err)
+		own = append(own, tok.Value)
+	}
+	last, err = services[1].Bootstrap(ctx, in)
+	require.NoError(t, err)
+	require.NotEmpty(t, last)
+	admin, err = services[0].Authenticate(ctx, last)
+	require.NoError(t, err)
+
+	// Full without one: a start makes none, and changes nothing.
+	toks, err = services[0].ListTokens(ctx, admin, "admin")
+	require.NoError(t, err)
+	require.Len(t, toks, limit)
+	for _, tok := range toks {
+		if tok.Name == orgadmin.BootstrapTokenName {
+			require.NoError(t, services[0].DeleteToken(ctx, admin, "admin", tok.ID))
+		}
+	}
+	admin, err = services[1].Authenticate(ctx, own[0])
+	require.NoError(t, err)
+	_, err = services[1].CreateToken(ctx, admin, "admin", orgadmin.CreateTokenInput{Name: "own"})
+	require.NoError(t, err)
+	none, err := services[0].Bootstrap(ctx, in)
+	require.NoError(t, err, "a start with the Admin full")
+	assert.Empty(t, none)
+	toks, err = services[1].ListTokens(ctx, admin, "admin")
+	require.NoError(t, err)
+	assert.Len(t, toks, limit)
+	for _, tok := range toks {
+		assert.Equal(t, "own", tok.Name)
+	}
+}
+
+// reseedFixture has an Admin with a lasting and a short-lived token, and a
+// service account with a token.
+const reseedFixture = `{"organizations": [{"id": "acme", "users": [
+  {"username": "alice", "role": "Admin", "tokens": [
+    {"name": "ci", "value": "seeded-token-ci-0001"},
+    {"name": "short", "value": "seeded-token-short-0001", "ttl": 300}%s]},
+  {"username": "robot", "is_service_account": true, "tokens": [{"name": "r", "value": "seeded-token-robot-0001"}]}]}]}`
+
+// Loading a seed again, from either process, changes nothing and brings
+// back nothing: a revoked token, an expired one that was cleaned up, or a
+// deleted user stays gone; an entry new to the seed is loaded.
+func testReseeding(t *testing.T, newStores func(t testing.TB) (storage.Store, storage.Store)) {
+	clock := fakeclock.New(time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC))
+	a, b := newStores(t)
+	services := servicesWith(orgadmin.Config{Now: clock.Now}, a, b)
+	ctx := t.Context()
+	seed := func(svc *orgadmin.Service, extra string) {
+		t.Helper()
+		sd, err := orgadmin.DecodeSeed(strings.NewReader(fmt.Sprintf(reseedFixture, extra)))
+		require.NoError(t, err)
+		require.NoError(t, svc.ApplySeed(ctx, sd))
+	}
+	authenticates := func(value string) bool {
+		t.Helper()
+		var ok [2]bool
+		for i, svc := range services {
+			_, err := svc.Authenticate(ctx, value)
+			if err != nil {
+				require.ErrorIs(t, err, orgadmin.ErrUnauthorized)
+			}
+			ok[i] = err == nil
+		}
+		require.Equal(t, ok[0], ok[1], "both processes agree on %s", value)
+		return ok[0]
+	}
+
+	seed(services[0], "")
+	alice, err := services[1].Authenticate(ctx, "seeded-token-ci-0001")
+	require.NoError(t, err)
+	toks, err := services[1].ListTokens(ctx, alice, "alice")
+	require.NoError(t, err)
+	for _, tok := range toks {
+		if tok.Name == "ci" {
+			require.NoError(t, services[1].DeleteToken(ctx, alice, "alice", tok.ID))
+		}
+	}
+	_, err = services[1].DeleteUser(ctx, alice, "robot")
+	require.NoError(t, err)
+	clock.Advance(301 * time.Second)
+	// A token minted now lets the store clean up the expired one.
+	fresh, err := services[0].CreateToken(ctx, alice, "alice", orgadmin.CreateTokenInput{Name: "fresh"})
+	require.NoError(t, err)
+	alice, err = services[0].Authenticate(ctx, fresh.Value)
+	require.NoError(t, err)
+
+	for i := range 4 {
+		seed(services[i%2], "")
+		assert.False(t, authenticates("seeded-token-ci-0001"), "a revoked seeded token, after loading %d", i)
+		assert.False(t, authenticates("seeded-token-short-0001"), "an expired seeded token, after loading %d", i)
+		assert.False(t, authenticates("seeded-token-robot-0001"), "a token of a deleted seeded user, after loading %d", i)
+		_, err := services[i%2].GetUser(ctx, "acme", "robot")
+		require.ErrorIs(t, err, orgadmin.ErrNotFound, "a deleted seeded user, after loading %d", i)
+		toks, err := services[(i+1)%2].ListTokens(ctx, alice, "alice")
+		require.NoError(t, err)
+		require.Len(t, toks, 1)
+		assert.Equal(t, "fresh", toks[0].Name)
+	}
+
+	seed(services[1], `, {"name": "new", "value": "seeded-token-new-0001"}`)
+	assert.True(t, authenticates("seeded-token-new-0001"), "a token new to the seed")
+	assert.False(t, authenticates("seeded-token-ci-0001"))
 }

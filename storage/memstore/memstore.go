@@ -18,6 +18,7 @@ package memstore
 import (
 	"context"
 	"hash/maphash"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -52,6 +53,8 @@ type Store struct {
 	userSessions map[ref][]*storage.EmbedSession // sessions by user
 	feedback     map[string]storage.Feedback
 	fbOrder      []string // feedback ids, oldest first
+
+	seeded map[string]map[string]bool // seed marks by org
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -79,6 +82,7 @@ func New() *Store {
 		sessions:     make(map[storage.Digest]*storage.EmbedSession),
 		userSessions: make(map[ref][]*storage.EmbedSession),
 		feedback:     make(map[string]storage.Feedback),
+		seeded:       make(map[string]map[string]bool),
 	}
 	s.tokenIDs = newStrIndex(s.seed)
 	return s
@@ -622,6 +626,28 @@ func (s *Store) AddFeedback(_ context.Context, f storage.Feedback) error {
 	s.feedback[f.ID] = f
 	s.fbOrder = append(s.fbOrder, f.ID)
 	return nil
+}
+
+// MarkSeeded implements storage.Store.
+func (s *Store) MarkSeeded(_ context.Context, org string, keys []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.seeded[org]
+	if m == nil {
+		m = make(map[string]bool, len(keys))
+		s.seeded[org] = m
+	}
+	for _, k := range keys {
+		m[k] = true
+	}
+	return nil
+}
+
+// SeedMarks implements storage.Store.
+func (s *Store) SeedMarks(_ context.Context, org string) ([]string, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return slices.Collect(maps.Keys(s.seeded[org])), nil
 }
 
 // Ping implements storage.Store; the memory store always answers.

@@ -16,3 +16,12 @@ func TestConformance(t *testing.T) {
 func TestServiceRaces(t *testing.T) {
 	servicetest.RunRaces(t, func(testing.TB) storage.Store { return memstore.New() })
 }
+
+// Two Services on one memory store, as two servers in one process would
+// share it.
+func TestShared(t *testing.T) {
+	servicetest.RunShared(t, func(testing.TB) (storage.Store, storage.Store) {
+		s := memstore.New()
+		return s, s
+	})
+}

@@ -91,6 +91,7 @@ const (
 	divesColl     = "dives"
 	feedbackColl  = "feedback"
 	namesColl     = "user_names"
+	seedMarksColl = "seed_marks"
 )
 
 // Store is a storage.Store on a MongoDB database. The zero value is not
@@ -106,6 +107,7 @@ type Store struct {
 	dives     *mongo.Collection
 	feedback  *mongo.Collection
 	names     *mongo.Collection
+	seedMarks *mongo.Collection
 
 	// byPointer is set on a server that scans a collection for every
 	// filter but a bare {_id: X}: users are then found by name through
@@ -134,6 +136,7 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		dives:     db.Collection(divesColl),
 		feedback:  db.Collection(feedbackColl),
 		names:     db.Collection(namesColl),
+		seedMarks: db.Collection(seedMarksColl),
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout

@@ -45,3 +45,40 @@ func (s *Store) orgExists(ctx context.Context, id string) (bool, error) {
 	}
 	return err == nil, err
 }
+
+// seedMarksDoc holds the seed marks of one org; its id is the org's. One
+// document is read in one round trip by id; it holds some 200 000 marks
+// before it reaches the server's document size limit, far beyond any
+// fixture.
+type seedMarksDoc struct {
+	Org  string   `bson:"_id"`
+	Keys []string `bson:"keys"`
+}
+
+// MarkSeeded implements storage.Store.
+func (s *Store) MarkSeeded(ctx context.Context, org string, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	_, err := s.seedMarks.UpdateOne(ctx, bson.D{{Key: "_id", Value: org}},
+		bson.D{{Key: "$addToSet", Value: bson.D{{Key: "keys", Value: bson.D{{Key: "$each", Value: keys}}}}}},
+		options.UpdateOne().SetUpsert(true))
+	return wrap("mark seeded", err)
+}
+
+// SeedMarks implements storage.Store.
+func (s *Store) SeedMarks(ctx context.Context, org string) ([]string, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var d seedMarksDoc
+	err := s.seedMarks.FindOne(ctx, bson.D{{Key: "_id", Value: org}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, wrap("seed marks", err)
+	}
+	return d.Keys, nil
+}

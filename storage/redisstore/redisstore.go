@@ -284,6 +284,34 @@ func (s *Store) AddFeedback(ctx context.Context, f storage.Feedback) error {
 	return status("add feedback", v, err)
 }
 
+// MarkSeeded implements storage.Store: the marks of an org are one set.
+func (s *Store) MarkSeeded(ctx context.Context, org string, keys []string) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	members := make([]any, len(keys))
+	for i, k := range keys {
+		members[i] = k
+	}
+	if err := s.c.SAdd(ctx, s.orgBase(org)+"seeded", members...).Err(); err != nil {
+		return failed("mark seeded", err)
+	}
+	return nil
+}
+
+// SeedMarks implements storage.Store.
+func (s *Store) SeedMarks(ctx context.Context, org string) ([]string, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	keys, err := s.c.SMembers(ctx, s.orgBase(org)+"seeded").Result()
+	if err != nil {
+		return nil, failed("seed marks", err)
+	}
+	return keys, nil
+}
+
 // Ping implements storage.Store: it reports whether Redis answers within
 // the timeout (on a Cluster, every master).
 func (s *Store) Ping(ctx context.Context) error {

@@ -30,6 +30,7 @@ import "github.com/redis/go-redis/v9"
 //	duck:<uid>     hash: Duckling id -> activity report
 //	active         sorted set (score 0) of "<folded>\0<uid>" with reports
 //	dives          hash: Dive id -> Dive record
+//	seeded         set of seed marks (MarkSeeded)
 //
 // Global keys (their own slots), after "<prefix>":
 //

@@ -17,6 +17,11 @@ var orgTests = []subtest{
 	{"GetMissing", testOrgGetMissing},
 }
 
+var seedMarkTests = []subtest{
+	{"RoundTrip", testSeedMarksRoundTrip},
+	{"OutliveRecords", testSeedMarksOutliveRecords},
+}
+
 var pingTests = []subtest{
 	{"Ping", func(t *testing.T, s storage.Store) { require.NoError(t, s.Ping(t.Context())) }},
 }
@@ -58,4 +63,49 @@ func testOrgGetMissing(t *testing.T, s storage.Store) {
 	newOrg(t, s)
 	_, err = s.GetOrg(t.Context(), uuid.NewString())
 	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// MarkSeeded records keys per org, again and again without change, and
+// SeedMarks returns them; an org without marks (even one that does not
+// exist) has none.
+func testSeedMarksRoundTrip(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	o := newOrg(t, s)
+	other := newOrg(t, s)
+	marks, err := s.SeedMarks(ctx, o.ID)
+	require.NoError(t, err)
+	assert.Empty(t, marks)
+
+	require.NoError(t, s.MarkSeeded(ctx, o.ID, []string{"user:alice", "token:ab12"}))
+	require.NoError(t, s.MarkSeeded(ctx, o.ID, []string{"token:ab12", "user:bob"}))
+	require.NoError(t, s.MarkSeeded(ctx, o.ID, nil))
+	require.NoError(t, s.MarkSeeded(ctx, other.ID, []string{"user:carol"}))
+	missing := uuid.NewString()
+	require.NoError(t, s.MarkSeeded(ctx, missing, []string{"user:dave"}))
+
+	marks, err = s.SeedMarks(ctx, o.ID)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"user:alice", "token:ab12", "user:bob"}, marks)
+	marks, err = s.SeedMarks(ctx, other.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user:carol"}, marks)
+	marks, err = s.SeedMarks(ctx, missing)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user:dave"}, marks)
+	marks, err = s.SeedMarks(ctx, uuid.NewString())
+	require.NoError(t, err)
+	assert.Empty(t, marks)
+}
+
+// Marks stay when the records they name are deleted.
+func testSeedMarksOutliveRecords(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	o := newOrg(t, s)
+	u := createUser(t, s, o.ID, "alice", false)
+	require.NoError(t, s.MarkSeeded(ctx, o.ID, []string{"user:alice"}))
+	_, err := s.DeleteUser(ctx, o.ID, u.FoldedUsername)
+	require.NoError(t, err)
+	marks, err := s.SeedMarks(ctx, o.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user:alice"}, marks)
 }

@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store) {
 		{"Dives", diveTests},
 		{"EmbedSessions", embedSessionTests},
 		{"Feedback", feedbackTests},
+		{"SeedMarks", seedMarkTests},
 		{"Ping", pingTests},
 		{"Concurrency", concurrencyTests},
 	}
