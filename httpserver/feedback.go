@@ -41,8 +41,9 @@ func (id feedbackAnswer) appendJSON(b []byte) []byte {
 
 // NewFeedback returns the page-feedback handler: GET with the query
 // parameters page_path, text, page_title and source; no bearer token
-// needed. Mount it where the host program chooses, conventionally at
-// FeedbackPath. A client past its rate gets 429 with Retry-After; a
+// needed. Every other method, HEAD included, is answered 405 with
+// Allow: GET, submitting nothing. Mount it where the host program
+// chooses, conventionally at FeedbackPath. A client past its rate gets 429 with Retry-After; a
 // submission the Service refuses costs the client nothing of its rate.
 func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 	if cfg.Logger == nil {
@@ -59,8 +60,10 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 	}
 	lim := &limiter{rate: float64(cfg.PerMinute) / 60, burst: float64(cfg.PerMinute), buckets: map[string]*bucket{}}
 	return LogRequests(cfg.Logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
+		// GET only: a HEAD would submit as a GET does, and a HEAD must have
+		// no side effects.
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}

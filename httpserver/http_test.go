@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1715,6 +1716,40 @@ func TestFeedbackBadRequestsDoNotCount(t *testing.T) {
 	requireOK(t, feedback(t, srv, q))
 	requireOK(t, feedback(t, srv, q))
 	requireError(t, feedback(t, srv, q), 429)
+}
+
+// feedbackCounter is a store that counts the feedback stored through it.
+type feedbackCounter struct {
+	storage.Store
+	added atomic.Int64
+}
+
+func (s *feedbackCounter) AddFeedback(ctx context.Context, f storage.Feedback) error {
+	s.added.Add(1)
+	return s.Store.AddFeedback(ctx, f)
+}
+
+// A HEAD has no side effects: the feedback endpoint, which submits on GET,
+// answers any other method, HEAD included, 405 with Allow: GET; it stores
+// nothing and spends none of the client's rate.
+func TestFeedbackHeadSubmitsNothing(t *testing.T) {
+	t.Parallel()
+	store := &feedbackCounter{Store: memstore.New()}
+	w := newWorldWith(t, orgadmin.Config{}, worldOptions{store: store})
+	srv := newFeedbackServer(t, w.clock, w.svc) // 2 a minute
+	q := url.Values{"page_path": {"/docs/x"}, "text": {"hi"}}
+	for _, method := range []string{"HEAD", "HEAD", "HEAD", "HEAD", "HEAD", "POST", "PUT", "DELETE"} {
+		r := doRequest(t, srv.URL, method, "/docs/api/feedback/agent?"+q.Encode(), "", nil)
+		assert.Equal(t, http.StatusMethodNotAllowed, r.status, "%s: %s", method, r)
+		assert.Equal(t, "GET", r.header.Get("Allow"), method)
+	}
+	assert.Zero(t, store.added.Load(), "feedback stored by a request other than GET")
+
+	// The client still has its whole budget.
+	requireOK(t, feedback(t, srv, q))
+	requireOK(t, feedback(t, srv, q))
+	requireError(t, feedback(t, srv, q), 429)
+	assert.Equal(t, int64(2), store.added.Load())
 }
 
 // ---------------------------------------------------------------------------
