@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,4 +87,24 @@ func TestFeedbackClientEvictionForgetsOneClient(t *testing.T) {
 	assert.True(t, lim.AllowN(now, 1))
 	assert.False(t, lim.AllowN(now, 1))
 	assert.Equal(t, []string{"b", "h", "g", "f"}, c.remembered(t))
+}
+
+// Clients may come at once: the table stays within its bound and its map
+// and list agree (run with -race).
+func TestFeedbackClientsConcurrently(t *testing.T) {
+	t.Parallel()
+	c := newClientLimits(10, 50)
+	now := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 500 {
+				c.limiter(fmt.Sprint("client-", (g*37+i)%120)).AllowN(now, 1)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Len(t, c.remembered(t), 50)
 }
