@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
@@ -74,6 +76,44 @@ func BenchmarkListUsersHTTP(b *testing.B) {
 		if w.Code != 200 {
 			b.Fatal(w.Code, w.Body.String())
 		}
+	}
+}
+
+// BenchmarkFeedbackManyClients serves GET of the feedback endpoint, each
+// request from a client the handler has not seen, once it has seen a
+// number of other clients, each of which has spent part of its rate
+// (the clock stands still). The cost of a request should not grow with
+// the number of clients.
+func BenchmarkFeedbackManyClients(b *testing.B) {
+	for _, clients := range []int{1_000, 10_000, 40_000} {
+		b.Run(fmt.Sprint("clients=", clients), func(b *testing.B) {
+			svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+			now := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+			h := httpserver.NewFeedback(svc, httpserver.FeedbackConfig{
+				Logger:    slog.New(slog.DiscardHandler),
+				ClientKey: func(r *http.Request) string { return r.RemoteAddr },
+				Now:       func() time.Time { return now },
+			})
+			req := httptest.NewRequest("GET", httpserver.FeedbackPath+"?page_path=%2Fdocs&text=great", nil)
+			n := 0
+			serve := func(w http.ResponseWriter) {
+				n++
+				req.RemoteAddr = strconv.Itoa(n)
+				h.ServeHTTP(w, req)
+			}
+			for range clients {
+				serve(discardWriter{header: http.Header{}})
+			}
+			rec := httptest.NewRecorder()
+			serve(rec)
+			if rec.Code != 200 {
+				b.Fatal(rec.Code, rec.Body.String())
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				serve(discardWriter{header: http.Header{}})
+			}
+		})
 	}
 }
 

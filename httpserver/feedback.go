@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"container/list"
 	"log/slog"
 	"math"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/orgadmin/orgadmin"
 )
@@ -19,13 +22,15 @@ type FeedbackConfig struct {
 	// Logger receives one line per request. Nil means slog.Default().
 	Logger *slog.Logger
 	// PerMinute is how many submissions one client may make per minute
-	// (a token bucket of that size, refilled evenly). Zero means 10.
+	// (a token bucket of that size, refilled evenly). Zero means 10. The
+	// handler remembers the rate of at most MaxFeedbackClients clients.
 	PerMinute int
 	// ClientKey names the client of a request for rate limiting. Nil means
 	// the host part of RemoteAddr. Behind a proxy, derive it from a header
 	// the proxy sets.
 	ClientKey func(*http.Request) string
-	// Now returns the current time. Nil means time.Now.
+	// Now returns the current time, by which the rate refills. Nil means
+	// time.Now.
 	Now func() time.Time
 }
 
@@ -41,9 +46,11 @@ func (id feedbackAnswer) appendJSON(b []byte) []byte {
 
 // NewFeedback returns the page-feedback handler: GET with the query
 // parameters page_path, text, page_title and source; no bearer token
-// needed. Mount it where the host program chooses, conventionally at
-// FeedbackPath. A client past its rate gets 429 with Retry-After; a
-// submission the Service refuses costs the client nothing of its rate.
+// needed. Every other method, HEAD included, is answered 405 with
+// Allow: GET, submitting nothing. Mount it where the host program
+// chooses, conventionally at FeedbackPath. A client past its rate gets
+// 429 with Retry-After; a submission the Service refuses costs the client
+// nothing of its rate.
 func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -57,10 +64,12 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	lim := &limiter{rate: float64(cfg.PerMinute) / 60, burst: float64(cfg.PerMinute), buckets: map[string]*bucket{}}
+	limits := newClientLimits(cfg.PerMinute, MaxFeedbackClients)
 	return LogRequests(cfg.Logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodHead {
-			w.Header().Set("Allow", "GET, HEAD")
+		// GET only: a HEAD would submit as a GET does, and a HEAD must have
+		// no side effects.
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
@@ -77,16 +86,21 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 			}
 		}
 		in.DecodeIssues = d.issues
-		key := cfg.ClientKey(r)
-		if wait, ok := lim.take(key, cfg.Now()); !ok {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(wait.Seconds()))))
+		// A request refused, for the rate or as a bad request, cancels its
+		// reservation at the instant it was made: that gives the token
+		// back whole (a later instant could give back less, or nothing).
+		now := cfg.Now()
+		res := limits.limiter(cfg.ClientKey(r)).ReserveN(now, 1)
+		if wait := res.DelayFrom(now); wait > 0 {
+			res.CancelAt(now)
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
 			writeJSON(w, http.StatusTooManyRequests, errorBody{Message: orgadmin.CodeTooManyRequests.Message(), Code: orgadmin.CodeTooManyRequests})
 			return
 		}
 		id, err := svc.SubmitFeedback(r.Context(), in)
 		if err != nil {
 			if orgadmin.ErrorCode(err) == orgadmin.CodeBadRequest {
-				lim.giveBack(key)
+				res.CancelAt(now)
 			}
 			writeError(w, r, cfg.Logger, err)
 			return
@@ -103,59 +117,60 @@ func remoteHost(r *http.Request) string {
 	return host
 }
 
-// limiter is a set of per-client token buckets.
-type limiter struct {
+// MaxFeedbackClients is how many clients a feedback handler remembers the
+// rate of. Past it, each new client makes the handler forget the one it
+// has seen least recently, which starts over with a full budget when it
+// comes back: a client is held to its rate as long as fewer than this
+// many others submit in between.
+const MaxFeedbackClients = 10_000
+
+// clientLimits holds the rate limiter of each client, for at most capacity
+// clients, least recently seen last. Finding, adding and forgetting a
+// client each take constant time.
+type clientLimits struct {
+	limit    rate.Limit
+	burst    int
+	capacity int
+
 	mu      sync.Mutex
-	rate    float64 // tokens per second
-	burst   float64
-	buckets map[string]*bucket
+	clients map[string]*list.Element // of *clientLimit, in order
+	order   list.List                // most recently seen first
 }
 
-type bucket struct {
-	tokens float64
-	at     time.Time
+type clientLimit struct {
+	key string
+	lim *rate.Limiter
 }
 
-// maxBuckets bounds the clients remembered; past it, full buckets (which
-// carry no information) are forgotten.
-const maxBuckets = 10000
-
-// take takes a token from key's bucket; when there is none it reports
-// false and how long until there is.
-func (l *limiter) take(key string, now time.Time) (time.Duration, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	b, ok := l.buckets[key]
-	if !ok {
-		if len(l.buckets) >= maxBuckets {
-			l.prune(now)
-		}
-		b = &bucket{tokens: l.burst, at: now}
-		l.buckets[key] = b
-	}
-	b.tokens = min(l.burst, b.tokens+now.Sub(b.at).Seconds()*l.rate)
-	b.at = now
-	if b.tokens < 1 {
-		return time.Duration((1 - b.tokens) / l.rate * float64(time.Second)), false
-	}
-	b.tokens--
-	return 0, true
-}
-
-// giveBack returns to key's bucket the token take took for a request that
-// was refused.
-func (l *limiter) giveBack(key string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if b, ok := l.buckets[key]; ok {
-		b.tokens = min(l.burst, b.tokens+1)
+func newClientLimits(perMinute, capacity int) *clientLimits {
+	return &clientLimits{
+		limit:    rate.Limit(float64(perMinute) / 60),
+		burst:    perMinute,
+		capacity: capacity,
+		clients:  make(map[string]*list.Element),
 	}
 }
 
-func (l *limiter) prune(now time.Time) {
-	for k, b := range l.buckets {
-		if b.tokens+now.Sub(b.at).Seconds()*l.rate >= l.burst {
-			delete(l.buckets, k)
-		}
+// limiter returns the limiter of the client key, with a full budget when
+// the client is new; to make room for it, it forgets the client seen
+// least recently.
+func (c *clientLimits) limiter(key string) *rate.Limiter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.clients[key]; ok {
+		c.order.MoveToFront(e)
+		return e.Value.(*clientLimit).lim
 	}
+	lim := rate.NewLimiter(c.limit, c.burst)
+	if c.order.Len() < c.capacity {
+		c.clients[key] = c.order.PushFront(&clientLimit{key: key, lim: lim})
+		return lim
+	}
+	e := c.order.Back()
+	cl := e.Value.(*clientLimit)
+	delete(c.clients, cl.key)
+	cl.key, cl.lim = key, lim
+	c.order.MoveToFront(e)
+	c.clients[key] = e
+	return lim
 }

@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1773,18 +1774,112 @@ func TestFeedbackRateLimit(t *testing.T) {
 	requireError(t, feedback(t, srv, q), 429)
 }
 
-// A request refused as malformed does not count against the rate.
+// retryAfter asserts a 429 and returns its Retry-After in seconds.
+func retryAfter(tb testing.TB, r response) int {
+	tb.Helper()
+	requireError(tb, r, http.StatusTooManyRequests)
+	s, err := strconv.Atoi(r.header.Get("Retry-After"))
+	require.NoError(tb, err, "Retry-After: %q", r.header.Get("Retry-After"))
+	return s
+}
+
+// DESIGN §10: the rate is per client, 10 a minute by default, refilled
+// evenly (one every 6 s), never beyond 10; Retry-After is the wait in
+// whole seconds, rounded up; a request refused for the rate spends
+// nothing, so asking again at once is told the same wait.
+func TestFeedbackRatePerClient(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, orgadmin.Config{})
+	srv := httptest.NewServer(httpserver.NewFeedback(w.svc, httpserver.FeedbackConfig{
+		Now: w.clock.Now, Logger: discardLogger(),
+		ClientKey: func(r *http.Request) string { return r.URL.Query().Get("source") },
+	}))
+	t.Cleanup(srv.Close)
+	from := func(client string) response {
+		t.Helper()
+		return feedback(t, srv, url.Values{"page_path": {"/docs/x"}, "text": {"hi"}, "source": {client}})
+	}
+	for range 10 {
+		requireOK(t, from("a"))
+	}
+	assert.Equal(t, 6, retryAfter(t, from("a")))
+	assert.Equal(t, 6, retryAfter(t, from("a")), "a refusal spends nothing")
+	for range 10 {
+		requireOK(t, from("b"))
+	}
+	assert.Equal(t, 6, retryAfter(t, from("b")), "b has a budget of its own")
+
+	w.clock.Advance(4500 * time.Millisecond)
+	assert.Equal(t, 2, retryAfter(t, from("a")), "1.5 s, rounded up")
+	w.clock.Advance(time.Second)
+	assert.Equal(t, 1, retryAfter(t, from("a")), "0.5 s, rounded up")
+	w.clock.Advance(500 * time.Millisecond)
+	requireOK(t, from("a"))
+	assert.Equal(t, 6, retryAfter(t, from("a")))
+
+	w.clock.Advance(time.Hour)
+	for range 10 {
+		requireOK(t, from("a"))
+	}
+	assert.Equal(t, 6, retryAfter(t, from("a")), "an hour's wait refills 10, no more")
+}
+
+// A request refused as malformed does not count against the rate: it
+// gives back its token whole, whatever is left of the budget.
 func TestFeedbackBadRequestsDoNotCount(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t, orgadmin.Config{})
-	srv := newFeedbackServer(t, w.clock, w.svc)
+	srv := newFeedbackServer(t, w.clock, w.svc) // 2 a minute
+	bad := url.Values{"text": {"no page"}}
 	for range 5 {
-		requireError(t, feedback(t, srv, url.Values{"text": {"no page"}}), 400)
+		requireError(t, feedback(t, srv, bad), 400)
 	}
 	q := url.Values{"page_path": {"/docs/x"}, "text": {"hi"}}
 	requireOK(t, feedback(t, srv, q))
 	requireOK(t, feedback(t, srv, q))
 	requireError(t, feedback(t, srv, q), 429)
+
+	// After 45 s, one and a half submissions are due.
+	w.clock.Advance(45 * time.Second)
+	for range 5 {
+		requireError(t, feedback(t, srv, bad), 400)
+	}
+	requireOK(t, feedback(t, srv, q))
+	assert.Equal(t, 15, retryAfter(t, feedback(t, srv, q)), "half a submission is left")
+}
+
+// feedbackCounter is a store that counts the feedback stored through it.
+type feedbackCounter struct {
+	storage.Store
+	added atomic.Int64
+}
+
+func (s *feedbackCounter) AddFeedback(ctx context.Context, f storage.Feedback) error {
+	s.added.Add(1)
+	return s.Store.AddFeedback(ctx, f)
+}
+
+// A HEAD has no side effects: the feedback endpoint, which submits on GET,
+// answers any other method, HEAD included, 405 with Allow: GET; it stores
+// nothing and spends none of the client's rate.
+func TestFeedbackHeadSubmitsNothing(t *testing.T) {
+	t.Parallel()
+	store := &feedbackCounter{Store: memstore.New()}
+	w := newWorldWith(t, orgadmin.Config{}, worldOptions{store: store})
+	srv := newFeedbackServer(t, w.clock, w.svc) // 2 a minute
+	q := url.Values{"page_path": {"/docs/x"}, "text": {"hi"}}
+	for _, method := range []string{"HEAD", "HEAD", "HEAD", "HEAD", "HEAD", "POST", "PUT", "DELETE"} {
+		r := doRequest(t, srv.URL, method, "/docs/api/feedback/agent?"+q.Encode(), "", nil)
+		assert.Equal(t, http.StatusMethodNotAllowed, r.status, "%s: %s", method, r)
+		assert.Equal(t, "GET", r.header.Get("Allow"), method)
+	}
+	assert.Zero(t, store.added.Load(), "feedback stored by a request other than GET")
+
+	// The client still has its whole budget.
+	requireOK(t, feedback(t, srv, q))
+	requireOK(t, feedback(t, srv, q))
+	requireError(t, feedback(t, srv, q), 429)
+	assert.Equal(t, int64(2), store.added.Load())
 }
 
 // ---------------------------------------------------------------------------
