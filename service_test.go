@@ -1386,3 +1386,44 @@ func TestCanceledCallerIsNoInternalError(t *testing.T) {
 	_, err = svc.GetUser(t.Context(), "acme", "gone")
 	assert.ErrorIs(t, err, orgadmin.ErrNotFound)
 }
+
+// lostReplyStore stores each token it is asked to, then fails, as a store
+// whose answer was lost on its way back.
+type lostReplyStore struct {
+	*memstore.Store
+}
+
+func (s lostReplyStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+	if err := s.Store.CreateToken(ctx, t, lim); err != nil {
+		return err
+	}
+	return errors.New("connection reset")
+}
+
+// A token creation that fails after the store kept the token takes it out
+// again: its value was never shown, so it could only hold a place under
+// the limit.
+func TestCreateToken_FailureLeavesNoToken(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	svc := orgadmin.New(mem, orgadmin.Config{MaxTokensPerUser: 2})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(ctx, token)
+	require.NoError(t, err)
+	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+
+	failing := orgadmin.New(lostReplyStore{mem}, orgadmin.Config{MaxTokensPerUser: 2})
+	for range 3 {
+		_, err = failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
+		requireCode(t, err, orgadmin.ErrInternal)
+	}
+	toks, err := svc.ListTokens(ctx, admin, "robot")
+	require.NoError(t, err)
+	assert.Empty(t, toks)
+	for range 2 {
+		_, err = svc.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "kept"})
+		require.NoError(t, err, "no place under the limit is held")
+	}
+}

@@ -133,12 +133,33 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 		return Token{}, badRequest(Issue{Message: "The user holds the maximum number of tokens", Path: []any{}, Code: IssueTooBig})
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return Token{}, badRequest(Issue{Message: "Token value already in use", Path: []any{"value"}, Code: IssueConflict})
+	case errors.Is(err, storage.ErrNotFound):
+		return Token{}, notFound("user", "username")
 	case err != nil:
-		return Token{}, s.storeErr("create token", err, "user", "username")
+		// The store failed, perhaps after it stored the token (an answer
+		// lost on its way back). Its value is never shown, so such a token
+		// could only hold a place under the limit: take it out again, by
+		// its id, which no one else has.
+		s.withdrawToken(ctx, rec)
+		return Token{}, internal("create token", err)
 	}
 	t := tokenFromRecord(rec)
 	t.Value = value
 	return t, nil
+}
+
+// withdrawTimeout bounds withdrawToken, which runs after its caller's
+// context may have ended.
+const withdrawTimeout = 5 * time.Second
+
+// withdrawToken deletes rec, a token whose creation failed and may have
+// been stored all the same. It is best effort: a store that failed may
+// fail again, and then the token stays listed, for its user or an Admin
+// to revoke.
+func (s *Service) withdrawToken(ctx context.Context, rec storage.Token) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
+	defer cancel()
+	_ = s.store.DeleteToken(ctx, rec.Org, rec.UserID, rec.ID, rec.CreatedAt)
 }
 
 // ListTokens returns the live tokens (neither expired nor invalidated) of
