@@ -165,13 +165,20 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 		}
 	}
 
+	api := httpserver.New(s.svc, httpserver.Config{Logger: o.logger})
 	mux := http.NewServeMux()
-	mux.Handle("/", httpserver.New(s.svc, httpserver.Config{Logger: o.logger}))
+	mux.Handle("/", api)
 	mux.Handle("/healthz", httpserver.Health(s.svc))
 	mux.Handle(httpserver.FeedbackPath, httpserver.NewFeedback(s.svc, httpserver.FeedbackConfig{
 		Logger: o.logger, PerMinute: o.feedbackPerMinute, Now: s.clock.Now,
 	}))
-	s.srv = httptest.NewServer(mux)
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !httpserver.CleanPath(r.URL.Path) { // a 404, as the example server answers
+			api.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	}))
 	return s, nil
 }
 

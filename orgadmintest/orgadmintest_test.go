@@ -273,3 +273,22 @@ func TestSeedErrorsSaySeedOnce(t *testing.T) {
 		srv.SeedJSON(`{"organizations": [{"id": "a b"}]}`)
 	})
 }
+
+// The stand-in answers the edges as the example server does: an unclean
+// path is a plain-text 404, never a redirect; /healthz takes GET and HEAD
+// only.
+func TestEdgesLikeTheServer(t *testing.T) {
+	srv := orgadmintest.NewServer(t)
+	for _, p := range []string{"//v1/users", "/v1/./users", "/v1/users/../users", "/./healthz"} {
+		status, body := get(t, srv, p, srv.AdminToken())
+		assert.Equal(t, http.StatusNotFound, status, p)
+		assert.Equal(t, "404 page not found\n", string(body), p)
+	}
+	req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL()+"/healthz", nil)
+	require.NoError(t, err)
+	res, err := srv.Client().Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusMethodNotAllowed, res.StatusCode)
+	assert.Equal(t, "GET, HEAD", res.Header.Get("Allow"))
+}

@@ -26,7 +26,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path"
 	"syscall"
 	"time"
 
@@ -134,7 +133,7 @@ func routes(api, health, feedback http.Handler) http.Handler {
 	mux.Handle("/healthz", health)
 	mux.Handle(httpserver.FeedbackPath, feedback)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p, c := r.URL.Path, path.Clean(r.URL.Path); c != p && c+"/" != p {
+		if !httpserver.CleanPath(r.URL.Path) {
 			api.ServeHTTP(w, r)
 			return
 		}
