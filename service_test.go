@@ -1344,11 +1344,11 @@ type cancelingStore struct {
 	*memstore.Store
 }
 
-func (s cancelingStore) CreateUser(ctx context.Context, u storage.User) error {
+func (s cancelingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("create user: %w", err)
 	}
-	return s.Store.CreateUser(ctx, u)
+	return s.Store.CreateUser(ctx, u, lim)
 }
 
 func (s cancelingStore) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {

@@ -30,9 +30,9 @@ func (c *countingStore) GetUser(ctx context.Context, org, folded string) (storag
 	c.calls.Add(1)
 	return c.Store.GetUser(ctx, org, folded)
 }
-func (c *countingStore) CreateUser(ctx context.Context, u storage.User) error {
+func (c *countingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	c.calls.Add(1)
-	return c.Store.CreateUser(ctx, u)
+	return c.Store.CreateUser(ctx, u, lim)
 }
 func (c *countingStore) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig) error {
 	c.calls.Add(1)

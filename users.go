@@ -149,7 +149,7 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User,
 	if nu.Instances != nil {
 		rec.Instances = nu.Instances.record() // checked by validateNewUser
 	}
-	switch err := s.store.CreateUser(ctx, rec); {
+	switch err := s.store.CreateUser(ctx, rec, storage.UserLimit{}); {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return User{}, badRequest(Issue{Message: "Username is already taken", Path: []any{"username"}, Code: IssueConflict})
 	case errors.Is(err, storage.ErrNotFound):

@@ -12,8 +12,9 @@
 // maps changes nothing stored.
 //
 // Failures: a missing record is ErrNotFound, a uniqueness violation is
-// ErrAlreadyExists, a full token quota is ErrLimitExceeded; compare with
-// errors.Is. Any other error is a failure of the store itself.
+// ErrAlreadyExists, a full quota (of tokens, of users) is
+// ErrLimitExceeded; compare with errors.Is. Any other error is a failure
+// of the store itself.
 package storage
 
 import (
@@ -44,10 +45,16 @@ type Store interface {
 	GetOrg(ctx context.Context, id string) (Org, error)
 
 	// CreateUser stores a new user. It returns ErrNotFound when u.Org does
-	// not exist and ErrAlreadyExists when the org already has a user with the
-	// same FoldedUsername (or the same ID). Two concurrent calls for one
-	// folded username: exactly one succeeds.
-	CreateUser(ctx context.Context, u User) error
+	// not exist, ErrAlreadyExists when the org already has a user with the
+	// same FoldedUsername (or the same ID), and otherwise ErrLimitExceeded
+	// when the org already holds lim.Max users. A zero lim.Max means no
+	// limit. A user counts from its creation until DeleteUser removes it.
+	// Two concurrent calls for one folded username: exactly one succeeds.
+	// Concurrent calls never leave the org holding more than lim.Max
+	// users, whether they run in one process or in several sharing the
+	// store, provided every user of the org was created under that same
+	// lim.Max.
+	CreateUser(ctx context.Context, u User, lim UserLimit) error
 	// GetUser returns the user of org whose FoldedUsername is folded, or
 	// ErrNotFound.
 	GetUser(ctx context.Context, org, folded string) (User, error)
@@ -214,6 +221,11 @@ type UserPage struct {
 	More bool
 	// Total counts all users that match the ServiceAccount filter.
 	Total int
+}
+
+// UserLimit bounds the users of an organization; see Store.CreateUser.
+type UserLimit struct {
+	Max int
 }
 
 // Token is an access token. Its value is never stored, only its Digest.

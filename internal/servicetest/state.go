@@ -43,8 +43,8 @@ func (c *Counter) CreateOrg(ctx context.Context, o storage.Org) error {
 }
 
 // CreateUser implements storage.Store.
-func (c *Counter) CreateUser(ctx context.Context, u storage.User) error {
-	return c.count(c.Store.CreateUser(ctx, u))
+func (c *Counter) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+	return c.count(c.Store.CreateUser(ctx, u, lim))
 }
 
 // UpdateUser implements storage.Store.

@@ -21,11 +21,11 @@ func TestCounterCountsAcceptedWrites(t *testing.T) {
 	c := servicetest.NewCounter(memstore.New())
 	require.NoError(t, c.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
 	require.ErrorIs(t, c.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}), storage.ErrAlreadyExists)
-	require.ErrorIs(t, c.CreateUser(ctx, storage.User{ID: "u1", Org: "nowhere", Username: "a", FoldedUsername: "a"}), storage.ErrNotFound)
+	require.ErrorIs(t, c.CreateUser(ctx, storage.User{ID: "u1", Org: "nowhere", Username: "a", FoldedUsername: "a"}, storage.UserLimit{}), storage.ErrNotFound)
 	_, err := c.GetOrg(ctx, "acme")
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), c.Writes())
-	require.NoError(t, c.CreateUser(ctx, storage.User{ID: "u1", Org: "acme", Username: "a", FoldedUsername: "a", CreatedAt: t0}))
+	require.NoError(t, c.CreateUser(ctx, storage.User{ID: "u1", Org: "acme", Username: "a", FoldedUsername: "a", CreatedAt: t0}, storage.UserLimit{}))
 	require.NoError(t, c.AddFeedback(ctx, storage.Feedback{ID: "f1", PagePath: "/", Text: "x", CreatedAt: t0}))
 	assert.Equal(t, int64(3), c.Writes())
 }
@@ -36,7 +36,7 @@ func TestSnapshotSeesEveryChange(t *testing.T) {
 	ctx := context.Background()
 	s := memstore.New()
 	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
-	require.NoError(t, s.CreateUser(ctx, storage.User{ID: "u1", Org: "acme", Username: "a", FoldedUsername: "a", CreatedAt: t0}))
+	require.NoError(t, s.CreateUser(ctx, storage.User{ID: "u1", Org: "acme", Username: "a", FoldedUsername: "a", CreatedAt: t0}, storage.UserLimit{}))
 	snap := func() servicetest.State {
 		st, err := servicetest.Snapshot(ctx, s, []string{"acme", "missing"}, []string{"d1"})
 		require.NoError(t, err)

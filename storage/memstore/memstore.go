@@ -128,8 +128,9 @@ func (s *Store) GetOrg(_ context.Context, id string) (storage.Org, error) {
 	return o.rec, nil
 }
 
-// CreateUser implements storage.Store.
-func (s *Store) CreateUser(_ context.Context, u storage.User) error {
+// CreateUser implements storage.Store. The org's users are counted under
+// the lock, so the limit is exact.
+func (s *Store) CreateUser(_ context.Context, u storage.User, lim storage.UserLimit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.orgs[u.Org]
@@ -138,6 +139,9 @@ func (s *Store) CreateUser(_ context.Context, u storage.User) error {
 	}
 	if o.names.find(u.FoldedUsername, s.userFolded) != 0 || o.ids.find(u.ID, s.userID) != 0 {
 		return storage.ErrAlreadyExists
+	}
+	if lim.Max > 0 && o.all.Len() >= lim.Max {
+		return storage.ErrLimitExceeded
 	}
 	r := s.users.add()
 	e := s.users.at(r)

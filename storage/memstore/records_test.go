@@ -114,7 +114,7 @@ func TestTokenListsMatchModel(t *testing.T) {
 	newUser := func() {
 		serial++
 		u := storage.User{ID: fmt.Sprintf("u%03d", serial), Org: "o", Username: fmt.Sprintf("U%d", serial), FoldedUsername: fmt.Sprintf("u%d", serial)}
-		if err := s.CreateUser(ctx, u); err != nil {
+		if err := s.CreateUser(ctx, u, storage.UserLimit{}); err != nil {
 			t.Fatal(err)
 		}
 		users[u.ID] = &user{rec: u}
@@ -248,7 +248,7 @@ func TestUnlimitedCreationDropsExpiredNowAndThen(t *testing.T) {
 		}
 	}
 	require(s.CreateOrg(ctx, storage.Org{ID: "o"}))
-	require(s.CreateUser(ctx, storage.User{ID: "u", Org: "o", Username: "u", FoldedUsername: "u"}))
+	require(s.CreateUser(ctx, storage.User{ID: "u", Org: "o", Username: "u", FoldedUsername: "u"}, storage.UserLimit{}))
 	create := func(i int, expires time.Time) storage.Token {
 		tok := storage.Token{ID: fmt.Sprintf("t%04d", i), Org: "o", UserID: "u", Digest: sha256.Sum256(fmt.Append(nil, i)),
 			Type: "read_write", CreatedAt: t0.Add(time.Duration(i) * time.Second), ExpiresAt: expires}

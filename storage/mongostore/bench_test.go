@@ -31,7 +31,7 @@ func BenchmarkByName(b *testing.B) {
 	names := make([]string, 1000)
 	for i := range names {
 		u := crashUser(org.ID, fmt.Sprintf("robot%04d", i))
-		if err := s.CreateUser(ctx, u); err != nil {
+		if err := s.CreateUser(ctx, u, storage.UserLimit{}); err != nil {
 			b.Fatal(err)
 		}
 		names[i] = u.FoldedUsername

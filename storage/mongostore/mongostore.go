@@ -39,7 +39,8 @@
 //   - The live-token quota is kept by slots: each token of a user holds a
 //     distinct slot number (a unique index), and a token created under a
 //     quota of Max takes a free slot below Max, so concurrent creations
-//     cannot exceed it.
+//     cannot exceed it. The limit of users of an org is kept alike: each
+//     live user holds a slot distinct in its org (see CreateUser).
 //
 // Expiry is decided by the instants the caller passes; the adapter reads
 // no clock. Reads filter on expiry where the contract asks, since TTL
@@ -148,6 +149,9 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 	if err := s.createFeedback(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.backfillSlots(ctx); err != nil {
+		return nil, err
+	}
 	for _, c := range []struct {
 		coll    *mongo.Collection
 		indexes []indexSpec
@@ -157,6 +161,8 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 			index("org_fkey", true, "org", "fkey"),
 			// Listings filtered on the kind of account.
 			index("org_sa_fkey", false, "org", "sa", "fkey"),
+			// The limit of users (see CreateUser).
+			index("org_slot", true, "org", "slot"),
 		}},
 		{s.tokens, []indexSpec{
 			index("tid", true, "tid"),

@@ -101,8 +101,15 @@ func testCommandsByName(t *testing.T, pointers bool) {
 	} else {
 		want = []string{"find orgs " + org1, "insert users "}
 	}
-	require.NoError(t, s.CreateUser(ctx, alice))
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
 	assert.Equal(t, want, sent.take(), "CreateUser")
+
+	// Under a limit, the count of the org's users runs with the read of
+	// the org. The first slot tried is free: alice, created without a
+	// limit, holds none of the numbered ones.
+	want = append([]string{"aggregate users "}, want...)
+	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "bob"), storage.UserLimit{Max: 1000}))
+	assert.ElementsMatch(t, want, sent.take(), "CreateUser under a limit")
 
 	if pointers {
 		want = []string{"find user_names " + aliceName, "find users " + aliceID}
@@ -175,7 +182,7 @@ func TestNamePointersUnderChurn(t *testing.T) {
 				name := names[(w+i)%len(names)]
 				switch i % 3 {
 				case 0:
-					err := s.CreateUser(ctx, crashUser(org.ID, strings.ToUpper(name)))
+					err := s.CreateUser(ctx, crashUser(org.ID, strings.ToUpper(name)), storage.UserLimit{})
 					if err != nil && !assert.ErrorIs(t, err, storage.ErrAlreadyExists) {
 						return
 					}

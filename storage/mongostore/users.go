@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -18,8 +19,10 @@ import (
 
 // userDoc is a user. Its id is key(org, user id). A user being deleted is
 // a tombstone: Org is null (so no query of an org finds it), DeletedOrg
-// keeps the org, FKey is the document id (so the username is free) and
-// DeletedFKey keeps the username, whose pointer Cleanup removes.
+// keeps the org, FKey and the slot are the document id (so the username
+// and the user's place are free) and DeletedFKey keeps the username, whose
+// pointer Cleanup removes. The slot (see CreateUser) is written by
+// CreateUser, DeleteUser and backfillSlots alone; reads leave it out.
 type userDoc struct {
 	ID          string       `bson:"_id"`
 	Org         *string      `bson:"org"`
@@ -48,6 +51,19 @@ type sideDoc struct {
 	Size     string `bson:"size"`
 	Flock    int    `bson:"flock"`
 	Cooldown int    `bson:"cool"`
+}
+
+// slottedUser is a new user's document with its slot.
+type slottedUser struct {
+	User userDoc `bson:",inline"`
+	// Slot is a number below the limit the user was created under, or,
+	// without a limit, the user's id.
+	Slot any `bson:"slot"`
+}
+
+// slotDoc is what freeUserSlot reads of a user.
+type slotDoc struct {
+	Slot bson.RawValue `bson:"slot"`
 }
 
 func userToDoc(u storage.User) userDoc {
@@ -301,6 +317,50 @@ func (s *Store) backfillNames(ctx context.Context) error {
 	return nil
 }
 
+// backfillSlots gives a slot to every user document that has none (one
+// written before the store kept slots), so that the unique index org_slot
+// can be created: a live user its id, as a user created without a limit
+// holds, and a tombstone its document id. New runs it before it creates
+// the indexes; once org_slot exists it does nothing.
+func (s *Store) backfillSlots(ctx context.Context) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	specs, err := s.users.Indexes().ListSpecifications(ctx)
+	if err != nil {
+		return fmt.Errorf("mongostore: list indexes of %s: %w", usersColl, err)
+	}
+	if slices.ContainsFunc(specs, func(spec mongo.IndexSpecification) bool { return spec.Name == "org_slot" }) {
+		return nil
+	}
+	noSlot := bson.E{Key: "slot", Value: bson.D{{Key: "$exists", Value: false}}}
+	var docs []userDoc
+	proj := bson.D{{Key: "_id", Value: 1}, {Key: "org", Value: 1}, {Key: "uid", Value: 1}}
+	cur, err := s.users.Find(ctx, bson.D{noSlot}, options.Find().SetProjection(proj))
+	if err == nil {
+		err = cur.All(ctx, &docs)
+	}
+	if err != nil {
+		return fmt.Errorf("mongostore: read users without a slot: %w", err)
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	writes := make([]mongo.WriteModel, len(docs))
+	for i, d := range docs {
+		slot := d.ID
+		if d.Org != nil {
+			slot = d.UID
+		}
+		writes[i] = mongo.NewUpdateOneModel().
+			SetFilter(bson.D{{Key: "_id", Value: d.ID}, noSlot}).
+			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "slot", Value: slot}}}})
+	}
+	if _, err := s.users.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false)); err != nil {
+		return fmt.Errorf("mongostore: write slots: %w", err)
+	}
+	return nil
+}
+
 // liveUser returns the live user id of org, or ErrNotFound. It reads the
 // document by id alone (the cheapest read on every server) and checks the
 // rest itself.
@@ -321,19 +381,39 @@ const (
 	stepCreateUser = "create user"
 )
 
+// How many random slots CreateUser tries before it reads which are free,
+// and how many slots in all.
+const (
+	randomUserSlots     = 3
+	maxUserSlotAttempts = 100
+)
+
 // CreateUser implements storage.Store. Where the store keeps name
 // pointers it first claims the pointer of the username (see claimName),
 // so that a user is never without one; then it inserts the user
 // document, which is the creation: the unique index of users decides
 // between concurrent creations of one username.
-func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
+//
+// The limit is kept without a transaction by slots, as the token quota
+// is: every live user holds a slot unique in its org (the unique index
+// org_slot), and a user created under lim.Max takes a slot below
+// lim.Max, so that no interleaving of concurrent creations under one
+// limit stores more than lim.Max users. A creation counts the org's users
+// first (ErrLimitExceeded at lim.Max, with no write), then inserts the
+// user at a random slot below lim.Max; when a few of those are taken it
+// reads the slots the org's users hold and takes a free one, or fails
+// with ErrLimitExceeded when none is left, removing the name pointer it
+// claimed. A user created without a limit holds its id as its slot, a
+// string, which no number and no other user's id of the org can equal:
+// it counts against a later limit but holds no place below it. A
+// tombstone's slot is its document id, so a user being deleted frees its
+// place at once.
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	switch ok, err := s.orgExists(ctx, u.Org); {
-	case err != nil:
-		return wrap("create user", err)
-	case !ok:
-		return fmt.Errorf("mongostore: create user: org: %w", storage.ErrNotFound)
+	doc := slottedUser{User: userToDoc(u), Slot: u.ID}
+	if err := s.checkOrgAndRoom(ctx, doc.User, lim); err != nil {
+		return fmt.Errorf("mongostore: create user: %w", err)
 	}
 	if s.byPointer {
 		if err := s.claimName(ctx, u.Org, u.FoldedUsername, u.ID); err != nil {
@@ -343,13 +423,139 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
 			return fmt.Errorf("mongostore: create user: %w", err)
 		}
 	}
-	if _, err := s.users.InsertOne(ctx, userToDoc(u)); err != nil {
+	var err error
+	if lim.Max > 0 {
+		err = s.insertInSlot(ctx, &doc, lim.Max)
+	} else {
+		_, err = s.users.InsertOne(ctx, doc)
+	}
+	if errors.Is(err, storage.ErrLimitExceeded) && s.byPointer {
+		// Not the pointer of a user created meanwhile under the name.
+		// Should this fail, the pointer is stale: a hint the next
+		// creation of the name takes over.
+		_, _ = s.names.DeleteOne(ctx, bson.D{{Key: "_id", Value: key(u.Org, u.FoldedUsername)}, {Key: "uid", Value: u.ID}})
+	}
+	if err != nil {
 		return wrap("create user", err)
 	}
 	if err := s.step(stepCreateUser); err != nil {
 		return fmt.Errorf("mongostore: create user: %w", err)
 	}
 	return nil
+}
+
+// checkOrgAndRoom checks that d's org exists and, under a limit, that it
+// holds fewer than lim.Max users, the two reads running concurrently. A
+// missing org is ErrNotFound; a full one ErrLimitExceeded, unless d's
+// username or id is taken (ErrAlreadyExists), as every store answers.
+func (s *Store) checkOrgAndRoom(ctx context.Context, d userDoc, lim storage.UserLimit) error {
+	org := *d.Org
+	var (
+		n        int64
+		countErr error
+		counted  = make(chan struct{})
+	)
+	if lim.Max > 0 {
+		go func() {
+			defer close(counted)
+			n, countErr = s.users.CountDocuments(ctx, bson.D{{Key: "org", Value: org}}, options.Count().SetLimit(int64(lim.Max)))
+		}()
+	} else {
+		close(counted)
+	}
+	ok, err := s.orgExists(ctx, org)
+	<-counted
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return fmt.Errorf("org: %w", storage.ErrNotFound)
+	case countErr != nil:
+		return fmt.Errorf("count users: %w", countErr)
+	case n < int64(lim.Max) || lim.Max <= 0:
+		return nil
+	}
+	switch taken, err := s.taken(ctx, d); {
+	case err != nil:
+		return err
+	case taken:
+		return storage.ErrAlreadyExists
+	}
+	return storage.ErrLimitExceeded
+}
+
+// taken reports whether the id of d, or its username in its org, is
+// another user's.
+func (s *Store) taken(ctx context.Context, d userDoc) (bool, error) {
+	err := s.users.FindOne(ctx, bson.D{{Key: "$or", Value: bson.A{
+		bson.D{{Key: "_id", Value: d.ID}},
+		byName(*d.Org, d.FKey),
+	}}}, options.FindOne().SetProjection(idOnly)).Err()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// insertInSlot inserts doc at a free slot below limit: a random one for the
+// first randomUserSlots attempts, then one that freeUserSlot finds. It
+// fails with ErrAlreadyExists when doc's username or id is taken, and
+// with ErrLimitExceeded when the org's users hold limit slots.
+func (s *Store) insertInSlot(ctx context.Context, doc *slottedUser, limit int) error {
+	for attempt := 1; ; attempt++ {
+		slot := rand.IntN(limit) // #nosec G404 -- spreads concurrent creations over slots; nothing secret
+		if attempt > randomUserSlots {
+			var err error
+			if slot, err = s.freeUserSlot(ctx, *doc.User.Org, limit); err != nil {
+				return err
+			}
+		}
+		doc.Slot = slot
+		_, err := s.users.InsertOne(ctx, doc)
+		if err == nil || !mongo.IsDuplicateKeyError(err) {
+			return err
+		}
+		// A taken username or id, or a slot another user holds?
+		switch taken, err := s.taken(ctx, doc.User); {
+		case err != nil:
+			return err
+		case taken:
+			return storage.ErrAlreadyExists
+		case attempt == maxUserSlotAttempts:
+			return fmt.Errorf("no free slot after %d attempts", attempt)
+		}
+	}
+}
+
+// freeUserSlot returns a free slot below limit in org, chosen at random
+// among the first few, or ErrLimitExceeded when the org holds limit users.
+func (s *Store) freeUserSlot(ctx context.Context, org string, limit int) (int, error) {
+	cur, err := s.users.Find(ctx, bson.D{{Key: "org", Value: org}},
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: "slot", Value: 1}}))
+	if err != nil {
+		return 0, err
+	}
+	var held []slotDoc
+	if err := cur.All(ctx, &held); err != nil {
+		return 0, err
+	}
+	if len(held) >= limit {
+		return 0, storage.ErrLimitExceeded
+	}
+	used := make(map[int64]bool, len(held))
+	for _, d := range held {
+		if n, ok := d.Slot.AsInt64OK(); ok {
+			used[n] = true
+		}
+	}
+	// Fewer than limit users: some slot below limit is free.
+	var free []int
+	for n := 0; n < limit && len(free) < 16; n++ {
+		if !used[int64(n)] {
+			free = append(free, n)
+		}
+	}
+	return free[rand.IntN(len(free))], nil // #nosec G404 -- as in insertInSlot
 }
 
 // GetUser implements storage.Store.
@@ -430,12 +636,14 @@ const (
 func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	// The tombstone's fkey is its document id, unique among tombstones.
+	// The tombstone's fkey and slot are its document id, unique among
+	// tombstones.
 	tombstone := func(docID string) bson.D {
 		return bson.D{{Key: "$set", Value: bson.D{
 			{Key: "org", Value: nil},
 			{Key: "dorg", Value: org},
 			{Key: "fkey", Value: docID},
+			{Key: "slot", Value: docID},
 			{Key: "dfkey", Value: folded},
 		}}}
 	}

@@ -3,7 +3,10 @@ package mongostore
 import (
 	"crypto/sha256"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,8 +41,8 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			require.NoError(t, s.CreateOrg(ctx, org))
 			alice := crashUser(org.ID, "Alice")
 			bob := crashUser(org.ID, "bob")
-			require.NoError(t, s.CreateUser(ctx, alice))
-			require.NoError(t, s.CreateUser(ctx, bob))
+			require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
+			require.NoError(t, s.CreateUser(ctx, bob, storage.UserLimit{}))
 			aliceTokens := []storage.Token{crashToken(alice, time.Time{}), crashToken(alice, t0.Add(time.Hour))}
 			for _, tok := range aliceTokens {
 				require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0}))
@@ -90,7 +93,7 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 
 			// The username is free again, and the new user starts clean.
 			fresh := crashUser(org.ID, "ALICE")
-			require.NoError(t, s.CreateUser(ctx, fresh))
+			require.NoError(t, s.CreateUser(ctx, fresh, storage.UserLimit{}))
 			toks, err = s.ListTokens(ctx, org.ID, fresh.ID, t0)
 			require.NoError(t, err)
 			assert.Empty(t, toks)
@@ -130,7 +133,7 @@ func TestCreateUserCrashPoints(t *testing.T) {
 			require.NoError(t, s.CreateOrg(ctx, org))
 			alice := crashUser(org.ID, "Alice")
 			steps := crashAfter(s, stop)
-			require.ErrorIs(t, s.CreateUser(ctx, alice), errCrash)
+			require.ErrorIs(t, s.CreateUser(ctx, alice, storage.UserLimit{}), errCrash)
 			s.afterStep = nil
 			assert.Equal(t, stop, (*steps)[len(*steps)-1])
 			var n nameDoc
@@ -142,11 +145,11 @@ func TestCreateUserCrashPoints(t *testing.T) {
 				_, err := s.GetUser(ctx, org.ID, "alice")
 				require.ErrorIs(t, err, storage.ErrNotFound)
 				require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}), storage.ErrNotFound)
-				require.NoError(t, s.CreateUser(ctx, again))
+				require.NoError(t, s.CreateUser(ctx, again, storage.UserLimit{}))
 				requireNamed(t, s, again)
 				return
 			}
-			require.ErrorIs(t, s.CreateUser(ctx, again), storage.ErrAlreadyExists)
+			require.ErrorIs(t, s.CreateUser(ctx, again, storage.UserLimit{}), storage.ErrAlreadyExists)
 			requireNamed(t, s, alice)
 			cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
 			require.NoError(t, s.SetInstances(ctx, org.ID, "alice", cfg))
@@ -181,17 +184,18 @@ func TestStaleNamePointer(t *testing.T) {
 	require.NoError(t, s.CreateOrg(ctx, org))
 	require.NoError(t, s.CreateOrg(ctx, other))
 	elsewhere := crashUser(other.ID, "carol")
-	require.NoError(t, s.CreateUser(ctx, elsewhere))
+	require.NoError(t, s.CreateUser(ctx, elsewhere, storage.UserLimit{}))
 	frank := crashUser(org.ID, "frank")
-	require.NoError(t, s.CreateUser(ctx, frank))
+	require.NoError(t, s.CreateUser(ctx, frank, storage.UserLimit{}))
 	stone := crashUser(org.ID, "dave")
-	require.NoError(t, s.CreateUser(ctx, stone))
+	require.NoError(t, s.CreateUser(ctx, stone, storage.UserLimit{}))
 	_, err := s.DeleteUser(ctx, org.ID, "dave")
 	require.NoError(t, err)
 	// A tombstone, as a delete that stopped at once leaves it.
 	_, err = s.users.InsertOne(ctx, bson.D{
 		{Key: "_id", Value: key(org.ID, stone.ID)}, {Key: "org", Value: nil}, {Key: "dorg", Value: org.ID},
 		{Key: "uid", Value: stone.ID}, {Key: "fkey", Value: key(org.ID, stone.ID)}, {Key: "dfkey", Value: "dave"},
+		{Key: "slot", Value: key(org.ID, stone.ID)},
 	})
 	require.NoError(t, err)
 
@@ -207,7 +211,7 @@ func TestStaleNamePointer(t *testing.T) {
 		require.ErrorIs(t, err, storage.ErrNotFound, name)
 
 		u := crashUser(org.ID, name)
-		require.NoError(t, s.CreateUser(ctx, u), name)
+		require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}), name)
 		requireNamed(t, s, u)
 	}
 	// Nothing of carol's, in the other org, nor of frank's changed.
@@ -242,7 +246,7 @@ func TestNewBackfillsNamePointers(t *testing.T) {
 	require.NoError(t, old.CreateOrg(ctx, org))
 	alice, bob, carol := crashUser(org.ID, "alice"), crashUser(org.ID, "Bob"), crashUser(org.ID, "carol")
 	for _, u := range []storage.User{alice, bob, carol} {
-		require.NoError(t, old.CreateUser(ctx, u))
+		require.NoError(t, old.CreateUser(ctx, u, storage.UserLimit{}))
 	}
 	old.afterStep = func(step string) error {
 		if step == stepTombstone {
@@ -271,6 +275,131 @@ func TestNewBackfillsNamePointers(t *testing.T) {
 	requireNamed(t, s, alice)
 }
 
+// A CreateUser that loses the last place of its org to another creation,
+// after it claimed its name pointer, fails with ErrLimitExceeded and
+// leaves nothing behind: no pointer, no document. The name can be created
+// once a place is free.
+func TestCreateUserLosingTheLastPlace(t *testing.T) {
+	s := newTestStore(t)
+	s.byPointer = true // on MongoDB too: the pointer is what is at stake
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	lim := storage.UserLimit{Max: 2}
+	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "alice"), lim))
+	bob, carol := crashUser(org.ID, "bob"), crashUser(org.ID, "Carol")
+	s.afterStep = func(step string) error {
+		if step != stepCreateName {
+			return nil
+		}
+		s.afterStep = nil
+		return s.CreateUser(ctx, bob, lim) // takes the last place meanwhile
+	}
+	require.ErrorIs(t, s.CreateUser(ctx, carol, lim), storage.ErrLimitExceeded)
+	require.Nil(t, s.afterStep, "the other creation ran")
+	requireNamed(t, s, bob)
+	for _, c := range []struct {
+		coll   *mongo.Collection
+		filter bson.D
+	}{
+		{s.names, bson.D{{Key: "_id", Value: key(org.ID, "carol")}}},
+		{s.users, bson.D{{Key: "uid", Value: carol.ID}}},
+	} {
+		n, err := c.coll.CountDocuments(ctx, c.filter)
+		require.NoError(t, err)
+		assert.Zero(t, n, "documents of the refused user in %s", c.coll.Name())
+	}
+
+	_, err := s.DeleteUser(ctx, org.ID, "alice")
+	require.NoError(t, err)
+	require.NoError(t, s.CreateUser(ctx, carol, lim))
+	requireNamed(t, s, carol)
+}
+
+// Concurrent creations racing for the last places leave no document and
+// no name pointer of those refused, with or without pointers.
+func TestCreateUserRaceLeavesNothingOfTheRefused(t *testing.T) {
+	for _, pointers := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pointers=%t", pointers), func(t *testing.T) {
+			s := newTestStore(t)
+			s.byPointer = pointers
+			ctx := t.Context()
+			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+			require.NoError(t, s.CreateOrg(ctx, org))
+			lim := storage.UserLimit{Max: 4}
+			var wg sync.WaitGroup
+			for i := range 24 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					err := s.CreateUser(ctx, crashUser(org.ID, fmt.Sprintf("racer%02d", i)), lim)
+					if err != nil {
+						assert.ErrorIs(t, err, storage.ErrLimitExceeded)
+					}
+				}()
+			}
+			wg.Wait()
+			users, err := s.users.CountDocuments(ctx, bson.D{})
+			require.NoError(t, err)
+			assert.Equal(t, int64(lim.Max), users, "user documents")
+			if pointers {
+				names, err := s.names.CountDocuments(ctx, bson.D{})
+				require.NoError(t, err)
+				assert.Equal(t, int64(lim.Max), names, "name pointers")
+			}
+			page, err := s.ListUsers(ctx, org.ID, storage.UserQuery{Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, page.Users, lim.Max)
+			for _, u := range page.Users {
+				requireNamed(t, s, u)
+			}
+		})
+	}
+}
+
+// New gives a slot to the users of a database written before users held
+// slots (live users and tombstones alike), then creates the unique index
+// of slots; those users count against a limit.
+func TestNewBackfillsSlots(t *testing.T) {
+	db := newDB(t, client(t))
+	ctx := t.Context()
+	s, err := New(ctx, db, Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	for _, name := range []string{"alice", "bob", "carol", "dave"} {
+		require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, name), storage.UserLimit{Max: 10}))
+	}
+	// Two deletes that stopped at once leave two tombstones.
+	crashAfter(s, stepTombstone)
+	for _, name := range []string{"carol", "dave"} {
+		_, err := s.DeleteUser(ctx, org.ID, name)
+		require.ErrorIs(t, err, errCrash)
+	}
+	s.afterStep = nil
+	// As a database written before users held slots.
+	require.NoError(t, s.users.Indexes().DropOne(ctx, "org_slot"))
+	_, err = s.users.UpdateMany(ctx, bson.D{}, bson.D{{Key: "$unset", Value: bson.D{{Key: "slot", Value: ""}}}})
+	require.NoError(t, err)
+
+	s, err = New(ctx, db, Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	n, err := s.users.CountDocuments(ctx, bson.D{{Key: "slot", Value: bson.D{{Key: "$exists", Value: false}}}})
+	require.NoError(t, err)
+	assert.Zero(t, n, "users without a slot")
+	specs, err := s.users.Indexes().ListSpecifications(ctx)
+	require.NoError(t, err)
+	assert.True(t, slices.ContainsFunc(specs, func(spec mongo.IndexSpecification) bool { return spec.Name == "org_slot" }), "index org_slot")
+
+	require.ErrorIs(t, s.CreateUser(ctx, crashUser(org.ID, "eve"), storage.UserLimit{Max: 2}), storage.ErrLimitExceeded)
+	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "eve"), storage.UserLimit{Max: 3}))
+	_, err = s.Cleanup(ctx, t0)
+	require.NoError(t, err)
+	page, err := s.ListUsers(ctx, org.ID, storage.UserQuery{Limit: 10})
+	require.NoError(t, err)
+	assert.Equal(t, 3, page.Total)
+}
+
 // requireNamed checks that u is the user of its org named by its folded
 // username and, where the store keeps name pointers, that the pointer of
 // the name holds u's id.
@@ -295,7 +424,7 @@ func TestCleanupRemovesExpired(t *testing.T) {
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
 	require.NoError(t, s.CreateOrg(ctx, org))
 	alice := crashUser(org.ID, "alice")
-	require.NoError(t, s.CreateUser(ctx, alice))
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
 	expired := crashToken(alice, t0)
 	live := crashToken(alice, t0.Add(time.Millisecond))
 	never := crashToken(alice, time.Time{})

@@ -33,7 +33,7 @@ func newCrashWorld(t *testing.T) *crashWorld {
 		ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
 		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0,
 	}}
-	require.NoError(t, s.CreateUser(ctx, w.user))
+	require.NoError(t, s.CreateUser(ctx, w.user, storage.UserLimit{}))
 	return w
 }
 
@@ -90,7 +90,7 @@ func TestCrashCreateTokenAfterReserve(t *testing.T) {
 		_, err = w.s.DeleteUser(ctx, "acme", "robot")
 		require.NoError(t, err)
 		w.requireUnusable(t, next)
-		require.NoError(t, w.s.CreateUser(ctx, storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}))
+		require.NoError(t, w.s.CreateUser(ctx, storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}, storage.UserLimit{}))
 	}
 }
 
@@ -131,7 +131,7 @@ func TestCrashDeleteUserBeforePointers(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	again := storage.User{ID: uuid.NewString(), Org: "acme", Username: "ROBOT", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}
-	require.NoError(t, w.s.CreateUser(ctx, again))
+	require.NoError(t, w.s.CreateUser(ctx, again, storage.UserLimit{}))
 	toks, err := w.s.ListTokens(ctx, "acme", again.ID, crashT0)
 	require.NoError(t, err)
 	assert.Empty(t, toks)

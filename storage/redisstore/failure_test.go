@@ -89,7 +89,7 @@ func TestTimeoutOnSilentRedis(t *testing.T) {
 	u := storage.User{ID: "u", Org: "acme", Username: "a", FoldedUsername: "a", Role: "Member"}
 	calls := map[string]func() error{
 		"Ping":       func() error { return s.Ping(ctx) },
-		"CreateUser": func() error { return s.CreateUser(ctx, u) },
+		"CreateUser": func() error { return s.CreateUser(ctx, u, storage.UserLimit{}) },
 		"ReadAccess": func() error { _, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: storage.Digest{}}); return err },
 		"CreateToken": func() error {
 			return s.CreateToken(ctx, storage.Token{ID: "t", Org: "acme", UserID: "u"}, storage.TokenLimit{})

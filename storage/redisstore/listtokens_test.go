@@ -18,7 +18,7 @@ import (
 func TestListTokensReadsAfresh(t *testing.T) {
 	ctx := t.Context()
 	s, u, t0 := mirrorStore(t, mirrorCases[0]) // miniredis
-	require.NoError(t, s.CreateUser(ctx, u))
+	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
 	create := func(i int, expires time.Time) storage.Token {
 		t.Helper()
 		tok := storage.Token{ID: uuid.NewString(), Org: "acme", UserID: u.ID,

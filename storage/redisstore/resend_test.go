@@ -183,7 +183,7 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 
 	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
 		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0}
-	lost("CreateUser", u.ID, func() error { return s.CreateUser(ctx, u) })
+	lost("CreateUser", u.ID, func() error { return s.CreateUser(ctx, u, storage.UserLimit{}) })
 	got, err := direct.GetUser(ctx, "acme", "robot")
 	require.NoError(t, err, "the user was created")
 	assert.Equal(t, u.ID, got.ID)
@@ -216,7 +216,7 @@ func TestResentReservationIsOwn(t *testing.T) {
 	s, direct, p := lossyStore(t, false)
 	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot",
 		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0}
-	require.NoError(t, s.CreateUser(ctx, u))
+	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
 
 	tok := storage.Token{ID: uuid.NewString(), Org: "acme", UserID: u.ID, Digest: sha256.Sum256([]byte("resent")),
 		Name: "ci", Type: "read_write", CreatedAt: crashT0}

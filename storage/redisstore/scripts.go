@@ -65,12 +65,17 @@ local function relist(b, uid)
 end
 `
 
+// createUserScript adds a user to its org unless the org holds max users
+// (max 0: no limit), counted by the users hash, which holds exactly the
+// org's users: the check and the write are one step.
 var createUserScript = redis.NewScript(orgBase + `
--- ARGV: folded, id, user, inst, kind ("sa" or "hu")
+-- ARGV: folded, id, user, inst, kind ("sa" or "hu"), max
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOTFOUND' end
 if redis.call('HEXISTS', b..'users', ARGV[1]) == 1 or redis.call('HEXISTS', b..'uid', ARGV[2]) == 1 then
   return 'EXISTS'
 end
+local max = tonumber(ARGV[6])
+if max > 0 and redis.call('HLEN', b..'users') >= max then return 'LIMIT' end
 redis.call('HSET', b..'users', ARGV[1], ARGV[3])
 redis.call('HSET', b..'inst', ARGV[1], ARGV[4])
 redis.call('SET', b..'user:'..ARGV[2], ARGV[3]..'\n'..ARGV[4])

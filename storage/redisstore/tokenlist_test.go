@@ -54,7 +54,7 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			s, u, t0 := mirrorStore(t, tc)
-			require.NoError(t, s.CreateUser(ctx, u))
+			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
 			base := s.orgBase("acme")
 
 			requireMirror := func(step string) {
@@ -140,7 +140,7 @@ func TestUserMirrorsRecords(t *testing.T) {
 			}
 
 			requireMirror("no user yet")
-			require.NoError(t, s.CreateUser(ctx, u))
+			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
 			requireMirror("created")
 			u.Role = "Admin"
 			u.IsServiceAccount = false

@@ -18,12 +18,15 @@ func kind(serviceAccount bool) string {
 	return "hu"
 }
 
-// CreateUser implements storage.Store.
-func (s *Store) CreateUser(ctx context.Context, u storage.User) error {
+// CreateUser implements storage.Store. One script checks the username,
+// counts the org's users against lim and stores the user, atomically: on
+// one server or a Cluster (the org's keys share a slot), whatever the
+// number of processes.
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	v, err := s.run(ctx, createUserScript, u.Org, u.FoldedUsername, u.ID,
-		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount)).Result()
+		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount), lim.Max).Result()
 	return status("create user", v, err)
 }
 

@@ -17,6 +17,7 @@ import (
 
 var concurrencyTests = []subtest{
 	{"CreateUserSameUsername", testConcurrentCreateUserSameUsername},
+	{"CreateUserLimit", testConcurrentCreateUserLimit},
 	{"CreateTokenSameDigest", testConcurrentCreateTokenSameDigest},
 	{"CreateTokenLimit", testConcurrentCreateTokenLimit},
 	{"CreateTokenRacingDeleteUser", testConcurrentCreateTokenRacingDeleteUser},
@@ -79,7 +80,7 @@ func testConcurrentCreateUserSameUsername(t *testing.T, s storage.Store) {
 			}
 			users[i] = newUser(org.ID, spelling, i%3 == 0)
 		}
-		errs := race(racers, func(i int) error { return s.CreateUser(t.Context(), users[i]) })
+		errs := race(racers, func(i int) error { return s.CreateUser(t.Context(), users[i], storage.UserLimit{}) })
 		winner := requireOneWinner(t, errs, storage.ErrAlreadyExists)
 		assertUser(t, users[winner], getUser(t, s, org.ID, strings.ToLower(name)))
 	}
@@ -87,6 +88,48 @@ func testConcurrentCreateUserSameUsername(t *testing.T, s storage.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"bot", "other-racer", "racer"}, foldedNames(p.Users))
 	assert.Equal(t, 3, p.Total)
+}
+
+// Concurrent CreateUser calls racing for the last places of an org never
+// leave it holding more than lim.Max users; deletes free places for the
+// next race.
+func testConcurrentCreateUserLimit(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	lim := storage.UserLimit{Max: 8}
+	for i := range 5 {
+		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, userName("early", i), false), lim))
+	}
+	free := lim.Max - 5
+	for round := range 3 {
+		users := make([]storage.User, racers)
+		for i := range users {
+			users[i] = newUser(org.ID, userName(fmt.Sprintf("racer%d", round), i), i%2 == 0)
+		}
+		errs := race(racers, func(i int) error { return s.CreateUser(t.Context(), users[i], lim) })
+		var won []storage.User
+		for i, err := range errs {
+			if err == nil {
+				won = append(won, users[i])
+				continue
+			}
+			require.ErrorIs(t, err, storage.ErrLimitExceeded, "round %d: call %d", round, i)
+			_, err := s.GetUser(t.Context(), org.ID, users[i].FoldedUsername)
+			require.ErrorIs(t, err, storage.ErrNotFound, "round %d: refused user %d", round, i)
+		}
+		require.Equal(t, free, len(won), "round %d: users created", round)
+		for _, u := range won {
+			assertUser(t, u, getUser(t, s, org.ID, u.FoldedUsername))
+		}
+		requireUserCount(t, s, org.ID, lim.Max)
+		// Free a place more each round.
+		for _, u := range won {
+			_, err := s.DeleteUser(t.Context(), org.ID, u.FoldedUsername)
+			require.NoError(t, err)
+		}
+		_, err := s.DeleteUser(t.Context(), org.ID, userName("early", round))
+		require.NoError(t, err)
+		free++
+	}
 }
 
 // Of concurrent CreateToken calls with one Digest, exactly one succeeds.

@@ -187,7 +187,7 @@ func testEmbedTargetCopies(t *testing.T, s storage.Store) {
 	require.NoError(t, s.PutDive(t.Context(), d))
 	u := newUser(org.ID, "robot", true)
 	u.Privileges = []string{"a", "b"}
-	require.NoError(t, s.CreateUser(t.Context(), u))
+	require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}))
 
 	got, err := s.GetEmbedTarget(t.Context(), org.ID, d.ID, u.FoldedUsername)
 	require.NoError(t, err)

@@ -132,7 +132,7 @@ func newUser(org, name string, sa bool) storage.User {
 func createUser(t testing.TB, s storage.Store, org, name string, sa bool) storage.User {
 	t.Helper()
 	u := newUser(org, name, sa)
-	require.NoError(t, s.CreateUser(t.Context(), u), "create user %q", name)
+	require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}), "create user %q", name)
 	return u
 }
 

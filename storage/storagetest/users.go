@@ -28,6 +28,12 @@ var userTests = []subtest{
 	{"SetInstancesMissing", testUserSetInstancesMissing},
 	{"CopiesOnRead", testUserCopiesOnRead},
 	{"CopiesOnWrite", testUserCopiesOnWrite},
+	{"LimitExceeded", testUserLimitExceeded},
+	{"LimitFreedByDelete", testUserLimitFreedByDelete},
+	{"LimitLeavesUsernameFree", testUserLimitLeavesUsernameFree},
+	{"LimitTakenUsernameFirst", testUserLimitTakenUsernameFirst},
+	{"LimitPerOrg", testUserLimitPerOrg},
+	{"LimitZeroMeansNone", testUserLimitZeroMeansNone},
 }
 
 // CreateUser stores a user that GetUser returns, whole, by (org, folded).
@@ -36,7 +42,7 @@ func testUserCreateGet(t *testing.T, s storage.Store) {
 	alice := newUser(org.ID, "Alice.Smith", false)
 	alice.Role = "Admin"
 	alice.CreatedAt = at(1500 * time.Millisecond)
-	require.NoError(t, s.CreateUser(t.Context(), alice))
+	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}))
 	bot := createUser(t, s, org.ID, "ci-Bot", true)
 
 	assertUser(t, alice, getUser(t, s, org.ID, "alice.smith"))
@@ -56,7 +62,7 @@ func testUserTimePrecision(t *testing.T, s storage.Store) {
 	for i, when := range times {
 		u := newUser(org.ID, userName("user", i), false)
 		u.CreatedAt = when
-		require.NoError(t, s.CreateUser(t.Context(), u))
+		require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}))
 		got := getUser(t, s, org.ID, u.FoldedUsername)
 		assertTime(t, "User.CreatedAt", when, got.CreatedAt)
 	}
@@ -70,7 +76,7 @@ func testUserDuplicateFoldedUsername(t *testing.T, s storage.Store) {
 	for _, name := range []string{"Alice", "alice", "ALICE"} {
 		dup := newUser(org.ID, name, true)
 		dup.Description = "the impostor"
-		err := s.CreateUser(t.Context(), dup)
+		err := s.CreateUser(t.Context(), dup, storage.UserLimit{})
 		require.ErrorIs(t, err, storage.ErrAlreadyExists, "create %q", name)
 	}
 	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
@@ -83,7 +89,7 @@ func testUserDuplicateID(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "alice", false)
 	bob := newUser(org.ID, "bob", false)
 	bob.ID = alice.ID
-	require.ErrorIs(t, s.CreateUser(t.Context(), bob), storage.ErrAlreadyExists)
+	require.ErrorIs(t, s.CreateUser(t.Context(), bob, storage.UserLimit{}), storage.ErrAlreadyExists)
 
 	_, err := s.GetUser(t.Context(), org.ID, "bob")
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -104,7 +110,7 @@ func testUserSameUsernameOtherOrg(t *testing.T, s storage.Store) {
 func testUserMissingOrg(t *testing.T, s storage.Store) {
 	newOrg(t, s)
 	missing := uuid.NewString()
-	err := s.CreateUser(t.Context(), newUser(missing, "alice", false))
+	err := s.CreateUser(t.Context(), newUser(missing, "alice", false), storage.UserLimit{})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	_, err = s.GetUser(t.Context(), missing, "alice")
@@ -270,7 +276,7 @@ func testUserCopiesOnWrite(t *testing.T, s storage.Store) {
 	copy(alice.Privileges, []string{"read", "write"})
 	want := alice
 	want.Privileges = []string{"read", "write"}
-	require.NoError(t, s.CreateUser(t.Context(), alice))
+	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}))
 	scribble(alice.Privileges, "mutated")
 	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating CreateUser's argument")
 
@@ -413,7 +419,7 @@ func testDeleteUserRecreateUsername(t *testing.T, s storage.Store) {
 
 	fresh := newUser(org.ID, "alice", true)
 	fresh.Privileges = []string{"read"}
-	require.NoError(t, s.CreateUser(t.Context(), fresh))
+	require.NoError(t, s.CreateUser(t.Context(), fresh, storage.UserLimit{}))
 	assertUser(t, fresh, getUser(t, s, org.ID, "alice"))
 
 	for _, tok := range oldTokens {
@@ -468,4 +474,124 @@ func testDeleteUserOtherOrg(t *testing.T, s storage.Store) {
 	gotSess, err := s.EmbedSessionByDigest(t.Context(), sessA.Digest)
 	require.NoError(t, err)
 	assertSession(t, sessA, gotSess)
+}
+
+// requireUserCount requires that org holds n users, by ListUsers.
+func requireUserCount(t testing.TB, s storage.Store, org string, n int) {
+	t.Helper()
+	p, err := s.ListUsers(t.Context(), org, storage.UserQuery{Limit: n + 1})
+	require.NoError(t, err)
+	require.Equal(t, n, p.Total, "users of the org: %v", foldedNames(p.Users))
+	require.Len(t, p.Users, n)
+}
+
+// With Max 3, a fourth user is ErrLimitExceeded, whatever its kind, and is
+// not stored.
+func testUserLimitExceeded(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	lim := storage.UserLimit{Max: 3}
+	for i, name := range []string{"alice", "bot", "carol"} {
+		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, name, i%2 == 1), lim), name)
+	}
+	for _, sa := range []bool{false, true} {
+		dave := newUser(org.ID, "dave", sa)
+		require.ErrorIs(t, s.CreateUser(t.Context(), dave, lim), storage.ErrLimitExceeded)
+		_, err := s.GetUser(t.Context(), org.ID, "dave")
+		require.ErrorIs(t, err, storage.ErrNotFound)
+	}
+	requireUserCount(t, s, org.ID, 3)
+	// A higher limit makes room.
+	dave := newUser(org.ID, "dave", false)
+	require.NoError(t, s.CreateUser(t.Context(), dave, storage.UserLimit{Max: 4}))
+	assertUser(t, dave, getUser(t, s, org.ID, "dave"))
+}
+
+// Deleting a user frees its place, again and again.
+func testUserLimitFreedByDelete(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	lim := storage.UserLimit{Max: 2}
+	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim))
+	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "bob", false), lim))
+	for i := range 5 {
+		name := userName("user", i)
+		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, name, false), lim), storage.ErrLimitExceeded, name)
+		_, err := s.DeleteUser(t.Context(), org.ID, "bob")
+		require.NoError(t, err)
+		u := newUser(org.ID, name, true)
+		require.NoError(t, s.CreateUser(t.Context(), u, lim), name)
+		assertUser(t, u, getUser(t, s, org.ID, u.FoldedUsername))
+		requireUserCount(t, s, org.ID, 2)
+		// The new user takes bob's place; bob comes back in its.
+		_, err = s.DeleteUser(t.Context(), org.ID, u.FoldedUsername)
+		require.NoError(t, err)
+		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "bob", false), lim))
+	}
+	requireUserCount(t, s, org.ID, 2)
+}
+
+// A creation refused with ErrLimitExceeded leaves nothing behind: once a
+// place is free, the same user (username and ID) can be created.
+func testUserLimitLeavesUsernameFree(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	lim := storage.UserLimit{Max: 1}
+	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim))
+	carol := newUser(org.ID, "Carol", false)
+	for range 3 {
+		require.ErrorIs(t, s.CreateUser(t.Context(), carol, lim), storage.ErrLimitExceeded)
+	}
+	_, err := s.GetUser(t.Context(), org.ID, "carol")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.DeleteUser(t.Context(), org.ID, "carol")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	requireUserCount(t, s, org.ID, 1)
+
+	_, err = s.DeleteUser(t.Context(), org.ID, "alice")
+	require.NoError(t, err)
+	require.NoError(t, s.CreateUser(t.Context(), carol, lim))
+	assertUser(t, carol, getUser(t, s, org.ID, "carol"))
+	requireUserCount(t, s, org.ID, 1)
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim), storage.ErrLimitExceeded)
+}
+
+// At the limit, a taken username or ID is still ErrAlreadyExists.
+func testUserLimitTakenUsernameFirst(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	lim := storage.UserLimit{Max: 2}
+	alice := createUser(t, s, org.ID, "alice", false)
+	createUser(t, s, org.ID, "bob", false)
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "ALICE", true), lim), storage.ErrAlreadyExists)
+	sameID := newUser(org.ID, "carol", false)
+	sameID.ID = alice.ID
+	require.ErrorIs(t, s.CreateUser(t.Context(), sameID, lim), storage.ErrAlreadyExists)
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "carol", false), lim), storage.ErrLimitExceeded)
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+}
+
+// The limit counts the users of one org only.
+func testUserLimitPerOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	lim := storage.UserLimit{Max: 2}
+	for _, org := range []storage.Org{a, b} {
+		for _, name := range []string{"alice", "bob"} {
+			require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, name, false), lim), "%s in %s", name, org.ID)
+		}
+		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "carol", false), lim), storage.ErrLimitExceeded)
+	}
+	_, err := s.DeleteUser(t.Context(), a.ID, "bob")
+	require.NoError(t, err)
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(b.ID, "carol", false), lim), storage.ErrLimitExceeded)
+	require.NoError(t, s.CreateUser(t.Context(), newUser(a.ID, "carol", false), lim))
+}
+
+// A zero Max means no limit; users created without one count against a
+// later limit.
+func testUserLimitZeroMeansNone(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	for i := range 25 {
+		createUser(t, s, org.ID, userName("user", i), i%2 == 0)
+	}
+	requireUserCount(t, s, org.ID, 25)
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "late", false), storage.UserLimit{Max: 25}), storage.ErrLimitExceeded)
+	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "late", false), storage.UserLimit{Max: 26}))
+	requireUserCount(t, s, org.ID, 26)
 }
