@@ -64,6 +64,12 @@ type Config struct {
 	Rand io.Reader
 	// MaxTokensPerUser bounds the live tokens of one user. Zero means 1000.
 	MaxTokensPerUser int
+	// MaxUsersPerOrg bounds the users of one organization, human users and
+	// service accounts alike: creating one more is a BAD_REQUEST. Zero
+	// means 100 000; a negative value means no limit. Services sharing a
+	// store should use the same limit: the store keeps it under concurrent
+	// creation only among creations made under it.
+	MaxUsersPerOrg int
 	// DefaultInstances is the instance configuration of a new user. The
 	// zero value means read_write "standard" and read_scaling "standard"
 	// with flock_size 4. It must satisfy the configuration rules.
@@ -75,6 +81,10 @@ type Config struct {
 	DucklingLease time.Duration
 }
 
+// DefaultMaxUsersPerOrg is the limit of users of an organization when
+// Config.MaxUsersPerOrg is zero.
+const DefaultMaxUsersPerOrg = 100_000
+
 // Service implements the organization-administration API on a Store. It is
 // safe for concurrent use and caches nothing: every call reads the store, so
 // several Services (in several processes) may share one store.
@@ -83,6 +93,7 @@ type Service struct {
 	now        func() time.Time
 	rand       io.Reader
 	maxTokens  int
+	maxUsers   int // 0: no limit
 	defaults   storage.InstanceConfig
 	sessionTTL time.Duration
 	lease      time.Duration
@@ -96,6 +107,7 @@ func New(store storage.Store, cfg Config) *Service {
 		now:        cfg.Now,
 		rand:       cfg.Rand,
 		maxTokens:  cfg.MaxTokensPerUser,
+		maxUsers:   cfg.MaxUsersPerOrg,
 		sessionTTL: cfg.EmbedSessionTTL,
 		lease:      cfg.DucklingLease,
 	}
@@ -107,6 +119,12 @@ func New(store storage.Store, cfg Config) *Service {
 	}
 	if s.maxTokens == 0 {
 		s.maxTokens = 1000
+	}
+	switch {
+	case s.maxUsers == 0:
+		s.maxUsers = DefaultMaxUsersPerOrg
+	case s.maxUsers < 0:
+		s.maxUsers = 0
 	}
 	if s.sessionTTL == 0 {
 		s.sessionTTL = 24 * time.Hour

@@ -63,6 +63,10 @@ const BootstrapTokenName = "bootstrap"
 // tokens and none of them is a bootstrap token, Bootstrap mints none and
 // returns "" and no error: the Admin has tokens enough, and revoking one
 // makes room for the next call.
+//
+// It fails with BAD_REQUEST when the user exists and is not an Admin, or
+// is missing and the organization holds the maximum number of users
+// (Config.MaxUsersPerOrg).
 func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, error) {
 	if err := s.CreateOrg(ctx, in.Org); err != nil {
 		return "", err
@@ -70,7 +74,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 	u, err := s.resolveUser(ctx, in.Org, in.Username)
 	if ErrorCode(err) == CodeNotFound {
 		_, err = s.CreateUser(ctx, in.Org, NewUser{Username: in.Username, Role: RoleAdmin})
-		if ErrorCode(err) == CodeBadRequest { // created concurrently
+		if taken(err) { // created concurrently
 			err = nil
 		}
 		if err == nil {

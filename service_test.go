@@ -378,6 +378,90 @@ func TestCreateServiceAccount_ValidationReportsAllProblems(t *testing.T) {
 	assert.NoError(t, err)
 }
 
+// limitIssue is the one issue of a creation past Config.MaxUsersPerOrg.
+var limitIssue = orgadmin.Issue{Message: "The organization holds the maximum number of users", Path: []any{"username"}, Code: orgadmin.IssueTooBig}
+
+func TestCreateServiceAccount_LimitPerOrg(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{MaxUsersPerOrg: 3})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot1")
+	e.human(t, orgadmin.NewUser{Username: "carol"}) // admin, bot1, carol: full
+
+	_, err := e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "bot2"})
+	be := requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, []orgadmin.Issue{limitIssue}, be.Issues)
+	assert.Equal(t, "BAD_REQUEST: username: The organization holds the maximum number of users", err.Error())
+	// The Go API and its human users count alike.
+	_, err = e.svc.CreateUser(ctx, testOrg, orgadmin.NewUser{Username: "dave", Role: orgadmin.RoleAdmin})
+	be = requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, []orgadmin.Issue{limitIssue}, be.Issues)
+	// A taken username is still told as such.
+	_, err = e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "BOT1"})
+	be = requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, []string{orgadmin.IssueConflict}, issueCodes(be))
+	_, err = e.svc.GetUser(ctx, testOrg, "bot2")
+	requireCode(t, err, orgadmin.ErrNotFound)
+
+	// Deleting a user frees its place.
+	_, err = e.svc.DeleteUser(ctx, e.admin, "bot1")
+	require.NoError(t, err)
+	e.serviceAccount(t, "bot2")
+	page, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin", "bot2", "carol"}, usernames(page.Users))
+
+	// The limit is per org.
+	_, err = e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "globex", Username: "root"})
+	require.NoError(t, err)
+	for _, name := range []string{"g1", "g2"} {
+		_, err := e.svc.CreateUser(ctx, "globex", orgadmin.NewUser{Username: name, IsServiceAccount: true})
+		require.NoError(t, err)
+	}
+	_, err = e.svc.CreateUser(ctx, "globex", orgadmin.NewUser{Username: "g3", IsServiceAccount: true})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+}
+
+// limitStore records the limit of users each CreateUser passes.
+type limitStore struct {
+	storage.Store
+	max []int
+}
+
+func (l *limitStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+	l.max = append(l.max, lim.Max)
+	return l.Store.CreateUser(ctx, u, lim)
+}
+
+// The store is asked to keep 100 000 users an org by default, the limit
+// configured when one is, and none for a negative one.
+func TestCreateUser_DefaultLimitIs100000(t *testing.T) {
+	assert.Equal(t, 100_000, orgadmin.DefaultMaxUsersPerOrg)
+	for cfg, want := range map[int]int{0: 100_000, 7: 7, -1: 0, -100: 0} {
+		store := &limitStore{Store: memstore.New()}
+		svc := orgadmin.New(store, orgadmin.Config{MaxUsersPerOrg: cfg})
+		_, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: testOrg, Username: "admin"})
+		require.NoError(t, err)
+		_, err = svc.CreateUser(context.Background(), testOrg, orgadmin.NewUser{Username: "bot", IsServiceAccount: true})
+		require.NoError(t, err)
+		assert.Equal(t, []int{want, want}, store.max, "MaxUsersPerOrg %d", cfg)
+	}
+}
+
+// Bootstrap of an Admin the org has no place for fails with the limit's
+// BAD_REQUEST, not as if the Admin had been created concurrently and then
+// gone missing; the Admin it has is bootstrapped again as usual.
+func TestBootstrap_OrgAtTheLimit(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{MaxUsersPerOrg: 1})
+	ctx := context.Background()
+	_, err := e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: testOrg, Username: "root"})
+	be := requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, []orgadmin.Issue{limitIssue}, be.Issues)
+	tok, err := e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: testOrg, Username: "admin"})
+	require.NoError(t, err)
+	_, err = e.svc.Authenticate(ctx, tok)
+	require.NoError(t, err)
+}
+
 func TestListUsers_OrderedByFoldedUsername(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()

@@ -60,8 +60,8 @@ func (in CreateServiceAccountInput) problems() issues {
 
 // CreateServiceAccount creates a service account with the Member role in
 // the caller's org. It fails with FORBIDDEN unless the caller is an Admin
-// and with BAD_REQUEST when the input breaks a rule or the username is
-// taken.
+// and with BAD_REQUEST when the input breaks a rule, the username is taken
+// or the org holds the maximum number of users (Config.MaxUsersPerOrg).
 func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateServiceAccountInput) (User, error) {
 	var c call
 	if err := s.begin(ctx, &c, a, opCreateServiceAccount, nil, readNone, in.problems()); err != nil {
@@ -91,8 +91,9 @@ type NewUser struct {
 }
 
 // CreateUser creates a user in org, which must exist. It fails with
-// BAD_REQUEST when nu breaks a rule or the username is taken, and with
-// NOT_FOUND when org does not exist.
+// BAD_REQUEST when nu breaks a rule, the username is taken or the org holds
+// the maximum number of users (Config.MaxUsersPerOrg), and with NOT_FOUND
+// when org does not exist.
 func (s *Service) CreateUser(ctx context.Context, org string, nu NewUser) (User, error) {
 	if err := validateNewUser(nu); err != nil {
 		return User{}, err
@@ -149,15 +150,24 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User,
 	if nu.Instances != nil {
 		rec.Instances = nu.Instances.record() // checked by validateNewUser
 	}
-	switch err := s.store.CreateUser(ctx, rec, storage.UserLimit{}); {
+	switch err := s.store.CreateUser(ctx, rec, storage.UserLimit{Max: s.maxUsers}); {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return User{}, badRequest(Issue{Message: "Username is already taken", Path: []any{"username"}, Code: IssueConflict})
+	case errors.Is(err, storage.ErrLimitExceeded):
+		return User{}, badRequest(Issue{Message: "The organization holds the maximum number of users", Path: []any{"username"}, Code: IssueTooBig})
 	case errors.Is(err, storage.ErrNotFound):
 		return User{}, notFound("organization")
 	case err != nil:
 		return User{}, internal("create user", err)
 	}
 	return userFromRecord(rec), nil
+}
+
+// taken reports whether err is createUser's answer to a username that is
+// taken.
+func taken(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == CodeBadRequest && len(e.Issues) == 1 && e.Issues[0].Code == IssueConflict
 }
 
 func dedupe(ss []string) []string {

@@ -124,6 +124,31 @@ func TestServiceAccountDescriptionLimit(t *testing.T) {
 	requireJSON(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "a3"}), `{"username":"a3"}`)
 }
 
+// An org holds at most Config.MaxUsersPerOrg users: one more is a 400
+// naming the username, and a delete frees a place.
+func TestUserLimitPerOrg(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{MaxUsersPerOrg: 6}) // acme holds 5
+	requireJSON(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "zed"}), `{"username":"zed"}`)
+	r := f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "yan", "description": "one too many"})
+	require.Equal(t, http.StatusBadRequest, r.status, "response: %s", r)
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+	require.JSONEq(t, `{"message":"Bad Request","code":"BAD_REQUEST","issues":[`+
+		`{"message":"The organization holds the maximum number of users","path":["username"],"code":"too_big"}]}`, string(r.body))
+	assert.False(t, f.userExists(acme, "yan"))
+	// A taken username is told as such, at the limit too.
+	requireIssue(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "ZED"}), "username")
+
+	requireJSON(t, f.do("DELETE", userPath("zed"), bearer(f.admin), nil), `{"username":"zed"}`)
+	requireJSON(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "yan"}), `{"username":"yan"}`)
+	requireError(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "zed"}), 400)
+	// Another org counts its own users.
+	for _, name := range []string{"g1", "g2", "g3", "g4"} {
+		requireOK(t, f.do("POST", "/v1/users", bearer(f.boss), map[string]any{"username": name}))
+	}
+	requireError(t, f.do("POST", "/v1/users", bearer(f.boss), map[string]any{"username": "g5"}), 400)
+}
+
 // DESIGN §1: path lookups fold; the spelling given at creation is the one
 // stored and returned.
 func TestPathUsernameLookupIsCaseInsensitive(t *testing.T) {

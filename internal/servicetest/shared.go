@@ -20,7 +20,8 @@ import (
 // guarantee: two Services, each on a Store of its own over one database,
 // see each other's revocations and deletions at once; restarts (Bootstrap
 // again) and loading a seed again from either process change nothing and
-// bring back nothing revoked, expired or deleted. newStores makes each
+// bring back nothing revoked, expired or deleted; creations through both
+// keep one limit of users. newStores makes each
 // pair: two Stores of one fresh database, as two processes would hold
 // them (for the memory store, one Store twice). Every adapter runs it from
 // its tests.
@@ -29,6 +30,7 @@ func RunShared(t *testing.T, newStores func(t testing.TB) (storage.Store, storag
 	t.Run("TokenRacingUserDeletion", func(t *testing.T) { testTokenRacingUserDeletion(t, services(newStores(t))) })
 	t.Run("Restarts", func(t *testing.T) { testRestarts(t, newStores) })
 	t.Run("Reseeding", func(t *testing.T) { testReseeding(t, newStores) })
+	t.Run("UserLimit", func(t *testing.T) { testSharedUserLimit(t, newStores) })
 }
 
 func services(a, b storage.Store) [2]*orgadmin.Service {
@@ -276,4 +278,39 @@ func testReseeding(t *testing.T, newStores func(t testing.TB) (storage.Store, st
 	seed(services[1], `, {"name": "new", "value": "seeded-token-new-0001"}`)
 	assert.True(t, authenticates("seeded-token-new-0001"), "a token new to the seed")
 	assert.False(t, authenticates("seeded-token-ci-0001"))
+}
+
+// Creations racing through two Services, each on a Store of its own over
+// one database and with one Config.MaxUsersPerOrg, never leave the org
+// holding more users than that: the others are the limit's BAD_REQUEST.
+func testSharedUserLimit(t *testing.T, newStores func(t testing.TB) (storage.Store, storage.Store)) {
+	const limit = 6
+	a, b := newStores(t)
+	services := servicesWith(orgadmin.Config{MaxUsersPerOrg: limit}, a, b)
+	ctx := t.Context()
+	token, err := services[0].Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := services[1].Authenticate(ctx, token)
+	require.NoError(t, err)
+
+	errs := race(2*serviceRacers, func(i int) error {
+		in := orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("racer%02d", i)}
+		_, err := services[i%2].CreateServiceAccount(ctx, admin, in)
+		return err
+	})
+	created := 0
+	for i, err := range errs {
+		if err == nil {
+			created++
+			continue
+		}
+		var e *orgadmin.Error
+		require.ErrorAs(t, err, &e, "call %d", i)
+		require.Equal(t, []orgadmin.Issue{{Message: "The organization holds the maximum number of users", Path: []any{"username"}, Code: orgadmin.IssueTooBig}},
+			e.Issues, "call %d", i)
+	}
+	assert.Equal(t, limit-1, created, "service accounts created beside the Admin")
+	page, err := services[0].ListUsers(ctx, admin, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, limit, page.TotalCount)
 }
