@@ -336,7 +336,9 @@ func (sd Seed) Validate() error {
 // a mark of each loaded user and token; see storage.Store.MarkSeeded). So
 // applying the same seed twice changes nothing, and brings back nothing.
 // Duckling activity is recorded for users this call creates. On a
-// validation error nothing is written.
+// validation error nothing is written, nor when the seed would take an
+// organization past the limit of users or a user past the limit of live
+// tokens.
 func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	if err := sd.Validate(); err != nil {
 		return err
@@ -351,6 +353,9 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 		for _, k := range keys {
 			marks[i][k] = true
 		}
+	}
+	if err := s.checkSeedUsers(ctx, sd, marks); err != nil {
+		return err
 	}
 	if err := s.checkSeedTokens(ctx, sd, marks); err != nil {
 		return err
@@ -378,6 +383,44 @@ func userMark(u SeedUser) string { return "user:" + FoldUsername(u.Username) }
 func tokenMark(t SeedToken) string {
 	d := digestOf(t.Value)
 	return "token:" + hex.EncodeToString(d[:])
+}
+
+// checkSeedUsers refuses, before anything is written, an organization
+// whose new seeded users would take it past the limit of users (which
+// would otherwise stop the loading half-way), naming the first user past
+// it. A user loaded before and deleted since is not created again, so it
+// takes no place. An organization with room for every user of the seed
+// costs one store call. marks are the seed marks of each organization of
+// sd.
+func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []map[string]bool) error {
+	if s.maxUsers == 0 {
+		return nil
+	}
+	for i, o := range sd.Organizations {
+		page, err := s.store.ListUsers(ctx, o.ID, storage.UserQuery{Limit: 1})
+		if err != nil {
+			return fmt.Errorf("seed: %w", internal("check users", err))
+		}
+		held := page.Total
+		if held+len(o.Users) <= s.maxUsers {
+			continue
+		}
+		n := held
+		for j, u := range o.Users {
+			_, err := s.store.GetUser(ctx, o.ID, FoldUsername(u.Username))
+			switch {
+			case err == nil || errors.Is(err, storage.ErrNotFound) && marks[i][userMark(u)]:
+				continue // held, or deleted since it was loaded: no new place
+			case !errors.Is(err, storage.ErrNotFound):
+				return fmt.Errorf("seed: %w", internal("check user", err))
+			}
+			if n++; n > s.maxUsers {
+				return fmt.Errorf("seed: organizations[%d] (%q).users[%d] (%q): the organization would hold more than the limit of %d users (it holds %d)",
+					i, o.ID, j, u.Username, s.maxUsers, held)
+			}
+		}
+	}
+	return nil
 }
 
 // checkSeedTokens refuses, before anything is written, a seed token value

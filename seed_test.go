@@ -425,3 +425,46 @@ func TestSeed_TokensPastTheLimitWriteNothing(t *testing.T) {
 	_, err = svc.Authenticate(ctx, "token-value-0003")
 	requireCode(t, err, orgadmin.ErrUnauthorized)
 }
+
+// A seed that would take an organization past the limit of users is
+// refused before anything is written, naming the first user past it;
+// users it holds already take no new place.
+func TestSeed_UsersPastTheLimitWriteNothing(t *testing.T) {
+	ctx := context.Background()
+	seed := func(names ...string) orgadmin.Seed {
+		var users []string
+		for _, n := range names {
+			users = append(users, `{"username": "`+n+`"}`)
+		}
+		sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "globex"}, {"id": "acme", "users": [` +
+			strings.Join(users, ",") + `]}]}`))
+		require.NoError(t, err)
+		return sd
+	}
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{MaxUsersPerOrg: 2})
+
+	err := svc.ApplySeed(ctx, seed("alice", "bob", "carol"))
+	require.EqualError(t, err, `seed: organizations[1] ("acme").users[2] ("carol"): the organization would hold more than the limit of 2 users (it holds 0)`)
+	for _, org := range []string{"globex", "acme"} {
+		_, err = store.GetOrg(ctx, org)
+		require.ErrorIs(t, err, storage.ErrNotFound, "nothing was written")
+	}
+
+	// Two fit; the same two again add nothing; a third new one is refused.
+	require.NoError(t, svc.ApplySeed(ctx, seed("alice", "bob")))
+	require.NoError(t, svc.ApplySeed(ctx, seed("Alice", "bob")))
+	err = svc.ApplySeed(ctx, seed("carol", "alice"))
+	require.ErrorContains(t, err, `users[0] ("carol")`)
+	_, err = svc.GetUser(ctx, "acme", "carol")
+	requireCode(t, err, orgadmin.ErrNotFound)
+
+	// A seeded user deleted since stays deleted: it needs no place.
+	_, err = store.DeleteUser(ctx, "acme", "alice")
+	require.NoError(t, err)
+	_, err = svc.CreateUser(ctx, "acme", orgadmin.NewUser{Username: "zed"})
+	require.NoError(t, err)
+	require.NoError(t, svc.ApplySeed(ctx, seed("alice", "bob")))
+	_, err = svc.GetUser(ctx, "acme", "alice")
+	requireCode(t, err, orgadmin.ErrNotFound)
+}
