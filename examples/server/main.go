@@ -1,6 +1,6 @@
 // Command server runs the orgadmin REST API.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB] [-seed FILE] [-pprof 127.0.0.1:6060]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB] [-seed FILE] [-max-users-per-org N] [-pprof 127.0.0.1:6060]
 //
 // Without -seed it bootstraps the organization "default" with the Admin
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
@@ -9,6 +9,9 @@
 // $ORGADMIN_ADMIN_TOKEN, or use -seed, to keep one across restarts). With
 // -seed it loads that fixture instead; loading it again changes nothing
 // and brings back nothing deleted since.
+// -max-users-per-org bounds the users of each organization (0, the
+// default, means the library's 100000; a negative number, no limit); every
+// server sharing a store should be given the same.
 // It serves /v1, GET /healthz and the page-feedback endpoint at
 // /docs/api/feedback/agent, logs one JSON line per request (written within
 // 0.1 s), and shuts down gracefully on SIGINT or SIGTERM. -pprof serves the
@@ -54,6 +57,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	storeURI := fs.String("store", "memory", "store: memory, redis://HOST:PORT[/DB], a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB")
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
 	pprofAddr := fs.String("pprof", "", "loopback address to serve the runtime profiles at /debug/pprof/ (off when empty)")
+	maxUsers := fs.Int("max-users-per-org", 0, fmt.Sprintf("most users an organization holds; one more is a 400 (0: %d; negative: no limit; the same on every server sharing a store)", orgadmin.DefaultMaxUsersPerOrg))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer closeStore()
-	svc := orgadmin.New(store, orgadmin.Config{})
+	svc := orgadmin.New(store, orgadmin.Config{MaxUsersPerOrg: *maxUsers})
 
 	// Listen first: a start that cannot serve changes nothing in the
 	// store.

@@ -334,6 +334,22 @@ func TestSeedWithUnknownKeyStopsServer(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(err.Error(), file), err.Error())
 }
 
+// -max-users-per-org bounds the users of an organization: one more is a
+// 400 naming the username.
+func TestMaxUsersPerOrgFlag(t *testing.T) {
+	const tok = "env-supplied-admin-token"
+	base, _ := startServer(t, map[string]string{"ORGADMIN_ADMIN_TOKEN": tok}, "-max-users-per-org", "2")
+	st, body := call(t, "POST", base+"/v1/users", tok, `{"username": "robot"}`)
+	require.Equal(t, 200, st, body)
+	st, body = call(t, "POST", base+"/v1/users", tok, `{"username": "other"}`)
+	assert.Equal(t, 400, st)
+	assert.Equal(t, map[string]any{"message": "Bad Request", "code": "BAD_REQUEST", "issues": []any{map[string]any{
+		"message": "The organization holds the maximum number of users", "path": []any{"username"}, "code": "too_big"}}}, body)
+
+	err := run(context.Background(), []string{"-max-users-per-org", "many"}, func(string) string { return "" }, io.Discard, nil)
+	require.ErrorContains(t, err, "-max-users-per-org")
+}
+
 func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "postgres://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")
