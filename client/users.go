@@ -52,7 +52,8 @@ type ServiceAccount struct {
 
 // CreateServiceAccount creates a service account (role Member) in the
 // caller's organization (operation users-createServiceAccount). The caller
-// must be an Admin. A taken username is a 400 *Error.
+// must be an Admin. A taken username, or one user more than the
+// organization may hold, is a 400 *Error.
 func (c *Client) CreateServiceAccount(ctx context.Context, in CreateServiceAccountRequest) (*ServiceAccount, error) {
 	var out ServiceAccount
 	if err := c.call(ctx, request{method: http.MethodPost, url: c.base + "/v1/users", body: in, auth: true}, &out); err != nil {

@@ -302,8 +302,8 @@ func (s *Server) SeedFile(path string) {
 }
 
 // CreateUser creates a user in Org: a human user or Admin, or a service
-// account, as nu says. It fails the test when nu breaks a rule or the
-// username is taken.
+// account, as nu says. It fails the test when nu breaks a rule, the
+// username is taken or Org holds the maximum number of users.
 func (s *Server) CreateUser(nu orgadmin.NewUser) orgadmin.User {
 	s.helper()
 	u, err := s.svc.CreateUser(s.ctx(), s.org, nu)
