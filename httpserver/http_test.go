@@ -1665,6 +1665,10 @@ func TestRouting(t *testing.T) {
 		assert.Empty(t, r.header.Get("Location"), "%s %s", tc.method, tc.path)
 	}
 	assert.False(t, f.userExists(acme, "unclean"))
+	// An escaped slash is part of its segment, as the ServeMux routes it:
+	// the route answers, in JSON.
+	r := f.do("GET", "/v1/users/%2Fb/instances", bearer(f.admin), nil)
+	assert.Equal(t, "application/json", r.header.Get("Content-Type"), "%d %s", r.status, r.body)
 	for _, tc := range []struct {
 		method, path string
 		allow        []string

@@ -73,7 +73,7 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 		// A ServeMux would redirect an unclean path (//v1/users,
 		// /v1/./users) to its clean form, with an HTML body: no route
 		// has it, so it is a plain-text 404 like any other such path.
-		if !CleanPath(r.URL.Path) {
+		if !CleanPath(r.URL.EscapedPath()) {
 			http.NotFound(w, r)
 			return
 		}
@@ -82,9 +82,11 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 	return h
 }
 
-// CleanPath reports whether p is an absolute path in the form path.Clean
-// gives it, a trailing slash allowed: no empty, "." or ".." element. The
-// Handler answers any other path a plain-text 404. An http.ServeMux would
+// CleanPath reports whether p, a request's escaped path
+// (URL.EscapedPath), is absolute and in the form path.Clean gives it, a
+// trailing slash allowed: no empty, "." or ".." element. (An escaped
+// slash, %2F, is part of its element, as routing takes it.) The Handler
+// answers any other path a plain-text 404. An http.ServeMux would
 // redirect it to its clean form before the Handler sees it: a server that
 // puts one in front of the Handler sends such requests to the Handler
 // first (see examples/server) to answer them alike.

@@ -173,7 +173,7 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 		Logger: o.logger, PerMinute: o.feedbackPerMinute, Now: s.clock.Now,
 	}))
 	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !httpserver.CleanPath(r.URL.Path) { // a 404, as the example server answers
+		if !httpserver.CleanPath(r.URL.EscapedPath()) { // a 404, as the example server answers
 			api.ServeHTTP(w, r)
 			return
 		}

@@ -137,7 +137,7 @@ func routes(api, health, feedback http.Handler) http.Handler {
 	mux.Handle("/healthz", health)
 	mux.Handle(httpserver.FeedbackPath, feedback)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !httpserver.CleanPath(r.URL.Path) {
+		if !httpserver.CleanPath(r.URL.EscapedPath()) {
 			api.ServeHTTP(w, r)
 			return
 		}
