@@ -106,6 +106,18 @@ func appendTime(b []byte, t time.Time) []byte {
 	return append(b, byte('0'+ms/100), byte('0'+ms/10%10), byte('0'+ms%10), 'Z', '"')
 }
 
+// appendArray appends items as a JSON array, each written by item.
+func appendArray[T any](b []byte, items []T, item func([]byte, T) []byte) []byte {
+	b = append(b, '[')
+	for i, v := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = item(b, v)
+	}
+	return append(b, ']')
+}
+
 // appendBool appends the member key with the boolean v.
 func appendBool(b []byte, key string, v bool) []byte {
 	return strconv.AppendBool(appendKey(b, key), v)

@@ -156,29 +156,25 @@ func (e errorBody) appendJSON(b []byte) []byte {
 	b = appendField(append(b, '{'), "message", e.Message)
 	b = appendField(b, "code", string(e.Code))
 	if e.Issues != nil {
-		b = append(appendKey(b, "issues"), '[')
-		for i, is := range e.Issues {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendField(append(b, '{'), "message", is.Message)
-			b = append(appendKey(b, "path"), '[')
-			for j, p := range is.Path {
-				if j > 0 {
-					b = append(b, ',')
-				}
-				if s, ok := p.(string); ok {
-					b = appendString(b, s)
-				} else {
-					enc, _ := json.Marshal(p) // an index: a number
-					b = append(b, enc...)
-				}
-			}
-			b = append(appendField(append(b, ']'), "code", is.Code), '}')
-		}
-		b = append(b, ']')
+		b = appendArray(appendKey(b, "issues"), e.Issues, appendIssue)
 	}
 	return append(b, '}')
+}
+
+func appendIssue(b []byte, is orgadmin.Issue) []byte {
+	b = appendField(append(b, '{'), "message", is.Message)
+	b = appendArray(appendKey(b, "path"), is.Path, appendPathElem)
+	return append(appendField(b, "code", is.Code), '}')
+}
+
+// appendPathElem appends an element of an issue's path: a key (a string)
+// or an index (a number).
+func appendPathElem(b []byte, p any) []byte {
+	if s, ok := p.(string); ok {
+		return appendString(b, s)
+	}
+	enc, _ := json.Marshal(p)
+	return append(b, enc...)
 }
 
 // StatusClientClosedRequest is the status of a request whose client hung

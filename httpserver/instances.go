@@ -75,22 +75,16 @@ func appendSide(b []byte, s *orgadmin.InstanceSide) []byte {
 type activeAccounts []orgadmin.ActiveAccount
 
 func (as activeAccounts) appendJSON(b []byte) []byte {
-	b = append(b, `{"accounts":[`...)
-	for i, a := range as {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendField(append(b, '{'), "username", a.Username)
-		b = append(appendKey(b, "ducklings"), '[')
-		for j, d := range a.Ducklings {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = appendField(append(b, '{'), "id", d.ID)
-			b = appendField(b, "type", d.Type)
-			b = append(appendField(b, "status", d.Status), '}')
-		}
-		b = append(b, "]}"...)
-	}
-	return append(b, "]}"...)
+	return append(appendArray(append(b, `{"accounts":`...), as, appendAccount), '}')
+}
+
+func appendAccount(b []byte, a orgadmin.ActiveAccount) []byte {
+	b = appendField(append(b, '{'), "username", a.Username)
+	return append(appendArray(appendKey(b, "ducklings"), a.Ducklings, appendDuckling), '}')
+}
+
+func appendDuckling(b []byte, d orgadmin.DucklingStatus) []byte {
+	b = appendField(append(b, '{'), "id", d.ID)
+	b = appendField(b, "type", d.Type)
+	return append(appendField(b, "status", d.Status), '}')
 }

@@ -40,14 +40,7 @@ func (t tokenAnswer) appendJSON(b []byte) []byte {
 type tokenList []orgadmin.Token
 
 func (l tokenList) appendJSON(b []byte) []byte {
-	b = append(b, `{"tokens":[`...)
-	for i, t := range l {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendToken(b, t)
-	}
-	return append(b, "]}"...)
+	return append(appendArray(append(b, `{"tokens":`...), l, appendToken), '}')
 }
 
 // appendToken appends t in its wire form: the value only when t carries

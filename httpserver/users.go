@@ -94,14 +94,7 @@ func (u deletedUserAnswer) appendJSON(b []byte) []byte {
 type userPage orgadmin.UserPage
 
 func (p userPage) appendJSON(b []byte) []byte {
-	b = append(b, `{"users":[`...)
-	for i, u := range p.Users {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendUser(b, u)
-	}
-	b = append(b, ']')
+	b = appendArray(append(b, `{"users":`...), p.Users, appendUser)
 	b = appendInt(b, "total_count", p.TotalCount)
 	b = appendKey(b, "next_page_token")
 	if p.NextPageToken == "" {
