@@ -93,11 +93,11 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 			return "", internal("mint token", err)
 		}
 	}
-	held, err := s.revokeBootstrapTokens(ctx, &u, sha256.Sum256([]byte(value)))
+	held, kept, err := s.revokeBootstrapTokens(ctx, &u, sha256.Sum256([]byte(value)))
 	switch {
 	case err != nil:
 		return "", err
-	case held < 0: // the Admin holds this value already
+	case kept: // the Admin holds this value already
 		return value, nil
 	case held >= s.maxTokens:
 		return "", nil
@@ -112,14 +112,14 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 
 // revokeBootstrapTokens revokes the live tokens of u named
 // BootstrapTokenName, but for the one of digest keep, and returns how
-// many live tokens u holds then; -1 when one of them is keep's.
-func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, keep storage.Digest) (int, error) {
+// many live tokens u holds then and whether keep's is one of them.
+func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, keep storage.Digest) (held int, kept bool, err error) {
 	now := s.clock()
 	ts, err := s.store.ListTokens(ctx, u.Org, u.ID, now)
 	if err != nil {
-		return 0, internal("list tokens", err)
+		return 0, false, internal("list tokens", err)
 	}
-	held, kept := len(ts), false
+	held = len(ts)
 	for _, t := range ts {
 		switch {
 		case t.Digest == keep:
@@ -127,13 +127,10 @@ func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, ke
 		case t.Name == BootstrapTokenName:
 			err := s.store.DeleteToken(ctx, u.Org, u.ID, t.ID, now)
 			if err != nil && !errors.Is(err, storage.ErrNotFound) { // gone already: as good
-				return 0, internal("revoke token", err)
+				return 0, false, internal("revoke token", err)
 			}
 			held--
 		}
 	}
-	if kept {
-		return -1, nil
-	}
-	return held, nil
+	return held, kept, nil
 }

@@ -3,7 +3,6 @@ package orgadmin
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -431,12 +430,20 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []map[strin
 func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []map[string]bool) error {
 	for i, o := range sd.Organizations {
 		for j, u := range o.Users {
+			rec, err := s.store.GetUser(ctx, o.ID, FoldUsername(u.Username))
+			found := err == nil
+			switch {
+			case err != nil && !errors.Is(err, storage.ErrNotFound):
+				return fmt.Errorf("seed: %w", internal("check user", err))
+			case !found && marks[i][userMark(u)]:
+				continue // deleted since it was loaded: nothing of it is created
+			}
 			added := 0
 			for k, t := range u.Tokens {
-				if marks[i][tokenMark(t)] || marks[i][userMark(u)] && !s.userExists(ctx, o.ID, u.Username) {
+				if marks[i][tokenMark(t)] {
 					continue // loaded before: it is not created again
 				}
-				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(t.Value))})
+				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(t.Value)})
 				switch {
 				case errors.Is(err, storage.ErrNotFound):
 					added++
@@ -452,12 +459,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []map[stri
 				continue
 			}
 			live := 0
-			rec, err := s.store.GetUser(ctx, o.ID, FoldUsername(u.Username))
-			switch {
-			case errors.Is(err, storage.ErrNotFound):
-			case err != nil:
-				return fmt.Errorf("seed: %w", internal("check user", err))
-			default:
+			if found {
 				ts, err := s.store.ListTokens(ctx, o.ID, rec.ID, s.clock())
 				if err != nil {
 					return fmt.Errorf("seed: %w", internal("check tokens", err))
@@ -471,14 +473,6 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []map[stri
 		}
 	}
 	return nil
-}
-
-// userExists reports whether org has a user named username; a store that
-// fails to answer counts as yes, which only makes checkSeedTokens count
-// more tokens.
-func (s *Service) userExists(ctx context.Context, org, username string) bool {
-	_, err := s.store.GetUser(ctx, org, FoldUsername(username))
-	return !errors.Is(err, storage.ErrNotFound)
 }
 
 // seedUser loads u into org unless it was loaded before and deleted
