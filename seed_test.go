@@ -468,3 +468,18 @@ func TestSeed_UsersPastTheLimitWriteNothing(t *testing.T) {
 	_, err = svc.GetUser(ctx, "acme", "alice")
 	requireCode(t, err, orgadmin.ErrNotFound)
 }
+
+// A seed loaded again with a Dive that exists leaves the Dive as it is,
+// even when the seed now says something else of it.
+func TestSeed_ExistingDiveIsLeftAsItIs(t *testing.T) {
+	svc, store, _ := seedEnv(t)
+	loadSeed(t, svc, sampleSeed)
+	before, err := store.GetDive(context.Background(), "acme", "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f")
+	require.NoError(t, err)
+	changed := strings.Replace(sampleSeed, `"title": "Sales", "version": 3`, `"title": "Renamed", "version": 9`, 1)
+	require.NotEqual(t, sampleSeed, changed)
+	loadSeed(t, svc, changed)
+	after, err := store.GetDive(context.Background(), "acme", "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f")
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+}

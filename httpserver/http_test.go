@@ -2072,12 +2072,18 @@ func TestLoneSurrogateEscapesAreRefused(t *testing.T) {
 	}
 }
 
-// stallingStore is a memory store whose activity listing waits for its
-// caller's context to end, as a networked store's would for a client
-// that hung up.
+// stallingStore is a memory store whose activity listing and ping wait
+// for their caller's context to end, as a networked store's would for a
+// client that hung up.
 type stallingStore struct {
 	*memstore.Store
 	entered chan struct{}
+}
+
+func (s stallingStore) Ping(ctx context.Context) error {
+	close(s.entered)
+	<-ctx.Done()
+	return fmt.Errorf("ping: %w", ctx.Err())
 }
 
 func (s stallingStore) ListActivity(ctx context.Context, _ string) ([]storage.Activity, error) {
@@ -2123,4 +2129,33 @@ func TestClientHangUpIsNoInternalError(t *testing.T) {
 	assert.Equal(t, "INFO", line["level"])
 	assert.EqualValues(t, httpserver.StatusClientClosedRequest, line["status"])
 	assert.NotContains(t, log, token)
+}
+
+// A health check whose client hangs up is a 499 too, not the 503 of a
+// store that does not answer.
+func TestHealthClientHangUp(t *testing.T) {
+	t.Parallel()
+	store := stallingStore{memstore.New(), make(chan struct{})}
+	var buf syncBuffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	srv := httptest.NewServer(httpserver.LogRequests(log, httpserver.Health(orgadmin.New(store, orgadmin.Config{}))))
+	t.Cleanup(srv.Close)
+	ctx, hangUp := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/healthz", nil)
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-store.entered
+	hangUp()
+	require.ErrorIs(t, <-done, context.Canceled)
+	require.Eventually(t, func() bool { return buf.String() != "" }, 10*time.Second, 5*time.Millisecond)
+	var line map[string]any
+	require.NoError(t, json.Unmarshal([]byte(buf.String()), &line))
+	assert.EqualValues(t, httpserver.StatusClientClosedRequest, line["status"])
 }
