@@ -217,6 +217,8 @@ type call struct {
 	Caller
 	// access is what was read with a bearer token: the credential, and
 	// the target (access.Target, when access.TargetFound) with its tokens.
+	// An operation that reads tokens may set access.Tokens, before begin,
+	// to an empty slice whose array the store reads them into.
 	access storage.Access
 }
 
@@ -241,6 +243,9 @@ func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r
 		var q storage.AccessQuery
 		if want {
 			q.Username, q.Tokens = t.folded, r == readTokens
+		}
+		if q.Tokens {
+			q.Into = c.access.Tokens[:0] // the array the operation gave
 		}
 		var err error
 		if c.Caller, err = s.authenticate(ctx, string(a), q, &c.access); err != nil {

@@ -25,6 +25,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/google/uuid"
@@ -182,3 +183,44 @@ func (s *Service) storeErr(op string, err error, what string, path ...any) error
 
 // Ptr returns a pointer to v, for the optional fields of inputs.
 func Ptr[T any](v T) *T { return &v }
+
+// recycler keeps the arrays that store reads append their records to
+// (storage.UserQuery.Into, storage.AccessQuery.Into) for the next read.
+// An operation turns the records it reads into its result and is then
+// done with them; reading the next records into the same array spares
+// the garbage collector most of what a listing allocates (BENCHMARKS.md,
+// "Store reads into reused arrays").
+type recycler[T any] struct{ pool sync.Pool }
+
+// maxRecycled bounds the records of an array kept for the next read.
+const maxRecycled = 1024
+
+// records of users and of tokens, as the listings read them.
+var (
+	userRecords  recycler[storage.User]
+	tokenRecords recycler[storage.Token]
+)
+
+// get returns an array to read records into (an empty slice; nil when
+// none is kept), with the holder to give back to put.
+func (r *recycler[T]) get() *[]T {
+	if h, ok := r.pool.Get().(*[]T); ok {
+		return h
+	}
+	return new([]T)
+}
+
+// put keeps, in holder h, the array of recs, the records last read
+// (into the array of get's slice or, when they outgrew it, another),
+// cleared so that it keeps no record alive.
+func (r *recycler[T]) put(h *[]T, recs []T) {
+	if cap(recs) == 0 {
+		recs = *h
+	}
+	if cap(recs) == 0 || cap(recs) > maxRecycled {
+		return
+	}
+	clear(recs[:cap(recs)])
+	*h = recs[:0]
+	r.pool.Put(h)
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -1510,4 +1511,58 @@ func TestCreateToken_FailureLeavesNoToken(t *testing.T) {
 		_, err = svc.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "kept"})
 		require.NoError(t, err, "no place under the limit is held")
 	}
+}
+
+// Listings read the store's records into arrays the Service reuses from
+// one call to the next: what a call returns stays its caller's, whatever
+// calls follow, concurrent ones included.
+func TestListingsAreTheirCallersOwn(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	for i := range 6 {
+		e.serviceAccount(t, fmt.Sprintf("bot%d", i))
+		for j := range i {
+			e.token(t, fmt.Sprintf("bot%d", i), orgadmin.CreateTokenInput{Name: fmt.Sprintf("t%d", j)})
+		}
+	}
+	admin := orgadmin.Bearer(e.adminToken)
+	want := make(map[string][]orgadmin.Token)
+	for i := range 6 {
+		name := fmt.Sprintf("bot%d", i)
+		ts, err := e.svc.ListTokens(ctx, admin, name)
+		require.NoError(t, err)
+		require.Len(t, ts, i)
+		want[name] = ts
+	}
+	first, err := e.svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(3)})
+	require.NoError(t, err)
+	kept := slices.Clone(first.Users)
+
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := range 200 {
+				name := fmt.Sprintf("bot%d", (g+n)%6)
+				ts, err := e.svc.ListTokens(ctx, admin, name)
+				if !assert.NoError(t, err) || !assert.Equal(t, want[name], ts, name) {
+					return
+				}
+				_, err = e.svc.ListTokens(ctx, admin, "nobody")
+				requireCode(t, err, orgadmin.ErrNotFound)
+				p, err := e.svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(1 + n%4), Offset: orgadmin.Ptr(g)})
+				if !assert.NoError(t, err) || !assert.Len(t, p.Users, 1+n%4) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	for name, ts := range want {
+		again, err := e.svc.ListTokens(ctx, admin, name)
+		require.NoError(t, err)
+		assert.Equal(t, ts, again)
+	}
+	assert.Equal(t, kept, first.Users, "a page changed after later listings")
 }

@@ -169,7 +169,9 @@ func (s *Service) withdrawToken(ctx context.Context, rec storage.Token) {
 // username, and NOT_FOUND.
 func (s *Service) ListTokens(ctx context.Context, a Auth, username string) ([]Token, error) {
 	t := pathTarget(username)
-	var c call
+	recs := tokenRecords.get()
+	c := call{access: storage.Access{Tokens: *recs}}
+	defer func() { tokenRecords.put(recs, c.access.Tokens) }()
 	if err := s.begin(ctx, &c, a, opListTokens, &t, readTokens, nil); err != nil {
 		return nil, err
 	}

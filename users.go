@@ -296,7 +296,10 @@ func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (
 	if err := s.begin(ctx, &c, a, opListUsers, nil, readNone, is); err != nil {
 		return UserPage{}, err
 	}
+	recs := userRecords.get()
+	q.Into = *recs
 	page, err := s.store.ListUsers(ctx, c.Org, q)
+	defer userRecords.put(recs, page.Users)
 	if err != nil {
 		return UserPage{}, internal("list users", err)
 	}

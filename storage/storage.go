@@ -212,6 +212,11 @@ type UserQuery struct {
 	// ServiceAccount, when not nil, keeps only users whose
 	// IsServiceAccount equals it.
 	ServiceAccount *bool
+	// Into is where the page goes: UserPage.Users is Into with the page
+	// appended, as append gives it. A caller that passes an empty slice
+	// with room (a page it has done with, cut to length 0) spares
+	// allocating a new one; nil is fine.
+	Into []User
 }
 
 // UserPage is one page of a user listing.
@@ -270,6 +275,9 @@ type AccessQuery struct {
 	// Tokens asks, with Username, for that user's tokens live at LiveAt.
 	Tokens bool
 	LiveAt time.Time
+	// Into is where the tokens go: Access.Tokens is Into with them
+	// appended, as append gives it (see UserQuery.Into).
+	Into []Token
 }
 
 // Access is what ReadAccess reads.

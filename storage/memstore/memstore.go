@@ -282,7 +282,7 @@ func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) 
 	defer s.mu.RUnlock()
 	o, ok := s.orgs[orgID]
 	if !ok {
-		return storage.UserPage{Users: []storage.User{}}, nil
+		return storage.UserPage{Users: slices.Grow(q.Into, 0)}, nil
 	}
 	idx := &o.all
 	if q.ServiceAccount != nil {
@@ -294,9 +294,9 @@ func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) 
 	} else {
 		start = idx.At(q.Offset)
 	}
-	page := storage.UserPage{Users: make([]storage.User, 0, min(q.Limit, idx.Len())), Total: idx.Len()}
+	page := storage.UserPage{Users: slices.Grow(q.Into, min(q.Limit, idx.Len())), Total: idx.Len()}
 	idx.Scan(start, func(r ref) bool {
-		if len(page.Users) == q.Limit {
+		if len(page.Users)-len(q.Into) == q.Limit {
 			page.More = true
 			return false
 		}
@@ -427,7 +427,7 @@ func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (a storage.
 	}
 	a.TargetFound = true
 	if q.Tokens {
-		a.Tokens = s.liveTokens(s.users.at(ur), q.LiveAt)
+		a.Tokens = s.liveTokens(q.Into, s.users.at(ur), q.LiveAt)
 	}
 	return a, nil
 }
@@ -440,14 +440,14 @@ func (s *Store) ListTokens(_ context.Context, orgID, userID string, liveAt time.
 	if ur == 0 {
 		return []storage.Token{}, nil
 	}
-	return s.liveTokens(s.users.at(ur), liveAt), nil
+	return s.liveTokens(nil, s.users.at(ur), liveAt), nil
 }
 
-// liveTokens returns the records of u's tokens live at liveAt, in creation
-// order.
-func (s *Store) liveTokens(u *userRec, liveAt time.Time) []storage.Token {
+// liveTokens appends to dst the records of u's tokens live at liveAt, in
+// creation order.
+func (s *Store) liveTokens(dst []storage.Token, u *userRec, liveAt time.Time) []storage.Token {
 	org, uid := s.orgList[u.org].rec.ID, u.str(uID)
-	out := make([]storage.Token, 0, u.ntokens)
+	out := slices.Grow(dst, u.ntokens)
 	for tr := u.tokens; tr != 0; {
 		t := s.tokens.at(tr)
 		if t.liveAt(liveAt) {

@@ -254,16 +254,17 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	a.Target.Privileges = slices.Clone(a.Target.Privileges) // not the credential's
 
 	if q.Tokens {
-		if a.Tokens, err = s.findTokens(ctx, td.Org, target.UID, q.LiveAt); err != nil {
+		if a.Tokens, err = s.findTokens(ctx, q.Into, td.Org, target.UID, q.LiveAt); err != nil {
 			return storage.Access{}, wrap("read access: tokens", err)
 		}
 	}
 	return a, nil
 }
 
-// findTokens returns the tokens of the user id of org live at the instant
-// at, ordered by creation, then id, whether the user is alive or not.
-func (s *Store) findTokens(ctx context.Context, org, id string, at time.Time) ([]storage.Token, error) {
+// findTokens appends to dst the tokens of the user id of org live at the
+// instant at, ordered by creation, then id, whether the user is alive or
+// not.
+func (s *Store) findTokens(ctx context.Context, dst []storage.Token, org, id string, at time.Time) ([]storage.Token, error) {
 	filter := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}, liveAt(at)}
 	opts := options.Find().SetSort(bson.D{{Key: "created", Value: 1}, {Key: "tid", Value: 1}})
 	cur, err := s.tokens.Find(ctx, filter, opts)
@@ -274,11 +275,13 @@ func (s *Store) findTokens(ctx context.Context, org, id string, at time.Time) ([
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, err
 	}
-	out := make([]storage.Token, len(docs))
-	for i, d := range docs {
-		if out[i], err = d.record(); err != nil {
+	out := slices.Grow(dst, len(docs))
+	for _, d := range docs {
+		t, err := d.record()
+		if err != nil {
 			return nil, err
 		}
+		out = append(out, t)
 	}
 	return out, nil
 }
@@ -291,7 +294,7 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, at time.Time
 	var ts []storage.Token
 	userErr, err := s.withLiveUser(ctx, org, userID, func() error {
 		var err error
-		ts, err = s.findTokens(ctx, org, userID, at)
+		ts, err = s.findTokens(ctx, nil, org, userID, at)
 		return err
 	})
 	if errors.Is(userErr, mongo.ErrNoDocuments) {

@@ -730,7 +730,7 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 	if err := cmp.Or(findErr, countErr); err != nil {
 		return storage.UserPage{}, wrap("list users", err)
 	}
-	page := storage.UserPage{Users: make([]storage.User, 0, min(len(docs), q.Limit)), Total: int(total)}
+	page := storage.UserPage{Users: slices.Grow(q.Into, min(len(docs), q.Limit)), Total: int(total)}
 	for i, d := range docs {
 		if i == q.Limit {
 			page.More = true

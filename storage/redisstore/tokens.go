@@ -282,24 +282,26 @@ func (r accessRecords) access(q storage.AccessQuery) (storage.Access, error) {
 		a.Target, a.TargetFound = u, true
 		a.Target.Privileges = slices.Clone(u.Privileges)
 	}
-	var all []storage.Token // the target's token records, live or not
+	// The target's token records, live or not, follow q.Into in all.
+	all := q.Into
 	if r.hasRecs && a.TargetFound {
-		if all, err = decodeTokens(r.org, a.Target.ID, r.recs); err != nil {
+		if all, err = decodeTokens(q.Into, r.org, a.Target.ID, r.recs); err != nil {
 			return storage.Access{}, err
 		}
 	}
+	recs := all[len(q.Into):]
 	if r.token != "" {
 		if a.Credential.Token, err = tokenFrom(r.org, r.uid, r.token); err != nil {
 			return storage.Access{}, err
 		}
-	} else if i := slices.IndexFunc(all, func(t storage.Token) bool { return t.ID == r.tid }); i >= 0 {
-		a.Credential.Token = all[i]
+	} else if i := slices.IndexFunc(recs, func(t storage.Token) bool { return t.ID == r.tid }); i >= 0 {
+		a.Credential.Token = recs[i]
 	}
 	if a.Credential.Token.Digest != q.Digest {
 		return storage.Access{}, storage.ErrNotFound
 	}
 	if a.TargetFound && q.Tokens {
-		a.Tokens = liveTokens(all, q.LiveAt)
+		a.Tokens = liveTokens(all, len(q.Into), q.LiveAt)
 	}
 	return a, nil
 }
@@ -312,21 +314,21 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, failed("list tokens", err)
 	}
-	out, err := decodeTokens(org, userID, recs)
+	out, err := decodeTokens(nil, org, userID, recs)
 	if err != nil {
 		return nil, err
 	}
-	return liveTokens(out, liveAt), nil
+	return liveTokens(out, 0, liveAt), nil
 }
 
-// decodeTokens decodes recs, the toks:<uid> value of the user userID of
-// org (its token records joined by newlines; "" for none), ordered by
-// creation, then id.
-func decodeTokens(org, userID, recs string) ([]storage.Token, error) {
+// decodeTokens appends to dst the records of recs, the toks:<uid> value
+// of the user userID of org (its token records joined by newlines; "" for
+// none), ordered by creation, then id.
+func decodeTokens(dst []storage.Token, org, userID, recs string) ([]storage.Token, error) {
 	if recs == "" {
-		return []storage.Token{}, nil
+		return slices.Grow(dst, 0), nil
 	}
-	out := make([]storage.Token, 0, strings.Count(recs, "\n")+1)
+	out := slices.Grow(dst, strings.Count(recs, "\n")+1)
 	for rec := range strings.SplitSeq(recs, "\n") {
 		t, err := tokenFrom(org, userID, rec)
 		if err != nil {
@@ -336,16 +338,17 @@ func decodeTokens(org, userID, recs string) ([]storage.Token, error) {
 	}
 	// Records are appended as tokens are created, so they are usually in
 	// order already; sorting would still move each large record.
-	if !slices.IsSortedFunc(out, byCreation) {
-		slices.SortFunc(out, byCreation)
+	if added := out[len(dst):]; !slices.IsSortedFunc(added, byCreation) {
+		slices.SortFunc(added, byCreation)
 	}
 	return out, nil
 }
 
-// liveTokens returns the tokens of ts live at liveAt, in their order.
-func liveTokens(ts []storage.Token, liveAt time.Time) []storage.Token {
-	out := ts[:0]
-	for _, t := range ts {
+// liveTokens keeps, of the tokens of ts from index from on, those live at
+// liveAt, in their order, and returns ts so cut.
+func liveTokens(ts []storage.Token, from int, liveAt time.Time) []storage.Token {
+	out := ts[:from]
+	for _, t := range ts[from:] {
 		if t.LiveAt(liveAt) {
 			out = append(out, t)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -137,9 +138,9 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 	if len(users) != len(names) || len(insts) != len(names) {
 		return storage.UserPage{}, fmt.Errorf("redisstore: list users: unexpected reply")
 	}
-	page := storage.UserPage{Users: make([]storage.User, 0, min(len(users), q.Limit)), Total: int(total)}
+	page := storage.UserPage{Users: slices.Grow(q.Into, min(len(users), q.Limit)), Total: int(total)}
 	for i, raw := range users {
-		if len(page.Users) == q.Limit {
+		if len(page.Users)-len(q.Into) == q.Limit {
 			page.More = true
 			break
 		}

@@ -23,6 +23,7 @@ var accessTests = []subtest{
 	{"CurrentRecords", testAccessCurrentRecords},
 	{"TokensOnlyWhenAsked", testAccessTokensOnlyWhenAsked},
 	{"Copies", testAccessCopies},
+	{"Into", testAccessInto},
 }
 
 // readAccess requires that ReadAccess of tok's digest, with the target
@@ -211,4 +212,45 @@ func testAccessCopies(t *testing.T, s storage.Store) {
 	a.Tokens[0].Name = "changed"
 	assertUser(t, alice, getUser(t, s, org.ID, "alice"), "after mutating ReadAccess's result")
 	readAccess(t, s, tok, alice, "alice", t0, alice, []storage.Token{tok})
+}
+
+// The tokens are appended to AccessQuery.Into, as append gives it: after
+// what Into holds (kept even when it is not live at LiveAt), in Into's
+// array when it has room, whatever that array held beyond Into's length.
+func testAccessInto(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bot := createUser(t, s, org.ID, "bot", true)
+	tok := createToken(t, s, alice, t0, time.Time{})
+	b1 := createToken(t, s, bot, at(-time.Minute), time.Time{})
+	createToken(t, s, bot, past, past.Add(time.Hour))
+	b2 := createToken(t, s, bot, t0, at(time.Minute))
+	kept := storage.Token{ID: "kept", Name: "kept", CreatedAt: past, ExpiresAt: past.Add(time.Second)}
+	into := make([]storage.Token, 1, 8)
+	into[0] = kept
+	stale := into[:8]
+	for i := 1; i < len(stale); i++ {
+		stale[i] = tok
+	}
+	for _, target := range []storage.User{bot, alice} {
+		want := []storage.Token{kept, b1, b2}
+		if target.ID == alice.ID {
+			want = []storage.Token{kept, tok}
+		}
+		q := storage.AccessQuery{Digest: tok.Digest, Username: target.FoldedUsername, Tokens: true, LiveAt: t0, Into: into}
+		a, err := s.ReadAccess(t.Context(), q)
+		require.NoError(t, err)
+		assertToken(t, tok, a.Credential.Token)
+		require.True(t, a.TargetFound)
+		assertUser(t, target, a.Target)
+		assertTokens(t, want, a.Tokens)
+		require.NotEmpty(t, a.Tokens)
+		assert.Same(t, &into[0], &a.Tokens[0], "the tokens are not in Into's array")
+
+		// Without room: the tokens, after Into's records.
+		q.Into = into[:1:1]
+		a, err = s.ReadAccess(t.Context(), q)
+		require.NoError(t, err)
+		assertTokens(t, want, a.Tokens)
+	}
 }

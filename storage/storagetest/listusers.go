@@ -24,6 +24,7 @@ var listUsersTests = []subtest{
 	{"ReflectsChanges", testListUsersReflectsChanges},
 	{"WalkAfter", testListUsersWalkAfter},
 	{"WalkOffset", testListUsersWalkOffset},
+	{"Into", testListUsersInto},
 }
 
 // listFixture is the population of the small listing tests, in creation
@@ -380,4 +381,38 @@ func testListUsersWalkOffset(t *testing.T, s storage.Store) {
 	}{{nil, 16}, {ptr(true), 5}, {ptr(false), 25}} {
 		walk(t, s, org, storage.UserQuery{Limit: c.limit, ServiceAccount: c.filter}, true, wantWalk(users, c.filter), users)
 	}
+}
+
+// The page is appended to UserQuery.Into, as append gives it: after what
+// Into holds, in Into's array when it has room, whatever that array held
+// beyond Into's length.
+func testListUsersInto(t *testing.T, s storage.Store) {
+	org, users := createListFixture(t, s)
+	kept := storage.User{ID: "kept", Username: "kept", FoldedUsername: "zzz-kept"}
+	into := make([]storage.User, 1, 16)
+	into[0] = kept
+	stale := into[:16]
+	for i := 1; i < len(stale); i++ {
+		stale[i] = users["alice"]
+	}
+	p, err := s.ListUsers(t.Context(), org, storage.UserQuery{Limit: 3, After: "bob", Into: into})
+	require.NoError(t, err)
+	require.Len(t, p.Users, 4)
+	assert.Same(t, &into[0], &p.Users[0], "the page is not in Into's array")
+	assert.Equal(t, kept, p.Users[0])
+	for i, name := range []string{"carol.sa", "dave", "erin-bot"} {
+		assertUser(t, users[name], p.Users[i+1])
+	}
+	assert.True(t, p.More)
+	assert.Equal(t, len(listFixture), p.Total)
+
+	// An array without room for the page: the page, after Into's records.
+	p, err = s.ListUsers(t.Context(), org, storage.UserQuery{Limit: 10, ServiceAccount: ptr(true), Into: into[:1:1]})
+	require.NoError(t, err)
+	require.Len(t, p.Users, 4)
+	assert.Equal(t, kept, p.Users[0])
+	for i, name := range []string{"carol.sa", "erin-bot", "heidi-bot"} {
+		assertUser(t, users[name], p.Users[i+1])
+	}
+	assert.False(t, p.More)
 }
