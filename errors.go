@@ -180,8 +180,10 @@ func nonNilPath(p []any) []any {
 // issues collects the problems of one request.
 type issues []Issue
 
+// add adds an issue at a copy of path: the checks' paths, built where
+// they are called, then stay on the stack of a request without issues.
 func (is *issues) add(code, msg string, path ...any) {
-	*is = append(*is, Issue{Message: msg, Path: nonNilPath(path), Code: code})
+	*is = append(*is, Issue{Message: msg, Path: append([]any{}, path...), Code: code})
 }
 
 func (is *issues) required(path ...any) {

@@ -71,7 +71,8 @@ func checkSide(is *issues, s *InstanceSide, scaling bool, path ...any) {
 		is.required(path...)
 		return
 	}
-	at := func(field string) []any { return append(slices.Clip(path), field) }
+	var buf [4]any // the issues copy their paths: these stay on the stack
+	at := func(field string) []any { return append(append(buf[:0], path...), field) }
 	if s.InstanceSize == "" {
 		is.required(at("instance_size")...)
 	} else {

@@ -61,11 +61,13 @@ func (d *decoder) field(o object, key string, required bool, path []any) json.Ra
 		return nil
 	}
 	raw, ok := o[key]
-	at := append(slices.Clip(path), key)
 	if ok && kind(raw) != "null" {
 		return raw
 	}
-	if required && !d.reported(at) {
+	if !required {
+		return nil
+	}
+	if at := append(slices.Clip(path), key); !d.reported(at) {
 		if ok {
 			d.add(orgadmin.IssueInvalidType, "Expected a value, received null", at)
 		} else {
@@ -157,18 +159,17 @@ func (d *decoder) int(o object, key string, required bool, path ...any) *int {
 	if raw == nil {
 		return nil
 	}
-	at := append(slices.Clip(path), key)
 	if kind(raw) != "number" {
-		d.wrongType("number", raw, at)
+		d.wrongType("number", raw, append(slices.Clip(path), key))
 		return nil
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		d.wrongType("number", raw, at)
+		d.wrongType("number", raw, append(slices.Clip(path), key))
 		return nil
 	}
 	if f != math.Trunc(f) {
-		d.add(orgadmin.IssueInvalidType, "Expected integer, received float", at)
+		d.add(orgadmin.IssueInvalidType, "Expected integer, received float", append(slices.Clip(path), key))
 		return nil
 	}
 	n := math.MaxInt32 + 1.0
