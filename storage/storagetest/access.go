@@ -226,12 +226,12 @@ func testAccessInto(t *testing.T, s storage.Store) {
 	createToken(t, s, bot, past, past.Add(time.Hour))
 	b2 := createToken(t, s, bot, t0, at(time.Minute))
 	kept := storage.Token{ID: "kept", Name: "kept", CreatedAt: past, ExpiresAt: past.Add(time.Second)}
-	into := make([]storage.Token, 1, 8)
-	into[0] = kept
-	stale := into[:8]
-	for i := 1; i < len(stale); i++ {
-		stale[i] = tok
+	array := make([]storage.Token, 8) // what Into's array holds beyond it
+	for i := range array {
+		array[i] = tok
 	}
+	into := array[:1]
+	into[0] = kept
 	for _, target := range []storage.User{bot, alice} {
 		want := []storage.Token{kept, b1, b2}
 		if target.ID == alice.ID {

@@ -389,12 +389,12 @@ func testListUsersWalkOffset(t *testing.T, s storage.Store) {
 func testListUsersInto(t *testing.T, s storage.Store) {
 	org, users := createListFixture(t, s)
 	kept := storage.User{ID: "kept", Username: "kept", FoldedUsername: "zzz-kept"}
-	into := make([]storage.User, 1, 16)
-	into[0] = kept
-	stale := into[:16]
-	for i := 1; i < len(stale); i++ {
-		stale[i] = users["alice"]
+	array := make([]storage.User, 16) // what Into's array holds beyond it
+	for i := range array {
+		array[i] = users["alice"]
 	}
+	into := array[:1]
+	into[0] = kept
 	p, err := s.ListUsers(t.Context(), org, storage.UserQuery{Limit: 3, After: "bob", Into: into})
 	require.NoError(t, err)
 	require.Len(t, p.Users, 4)
