@@ -341,7 +341,9 @@ func TestRetries(t *testing.T) {
 	})
 	t.Run("a cancelled context stops the waiting", func(t *testing.T) {
 		f := &flaky{fails: 10, status: 503, retryAfter: "20"}
-		cctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		// Long enough for the first answer even on a busy machine, short
+		// beside the 20 s the server asks to wait.
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		_, err := client.New(serve(t, f), "t", client.WithRetry(client.RetryPolicy{MaxRetries: 3, MaxBackoff: time.Minute})).ListTokens(cctx, "x")
 		assert.ErrorIs(t, err, context.DeadlineExceeded)
