@@ -189,7 +189,7 @@ func Ptr[T any](v T) *T { return &v }
 // An operation turns the records it reads into its result and is then
 // done with them; reading the next records into the same array spares
 // the garbage collector most of what a listing allocates (BENCHMARKS.md,
-// "Store reads into reused arrays").
+// "Listings into reused arrays").
 type recycler[T any] struct{ pool sync.Pool }
 
 // maxRecycled bounds the records of an array kept for the next read.
