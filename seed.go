@@ -1,7 +1,6 @@
 package orgadmin
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/orgadmin/orgadmin/internal/jsonobject"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -155,18 +155,10 @@ func checkKeys(raw json.RawMessage, t reflect.Type, path string) error {
 			}
 		}
 	case reflect.Struct:
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-			return nil
-		}
+		// Members yields nothing of a value that is not an object and stops
+		// at malformed JSON: the decoding reports both.
 		seen := map[string]bool{}
-		for dec.More() {
-			tok, err := dec.Token()
-			key, _ := tok.(string)
-			var v json.RawMessage
-			if err != nil || dec.Decode(&v) != nil {
-				return nil // not valid JSON, which the decoding reports
-			}
+		for key, v := range jsonobject.Members(raw) {
 			at := key
 			if path != "" {
 				at = path + "." + key

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/internal/jsonobject"
 )
 
 // object is a decoded JSON object whose values are still raw.
@@ -215,16 +216,8 @@ func (d *decoder) members(raw []byte, path []any, last string) object {
 		return o
 	}
 	// A key given twice: find which, member by member.
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	_, _ = dec.Token() // the opening brace
 	seen := make(map[string]bool, len(o))
-	for dec.More() {
-		t, err := dec.Token()
-		key, _ := t.(string)
-		var v json.RawMessage
-		if err != nil || dec.Decode(&v) != nil {
-			break // cannot be: raw is a valid object
-		}
+	for key := range jsonobject.Members(raw) {
 		if k := append(at(path, last), key); seen[key] && !d.reported(k) {
 			d.add(orgadmin.IssueDuplicateKey, fmt.Sprintf("Duplicate key %q", key), k)
 			delete(o, key)
