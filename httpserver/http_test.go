@@ -2092,6 +2092,29 @@ func (s stallingStore) ListActivity(ctx context.Context, _ string) ([]storage.Ac
 	return nil, fmt.Errorf("list activity: %w", ctx.Err())
 }
 
+// hangUpDuring sends GET url (with the Authorization header auth, unless
+// it is empty) and hangs up once the request reaches the store.
+func (s stallingStore) hangUpDuring(t *testing.T, url, auth string) {
+	t.Helper()
+	ctx, hangUp := context.WithCancel(t.Context())
+	req, err := http.NewRequestWithContext(ctx, "GET", url, nil)
+	require.NoError(t, err)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	done := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		done <- err
+	}()
+	<-s.entered
+	hangUp()
+	require.ErrorIs(t, <-done, context.Canceled)
+}
+
 // A client that hangs up is no server failure: its request is logged at
 // INFO with status 499, as nginx logs it, and no internal error is.
 func TestClientHangUpIsNoInternalError(t *testing.T) {
@@ -2104,22 +2127,7 @@ func TestClientHangUpIsNoInternalError(t *testing.T) {
 	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}))
 	t.Cleanup(srv.Close)
 
-	ctx, hangUp := context.WithCancel(t.Context())
-	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/active_accounts", nil)
-	require.NoError(t, err)
-	req.Header.Set("Authorization", bearer(token))
-	done := make(chan error, 1)
-	go func() {
-		res, err := http.DefaultClient.Do(req)
-		if err == nil {
-			res.Body.Close()
-		}
-		done <- err
-	}()
-	<-store.entered
-	hangUp()
-	require.ErrorIs(t, <-done, context.Canceled)
-
+	store.hangUpDuring(t, srv.URL+"/v1/active_accounts", bearer(token))
 	var line map[string]any
 	require.Eventually(t, func() bool { return buf.String() != "" }, 10*time.Second, 5*time.Millisecond)
 	log := buf.String()
@@ -2140,20 +2148,7 @@ func TestHealthClientHangUp(t *testing.T) {
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
 	srv := httptest.NewServer(httpserver.LogRequests(log, httpserver.Health(orgadmin.New(store, orgadmin.Config{}))))
 	t.Cleanup(srv.Close)
-	ctx, hangUp := context.WithCancel(t.Context())
-	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL+"/healthz", nil)
-	require.NoError(t, err)
-	done := make(chan error, 1)
-	go func() {
-		res, err := http.DefaultClient.Do(req)
-		if err == nil {
-			res.Body.Close()
-		}
-		done <- err
-	}()
-	<-store.entered
-	hangUp()
-	require.ErrorIs(t, <-done, context.Canceled)
+	store.hangUpDuring(t, srv.URL+"/healthz", "")
 	require.Eventually(t, func() bool { return buf.String() != "" }, 10*time.Second, 5*time.Millisecond)
 	var line map[string]any
 	require.NoError(t, json.Unmarshal([]byte(buf.String()), &line))
