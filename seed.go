@@ -334,13 +334,13 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	if err := sd.Validate(); err != nil {
 		return err
 	}
-	marks := make([]map[string]bool, len(sd.Organizations))
+	marks := make([]seedMarks, len(sd.Organizations))
 	for i, o := range sd.Organizations {
 		keys, err := s.store.SeedMarks(ctx, o.ID)
 		if err != nil {
 			return fmt.Errorf("seed: %w", internal("read seed marks", err))
 		}
-		marks[i] = make(map[string]bool, len(keys))
+		marks[i] = make(seedMarks, len(keys))
 		for _, k := range keys {
 			marks[i][k] = true
 		}
@@ -369,12 +369,24 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	return nil
 }
 
+// seedMarks are the users and tokens that loadings of seeds put into one
+// organization, each by its mark (storage.Store.MarkSeeded).
+type seedMarks map[string]bool
+
 // The seed marks of a user and of a token.
 func userMark(u SeedUser) string { return "user:" + FoldUsername(u.Username) }
 func tokenMark(t SeedToken) string {
 	d := digestOf(t.Value)
 	return "token:" + hex.EncodeToString(d[:])
 }
+
+// deleted reports whether u, which the organization does not hold, was
+// loaded before: it was deleted since, and stays deleted.
+func (m seedMarks) deleted(u SeedUser) bool { return m[userMark(u)] }
+
+// loaded reports whether t was loaded before: held still, or revoked or
+// expired since, it is left as it is.
+func (m seedMarks) loaded(t SeedToken) bool { return m[tokenMark(t)] }
 
 // checkSeedUsers refuses, before anything is written, an organization
 // whose new seeded users would take it past the limit of users (which
@@ -383,7 +395,7 @@ func tokenMark(t SeedToken) string {
 // takes no place. An organization with room for every user of the seed
 // costs one store call. marks are the seed marks of each organization of
 // sd.
-func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []map[string]bool) error {
+func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []seedMarks) error {
 	if s.maxUsers == 0 {
 		return nil
 	}
@@ -400,7 +412,7 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []map[strin
 		for j, u := range o.Users {
 			_, err := s.store.GetUser(ctx, o.ID, FoldUsername(u.Username))
 			switch {
-			case err == nil || errors.Is(err, storage.ErrNotFound) && marks[i][userMark(u)]:
+			case err == nil || errors.Is(err, storage.ErrNotFound) && marks[i].deleted(u):
 				continue // held, or deleted since it was loaded: no new place
 			case !errors.Is(err, storage.ErrNotFound):
 				return fmt.Errorf("seed: %w", internal("check user", err))
@@ -419,7 +431,7 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []map[strin
 // gives it to, and a user whose new seeded tokens would take it past the
 // limit of live tokens (which would otherwise stop the loading half-way).
 // marks are the seed marks of each organization of sd.
-func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []map[string]bool) error {
+func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMarks) error {
 	for i, o := range sd.Organizations {
 		for j, u := range o.Users {
 			rec, err := s.store.GetUser(ctx, o.ID, FoldUsername(u.Username))
@@ -427,13 +439,13 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []map[stri
 			switch {
 			case err != nil && !errors.Is(err, storage.ErrNotFound):
 				return fmt.Errorf("seed: %w", internal("check user", err))
-			case !found && marks[i][userMark(u)]:
+			case !found && marks[i].deleted(u):
 				continue // deleted since it was loaded: nothing of it is created
 			}
 			added := 0
 			for k, t := range u.Tokens {
-				if marks[i][tokenMark(t)] {
-					continue // loaded before: it is not created again
+				if marks[i].loaded(t) {
+					continue // it is not created again
 				}
 				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(t.Value)})
 				switch {
@@ -470,12 +482,12 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []map[stri
 // seedUser loads u into org unless it was loaded before and deleted
 // since (marked is the org's seed marks), with those of its tokens not
 // loaded before, then marks the user and its tokens as loaded.
-func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked map[string]bool) error {
+func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked seedMarks) error {
 	_, err := s.GetUser(ctx, org, u.Username)
 	created := false
 	if ErrorCode(err) == CodeNotFound {
-		if marked[userMark(u)] {
-			return nil // deleted since it was loaded: it stays deleted
+		if marked.deleted(u) {
+			return nil
 		}
 		_, err = s.CreateUser(ctx, org, u.newUser())
 		created = err == nil
@@ -485,8 +497,8 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked m
 	}
 	loaded := []string{userMark(u)}
 	for _, t := range u.Tokens {
-		if marked[tokenMark(t)] {
-			continue // held still, or revoked or expired since: as it is
+		if marked.loaded(t) {
+			continue
 		}
 		if _, err := s.SeedToken(ctx, org, u.Username, t.input()); err != nil {
 			return fmt.Errorf("token %q: %w", t.Name, err)
