@@ -71,8 +71,7 @@ func checkSide(is *issues, s *InstanceSide, scaling bool, path ...any) {
 		is.required(path...)
 		return
 	}
-	var buf [4]any // the issues copy their paths: these stay on the stack
-	at := func(field string) []any { return append(append(buf[:0], path...), field) }
+	at := func(field string) []any { return append(slices.Clip(path), field) }
 	if s.InstanceSize == "" {
 		is.required(at("instance_size")...)
 	} else {
