@@ -64,9 +64,10 @@ const BootstrapTokenName = "bootstrap"
 // returns "" and no error: the Admin has tokens enough, and revoking one
 // makes room for the next call.
 //
-// It fails with BAD_REQUEST when the user exists and is not an Admin, or
-// is missing and the organization holds the maximum number of users
-// (Config.MaxUsersPerOrg).
+// It fails with BAD_REQUEST, and revokes nothing, when in.Token is not 16
+// to 512 printable ASCII characters or is another user's token, when the
+// user exists and is not an Admin, or when it is missing and the
+// organization holds the maximum number of users (Config.MaxUsersPerOrg).
 func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, error) {
 	if err := s.CreateOrg(ctx, in.Org); err != nil {
 		return "", err
@@ -92,6 +93,8 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 		if value, err = newSecret(s.rand, tokenPrefix); err != nil {
 			return "", internal("mint token", err)
 		}
+	} else if err := s.checkBootstrapToken(ctx, &u, value); err != nil {
+		return "", err // before the revocation: a refused start changes nothing
 	}
 	held, kept, err := s.revokeBootstrapTokens(ctx, &u, sha256.Sum256([]byte(value)))
 	switch {
@@ -108,6 +111,26 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 	}
 	t, err := s.insertToken(ctx, &u, value, CreateTokenInput{Name: BootstrapTokenName})
 	return t.Value, err
+}
+
+// checkBootstrapToken refuses value as the bootstrap token of u when it
+// breaks the rule of seeded values or is another user's token.
+func (s *Service) checkBootstrapToken(ctx context.Context, u *storage.User, value string) error {
+	var is issues
+	SeedTokenInput{Value: value, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}}.check(&is)
+	if len(is) > 0 {
+		return badRequest(Issue{Message: is[0].Message, Path: []any{"token"}, Code: is[0].Code})
+	}
+	a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(value)})
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return nil
+	case err != nil:
+		return internal("check token", err)
+	case a.Credential.Token.UserID != u.ID:
+		return badRequest(Issue{Message: "Token value already in use", Path: []any{"token"}, Code: IssueConflict})
+	}
+	return nil
 }
 
 // revokeBootstrapTokens revokes the live tokens of u named

@@ -1088,6 +1088,32 @@ func TestBootstrap_GivenTokenReplacesTheBootstrapToken(t *testing.T) {
 // An Admin at the token limit never makes Bootstrap fail: the bootstrap
 // token it holds makes room for the next, and when it holds none Bootstrap
 // mints none and changes nothing.
+// A given token that Bootstrap refuses (malformed, or another user's)
+// revokes nothing: the bootstrap token of the last start still works.
+func TestBootstrap_RefusedTokenRevokesNothing(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	_, other := e.login(t, "admin") // a token of the Admin's that is no bootstrap token
+	e.serviceAccount(t, "robot")
+	theirs, err := e.svc.SeedToken(ctx, testOrg, "robot", orgadmin.SeedTokenInput{Value: "robot-token-0000001", CreateTokenInput: orgadmin.CreateTokenInput{Name: "r"}})
+	require.NoError(t, err)
+	for _, tc := range []struct{ value, code string }{
+		{"short", orgadmin.IssueInvalidString},
+		{"has a space in it 123", orgadmin.IssueInvalidString},
+		{theirs.Value, orgadmin.IssueConflict},
+	} {
+		_, err := e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: testOrg, Username: "admin", Token: tc.value})
+		is := requireCode(t, err, orgadmin.ErrBadRequest)
+		require.Len(t, is.Issues, 1, tc.value)
+		assert.Equal(t, []any{"token"}, is.Issues[0].Path, tc.value)
+		assert.Equal(t, tc.code, is.Issues[0].Code, tc.value)
+		for _, v := range []string{e.adminToken, other, theirs.Value} {
+			_, err := e.svc.Authenticate(ctx, v)
+			require.NoError(t, err, "after Bootstrap with %q", tc.value)
+		}
+	}
+}
+
 func TestBootstrap_AtTheTokenLimit(t *testing.T) {
 	store := memstore.New()
 	svc := orgadmin.New(store, orgadmin.Config{MaxTokensPerUser: 3})
