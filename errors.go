@@ -20,10 +20,12 @@ const (
 	CodeNotFound        Code = "NOT_FOUND"
 	CodeTooManyRequests Code = "TOO_MANY_REQUESTS"
 	CodeInternal        Code = "INTERNAL_SERVER_ERROR"
-	// CodeCanceled means the caller's context was canceled before the
-	// operation finished (over HTTP: the client hung up). It is no failure
-	// of the service; errors.Is(err, context.Canceled) holds. What was
-	// under way may or may not have happened.
+	// CodeCanceled means a store call of the operation ended because the
+	// caller's context was canceled (over HTTP: the client hung up). It
+	// is no failure of the service; errors.Is(err, context.Canceled)
+	// holds. What was under way may or may not have happened. (The memory
+	// store does not look at contexts: on it an operation runs to its
+	// end.)
 	CodeCanceled Code = "CANCELED"
 )
 
