@@ -229,7 +229,7 @@ func (c *call) target() (*storage.User, bool) {
 }
 
 // begin makes the checks every operation makes first, in the order the API
-// answers them (DESIGN §2): it authenticates a (UNAUTHORIZED), decides what
+// answers them (see the package doc): it authenticates a (UNAUTHORIZED), decides what
 // the caller's role alone decides about o on the user t names
 // (FORBIDDEN), then reports the problems of the request (BAD_REQUEST): those
 // of the path username and is, all at once. With the credential, in the

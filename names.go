@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of the API (SPEC.md, "Limits").
+// Limits of the API's inputs, as the service specification sets them.
 const (
 	MaxUsernameLen    = 255
 	MaxDescriptionLen = 1000
@@ -18,7 +18,7 @@ const (
 	MaxCooldown       = 86400
 	MaxFlockSize      = 64
 	MaxFeedbackText   = 2000
-	// maxShortString bounds free strings the SPEC leaves unbounded (emails,
+	// maxShortString bounds free strings the specification leaves unbounded (emails,
 	// names, session names, resource URLs, feedback paths).
 	maxShortString = 1024
 )

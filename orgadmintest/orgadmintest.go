@@ -279,7 +279,8 @@ func (s *Server) Seed(sd orgadmin.Seed) {
 	}
 }
 
-// SeedJSON loads a fixture written in JSON (DESIGN §12's format).
+// SeedJSON loads a fixture written in JSON, in the seed format of the
+// example server (orgadmin.DecodeSeed; README, "Configuration").
 func (s *Server) SeedJSON(fixture string) {
 	s.helper()
 	sd, err := orgadmin.DecodeSeed(strings.NewReader(fixture))

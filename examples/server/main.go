@@ -14,7 +14,8 @@
 // server sharing a store should be given the same.
 // It serves /v1, GET /healthz and the page-feedback endpoint at
 // /docs/api/feedback/agent, logs one JSON line per request (written within
-// 0.1 s), and shuts down gracefully on SIGINT or SIGTERM. -pprof serves the
+// 0.1 s), and shuts down gracefully on SIGINT or SIGTERM (requests under
+// way get 10 s to finish; if any is cut, it exits 1). -pprof serves the
 // runtime profiles on a loopback address of its own (off by default).
 package main
 
