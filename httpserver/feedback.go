@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"container/list"
+	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -19,8 +20,12 @@ import (
 // FeedbackConfig configures the feedback handler. Zero values are the
 // documented defaults.
 type FeedbackConfig struct {
-	// Logger receives one line per request. Nil means slog.Default().
+	// Logger receives one line per request, unless RequestLog is set, and
+	// the cause of every 5xx. Nil means slog.Default().
 	Logger *slog.Logger
+	// RequestLog, when not nil, receives the line of each request instead
+	// of Logger (see Config.RequestLog).
+	RequestLog io.Writer
 	// PerMinute is how many submissions one client may make per minute
 	// (a token bucket of that size, refilled evenly). Zero means 10. The
 	// handler remembers the rate of at most MaxFeedbackClients clients.
@@ -65,7 +70,7 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 		cfg.Now = time.Now
 	}
 	limits := newClientLimits(cfg.PerMinute, MaxFeedbackClients)
-	return LogRequests(cfg.Logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return LogRequestsTo(cfg.RequestLog, cfg.Logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// GET only: a HEAD would submit as a GET does, and a HEAD must have
 		// no side effects.
 		if r.Method != http.MethodGet {

@@ -1918,31 +1918,41 @@ func TestFeedbackHeadSubmitsNothing(t *testing.T) {
 // token value.
 func TestRequestLogHasOneLineAndNoToken(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, orgadmin.Config{})
-	var buf syncBuffer
-	srv := httptest.NewServer(httpserver.New(f.svc, httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}))
-	t.Cleanup(srv.Close)
+	for _, to := range []string{"Logger", "RequestLog"} {
+		t.Run(to, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, orgadmin.Config{})
+			var buf, other syncBuffer
+			cfg := httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&buf, nil))}
+			if to == "RequestLog" {
+				cfg = httpserver.Config{Logger: slog.New(slog.NewJSONHandler(&other, nil)), RequestLog: &buf}
+			}
+			srv := httptest.NewServer(httpserver.New(f.svc, cfg))
+			t.Cleanup(srv.Close)
 
-	r := doRequest(t, srv.URL, "POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "logged"})
-	minted := requireOK(t, r)["token"].(string)
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	require.Len(t, lines, 1, "log: %s", buf.String())
-	var line map[string]any
-	require.NoError(t, json.Unmarshal([]byte(lines[0]), &line))
-	assert.Equal(t, "POST", line["method"])
-	assert.Equal(t, "/v1/users/robot/tokens", line["path"])
-	assert.EqualValues(t, 200, line["status"])
-	assert.Equal(t, r.header.Get("X-Request-Id"), line["request_id"])
-	assert.NotContains(t, buf.String(), f.admin)
-	assert.NotContains(t, buf.String(), minted)
+			r := doRequest(t, srv.URL, "POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "logged"})
+			minted := requireOK(t, r)["token"].(string)
+			lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+			require.Len(t, lines, 1, "log: %s", buf.String())
+			var line map[string]any
+			require.NoError(t, json.Unmarshal([]byte(lines[0]), &line))
+			assert.Equal(t, "POST", line["method"])
+			assert.Equal(t, "/v1/users/robot/tokens", line["path"])
+			assert.EqualValues(t, 200, line["status"])
+			assert.Equal(t, r.header.Get("X-Request-Id"), line["request_id"])
+			assert.NotContains(t, buf.String(), f.admin)
+			assert.NotContains(t, buf.String(), minted)
 
-	// Refused credentials and query strings are not logged either.
-	buf.Reset()
-	requireError(t, doRequest(t, srv.URL, "GET", "/v1/users?page_token="+url.QueryEscape(minted), bearer(minted+"x"), nil), 401)
-	requireOK(t, doRequest(t, srv.URL, "GET", userPath("robot", "tokens"), bearer(minted), nil))
-	lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
-	require.Len(t, lines, 2, "log: %s", buf.String())
-	assert.NotContains(t, buf.String(), minted)
+			// Refused credentials and query strings are not logged either.
+			buf.Reset()
+			requireError(t, doRequest(t, srv.URL, "GET", "/v1/users?page_token="+url.QueryEscape(minted), bearer(minted+"x"), nil), 401)
+			requireOK(t, doRequest(t, srv.URL, "GET", userPath("robot", "tokens"), bearer(minted), nil))
+			lines = strings.Split(strings.TrimSpace(buf.String()), "\n")
+			require.Len(t, lines, 2, "log: %s", buf.String())
+			assert.NotContains(t, buf.String(), minted)
+			assert.Empty(t, other.String(), "the Logger, when RequestLog takes the request lines")
+		})
+	}
 }
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines.

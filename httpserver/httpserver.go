@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"path"
@@ -26,9 +27,13 @@ const DefaultMaxBodyBytes = 1 << 20
 
 // Config configures a Handler. Zero values are the documented defaults.
 type Config struct {
-	// Logger receives one line per request and the cause of every 5xx. Nil
-	// means slog.Default().
+	// Logger receives the cause of every 5xx, and one line per request
+	// unless RequestLog is set. Nil means slog.Default().
 	Logger *slog.Logger
+	// RequestLog, when not nil, receives the line of each request instead
+	// of Logger, as LogRequestsTo writes it: a JSON object per line, at a
+	// fraction of the cost of a line through slog.
+	RequestLog io.Writer
 	// MaxBodyBytes bounds request bodies. Zero means 1 MiB.
 	MaxBodyBytes int64
 }
@@ -69,7 +74,7 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 		})
 	}
 	mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
-	h.next = LogRequests(h.log, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	h.next = LogRequestsTo(cfg.RequestLog, h.log, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A ServeMux would redirect an unclean path (//v1/users,
 		// /v1/./users) to its clean form, with an HTML body: no route
 		// has it, so it is a plain-text 404 like any other such path.

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -18,7 +19,8 @@ import (
 )
 
 // BenchmarkLogRequests is the cost LogRequests adds to every request: an
-// id, a context value, the recorder and one JSON log line.
+// id, a context value, the recorder and one JSON log line, through slog or
+// written to a writer (LogRequestsTo).
 func BenchmarkLogRequests(b *testing.B) {
 	for _, bc := range []struct {
 		name string
@@ -26,6 +28,7 @@ func BenchmarkLogRequests(b *testing.B) {
 	}{
 		{"bare", http.HandlerFunc(writeOK)},
 		{"logged", httpserver.LogRequests(slog.New(slog.NewJSONHandler(io.Discard, nil)), http.HandlerFunc(writeOK))},
+		{"logged-to-writer", httpserver.LogRequestsTo(io.Discard, slog.New(slog.DiscardHandler), http.HandlerFunc(writeOK))},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			req := httptest.NewRequest("GET", "/v1/users/admin/tokens", nil)
@@ -130,4 +133,47 @@ func TestRequestIDInContext(t *testing.T) {
 	assert.Equal(t, []string{id}, rec.Header().Values("X-Request-Id"))
 	assert.Equal(t, 1, strings.Count(buf.String(), `"msg":"request"`))
 	assert.Empty(t, httpserver.RequestID(context.Background()))
+}
+
+// LogRequestsTo writes the request line to its writer, as the line
+// through slog says it, and nothing to the logger; a panic's cause still
+// goes to the logger, its 500 to the writer; an inner LogRequests adds
+// no second line.
+func TestRequestLogToWriter(t *testing.T) {
+	var lines, logged bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logged, nil))
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("GET", "/v1/users/a%2Fb/tokens?page_token=secret", nil)
+	req.Header.Set("Authorization", "Bearer secret-token")
+	inner := httpserver.LogRequests(logger, http.HandlerFunc(writeOK))
+	httpserver.LogRequestsTo(&lines, logger, inner).ServeHTTP(rec, req)
+	assert.Empty(t, logged.String())
+	require.Equal(t, 1, strings.Count(lines.String(), "\n"), lines.String())
+	var line map[string]any
+	require.NoError(t, json.Unmarshal(lines.Bytes(), &line), lines.String())
+	assert.Equal(t, "INFO", line["level"])
+	assert.Equal(t, "request", line["msg"])
+	assert.Equal(t, rec.Header().Get("X-Request-Id"), line["request_id"])
+	assert.Equal(t, "GET", line["method"])
+	assert.Equal(t, "/v1/users/a%2Fb/tokens", line["path"])
+	assert.EqualValues(t, 200, line["status"])
+	assert.EqualValues(t, 2, line["bytes"])
+	assert.Equal(t, req.RemoteAddr, line["remote"])
+	assert.IsType(t, float64(0), line["duration"])
+	at, err := time.Parse(time.RFC3339Nano, line["time"].(string))
+	require.NoError(t, err)
+	assert.WithinDuration(t, time.Now(), at, time.Minute)
+	assert.Len(t, line, 10)
+	assert.NotContains(t, lines.String(), "secret")
+
+	lines.Reset()
+	rec = httptest.NewRecorder()
+	httpserver.LogRequestsTo(&lines, logger, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })).
+		ServeHTTP(rec, httptest.NewRequest("GET", "/v1/users", nil))
+	assert.Equal(t, 500, rec.Code)
+	assert.Contains(t, logged.String(), `"level":"ERROR","msg":"internal error"`)
+	assert.Contains(t, logged.String(), "boom")
+	assert.NotContains(t, logged.String(), `"msg":"request"`)
+	assert.Contains(t, lines.String(), `"status":500`)
+	assert.NotContains(t, lines.String(), "boom")
 }

@@ -96,6 +96,7 @@ type settings struct {
 	redisDB                   int
 	svg, markdown             string
 	cpuProfile, profileStore  string
+	profileWorkload           string
 	keep                      bool
 	startLimit                time.Duration
 	before                    string // a git revision, or ""
@@ -124,8 +125,9 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&o.mongoURI, "mongo", os.Getenv("ORGADMIN_MONGO_URI"), "MongoDB URI mongodb://HOST:PORT/ (default $ORGADMIN_MONGO_URI); empty skips MongoDB. Each start uses a new database, dropped at the end")
 	fs.StringVar(&o.svg, "svg", "", "write the chart of throughput to this SVG file")
 	fs.StringVar(&o.markdown, "markdown", "", "rewrite the "+sectionBegin+" section of this Markdown file (BENCHMARKS.md) with the figures")
-	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "after the repeats, profile the server of -profile-store during one list-tokens run and write the CPU profile here")
+	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "after the repeats, profile the server of -profile-store during one run of -profile-workload and write the CPU profile here")
 	fs.StringVar(&o.profileStore, "profile-store", "memory", "the store whose server -cpuprofile profiles")
+	fs.StringVar(&o.profileWorkload, "profile-workload", listTokens, "the workload -cpuprofile profiles (one of -workloads)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the work files (server logs, seeds, wrk scripts) instead of removing them")
 	fs.DurationVar(&o.startLimit, "start-timeout", 5*time.Minute, "how long a server may take to load its seed and listen")
 	fs.StringVar(&o.before, "before", "", "a git revision (commit, tag, HEAD~3) whose examples/server to measure beside the working tree's: every store runs it too, as <store>@before on a store of its own, right next to <store> in every repeat, and a second table gives after ÷ before (empty: off)")
@@ -621,20 +623,20 @@ func fmtStatuses(counts map[int]int) string {
 	return "(" + strings.Join(parts, ", ") + ")"
 }
 
-// profile runs list-tokens on the server of -profile-store once more while
-// taking a CPU profile of it, and prints the top of the profile.
+// profile runs -profile-workload on the server of -profile-store once more
+// while taking a CPU profile of it, and prints the top of the profile.
 func (h *harness) profile(ctx context.Context, stdout io.Writer, logf func(string, ...any)) error {
 	var prof *target
 	for _, t := range h.targets {
-		if t.Name == h.opt.profileStore && t.serves(listTokens) && t.pprof != "" {
+		if t.Name == h.opt.profileStore && t.serves(h.opt.profileWorkload) && t.pprof != "" {
 			prof = t
 		}
 	}
 	if prof == nil {
-		return fmt.Errorf("-cpuprofile needs the store %q (-profile-store) and the list-tokens workload", h.opt.profileStore)
+		return fmt.Errorf("-cpuprofile needs the store %q (-profile-store) and the workload %q (-profile-workload) in the run", h.opt.profileStore, h.opt.profileWorkload)
 	}
 	secs := int(h.opt.duration / time.Second)
-	logf("profiling the %s server for %ds of list-tokens", prof.Name, secs)
+	logf("profiling the %s server for %ds of %s", prof.Name, secs, h.opt.profileWorkload)
 	type got struct {
 		body []byte
 		err  error
@@ -647,7 +649,7 @@ func (h *harness) profile(ctx context.Context, stdout io.Writer, logf func(strin
 		}
 		c <- got{body, err}
 	}()
-	if _, err := h.wrk.run(ctx, prof.url, prof.scripts[listTokens], h.opt.duration+time.Second); err != nil {
+	if _, err := h.wrk.run(ctx, prof.url, prof.scripts[h.opt.profileWorkload], h.opt.duration+time.Second); err != nil {
 		return err
 	}
 	p := <-c

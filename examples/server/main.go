@@ -102,10 +102,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 
+	// Request lines go straight to logs, as slog's JSON handler would
+	// write them, at a fraction of its cost (httpserver.LogRequestsTo).
 	srv := newHTTPServer(routes(
-		httpserver.New(svc, httpserver.Config{Logger: log}),
-		httpserver.LogRequests(log, httpserver.Health(svc)),
-		httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log})), log)
+		httpserver.New(svc, httpserver.Config{Logger: log, RequestLog: logs}),
+		httpserver.LogRequestsTo(logs, log, httpserver.Health(svc)),
+		httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log, RequestLog: logs})), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(*storeURI))
