@@ -134,7 +134,7 @@ func benchHandler(b *testing.B, cfg orgadmin.Config) (*orgadmin.Service, orgadmi
 		b.Fatal(err)
 	}
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	return svc, admin, token, httpserver.New(svc, httpserver.Config{Logger: log})
+	return svc, admin, token, httpserver.New(svc, httpserver.Config{Logger: log, RequestLog: io.Discard})
 }
 
 // BenchmarkWorkloadsHTTP serves each workload of the load harness

@@ -212,6 +212,13 @@ func (d *decoder) members(raw []byte, path []any, last string) object {
 		d.wrongType("object", raw, at(path, last))
 		return nil
 	}
+	return d.unique(o, raw, path, last)
+}
+
+// unique returns o, the members of raw (a valid JSON object at path,
+// followed by the field last unless it is ""), without any key raw gives
+// twice, which is an issue.
+func (d *decoder) unique(o object, raw []byte, path []any, last string) object {
 	if countMembers(raw) == len(o) {
 		return o
 	}
@@ -305,17 +312,18 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) *decoder {
 		return d
 	}
 	body = bytes.TrimSpace(body)
+	var o object
 	switch {
 	case len(body) == 0:
 		d.add(orgadmin.IssueInvalidType, "Required: a JSON object", []any{})
 	case !utf8.Valid(body):
 		d.add(orgadmin.IssueInvalidString, "Body must be valid UTF-8", []any{})
+	case body[0] == '{' && json.Unmarshal(body, &o) == nil: // fails only on what is not JSON
+		d.body = d.unique(o, body, []any{}, "")
 	case !json.Valid(body):
 		d.add(orgadmin.IssueInvalidType, "Body is not valid JSON", []any{})
-	case body[0] != '{':
-		d.add(orgadmin.IssueInvalidType, "Expected object, received "+kind(body), []any{})
 	default:
-		d.body = d.members(body, []any{}, "")
+		d.add(orgadmin.IssueInvalidType, "Expected object, received "+kind(body), []any{})
 	}
 	return d
 }

@@ -10,7 +10,6 @@
 package httpserver
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -261,12 +260,4 @@ type healthAnswer string
 
 func (s healthAnswer) appendJSON(b []byte) []byte {
 	return append(appendField(append(b, '{'), "status", string(s)), '}')
-}
-
-type ctxKey struct{}
-
-// RequestID returns the id LogRequests gave the request of ctx, or "".
-func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(ctxKey{}).(string)
-	return id
 }

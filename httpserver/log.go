@@ -38,10 +38,14 @@ func LogRequestsTo(w io.Writer, log *slog.Logger, next http.Handler) http.Handle
 			next.ServeHTTP(rw, r)
 			return
 		}
-		id := newRequestID()
-		rw.Header().Set("X-Request-Id", id)
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, id))
-		rec := &recorder{ResponseWriter: rw, status: http.StatusOK}
+		st := &requestState{
+			recorder: recorder{ResponseWriter: rw, status: http.StatusOK},
+			ctx:      idContext{Context: r.Context(), id: newRequestID()},
+		}
+		id, rec := st.ctx.id, &st.recorder
+		st.idHeader[0] = id
+		rw.Header()["X-Request-Id"] = st.idHeader[:]
+		r = r.WithContext(&st.ctx)
 		start := time.Now()
 		defer func() {
 			// A panic is a bug; the client still gets the JSON envelope.
@@ -65,6 +69,39 @@ func LogRequestsTo(w io.Writer, log *slog.Logger, next http.Handler) http.Handle
 		}()
 		next.ServeHTTP(rec, r)
 	})
+}
+
+// requestState is what LogRequestsTo keeps of a request while it is
+// served, in one allocation.
+type requestState struct {
+	recorder
+	ctx      idContext
+	idHeader [1]string // the X-Request-Id header's value
+}
+
+// idContext is the context of a request with its id, which RequestID
+// finds.
+type idContext struct {
+	context.Context
+	id string
+}
+
+func (c *idContext) Value(key any) any {
+	if key == (ctxKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
+// ctxKey is the key RequestID asks a context's Value for.
+type ctxKey struct{}
+
+// RequestID returns the id LogRequests gave the request of ctx, or "".
+func RequestID(ctx context.Context) string {
+	if c, ok := ctx.Value(ctxKey{}).(*idContext); ok {
+		return c.id
+	}
+	return ""
 }
 
 // requestLine is what the line of a request says.

@@ -100,6 +100,9 @@ func TestRequestLogLine(t *testing.T) {
 	assert.NotContains(t, buf.String(), "secret")
 }
 
+// outerKey is the key of a value a host puts in a request's context.
+type outerKey struct{}
+
 // Request ids are 16 hex digits, and tell requests apart.
 func TestRequestIDsDiffer(t *testing.T) {
 	h := httpserver.LogRequests(slog.New(slog.DiscardHandler), http.HandlerFunc(writeOK))
@@ -121,18 +124,40 @@ func TestRequestIDInContext(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&buf, nil))
 	var seen []string
+	type key struct{}
 	inner := httpserver.LogRequests(logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = append(seen, httpserver.RequestID(r.Context()))
+		// Contexts made from the request's find the id, and what the
+		// request's context held; its cancellation reaches them.
+		ctx, cancel := context.WithCancel(context.WithValue(r.Context(), key{}, "mine"))
+		seen = append(seen, httpserver.RequestID(ctx), ctx.Value(key{}).(string), ctx.Value(outerKey{}).(string))
+		cancel()
 		writeOK(w, r)
 	}))
 	rec := httptest.NewRecorder()
-	httpserver.LogRequests(logger, inner).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/users", nil))
+	req := httptest.NewRequest("GET", "/v1/users", nil)
+	parent, stop := context.WithCancel(context.WithValue(req.Context(), outerKey{}, "host's"))
+	httpserver.LogRequests(logger, inner).ServeHTTP(rec, req.WithContext(parent))
 	id := rec.Header().Get("X-Request-Id")
 	require.Len(t, id, 16)
-	assert.Equal(t, []string{id}, seen)
+	assert.Equal(t, []string{id, id, "mine", "host's"}, seen)
+
 	assert.Equal(t, []string{id}, rec.Header().Values("X-Request-Id"))
 	assert.Equal(t, 1, strings.Count(buf.String(), `"msg":"request"`))
 	assert.Empty(t, httpserver.RequestID(context.Background()))
+
+	// The request's context ends with the context it was given.
+	var done <-chan struct{}
+	httpserver.LogRequests(logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		done = r.Context().Done()
+		writeOK(w, r)
+	})).ServeHTTP(httptest.NewRecorder(), req.WithContext(parent))
+	stop()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request's context was not canceled with its parent")
+	}
 }
 
 // LogRequestsTo writes the request line to its writer, as the line
