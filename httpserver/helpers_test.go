@@ -49,6 +49,8 @@ type world struct {
 type worldOptions struct {
 	store  storage.Store
 	logger *slog.Logger
+	// requestLog, when set, takes the request lines (Config.RequestLog).
+	requestLog io.Writer
 }
 
 // tokenSeq numbers seeded token values, so that every value is unique.
@@ -74,7 +76,7 @@ func newWorldWith(tb testing.TB, cfg orgadmin.Config, opts worldOptions) *world 
 		opts.logger = discardLogger()
 	}
 	svc := orgadmin.New(opts.store, cfg)
-	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: opts.logger}))
+	srv := httptest.NewServer(httpserver.New(svc, httpserver.Config{Logger: opts.logger, RequestLog: opts.requestLog}))
 	tb.Cleanup(srv.Close)
 	return &world{tb: tb, clock: clock, svc: svc, srv: srv}
 }
