@@ -75,29 +75,43 @@ func TestRequestLogRespectsLevel(t *testing.T) {
 	assert.NotContains(t, buf.String(), `"msg":"request"`)
 }
 
-// The request line: what it says of the request, and never its query or
-// headers.
+// The request line, through slog or written to a writer: what it says of
+// the request, and never its query or headers.
 func TestRequestLogLine(t *testing.T) {
-	var buf bytes.Buffer
-	logger := slog.New(slog.NewJSONHandler(&buf, nil))
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/v1/users/a%2Fb/tokens?page_token=secret", nil)
-	req.Header.Set("Authorization", "Bearer secret-token")
-	httpserver.LogRequests(logger, http.HandlerFunc(writeOK)).ServeHTTP(rec, req)
-	var line map[string]any
-	require.NoError(t, json.Unmarshal(buf.Bytes(), &line), buf.String())
-	assert.Equal(t, "INFO", line["level"])
-	assert.Equal(t, "request", line["msg"])
-	assert.Equal(t, rec.Header().Get("X-Request-Id"), line["request_id"])
-	assert.Equal(t, "GET", line["method"])
-	assert.Equal(t, "/v1/users/a%2Fb/tokens", line["path"])
-	assert.EqualValues(t, 200, line["status"])
-	assert.EqualValues(t, 2, line["bytes"])
-	assert.Equal(t, req.RemoteAddr, line["remote"])
-	assert.Contains(t, line, "duration")
-	assert.Contains(t, line, "time")
-	assert.Len(t, line, 10)
-	assert.NotContains(t, buf.String(), "secret")
+	for _, to := range []string{"slog", "writer"} {
+		t.Run(to, func(t *testing.T) {
+			var buf, logged bytes.Buffer
+			h := httpserver.LogRequests(slog.New(slog.NewJSONHandler(&buf, nil)), http.HandlerFunc(writeOK))
+			if to == "writer" {
+				// Nothing goes to the logger, and an inner LogRequests
+				// adds no second line.
+				logger := slog.New(slog.NewJSONHandler(&logged, nil))
+				h = httpserver.LogRequestsTo(&buf, logger, httpserver.LogRequests(logger, http.HandlerFunc(writeOK)))
+			}
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "/v1/users/a%2Fb/tokens?page_token=secret", nil)
+			req.Header.Set("Authorization", "Bearer secret-token")
+			h.ServeHTTP(rec, req)
+			require.Equal(t, 1, strings.Count(buf.String(), "\n"), buf.String())
+			var line map[string]any
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &line), buf.String())
+			assert.Equal(t, "INFO", line["level"])
+			assert.Equal(t, "request", line["msg"])
+			assert.Equal(t, rec.Header().Get("X-Request-Id"), line["request_id"])
+			assert.Equal(t, "GET", line["method"])
+			assert.Equal(t, "/v1/users/a%2Fb/tokens", line["path"])
+			assert.EqualValues(t, 200, line["status"])
+			assert.EqualValues(t, 2, line["bytes"])
+			assert.Equal(t, req.RemoteAddr, line["remote"])
+			assert.IsType(t, float64(0), line["duration"])
+			at, err := time.Parse(time.RFC3339Nano, line["time"].(string))
+			require.NoError(t, err)
+			assert.WithinDuration(t, time.Now(), at, time.Minute)
+			assert.Len(t, line, 10)
+			assert.NotContains(t, buf.String(), "secret")
+			assert.Empty(t, logged.String())
+		})
+	}
 }
 
 // outerKey is the key of a value a host puts in a request's context.
@@ -160,39 +174,12 @@ func TestRequestIDInContext(t *testing.T) {
 	}
 }
 
-// LogRequestsTo writes the request line to its writer, as the line
-// through slog says it, and nothing to the logger; a panic's cause still
-// goes to the logger, its 500 to the writer; an inner LogRequests adds
-// no second line.
-func TestRequestLogToWriter(t *testing.T) {
+// Under LogRequestsTo, a panic's cause goes to the logger, and the line
+// of its 500 to the writer.
+func TestRequestLogToWriterPanics(t *testing.T) {
 	var lines, logged bytes.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logged, nil))
 	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/v1/users/a%2Fb/tokens?page_token=secret", nil)
-	req.Header.Set("Authorization", "Bearer secret-token")
-	inner := httpserver.LogRequests(logger, http.HandlerFunc(writeOK))
-	httpserver.LogRequestsTo(&lines, logger, inner).ServeHTTP(rec, req)
-	assert.Empty(t, logged.String())
-	require.Equal(t, 1, strings.Count(lines.String(), "\n"), lines.String())
-	var line map[string]any
-	require.NoError(t, json.Unmarshal(lines.Bytes(), &line), lines.String())
-	assert.Equal(t, "INFO", line["level"])
-	assert.Equal(t, "request", line["msg"])
-	assert.Equal(t, rec.Header().Get("X-Request-Id"), line["request_id"])
-	assert.Equal(t, "GET", line["method"])
-	assert.Equal(t, "/v1/users/a%2Fb/tokens", line["path"])
-	assert.EqualValues(t, 200, line["status"])
-	assert.EqualValues(t, 2, line["bytes"])
-	assert.Equal(t, req.RemoteAddr, line["remote"])
-	assert.IsType(t, float64(0), line["duration"])
-	at, err := time.Parse(time.RFC3339Nano, line["time"].(string))
-	require.NoError(t, err)
-	assert.WithinDuration(t, time.Now(), at, time.Minute)
-	assert.Len(t, line, 10)
-	assert.NotContains(t, lines.String(), "secret")
-
-	lines.Reset()
-	rec = httptest.NewRecorder()
 	httpserver.LogRequestsTo(&lines, logger, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("boom") })).
 		ServeHTTP(rec, httptest.NewRequest("GET", "/v1/users", nil))
 	assert.Equal(t, 500, rec.Code)
