@@ -31,8 +31,11 @@ func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 // "msg":"request", "request_id", ...}), in one call of w.Write, with no
 // level to filter it. It costs a fraction of a line through slog
 // (BENCHMARKS.md, "The request line"). w must take writes from many
-// goroutines at once, as an *os.File does.
+// goroutines at once, as an *os.File does. A nil log means slog.Default().
 func LogRequestsTo(w io.Writer, log *slog.Logger, next http.Handler) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if RequestID(r.Context()) != "" {
 			next.ServeHTTP(rw, r)

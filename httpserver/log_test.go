@@ -189,3 +189,12 @@ func TestRequestLogToWriterPanics(t *testing.T) {
 	assert.Contains(t, lines.String(), `"status":500`)
 	assert.NotContains(t, lines.String(), "boom")
 }
+
+// A nil logger is slog.Default(), as in Config.
+func TestRequestLogNilLogger(t *testing.T) {
+	var lines bytes.Buffer
+	rec := httptest.NewRecorder()
+	httpserver.LogRequestsTo(&lines, nil, http.HandlerFunc(writeOK)).ServeHTTP(rec, httptest.NewRequest("GET", "/v1/users", nil))
+	assert.Equal(t, 200, rec.Code)
+	assert.Contains(t, lines.String(), `"status":200`)
+}
