@@ -14,11 +14,39 @@ import (
 	"unicode/utf8"
 
 	"github.com/orgadmin/orgadmin"
-	"github.com/orgadmin/orgadmin/internal/jsonobject"
 )
 
-// object is a decoded JSON object whose values are still raw.
-type object map[string]json.RawMessage
+// object is the members of a JSON object of a request body, in order,
+// each key given once: keys decoded, values as the body has them. It is
+// nil where there is no object, and empty, not nil, for {}.
+type object []member
+
+// member is a member of an object.
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// get returns the value of key.
+func (o object) get(key string) (json.RawMessage, bool) {
+	for _, m := range o {
+		if m.key == key {
+			return m.value, true
+		}
+	}
+	return nil, false
+}
+
+// count returns how many members are named key.
+func (o object) count(key string) int {
+	n := 0
+	for _, m := range o {
+		if m.key == key {
+			n++
+		}
+	}
+	return n
+}
 
 // decoder reads request bodies field by field, collecting an issue (with
 // its path) for every field of the wrong JSON type instead of stopping at
@@ -61,7 +89,7 @@ func (d *decoder) field(o object, key string, required bool, path []any) json.Ra
 	if o == nil {
 		return nil
 	}
-	raw, ok := o[key]
+	raw, ok := o.get(key)
 	if ok && kind(raw) != "null" {
 		return raw
 	}
@@ -94,11 +122,11 @@ func (d *decoder) string(o object, key string, required bool, path ...any) *stri
 	if raw == nil {
 		return nil
 	}
-	var s string
-	if kind(raw) != "string" || json.Unmarshal(raw, &s) != nil {
+	if kind(raw) != "string" {
 		d.wrongType("string", raw, append(slices.Clip(path), key))
 		return nil
 	}
+	s := jsonString(raw)
 	if loneSurrogate(raw) {
 		d.add(orgadmin.IssueInvalidString, "String must be valid Unicode (no lone surrogate escapes)", append(slices.Clip(path), key))
 		return nil
@@ -202,37 +230,47 @@ func (d *decoder) item(raw json.RawMessage, path []any) object {
 	return d.members(raw, path, "")
 }
 
-// members decodes raw, a valid JSON object at path (followed by the field
-// last, unless it is ""), into its members. A key given twice (where
-// json.Unmarshal lets the last one win) is an issue at that key, which is
-// then left out, like a field of the wrong type.
+// members decodes raw, a valid JSON object in valid UTF-8 at path
+// (followed by the field last, unless it is ""), into its members. A key
+// given twice (where json.Unmarshal lets the last one win) is an issue at
+// that key, which is then left out, like a field of the wrong type.
 func (d *decoder) members(raw []byte, path []any, last string) object {
-	var o object
-	if json.Unmarshal(raw, &o) != nil {
-		d.wrongType("object", raw, at(path, last))
-		return nil
+	o := splitObject(raw)
+	// How often each key came before: counted over the members before it
+	// in a small object, in a map in a big one.
+	var before map[string]int
+	if len(o) > smallObject {
+		before = make(map[string]int, len(o))
 	}
-	return d.unique(o, raw, path, last)
-}
-
-// unique returns o, the members of raw (a valid JSON object at path,
-// followed by the field last unless it is ""), without any key raw gives
-// twice, which is an issue.
-func (d *decoder) unique(o object, raw []byte, path []any, last string) object {
-	if countMembers(raw) == len(o) {
+	twice := false
+	for i, m := range o {
+		var n int
+		if before != nil {
+			n = before[m.key]
+			before[m.key] = n + 1
+		} else {
+			n = o[:i].count(m.key)
+		}
+		if n == 1 { // the key's second time: its one issue
+			d.add(orgadmin.IssueDuplicateKey, fmt.Sprintf("Duplicate key %q", m.key), append(at(path, last), m.key))
+		}
+		twice = twice || n > 0
+	}
+	if !twice {
 		return o
 	}
-	// A key given twice: find which, member by member.
-	seen := make(map[string]bool, len(o))
-	for key := range jsonobject.Members(raw) {
-		if k := append(at(path, last), key); seen[key] && !d.reported(k) {
-			d.add(orgadmin.IssueDuplicateKey, fmt.Sprintf("Duplicate key %q", key), k)
-			delete(o, key)
+	kept := make(object, 0, len(o))
+	for _, m := range o {
+		if (before != nil && before[m.key] == 1) || (before == nil && o.count(m.key) == 1) {
+			kept = append(kept, m)
 		}
-		seen[key] = true
 	}
-	return o
+	return kept
 }
+
+// smallObject is the most members members compares key by key; beyond,
+// it counts keys in a map.
+const smallObject = 16
 
 // at is path followed by last, unless last is "": a new slice.
 func at(path []any, last string) []any {
@@ -242,37 +280,87 @@ func at(path []any, last string) []any {
 	return append(slices.Clip(path), last)
 }
 
-// countMembers returns how many members raw, a valid JSON object, names:
-// the commas at its own depth, outside strings, plus one unless it is
-// empty. Beside the map json.Unmarshal makes, it tells whether a key was
-// given twice at the cost of one pass over the bytes, where reading the
-// members with a json.Decoder costs as much again as the decoding
-// (BENCHMARKS.md).
-func countMembers(raw []byte) int {
-	n, depth, empty := 1, 0, true
-	for i := 0; i < len(raw); i++ {
-		switch raw[i] {
-		case '"':
-			empty = empty && depth != 1
-			for i++; raw[i] != '"'; i++ {
-				if raw[i] == '\\' {
-					i++
-				}
-			}
-		case '{', '[':
-			depth++
-		case '}', ']':
-			depth--
-		case ',':
-			if depth == 1 {
-				n++
-			}
+// splitObject returns the members of raw, a valid JSON object in valid
+// UTF-8 (as readBody has it), in order:
+// each key as encoding/json decodes it, each value as raw has it, without
+// the space around it. It reads raw once and copies no value, where
+// json.Unmarshal into a map validates raw again, then copies every value
+// (BENCHMARKS.md, "The request body, read once"); a fuzz target holds it
+// to encoding/json.
+func splitObject(raw []byte) object {
+	o := object{}
+	i := 1 // past the '{'
+	for {
+		i = skipSpace(raw, i)
+		if raw[i] == '}' {
+			return o
+		}
+		end := stringEnd(raw, i)
+		key := jsonString(raw[i:end])
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past the ':'
+		vend := valueEnd(raw, i)
+		o = append(o, member{key, raw[i:vend:vend]})
+		if i = skipSpace(raw, vend); raw[i] == ',' {
+			i++
 		}
 	}
-	if empty {
-		return 0
+}
+
+// skipSpace returns the index of the first byte at or after i that is not
+// JSON white space.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	return n
+	return i
+}
+
+// stringEnd returns the index just past the valid JSON string at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
+	}
+	return i + 1
+}
+
+// valueEnd returns the index just past the valid JSON value at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	default: // a number, true, false or null: up to what ends it
+		for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && skipSpace(b, i) == i {
+			i++
+		}
+		return i
+	}
+}
+
+// jsonString decodes raw, a valid JSON string in valid UTF-8, as
+// encoding/json does.
+func jsonString(raw []byte) string {
+	if bytes.IndexByte(raw, '\\') < 0 {
+		return string(raw[1 : len(raw)-1])
+	}
+	var s string
+	_ = json.Unmarshal(raw, &s) // a valid JSON string always decodes
+	return s
 }
 
 // array decodes key as an array of raw values; absent, null or mistyped
@@ -290,9 +378,10 @@ func (d *decoder) array(o object, key string, path ...any) []json.RawMessage {
 	return items
 }
 
-// raw returns key's value as it is (absent or null: nil).
+// raw returns a copy of key's value as it is (absent or null: nil): the
+// body it is part of is not kept.
 func (d *decoder) raw(o object, key string) json.RawMessage {
-	return d.field(o, key, false, nil)
+	return bytes.Clone(d.field(o, key, false, nil))
 }
 
 // readBody reads the request body, which must be one JSON object in
@@ -312,18 +401,17 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) *decoder {
 		return d
 	}
 	body = bytes.TrimSpace(body)
-	var o object
 	switch {
 	case len(body) == 0:
 		d.add(orgadmin.IssueInvalidType, "Required: a JSON object", []any{})
 	case !utf8.Valid(body):
 		d.add(orgadmin.IssueInvalidString, "Body must be valid UTF-8", []any{})
-	case body[0] == '{' && json.Unmarshal(body, &o) == nil: // fails only on what is not JSON
-		d.body = d.unique(o, body, []any{}, "")
 	case !json.Valid(body):
 		d.add(orgadmin.IssueInvalidType, "Body is not valid JSON", []any{})
-	default:
+	case body[0] != '{':
 		d.add(orgadmin.IssueInvalidType, "Expected object, received "+kind(body), []any{})
+	default:
+		d.body = d.members(body, []any{}, "")
 	}
 	return d
 }

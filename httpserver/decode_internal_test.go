@@ -4,55 +4,57 @@ import (
 	"bytes"
 	"encoding/json"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
-// membersByDecoder counts the members of raw, a valid JSON object, with
-// the standard decoder: what countMembers must agree with.
-func membersByDecoder(t *testing.T, raw []byte) int {
+// membersByDecoder reads the members of raw, a valid JSON object, with the
+// standard decoder: what splitObject must agree with.
+func membersByDecoder(t *testing.T, raw []byte) object {
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil {
-		t.Fatal(err)
-	}
-	n := 0
+	_, err := dec.Token()
+	require.NoError(t, err)
+	o := object{}
 	for dec.More() {
+		key, err := dec.Token()
+		require.NoError(t, err)
 		var v json.RawMessage
-		if _, err := dec.Token(); err != nil { // the key
-			t.Fatal(err)
-		}
-		if err := dec.Decode(&v); err != nil {
-			t.Fatal(err)
-		}
-		n++
+		require.NoError(t, dec.Decode(&v))
+		o = append(o, member{key.(string), v})
 	}
-	return n
+	return o
 }
 
-func TestCountMembers(t *testing.T) {
+func TestSplitObject(t *testing.T) {
 	for _, js := range []string{
-		`{}`, ` { } `, `{"a":1}`, `{"a":1,"b":2}`, `{"a":1,"a":2}`,
-		`{"a,b":"c,d","e":"}"}`, `{"a\",":"\\","b":"\\\"{,"}`,
-		`{"a":{"b":1,"c":[1,2,{"d":3}]},"e":[],"f":{}}`,
-		`{"":"","\u002c":","}`, `{"a":"é,名"}`,
+		`{}`, ` { } `, `{"a":1}`, `{"a":1,"b":2}`, `{"a":1,"a":2}`, "{ \"a\" :\t-1.5e3 ,\r\n\"b\" : true }",
+		`{"a,b":"c,d","e":"}"}`, `{"a\",":"\\","b":"\\\"{,"}`, `{"n":null,"f":false,"t":true,"z":0}`,
+		`{"a":{"b":1,"c":[1,2,{"d":3}]},"e":[],"f":{},"g":[[]],"h":"]"}`,
+		`{"":"","\u002c":",","\ud800":1,"\ud83d\ude00":"\u00e9"}`, `{"a":"é,名"}`,
 	} {
-		if got, want := countMembers([]byte(js)), membersByDecoder(t, []byte(js)); got != want {
-			t.Errorf("countMembers(%s) = %d, want %d", js, got, want)
-		}
+		raw := bytes.TrimSpace([]byte(js))
+		assert.Equal(t, membersByDecoder(t, raw), splitObject(raw), "%s", js)
 	}
+	assert.NotNil(t, splitObject([]byte(`{}`)), "an empty object is not a missing one")
 }
 
-// FuzzCountMembers: for every valid JSON object, countMembers counts the
-// members the standard decoder reads.
-func FuzzCountMembers(f *testing.F) {
-	for _, js := range []string{`{}`, `{"a":1,"a":2}`, `{"a\",":"\\","b":[{"c":","}]}`} {
+// FuzzSplitObject: for every valid JSON object in valid UTF-8 (as
+// readBody has it), splitObject reads the members the standard decoder
+// reads, keys and values alike.
+func FuzzSplitObject(f *testing.F) {
+	for _, js := range []string{`{}`, `{"a":1,"a":2}`, `{"a\",":"\\","b":[{"c":","}]}`, `{"\u0061" : [ 1 , {"x":"}"} ] , "b":-0.5E+2}`} {
 		f.Add(js)
 	}
 	f.Fuzz(func(t *testing.T, js string) {
 		raw := bytes.TrimSpace([]byte(js))
-		if !json.Valid(raw) || len(raw) == 0 || raw[0] != '{' {
+		if !utf8.Valid(raw) || !json.Valid(raw) || len(raw) == 0 || raw[0] != '{' {
 			return
 		}
-		if got, want := countMembers(raw), membersByDecoder(t, raw); got != want {
-			t.Fatalf("countMembers(%s) = %d, want %d", raw, got, want)
+		want := membersByDecoder(t, raw)
+		if got := splitObject(raw); !assert.Equal(t, want, got, "%s", raw) {
+			t.FailNow()
 		}
 	})
 }

@@ -1597,6 +1597,11 @@ func TestRequestBodies(t *testing.T) {
 	t.Run("duplicate keys", func(t *testing.T) {
 		f := f.with(t)
 		const rs = `"read_scaling":{"instance_size":"standard","flock_size":4}`
+		// Twenty members more: an object of that size is read another way.
+		var many strings.Builder
+		for i := range 20 {
+			fmt.Fprintf(&many, `"x%d":%d,`, i, i)
+		}
 		for _, tc := range []struct {
 			method, path, body string
 			at                 []any
@@ -1604,6 +1609,8 @@ func TestRequestBodies(t *testing.T) {
 			{"POST", "/v1/users", `{"username":"dupa","username":"dupb"}`, []any{"username"}},
 			{"POST", "/v1/users", `{"username":"dupa","description":"x","description":"y"}`, []any{"description"}},
 			{"POST", "/v1/users", `{"username":"dupa","\u0075sername":"dupb"}`, []any{"username"}},
+			{"POST", "/v1/users", `{"username":"dupa","description":"x",` + many.String() + `"description":"y","description":"z"}`, []any{"description"}},
+			{"POST", "/v1/users", `{"username":"dupa",` + many.String() + `"username":"dupb"}`, []any{"username"}},
 			{"POST", userPath("robot", "tokens"), `{"name":"x","ttl":60,"ttl":0}`, []any{"ttl"}},
 			{"PUT", userPath("robot", "instances"), `{"config":{"read_write":{"instance_size":"standard"},"read_write":{"instance_size":"jumbo"},` + rs + `}}`, []any{"config", "read_write"}},
 			{"PUT", userPath("robot", "instances"), `{"config":{"read_write":{"instance_size":"standard","instance_size":"jumbo"},` + rs + `}}`, []any{"config", "read_write", "instance_size"}},
