@@ -1,7 +1,8 @@
 // Package jsonobject reads the members of a JSON object in the order they
 // are written, duplicates included, where json.Unmarshal into a map or a
-// struct keeps only the last value of a key. The request decoder and the
-// seed decoder use it to name a key given twice.
+// struct keeps only the last value of a key. The seed decoder uses it to
+// name a key given twice. (Request bodies, validated before they are
+// read, are split by httpserver's own reader, which copies nothing.)
 package jsonobject
 
 import (
