@@ -37,17 +37,6 @@ func (o object) get(key string) (json.RawMessage, bool) {
 	return nil, false
 }
 
-// count returns how many members are named key.
-func (o object) count(key string) int {
-	n := 0
-	for _, m := range o {
-		if m.key == key {
-			n++
-		}
-	}
-	return n
-}
-
 // decoder reads request bodies field by field, collecting an issue (with
 // its path) for every field of the wrong JSON type instead of stopping at
 // the first; the field is then left unset, and the Service reports the
@@ -236,21 +225,11 @@ func (d *decoder) item(raw json.RawMessage, path []any) object {
 // that key, which is then left out, like a field of the wrong type.
 func (d *decoder) members(raw []byte, path []any, last string) object {
 	o := splitObject(raw)
-	// How often each key came before: counted over the members before it
-	// in a small object, in a map in a big one.
-	var before map[string]int
-	if len(o) > smallObject {
-		before = make(map[string]int, len(o))
-	}
+	seen := map[string]int{} // how often each key came so far
 	twice := false
-	for i, m := range o {
-		var n int
-		if before != nil {
-			n = before[m.key]
-			before[m.key] = n + 1
-		} else {
-			n = o[:i].count(m.key)
-		}
+	for _, m := range o {
+		n := seen[m.key]
+		seen[m.key] = n + 1
 		if n == 1 { // the key's second time: its one issue
 			d.add(orgadmin.IssueDuplicateKey, fmt.Sprintf("Duplicate key %q", m.key), append(at(path, last), m.key))
 		}
@@ -261,16 +240,12 @@ func (d *decoder) members(raw []byte, path []any, last string) object {
 	}
 	kept := make(object, 0, len(o))
 	for _, m := range o {
-		if (before != nil && before[m.key] == 1) || (before == nil && o.count(m.key) == 1) {
+		if seen[m.key] == 1 {
 			kept = append(kept, m)
 		}
 	}
 	return kept
 }
-
-// smallObject is the most members members compares key by key; beyond,
-// it counts keys in a map.
-const smallObject = 16
 
 // at is path followed by last, unless last is "": a new slice.
 func at(path []any, last string) []any {

@@ -1597,7 +1597,7 @@ func TestRequestBodies(t *testing.T) {
 	t.Run("duplicate keys", func(t *testing.T) {
 		f := f.with(t)
 		const rs = `"read_scaling":{"instance_size":"standard","flock_size":4}`
-		// Twenty members more: an object of that size is read another way.
+		// Twenty members more, between the two.
 		var many strings.Builder
 		for i := range 20 {
 			fmt.Fprintf(&many, `"x%d":%d,`, i, i)
