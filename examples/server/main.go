@@ -43,7 +43,10 @@ const logFlushDelay = 100 * time.Millisecond
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil); err != nil {
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
+	switch {
+	case errors.Is(err, flag.ErrHelp): // -h: the usage is printed
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"io"
 	"net"
 	"net/http"
@@ -378,4 +379,14 @@ func TestPprofServesProfiles(t *testing.T) {
 func TestPprofOffByDefault(t *testing.T) {
 	_, stderr := startServer(t, nil)
 	assert.NotContains(t, stderr.String(), "pprof")
+}
+
+// -h prints the flags and stops with flag.ErrHelp, which main takes as
+// no failure.
+func TestHelpPrintsFlags(t *testing.T) {
+	var stderr strings.Builder
+	err := run(context.Background(), []string{"-h"}, func(string) string { return "" }, &stderr, nil)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.Contains(t, stderr.String(), "-addr")
+	assert.Contains(t, stderr.String(), "-store")
 }
