@@ -77,12 +77,12 @@ func ExampleServer_CreateToken() {
 
 	c := client.New(srv.URL(), token)
 	_, err = c.SetInstanceConfig(context.Background(), "robot", client.InstanceConfig{
-		ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizeJumbo},
-		ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizePulse, FlockSize: 2},
+		ReadWrite:   client.InstanceSide{Size: client.SizeJumbo},
+		ReadScaling: client.InstanceSide{Size: client.SizePulse, FlockSize: 2},
 	})
 	fmt.Println(err)
 	cfg := srv.InstanceConfig("robot")
-	fmt.Println(cfg.ReadWrite.InstanceSize, *cfg.ReadScaling.FlockSize)
+	fmt.Println(cfg.ReadWrite.Size, cfg.ReadScaling.FlockSize)
 	fmt.Println(len(srv.Tokens("robot")), srv.Tokens("robot")[0].Name)
 	// Output:
 	// <nil>

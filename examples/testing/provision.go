@@ -35,8 +35,8 @@ type Provisioner struct {
 // DefaultConfig is the configuration a reporting account gets: a small
 // read-write instance and two read-scaling replicas.
 var DefaultConfig = client.InstanceConfig{
-	ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizePulse},
-	ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizeStandard, FlockSize: 2, CooldownSeconds: 300},
+	ReadWrite:   client.InstanceSide{Size: client.SizePulse},
+	ReadScaling: client.InstanceSide{Size: client.SizeStandard, FlockSize: 2, Cooldown: client.Some(5 * time.Minute)},
 }
 
 // Result says what Ensure did.
