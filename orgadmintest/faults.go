@@ -186,6 +186,7 @@ func (s *Server) inject(next http.Handler) http.Handler {
 			case <-t.C:
 			case <-r.Context().Done():
 				t.Stop()
+				markGone(r.Context())
 				return
 			}
 		}
@@ -203,7 +204,8 @@ func (s *Server) inject(next http.Handler) http.Handler {
 	})
 }
 
-// drop closes the connection of r without an answer.
+// drop closes the connection of r without an answer. The request is in
+// the journal before the client can see the connection close.
 func drop(w http.ResponseWriter, r *http.Request) {
 	markDropped(r.Context())
 	// ResponseController finds the http.Hijacker below the writers that
@@ -256,19 +258,29 @@ func codeOf(status int) (orgadmin.Code, bool) {
 
 // marks are what the journal learns of a request from the fault layer.
 type marks struct {
-	fault, dropped bool
+	fault, dropped, gone bool
+	// done adds the request to the journal, once.
+	done func()
 }
 
 type marksKey struct{}
 
-func markFault(ctx context.Context) {
+func marksOf(ctx context.Context) *marks {
 	if m, ok := ctx.Value(marksKey{}).(*marks); ok {
-		m.fault = true
+		return m
 	}
+	return &marks{done: func() {}} // a handler used without the journal
 }
 
+func markFault(ctx context.Context) { marksOf(ctx).fault = true }
+
+// markGone marks a request whose client went away while it waited.
+func markGone(ctx context.Context) { marksOf(ctx).gone = true }
+
+// markDropped marks a request whose connection is dropped, and journals
+// it at once.
 func markDropped(ctx context.Context) {
-	if m, ok := ctx.Value(marksKey{}).(*marks); ok {
-		m.dropped = true
-	}
+	m := marksOf(ctx)
+	m.dropped = true
+	m.done()
 }

@@ -23,7 +23,9 @@ type Request struct {
 	// "/v1/users/robot/tokens".
 	Path string
 	// Status is the status answered: the API's, or an injected fault's; 0
-	// when the connection was dropped (Dropped).
+	// when the connection was dropped (Dropped); 499 (as
+	// httpserver.StatusClientClosedRequest) when the client gave up while a
+	// fault's Delay ran.
 	Status int
 	// RequestID is the X-Request-Id the request was answered with (it is
 	// in the Server's log lines too).
@@ -71,20 +73,23 @@ func (j *journal) add(r Request) {
 // record serves next and adds each request to the journal once answered.
 func (s *Server) record(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m := &marks{}
-		r = r.WithContext(context.WithValue(r.Context(), marksKey{}, m))
 		sw := &statusWriter{ResponseWriter: w}
 		entry := Request{Method: r.Method, Path: r.URL.EscapedPath(), RequestID: httpserver.RequestID(r.Context()), At: s.clock.Now()}
-		defer func() {
+		m := &marks{}
+		m.done = sync.OnceFunc(func() {
 			entry.Status, entry.Fault, entry.Dropped = sw.status, m.fault, m.dropped
-			if entry.Dropped {
+			switch {
+			case m.dropped:
 				entry.Status = 0
-			} else if entry.Status == 0 {
+			case m.gone:
+				entry.Status = httpserver.StatusClientClosedRequest
+			case entry.Status == 0:
 				entry.Status = http.StatusOK
 			}
 			s.journal.add(entry)
-		}()
-		next.ServeHTTP(sw, r)
+		})
+		defer m.done()
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(r.Context(), marksKey{}, m)))
 	})
 }
 
