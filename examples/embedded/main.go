@@ -31,7 +31,7 @@ func main() {
 	check(err)
 	fmt.Printf("created %s (role %s, service account %v)\n", sa.Username, sa.Role, sa.IsServiceAccount)
 
-	tok, err := svc.CreateToken(ctx, admin, "reporter", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Some(3600 * time.Second)})
+	tok, err := svc.CreateToken(ctx, admin, "reporter", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Some(time.Hour)})
 	check(err)
 	fmt.Printf("token %q of type %s expires %s\n", tok.Name, tok.Type, tok.ExpireAt.Format(time.RFC3339))
 
