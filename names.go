@@ -101,13 +101,6 @@ func (is *issues) checkString(s string, lo, hi int, path ...any) bool {
 	return false
 }
 
-// checkOptString is checkString for an optional field: nil is fine.
-func (is *issues) checkOptString(s *string, lo, hi int, path ...any) {
-	if s != nil {
-		is.checkString(*s, lo, hi, path...)
-	}
-}
-
 // checkRange adds an issue when n lies outside [lo, hi].
 func (is *issues) checkRange(n, lo, hi int64, path ...any) bool {
 	switch {

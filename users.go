@@ -191,14 +191,6 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 // GetUser returns the user of org named username (compared case-folded),
 // or NOT_FOUND. It is a Go API for inspection; the HTTP API has no such
 // operation.

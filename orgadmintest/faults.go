@@ -63,9 +63,9 @@ type Fault struct {
 func (f Fault) check() error {
 	switch {
 	case f.Times < 0:
-		return fmt.Errorf("Times %d is negative", f.Times)
+		return fmt.Errorf("a negative Times, %d", f.Times)
 	case f.Status != 0 && (f.Status < 100 || f.Status > 999):
-		return fmt.Errorf("Status %d is no HTTP status", f.Status)
+		return fmt.Errorf("no HTTP status: %d", f.Status)
 	case f.Status != 0 && f.Drop:
 		return errors.New("a fault answers Status or drops the connection, not both")
 	case f.AfterHandling && f.Status == 0 && !f.Drop:
