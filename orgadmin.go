@@ -9,15 +9,21 @@
 // can also call it directly.
 //
 // The operations of the API take an Auth first: Bearer(token), the access
-// token a request presents, or a Caller a Go program has already
-// authenticated (Authenticate, ActAs). Each makes its checks in the order
+// token a request presents, or a Caller that only the Service makes
+// (Authenticate, ActAs, ActAsOrg). Each makes its checks in the order
 // the API answers them: UNAUTHORIZED, then FORBIDDEN for what the caller's
 // role decides, then BAD_REQUEST with every problem of the request, then
 // NOT_FOUND, then FORBIDDEN for what depends on the target.
 //
 // Every operation returns an *Error on failure; its Code says what kind
 // (BAD_REQUEST with Issues that list every problem found, UNAUTHORIZED,
-// FORBIDDEN, NOT_FOUND, INTERNAL_SERVER_ERROR).
+// FORBIDDEN, NOT_FOUND, INTERNAL_SERVER_ERROR). Classify an error with
+// ErrorCode or errors.Is and the sentinels (ErrNotFound, ...), which see
+// through wrapping, and get at its issues with errors.As.
+//
+// Durations are time.Duration (whole seconds on the wire), enumerations
+// are defined types with constants, and an input field whose absence
+// differs from its zero value is an Optional, set with Some.
 package orgadmin
 
 import (

@@ -149,11 +149,8 @@ func (e *Error) code() Code {
 // (orgadmin.ErrNotFound for a 404 NOT_FOUND, ...). A 404 without the JSON
 // envelope (a path no route has) matches none.
 func (e *Error) Is(target error) bool {
-	var t *orgadmin.Error
-	if !errors.As(target, &t) || t != target {
-		return false
-	}
-	return t.Issues == nil && t.Err == nil && t.Code != "" && t.Code == e.code()
+	t, ok := target.(*orgadmin.Error)
+	return ok && t.Issues == nil && t.Err == nil && t.Code != "" && t.Code == e.code()
 }
 
 // As converts e, for errors.As, to an *orgadmin.Error with its code and
