@@ -4,23 +4,58 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"slices"
 
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// Caller is an authenticated principal: the user a bearer token belongs to.
+// Caller is an authenticated principal: the user a bearer token belongs
+// to. Only the Service makes one (Authenticate, ActAs); its fields are
+// read through its methods. A Caller built any other way, such as the
+// zero Caller{}, is nobody: every operation refuses it with UNAUTHORIZED.
 type Caller struct {
-	Org              string
-	UserID           string
-	Username         string
-	Role             Role
-	Privileges       []string
-	IsServiceAccount bool
-	TokenID          string
-	TokenType        TokenType
-
-	folded string
+	org              string
+	userID           string
+	username         string
+	role             Role
+	privileges       []string
+	isServiceAccount bool
+	tokenID          string
+	tokenType        TokenType
+	folded           string
+	minted           bool // made by the Service
 }
+
+// Org returns the id of the caller's organization.
+func (c Caller) Org() string { return c.org }
+
+// UserID returns the id of the caller's user; "" for a Caller of
+// ActAsOrg.
+func (c Caller) UserID() string { return c.userID }
+
+// Username returns the caller's username, spelled as stored.
+func (c Caller) Username() string { return c.username }
+
+// Role returns the caller's role.
+func (c Caller) Role() Role { return c.role }
+
+// Privileges returns a copy of the privileges granted to the caller
+// beyond its role.
+func (c Caller) Privileges() []string { return slices.Clone(c.privileges) }
+
+// IsServiceAccount reports whether the caller is a service account.
+func (c Caller) IsServiceAccount() bool { return c.isServiceAccount }
+
+// TokenID returns the id of the token the caller presented; "" for a
+// Caller of ActAs.
+func (c Caller) TokenID() string { return c.tokenID }
+
+// TokenType returns the type of the token the caller presented
+// (TokenReadWrite for a Caller of ActAs).
+func (c Caller) TokenType() TokenType { return c.tokenType }
+
+// valid reports whether the Service made c.
+func (c Caller) valid() bool { return c.minted }
 
 // Auth says who calls an operation: Bearer(token), the access token a
 // request presents, which the operation authenticates in the same store
@@ -39,15 +74,7 @@ func (Caller) isAuth() {}
 
 // has reports whether the caller holds privilege p (an Admin holds all).
 func (c Caller) has(p string) bool {
-	if c.Role == RoleAdmin {
-		return true
-	}
-	for _, q := range c.Privileges {
-		if q == p {
-			return true
-		}
-	}
-	return false
+	return c.role == RoleAdmin || slices.Contains(c.privileges, p)
 }
 
 // isSelf reports whether the folded username names the caller.
@@ -103,7 +130,7 @@ func (s *Service) authenticate(ctx context.Context, token string, q storage.Acce
 		a.Target, a.TargetFound, a.Tokens = storage.User{}, false, nil
 	}
 	c := callerOf(u, t.ID)
-	c.TokenType = TokenType(t.Type)
+	c.tokenType = TokenType(t.Type)
 	return c, nil
 }
 
@@ -119,18 +146,29 @@ func (s *Service) ActAs(ctx context.Context, org, username string) (Caller, erro
 	return callerOf(&u, ""), nil
 }
 
+// ActAsOrg returns a Caller with the rights of an Admin of org that is
+// no user of it: for Go programs that administer or inspect an
+// organization as the platform (a test fake, a maintenance job), where
+// no Admin is at hand. It reads nothing: an org that does not exist has
+// no users, tokens or Dives to find. It is no credential, and like a
+// human Admin it may not create tokens for human users.
+func (s *Service) ActAsOrg(org string) Caller {
+	return Caller{org: org, role: RoleAdmin, tokenType: TokenReadWrite, minted: true}
+}
+
 // callerOf is the Caller of user u presenting the read_write token tokenID.
 func callerOf(u *storage.User, tokenID string) Caller {
 	return Caller{
-		Org:              u.Org,
-		UserID:           u.ID,
-		Username:         u.Username,
-		Role:             Role(u.Role),
-		Privileges:       u.Privileges,
-		IsServiceAccount: u.IsServiceAccount,
-		TokenID:          tokenID,
-		TokenType:        TokenReadWrite,
+		org:              u.Org,
+		userID:           u.ID,
+		username:         u.Username,
+		role:             Role(u.Role),
+		privileges:       u.Privileges,
+		isServiceAccount: u.IsServiceAccount,
+		tokenID:          tokenID,
+		tokenType:        TokenReadWrite,
 		folded:           u.FoldedUsername,
+		minted:           true,
 	}
 }
 
@@ -155,10 +193,10 @@ const (
 // target could make the call allowed, and nil otherwise. What depends on
 // the target record is decided later, by the operation.
 func authorize(c Caller, o op, t *target) error {
-	if c.TokenType != TokenReadWrite {
+	if c.tokenType != TokenReadWrite {
 		return forbidden("read_scaling tokens may not call the API")
 	}
-	admin := c.Role == RoleAdmin
+	admin := c.role == RoleAdmin
 	self := t != nil && t.folded != "" && c.isSelf(t.folded)
 	ok := false
 	switch o {
@@ -253,6 +291,9 @@ func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r
 		}
 		want = false
 	case Caller:
+		if !a.valid() {
+			return ErrUnauthorized
+		}
 		c.Caller = a
 	default:
 		return ErrUnauthorized
@@ -269,7 +310,7 @@ func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r
 	if want {
 		// A Caller needs no credential read: its target is read now that
 		// the checks allow it.
-		return s.readTarget(ctx, &c.access, c.Org, t.folded, r == readTokens)
+		return s.readTarget(ctx, &c.access, c.org, t.folded, r == readTokens)
 	}
 	return nil
 }

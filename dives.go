@@ -132,16 +132,16 @@ type CreateEmbedSessionInput struct {
 	Username string
 	// SessionName, at least 1 character, makes equal requests share one
 	// read-scaling session.
-	SessionName *string
+	SessionName Optional[string]
 	// SessionHint is the deprecated alias of SessionName, ignored when
 	// SessionName is set.
-	SessionHint *string
+	SessionHint Optional[string]
 	// RequiredResources, when not nil, replaces the Dive's own.
 	RequiredResources []Resource
 	// InitialState, when not nil, is a JSON object of at most 64 KiB.
 	InitialState json.RawMessage
 	// Version pins the Dive version, from 1 to the latest.
-	Version *int
+	Version Optional[int]
 	// DecodeIssues are the problems found while decoding the input from
 	// its wire form; see CreateTokenInput.DecodeIssues.
 	DecodeIssues []Issue
@@ -151,8 +151,12 @@ type CreateEmbedSessionInput struct {
 func (in CreateEmbedSessionInput) problems() issues {
 	var is issues
 	is.checkString(in.Username, 1, MaxUsernameLen, "username")
-	is.checkOptString(in.SessionName, 1, MaxSessionName, "session_name")
-	is.checkOptString(in.SessionHint, 1, MaxSessionName, "session_hint")
+	if name, ok := in.SessionName.Get(); ok {
+		is.checkString(name, 1, MaxSessionName, "session_name")
+	}
+	if hint, ok := in.SessionHint.Get(); ok {
+		is.checkString(hint, 1, MaxSessionName, "session_hint")
+	}
 	checkResources(&is, in.RequiredResources, "required_resources")
 	if in.InitialState != nil {
 		var buf bytes.Buffer
@@ -163,8 +167,8 @@ func (in CreateEmbedSessionInput) problems() issues {
 			is.add(IssueTooBig, "initial_state must be at most 65536 bytes of JSON", "initial_state")
 		}
 	}
-	if in.Version != nil {
-		is.checkRange(int64(*in.Version), 1, maxInt32, "version")
+	if v, ok := in.Version.Get(); ok {
+		is.checkRange(int64(v), 1, maxInt32, "version")
 	}
 	return is.withDecoded(in.DecodeIssues)
 }
@@ -208,7 +212,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	if !ValidUsername(in.Username) {
 		folded = ""
 	}
-	target, err := s.store.GetEmbedTarget(ctx, c.Org, id, folded)
+	target, err := s.store.GetEmbedTarget(ctx, c.org, id, folded)
 	if err != nil {
 		return "", internal("get embed target", err)
 	}
@@ -217,18 +221,18 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	}
 	dive := target.Dive
 	version := dive.Version
-	if in.Version != nil {
-		if *in.Version > dive.Version {
+	if v, ok := in.Version.Get(); ok {
+		if v > dive.Version {
 			return "", notFound("dive version", "version")
 		}
-		version = *in.Version
+		version = v
 	}
 	if !target.UserFound || folded == "" {
 		return "", notFound("user", "username")
 	}
 	u := target.User
 	if !u.IsServiceAccount {
-		return "", badRequest(Issue{Message: "Embed sessions can only be created for service accounts", Path: []any{"username"}, Code: IssueNotAllowed})
+		return "", badRequest(Issue{Message: "Embed sessions can only be created for service accounts", Path: NewPath("username"), Code: IssueNotAllowed})
 	}
 	value, err := newSecret(s.rand, sessionPrefix)
 	if err != nil {
@@ -237,7 +241,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	now := s.clock()
 	rec := storage.EmbedSession{
 		Digest:    sha256.Sum256([]byte(value)),
-		Org:       c.Org,
+		Org:       c.org,
 		DiveID:    id,
 		Version:   version,
 		UserID:    u.ID,
@@ -255,11 +259,11 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 		rec.InitialState = buf.Bytes()
 	}
 	name := in.SessionName
-	if name == nil {
+	if !name.Set {
 		name = in.SessionHint
 	}
-	if name != nil {
-		sum := sha256.Sum256([]byte(c.Org + "\x00" + u.FoldedUsername + "\x00" + *name))
+	if name.Set {
+		sum := sha256.Sum256([]byte(c.org + "\x00" + u.FoldedUsername + "\x00" + name.Value))
 		rec.AffinityKey = hex.EncodeToString(sum[:16])
 	} else {
 		rec.AffinityKey = hex.EncodeToString(rec.Digest[16:])

@@ -45,9 +45,9 @@ func TestEmbedSession_ResolvesEveryField(t *testing.T) {
 	e := diveEnv(t, orgadmin.Config{})
 	v, s := e.session(t, strings.ToUpper(diveSales), orgadmin.CreateEmbedSessionInput{
 		Username:     "bot",
-		SessionName:  orgadmin.Ptr("dash"),
+		SessionName:  orgadmin.Some("dash"),
 		InitialState: json.RawMessage(`{ "region" : "emea", "n": [1, 2] }`),
-		Version:      orgadmin.Ptr(2),
+		Version:      orgadmin.Some(2),
 	})
 	assert.True(t, orgadmin.ValidSecretChecksum(v), "a minted secret with a checksum")
 	assert.NotEmpty(t, s.AffinityKey)
@@ -123,7 +123,7 @@ func TestEmbedSession_UnknownValueIsNotFound(t *testing.T) {
 func TestEmbedSession_DeletingUserEndsIt(t *testing.T) {
 	e := diveEnv(t, orgadmin.Config{})
 	ctx := context.Background()
-	v, _ := e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", SessionName: orgadmin.Ptr("x")})
+	v, _ := e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", SessionName: orgadmin.Some("x")})
 	_, err := e.svc.DeleteUser(ctx, e.admin, "bot")
 	require.NoError(t, err)
 	_, err = e.svc.ResolveEmbedSession(ctx, v)
@@ -140,25 +140,25 @@ func TestEmbedSession_AffinityKey(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "other")
 	require.NoError(t, e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: diveOps, Title: "Ops"}))
-	key := func(dive, user string, name, hint *string) string {
+	key := func(dive, user string, name, hint orgadmin.Optional[string]) string {
 		t.Helper()
 		_, s := e.session(t, dive, orgadmin.CreateEmbedSessionInput{Username: user, SessionName: name, SessionHint: hint})
 		return s.AffinityKey
 	}
-	p := orgadmin.Ptr[string]
+	p, none := orgadmin.Some[string], orgadmin.Optional[string]{}
 
-	k := key(diveSales, "bot", p("s1"), nil)
-	assert.Equal(t, k, key(diveSales, "bot", p("s1"), nil), "equal (org, username, session name)")
-	assert.Equal(t, k, key(diveOps, "BOT", p("s1"), nil), "the Dive and the username's case do not matter")
-	assert.NotEqual(t, k, key(diveSales, "bot", p("s2"), nil), "different session name")
-	assert.NotEqual(t, k, key(diveSales, "bot", p("S1"), nil), "session names are compared exactly")
-	assert.NotEqual(t, k, key(diveSales, "other", p("s1"), nil), "different username")
+	k := key(diveSales, "bot", p("s1"), none)
+	assert.Equal(t, k, key(diveSales, "bot", p("s1"), none), "equal (org, username, session name)")
+	assert.Equal(t, k, key(diveOps, "BOT", p("s1"), none), "the Dive and the username's case do not matter")
+	assert.NotEqual(t, k, key(diveSales, "bot", p("s2"), none), "different session name")
+	assert.NotEqual(t, k, key(diveSales, "bot", p("S1"), none), "session names are compared exactly")
+	assert.NotEqual(t, k, key(diveSales, "other", p("s1"), none), "different username")
 
-	assert.Equal(t, k, key(diveSales, "bot", nil, p("s1")), "session_hint stands in for session_name")
+	assert.Equal(t, k, key(diveSales, "bot", none, p("s1")), "session_hint stands in for session_name")
 	assert.Equal(t, k, key(diveSales, "bot", p("s1"), p("ignored")), "session_hint is ignored when session_name is set")
 	assert.NotEqual(t, k, key(diveSales, "bot", p("s2"), p("s1")), "session_hint is ignored when session_name is set")
 
-	a, b := key(diveSales, "bot", nil, nil), key(diveSales, "bot", nil, nil)
+	a, b := key(diveSales, "bot", none, none), key(diveSales, "bot", none, none)
 	assert.NotEqual(t, a, b, "two sessions without a name share nothing")
 	assert.NotEqual(t, k, a)
 
@@ -193,9 +193,9 @@ func TestEmbedSession_Refusals(t *testing.T) {
 	requireCode(t, create(carol, diveSales, ok), orgadmin.ErrForbidden)
 	requireCode(t, create(e.admin, diveOps, ok), orgadmin.ErrNotFound)
 	requireCode(t, create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "nobody"}), orgadmin.ErrNotFound)
-	requireCode(t, create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", Version: orgadmin.Ptr(4)}), orgadmin.ErrNotFound)
-	require.NoError(t, create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", Version: orgadmin.Ptr(3)}))
-	require.NoError(t, create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", Version: orgadmin.Ptr(1)}))
+	requireCode(t, create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", Version: orgadmin.Some(4)}), orgadmin.ErrNotFound)
+	require.NoError(t, create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", Version: orgadmin.Some(3)}))
+	require.NoError(t, create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", Version: orgadmin.Some(1)}))
 
 	err := create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "carol"})
 	assert.Equal(t, [][]any{{"username"}}, issuePaths(t, err), "only service accounts")
@@ -205,11 +205,11 @@ func TestEmbedSession_Refusals(t *testing.T) {
 
 	err = create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{
 		Username:          "bot",
-		SessionName:       orgadmin.Ptr(""),
-		SessionHint:       orgadmin.Ptr(""),
+		SessionName:       orgadmin.Some(""),
+		SessionHint:       orgadmin.Some(""),
 		RequiredResources: []orgadmin.Resource{{URL: ""}},
 		InitialState:      json.RawMessage(`[1]`),
-		Version:           orgadmin.Ptr(0),
+		Version:           orgadmin.Some(0),
 	})
 	assert.Equal(t, [][]any{
 		{"session_name"}, {"session_hint"}, {"required_resources", 0, "url"}, {"initial_state"}, {"version"},

@@ -2,9 +2,11 @@ package orgadmin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -49,29 +51,133 @@ func (c Code) Message() string {
 	}
 }
 
-// Issue is one problem with a request: what is wrong, and where.
+// Issue is one problem with a request: what is wrong, and where. The
+// client package decodes the issues of an answer into this same type.
 type Issue struct {
 	// Message says what is wrong, in English.
 	Message string `json:"message"`
-	// Path locates the offending field: object keys as strings, array
-	// indexes as ints. It is empty for the request as a whole.
-	Path []any `json:"path"`
-	// Code is a machine-readable kind such as "too_big" or "invalid_type".
-	Code string `json:"code"`
+	// Path locates the offending field: object keys and array indexes,
+	// outermost first, named as on the wire ("config.read_write.
+	// cooldown_seconds"). It is empty for the request as a whole.
+	Path Path `json:"path"`
+	// Code is a machine-readable kind, one of the Issue constants.
+	Code IssueCode `json:"code"`
 }
 
-// Issue codes.
+// IssueCode is the machine-readable kind of an Issue.
+type IssueCode string
+
+// The issue codes: every one the API writes.
 const (
-	IssueInvalidType   = "invalid_type"
-	IssueTooSmall      = "too_small"
-	IssueTooBig        = "too_big"
-	IssueInvalidEnum   = "invalid_enum_value"
-	IssueInvalidString = "invalid_string"
-	IssueConflict      = "already_exists"
-	IssueNotAllowed    = "not_allowed"
+	// IssueInvalidType is a field of the wrong type, or a required field
+	// that is missing.
+	IssueInvalidType IssueCode = "invalid_type"
+	// IssueTooSmall is a number under its minimum, or a string too short.
+	IssueTooSmall IssueCode = "too_small"
+	// IssueTooBig is a number or string over its maximum, or one record
+	// more than a limit allows.
+	IssueTooBig IssueCode = "too_big"
+	// IssueInvalidEnum is a value outside its enumeration.
+	IssueInvalidEnum IssueCode = "invalid_enum_value"
+	// IssueInvalidString is a string (or a duration) of the wrong form.
+	IssueInvalidString IssueCode = "invalid_string"
+	// IssueAlreadyExists is a username taken, or a token value in use.
+	IssueAlreadyExists IssueCode = "already_exists"
+	// IssueNotAllowed is a field or an action the rules do not allow.
+	IssueNotAllowed IssueCode = "not_allowed"
 	// IssueDuplicateKey is a JSON object that names a key twice.
-	IssueDuplicateKey = "duplicate_key"
+	IssueDuplicateKey IssueCode = "duplicate_key"
+	// IssueNotFound is the issue of a NOT_FOUND error: what is missing.
+	IssueNotFound IssueCode = "not_found"
+	// IssueForbidden is the issue of a FORBIDDEN error: what was refused.
+	IssueForbidden IssueCode = "forbidden"
 )
+
+// PathElem is one element of an issue's Path: an object key (PathKey) or
+// an array index (PathIndex). It is comparable; its JSON form is a string
+// or a number.
+type PathElem struct {
+	key     string
+	index   int
+	isIndex bool
+}
+
+// PathKey returns the path element of the object key k.
+func PathKey(k string) PathElem { return PathElem{key: k} }
+
+// PathIndex returns the path element of the array index i.
+func PathIndex(i int) PathElem { return PathElem{index: i, isIndex: true} }
+
+// Key returns the object key of p, and false when p is an index.
+func (p PathElem) Key() (string, bool) { return p.key, !p.isIndex }
+
+// Index returns the array index of p, and false when p is a key.
+func (p PathElem) Index() (int, bool) { return p.index, p.isIndex }
+
+// String returns the key, or the index in decimal.
+func (p PathElem) String() string {
+	if p.isIndex {
+		return strconv.Itoa(p.index)
+	}
+	return p.key
+}
+
+// MarshalJSON writes a key as a JSON string and an index as a number.
+func (p PathElem) MarshalJSON() ([]byte, error) {
+	if p.isIndex {
+		return strconv.AppendInt(nil, int64(p.index), 10), nil
+	}
+	return json.Marshal(p.key)
+}
+
+// UnmarshalJSON reads a JSON string as a key and a whole number as an
+// index; anything else is an error.
+func (p *PathElem) UnmarshalJSON(b []byte) error {
+	var k string
+	if err := json.Unmarshal(b, &k); err == nil {
+		*p = PathKey(k)
+		return nil
+	}
+	var i int
+	if err := json.Unmarshal(b, &i); err != nil {
+		return fmt.Errorf("issue path element %.32s: neither a string nor an integer", b)
+	}
+	*p = PathIndex(i)
+	return nil
+}
+
+// Path locates a field of a request, outermost first.
+type Path []PathElem
+
+// NewPath returns the path of elems, each a string (a key), an int (an
+// index) or a PathElem. It panics on any other type, a programming error.
+func NewPath(elems ...any) Path {
+	p := make(Path, len(elems))
+	for i, e := range elems {
+		switch e := e.(type) {
+		case string:
+			p[i] = PathKey(e)
+		case int:
+			p[i] = PathIndex(e)
+		case PathElem:
+			p[i] = e
+		default:
+			panic(fmt.Sprintf("orgadmin: path element %v of type %T", e, e))
+		}
+	}
+	return p
+}
+
+// String joins the elements with dots, such as
+// "config.read_write.flock_size" or "required_resources.0.url"; "" for the
+// empty path.
+func (p Path) String() string {
+	parts := make([]string, len(p))
+	for i, e := range p {
+		parts[i] = e.String()
+	}
+	return strings.Join(parts, ".")
+}
 
 // Error is the error type of every Service operation. Its Code decides the
 // HTTP status; Issues say what was wrong with the request.
@@ -94,7 +200,8 @@ func (e *Error) Error() string {
 			b.WriteString("; ")
 		}
 		if len(is.Path) > 0 {
-			fmt.Fprintf(&b, "%v: ", joinPath(is.Path))
+			b.WriteString(is.Path.String())
+			b.WriteString(": ")
 		}
 		b.WriteString(is.Message)
 	}
@@ -103,14 +210,6 @@ func (e *Error) Error() string {
 		b.WriteString(e.Err.Error())
 	}
 	return b.String()
-}
-
-func joinPath(p []any) string {
-	parts := make([]string, len(p))
-	for i, v := range p {
-		parts[i] = fmt.Sprint(v)
-	}
-	return strings.Join(parts, ".")
 }
 
 // Unwrap returns the cause of an internal or canceled error.
@@ -123,18 +222,28 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code && t.Issues == nil && t.Err == nil
 }
 
-// Sentinels for errors.Is.
+// Sentinels for errors.Is, one per Code: errors.Is(err, ErrNotFound)
+// holds for any error that is or wraps an *Error of code NOT_FOUND, and
+// for the errors of the client package that carry that code.
 var (
-	ErrBadRequest   = &Error{Code: CodeBadRequest}
-	ErrUnauthorized = &Error{Code: CodeUnauthorized}
-	ErrForbidden    = &Error{Code: CodeForbidden}
-	ErrNotFound     = &Error{Code: CodeNotFound}
-	ErrInternal     = &Error{Code: CodeInternal}
-	ErrCanceled     = &Error{Code: CodeCanceled}
+	ErrBadRequest      = &Error{Code: CodeBadRequest}
+	ErrUnauthorized    = &Error{Code: CodeUnauthorized}
+	ErrForbidden       = &Error{Code: CodeForbidden}
+	ErrNotFound        = &Error{Code: CodeNotFound}
+	ErrTooManyRequests = &Error{Code: CodeTooManyRequests}
+	ErrInternal        = &Error{Code: CodeInternal}
+	ErrCanceled        = &Error{Code: CodeCanceled}
 )
 
-// ErrorCode returns the Code of err: its own when err is or wraps an *Error,
-// CodeInternal for any other non-nil error, and "" for nil.
+// ErrorCode classifies any error: "" for nil; the Code of the first
+// *Error in err's chain (errors.As sees through fmt.Errorf("...: %w")
+// wrapping, and the client package's errors convert to one); otherwise
+// CodeInternal. Use it, or errors.Is with the sentinels, rather than a
+// type assertion, which fails once an error is wrapped:
+//
+//	switch orgadmin.ErrorCode(err) {
+//	case orgadmin.CodeNotFound: ...
+//	}
 func ErrorCode(err error) Code {
 	if err == nil {
 		return ""
@@ -153,12 +262,12 @@ func badRequest(issues ...Issue) *Error {
 
 // notFound returns a NOT_FOUND error naming what is missing.
 func notFound(what string, path ...any) *Error {
-	return &Error{Code: CodeNotFound, Issues: []Issue{{Message: what + " not found", Path: nonNilPath(path), Code: "not_found"}}}
+	return &Error{Code: CodeNotFound, Issues: []Issue{{Message: what + " not found", Path: NewPath(path...), Code: IssueNotFound}}}
 }
 
 // forbidden returns a FORBIDDEN error saying what was refused.
 func forbidden(why string) *Error {
-	return &Error{Code: CodeForbidden, Issues: []Issue{{Message: why, Path: []any{}, Code: "forbidden"}}}
+	return &Error{Code: CodeForbidden, Issues: []Issue{{Message: why, Path: Path{}, Code: IssueForbidden}}}
 }
 
 // internal wraps a store failure; the cause is kept for logs only. A store
@@ -172,20 +281,13 @@ func internal(op string, err error) *Error {
 	return &Error{Code: code, Err: fmt.Errorf("%s: %w", op, err)}
 }
 
-func nonNilPath(p []any) []any {
-	if p == nil {
-		return []any{}
-	}
-	return p
-}
-
 // issues collects the problems of one request.
 type issues []Issue
 
 // add adds an issue at a copy of path: the checks' paths, built where
 // they are called, then stay on the stack of a request without issues.
-func (is *issues) add(code, msg string, path ...any) {
-	*is = append(*is, Issue{Message: msg, Path: append([]any{}, path...), Code: code})
+func (is *issues) add(code IssueCode, msg string, path ...any) {
+	*is = append(*is, Issue{Message: msg, Path: NewPath(path...), Code: code})
 }
 
 func (is *issues) required(path ...any) {
@@ -202,24 +304,16 @@ func (is issues) withDecoded(decoded []Issue) issues {
 	}
 	out := append(issues{}, decoded...)
 	for _, i := range is {
-		if !slices.ContainsFunc(decoded, func(d Issue) bool { return hasPrefix(i.Path, d.Path) }) {
+		if !slices.ContainsFunc(decoded, func(d Issue) bool { return i.Path.hasPrefix(d.Path) }) {
 			out = append(out, i)
 		}
 	}
 	return out
 }
 
-// hasPrefix reports whether path starts with prefix.
-func hasPrefix(path, prefix []any) bool {
-	if len(prefix) > len(path) {
-		return false
-	}
-	for i := range prefix {
-		if path[i] != prefix[i] {
-			return false
-		}
-	}
-	return true
+// hasPrefix reports whether p starts with prefix.
+func (p Path) hasPrefix(prefix Path) bool {
+	return len(prefix) <= len(p) && slices.Equal(p[:len(prefix)], prefix)
 }
 
 // err returns the collected issues as a BAD_REQUEST error, or nil.

@@ -3,6 +3,7 @@ package orgadmin_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log"
 	"strings"
@@ -30,7 +31,7 @@ func ExampleService() {
 	admin := orgadmin.Bearer(adminToken)
 	bot, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{
 		Username:    "Ci_Bot",
-		Description: orgadmin.Ptr("builds and deploys"),
+		Description: "builds and deploys",
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -43,7 +44,7 @@ func ExampleService() {
 
 	tok, err := svc.CreateToken(ctx, admin, "ci_bot", orgadmin.CreateTokenInput{
 		Name: "pipeline",
-		TTL:  orgadmin.Ptr(3600),
+		TTL:  orgadmin.Some(3600 * time.Second),
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -60,7 +61,7 @@ func ExampleService() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("caller:", caller.Username, caller.Role)
+	fmt.Println("caller:", caller.Username(), caller.Role())
 
 	page, err := svc.ListUsers(ctx, caller, orgadmin.ListUsersOptions{})
 	if err != nil {
@@ -101,14 +102,14 @@ func ExampleService_SetInstanceConfig() {
 	show := func(c orgadmin.InstanceConfig) {
 		for _, side := range []struct {
 			name string
-			s    *orgadmin.InstanceSide
+			s    orgadmin.InstanceSide
 		}{{"read_write", c.ReadWrite}, {"read_scaling", c.ReadScaling}} {
-			fmt.Print(side.name, ": ", side.s.InstanceSize)
-			if side.s.FlockSize != nil {
-				fmt.Print(" flock_size=", *side.s.FlockSize)
+			fmt.Print(side.name, ": ", side.s.Size)
+			if side.name == "read_scaling" {
+				fmt.Print(" flock_size=", side.s.FlockSize)
 			}
-			if side.s.CooldownSeconds != nil {
-				fmt.Print(" cooldown_seconds=", *side.s.CooldownSeconds)
+			if cd, ok := side.s.Cooldown.Get(); ok {
+				fmt.Print(" cooldown=", cd)
 			}
 			fmt.Println()
 		}
@@ -123,9 +124,9 @@ func ExampleService_SetInstanceConfig() {
 
 	// The whole configuration is replaced; an unset cooldown shows the
 	// size's default, and pulse instances have none.
-	cfg, err = svc.SetInstanceConfig(ctx, admin, "etl", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeMega},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizePulse, FlockSize: orgadmin.Ptr(8)},
+	cfg, err = svc.SetInstanceConfig(ctx, admin, "etl", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeMega},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizePulse, FlockSize: 8},
 	}})
 	if err != nil {
 		log.Fatal(err)
@@ -133,26 +134,27 @@ func ExampleService_SetInstanceConfig() {
 	show(cfg)
 
 	// Every problem is reported at once.
-	_, err = svc.SetInstanceConfig(ctx, admin, "etl", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeGiga, CooldownSeconds: orgadmin.Ptr(30)},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizePulse, FlockSize: orgadmin.Ptr(65), CooldownSeconds: orgadmin.Ptr(60)},
+	_, err = svc.SetInstanceConfig(ctx, admin, "etl", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeGiga, Cooldown: orgadmin.Some(30 * time.Second)},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizePulse, FlockSize: 65, Cooldown: orgadmin.Some(60 * time.Second)},
 	}})
 	fmt.Println(orgadmin.ErrorCode(err))
-	if e, ok := err.(*orgadmin.Error); ok {
+	var e *orgadmin.Error // errors.As, not a type assertion: it sees through wrapping
+	if errors.As(err, &e) {
 		for _, is := range e.Issues {
 			fmt.Println(" ", is.Path, is.Code)
 		}
 	}
 
 	// Output:
-	// read_write: standard cooldown_seconds=60
-	// read_scaling: standard flock_size=4 cooldown_seconds=60
-	// read_write: mega cooldown_seconds=300
+	// read_write: standard cooldown=1m0s
+	// read_scaling: standard flock_size=4 cooldown=1m0s
+	// read_write: mega cooldown=5m0s
 	// read_scaling: pulse flock_size=8
 	// BAD_REQUEST
-	//   [config read_write cooldown_seconds] too_small
-	//   [config read_scaling flock_size] too_big
-	//   [config read_scaling cooldown_seconds] not_allowed
+	//   config.read_write.cooldown_seconds too_small
+	//   config.read_scaling.flock_size too_big
+	//   config.read_scaling.cooldown_seconds not_allowed
 }
 
 func ExampleService_CreateEmbedSession() {
@@ -186,7 +188,7 @@ func ExampleService_CreateEmbedSession() {
 
 	in := orgadmin.CreateEmbedSessionInput{
 		Username:     "viewer",
-		SessionName:  orgadmin.Ptr("dashboard"),
+		SessionName:  orgadmin.Some("dashboard"),
 		InitialState: json.RawMessage(`{"region": "emea"}`),
 	}
 	session, err := svc.CreateEmbedSession(ctx, admin, diveID, in)
@@ -257,4 +259,89 @@ func ExampleValidUsername() {
 	// "_x" false
 	// "al-ice" false
 	// "" false
+}
+
+// ErrorCode classifies any error, wrapped or not; errors.Is tests it
+// against the sentinels, and errors.As gets at the *Error with its issues.
+func ExampleErrorCode() {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = svc.GetInstanceConfig(ctx, orgadmin.Bearer(token), "nobody")
+	wrapped := fmt.Errorf("provision nobody: %w", err)
+
+	fmt.Println(orgadmin.ErrorCode(wrapped))
+	fmt.Println(errors.Is(wrapped, orgadmin.ErrNotFound), errors.Is(wrapped, orgadmin.ErrForbidden))
+	var e *orgadmin.Error
+	if errors.As(wrapped, &e) {
+		fmt.Println(e.Issues[0].Code, e.Issues[0].Path, e.Issues[0].Message)
+	}
+
+	// A TTL is a time.Duration of whole seconds.
+	_, err = svc.CreateToken(ctx, orgadmin.Bearer(token), "admin", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Some(90 * time.Millisecond)})
+	if errors.As(err, &e) {
+		fmt.Println(orgadmin.ErrorCode(err), e.Issues[0].Path, e.Issues[0].Code)
+	}
+	fmt.Println(orgadmin.ErrorCode(nil) == "", orgadmin.ErrorCode(errors.New("other")))
+	// Output:
+	// NOT_FOUND
+	// true false
+	// not_found username user not found
+	// BAD_REQUEST ttl invalid_type
+	// true INTERNAL_SERVER_ERROR
+}
+
+// AllUsers walks every page of ListUsers with a range-over-func loop.
+func ExampleService_AllUsers() {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, name := range []string{"carol", "Bob", "dave"} {
+		if _, err := svc.CreateUser(ctx, "acme", orgadmin.NewUser{Username: name, IsServiceAccount: true}); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Two users per store read; the iterator follows the page tokens.
+	opt := orgadmin.ListUsersOptions{Limit: orgadmin.Some(2)}
+	for u, err := range svc.AllUsers(ctx, orgadmin.Bearer(token), opt) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Println(u.Username, u.Role)
+	}
+	// Output:
+	// admin Admin
+	// Bob Member
+	// carol Member
+	// dave Member
+}
+
+// A Caller comes only from the Service: Authenticate, ActAs, ActAsOrg. A
+// Caller built by hand is nobody.
+func ExampleService_ActAs() {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	if _, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "alice"}); err != nil {
+		log.Fatal(err)
+	}
+	alice, err := svc.ActAs(ctx, "acme", "alice")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(alice.Org(), alice.Username(), alice.Role())
+	_, err = svc.GetActiveAccounts(ctx, alice)
+	fmt.Println("as alice:", err)
+
+	_, err = svc.GetActiveAccounts(ctx, orgadmin.Caller{})
+	fmt.Println("as a hand-made Caller:", orgadmin.ErrorCode(err))
+	// Output:
+	// acme alice Admin
+	// as alice: <nil>
+	// as a hand-made Caller: UNAUTHORIZED
 }

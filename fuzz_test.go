@@ -99,7 +99,7 @@ func FuzzSeed(f *testing.F) {
 				for _, tk := range u.Tokens {
 					c, err := svc.Authenticate(ctx, tk.Value)
 					require.NoError(t, err, "seeded token %q", tk.Name)
-					require.Equal(t, got.ID, c.UserID)
+					require.Equal(t, got.ID, c.UserID())
 				}
 			}
 			for _, d := range o.Dives {

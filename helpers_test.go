@@ -107,7 +107,20 @@ func issuePaths(t testing.TB, err error) [][]any {
 	e := requireCode(t, err, orgadmin.ErrBadRequest)
 	out := make([][]any, len(e.Issues))
 	for i, is := range e.Issues {
-		out[i] = is.Path
+		out[i] = pathOf(is.Path)
+	}
+	return out
+}
+
+// pathOf returns p with its keys as strings and its indexes as ints.
+func pathOf(p orgadmin.Path) []any {
+	out := make([]any, len(p))
+	for i, e := range p {
+		if n, ok := e.Index(); ok {
+			out[i] = n
+		} else {
+			out[i], _ = e.Key()
+		}
 	}
 	return out
 }
@@ -116,7 +129,7 @@ func issuePaths(t testing.TB, err error) [][]any {
 func issueCodes(e *orgadmin.Error) []string {
 	out := make([]string, len(e.Issues))
 	for i, is := range e.Issues {
-		out[i] = is.Code
+		out[i] = string(is.Code)
 	}
 	return out
 }
@@ -151,9 +164,9 @@ func (e *env) call(t testing.TB, a orgadmin.Auth, op, target string) error {
 	case opGetInstances:
 		_, err = e.svc.GetInstanceConfig(ctx, a, target)
 	case opSetInstances:
-		_, err = e.svc.SetInstanceConfig(ctx, a, target, orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-			ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeStandard},
-			ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeStandard, FlockSize: orgadmin.Ptr(1)},
+		_, err = e.svc.SetInstanceConfig(ctx, a, target, orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+			ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeStandard},
+			ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizeStandard, FlockSize: 1},
 		}})
 	case opGetActiveAccounts:
 		_, err = e.svc.GetActiveAccounts(ctx, a)
@@ -178,4 +191,13 @@ func (e *env) call(t testing.TB, a orgadmin.Auth, op, target string) error {
 		t.Fatalf("no operation %q", op)
 	}
 	return err
+}
+
+// cooldownOf returns the cooldown of s in whole seconds, or -1 when it is
+// unset.
+func cooldownOf(s orgadmin.InstanceSide) int {
+	if d, ok := s.Cooldown.Get(); ok {
+		return int(d / time.Second)
+	}
+	return -1
 }

@@ -11,7 +11,7 @@ import (
 )
 
 // Size is a compute instance size.
-type Size = string
+type Size string
 
 // The instance sizes, smallest first.
 const (
@@ -22,7 +22,7 @@ const (
 	SizeGiga     Size = "giga"
 )
 
-var sizes = []string{SizePulse, SizeStandard, SizeJumbo, SizeMega, SizeGiga}
+var sizes = []Size{SizePulse, SizeStandard, SizeJumbo, SizeMega, SizeGiga}
 
 // DefaultCooldown returns the effective cooldown of a size when none is set:
 // standard and jumbo 60 seconds, mega 300, giga 600. Pulse instances have no
@@ -40,24 +40,26 @@ func DefaultCooldown(size Size) time.Duration {
 	}
 }
 
-// InstanceConfig is a user's compute instance configuration: both sides are
-// required in requests and always present in responses.
+// InstanceConfig is a user's compute instance configuration: both sides
+// are required in requests and always present in responses.
 type InstanceConfig struct {
-	ReadWrite   *InstanceSide
-	ReadScaling *InstanceSide
+	ReadWrite   InstanceSide
+	ReadScaling InstanceSide
 }
 
 // InstanceSide configures one instance kind.
 type InstanceSide struct {
-	// InstanceSize is one of the Size constants.
-	InstanceSize Size
-	// FlockSize is the number of read-scaling replicas, 0 to 64; required
-	// on the read-scaling side, ignored on the read-write side.
-	FlockSize *int
-	// CooldownSeconds is 60 to 86400; it may not be set on a pulse side. In
-	// responses it is the effective cooldown (set or default) of every
-	// non-pulse side.
-	CooldownSeconds *int
+	// Size is one of the Size constants; required.
+	Size Size
+	// FlockSize is the number of read-scaling replicas, 0 to 64, on the
+	// read-scaling side; it is ignored on the read-write side.
+	FlockSize int
+	// Cooldown is a whole number of seconds from MinCooldown to
+	// MaxCooldown (on the wire, cooldown_seconds); it may not be set on a
+	// pulse side. Unset means the size's default (DefaultCooldown). In
+	// answers it is set, to the effective cooldown, on every non-pulse
+	// side, and unset on pulse sides.
+	Cooldown Optional[time.Duration]
 }
 
 // check adds every problem of c to is, under path.
@@ -66,29 +68,21 @@ func (c InstanceConfig) check(is *issues, path ...any) {
 	checkSide(is, c.ReadScaling, true, append(slices.Clip(path), "read_scaling")...)
 }
 
-func checkSide(is *issues, s *InstanceSide, scaling bool, path ...any) {
-	if s == nil {
-		is.required(path...)
-		return
-	}
+func checkSide(is *issues, s InstanceSide, scaling bool, path ...any) {
 	at := func(field string) []any { return append(slices.Clip(path), field) }
-	if s.InstanceSize == "" {
+	if s.Size == "" {
 		is.required(at("instance_size")...)
 	} else {
-		is.checkEnum(s.InstanceSize, sizes, at("instance_size")...)
+		checkEnum(is, s.Size, sizes, at("instance_size")...)
 	}
 	if scaling {
-		if s.FlockSize == nil {
-			is.required(at("flock_size")...)
-		} else {
-			is.checkRange(int64(*s.FlockSize), 0, MaxFlockSize, at("flock_size")...)
-		}
+		is.checkRange(int64(s.FlockSize), 0, MaxFlockSize, at("flock_size")...)
 	}
-	if s.CooldownSeconds != nil {
-		if s.InstanceSize == SizePulse {
+	if d, ok := s.Cooldown.Get(); ok {
+		if s.Size == SizePulse {
 			is.add(IssueNotAllowed, "cooldown_seconds cannot be set on a pulse instance", at("cooldown_seconds")...)
 		} else {
-			is.checkRange(int64(*s.CooldownSeconds), MinCooldown, MaxCooldown, at("cooldown_seconds")...)
+			is.checkSeconds(d, int64(MinCooldown/time.Second), int64(MaxCooldown/time.Second), at("cooldown_seconds")...)
 		}
 	}
 }
@@ -97,13 +91,13 @@ func checkSide(is *issues, s *InstanceSide, scaling bool, path ...any) {
 func (c InstanceConfig) record() storage.InstanceConfig {
 	return storage.InstanceConfig{
 		ReadWrite: storage.InstanceSide{
-			Size:            c.ReadWrite.InstanceSize,
-			CooldownSeconds: deref(c.ReadWrite.CooldownSeconds),
+			Size:            string(c.ReadWrite.Size),
+			CooldownSeconds: int(c.ReadWrite.Cooldown.Value / time.Second),
 		},
 		ReadScaling: storage.InstanceSide{
-			Size:            c.ReadScaling.InstanceSize,
-			FlockSize:       *c.ReadScaling.FlockSize,
-			CooldownSeconds: deref(c.ReadScaling.CooldownSeconds),
+			Size:            string(c.ReadScaling.Size),
+			FlockSize:       c.ReadScaling.FlockSize,
+			CooldownSeconds: int(c.ReadScaling.Cooldown.Value / time.Second),
 		},
 	}
 }
@@ -111,32 +105,27 @@ func (c InstanceConfig) record() storage.InstanceConfig {
 // effectiveCooldown is the cooldown of a stored side: as set, or the size's
 // default.
 func effectiveCooldown(s storage.InstanceSide) time.Duration {
-	if s.CooldownSeconds > 0 && s.Size != SizePulse {
+	if s.CooldownSeconds > 0 && Size(s.Size) != SizePulse {
 		return time.Duration(s.CooldownSeconds) * time.Second
 	}
-	return DefaultCooldown(s.Size)
+	return DefaultCooldown(Size(s.Size))
 }
 
-// configFromRecord is the response form of a stored configuration.
+// configFromRecord is the answer form of a stored configuration.
 func configFromRecord(c storage.InstanceConfig) InstanceConfig {
-	// The sides, and the numbers they point at, in one allocation each.
-	sides := new([2]InstanceSide)
-	nums := new([3]int) // flock size, then the cooldowns
-	side := func(out *InstanceSide, s storage.InstanceSide, scaling bool, cooldown *int) *InstanceSide {
-		out.InstanceSize = s.Size
+	side := func(s storage.InstanceSide, scaling bool) InstanceSide {
+		out := InstanceSide{Size: Size(s.Size)}
 		if scaling {
-			nums[0] = s.FlockSize
-			out.FlockSize = &nums[0]
+			out.FlockSize = s.FlockSize
 		}
-		if s.Size != SizePulse {
-			*cooldown = int(effectiveCooldown(s) / time.Second)
-			out.CooldownSeconds = cooldown
+		if out.Size != SizePulse {
+			out.Cooldown = Some(effectiveCooldown(s))
 		}
 		return out
 	}
 	return InstanceConfig{
-		ReadWrite:   side(&sides[0], c.ReadWrite, false, &nums[1]),
-		ReadScaling: side(&sides[1], c.ReadScaling, true, &nums[2]),
+		ReadWrite:   side(c.ReadWrite, false),
+		ReadScaling: side(c.ReadScaling, true),
 	}
 }
 
@@ -159,7 +148,7 @@ func (s *Service) GetInstanceConfig(ctx context.Context, a Auth, username string
 
 // SetInstanceConfigInput is the body of set instance configuration.
 type SetInstanceConfigInput struct {
-	Config *InstanceConfig
+	Config InstanceConfig
 	// DecodeIssues are the problems found while decoding the input from
 	// its wire form; see CreateTokenInput.DecodeIssues.
 	DecodeIssues []Issue
@@ -168,10 +157,6 @@ type SetInstanceConfigInput struct {
 // record returns the configuration in, with every problem of in.
 func (in SetInstanceConfigInput) record() (storage.InstanceConfig, issues) {
 	var is issues
-	if in.Config == nil {
-		is.required("config")
-		return storage.InstanceConfig{}, is.withDecoded(in.DecodeIssues)
-	}
 	in.Config.check(&is, "config")
 	is = is.withDecoded(in.DecodeIssues)
 	if len(is) > 0 {
@@ -194,38 +179,42 @@ func (s *Service) SetInstanceConfig(ctx context.Context, a Auth, username string
 	if !t.canExist {
 		return InstanceConfig{}, notFound("user", "username")
 	}
-	if err := s.store.SetInstances(ctx, c.Org, t.folded, rec); err != nil {
+	if err := s.store.SetInstances(ctx, c.org, t.folded, rec); err != nil {
 		return InstanceConfig{}, s.storeErr("set instances", err, "user", "username")
 	}
 	return configFromRecord(rec), nil
 }
 
-// Duckling statuses.
+// DucklingState is the state of a running Duckling.
+type DucklingState string
+
+// Duckling states.
 const (
-	StatusActive   = "active"
-	StatusCooldown = "cooldown"
+	StatusActive   DucklingState = "active"
+	StatusCooldown DucklingState = "cooldown"
 )
+
+// DucklingType is the kind of a Duckling: the side it runs.
+type DucklingType string
 
 // Duckling types.
 const (
-	DucklingReadWrite   = "read_write"
-	DucklingReadScaling = "read_scaling"
+	DucklingReadWrite   DucklingType = "read_write"
+	DucklingReadScaling DucklingType = "read_scaling"
 )
 
 // ActiveAccount is an account with at least one running Duckling.
 type ActiveAccount struct {
 	Username  string
-	Ducklings []DucklingStatus
+	Ducklings []Duckling
 }
 
-// DucklingStatus is one running instance of an account.
-type DucklingStatus struct {
+// Duckling is one running instance of an account.
+type Duckling struct {
 	// ID is "rw" or "rs.N".
-	ID string
-	// Type is "read_write" or "read_scaling".
-	Type string
-	// Status is "active" or "cooldown".
-	Status string
+	ID     string
+	Type   DucklingType
+	Status DucklingState
 }
 
 // parseDucklingID returns the replica number of "rs.N" (N from 0 to 63,
@@ -264,7 +253,7 @@ func (s *Service) MarkDucklingIdle(ctx context.Context, org, username, id string
 
 func (s *Service) markDuckling(ctx context.Context, org, username, id string, active bool) error {
 	if _, ok := parseDucklingID(id); !ok {
-		return badRequest(Issue{Message: `Duckling id must be "rw" or "rs.N" with N from 0 to 63`, Path: []any{"id"}, Code: IssueInvalidString})
+		return badRequest(Issue{Message: `Duckling id must be "rw" or "rs.N" with N from 0 to 63`, Path: NewPath("id"), Code: IssueInvalidString})
 	}
 	u, err := s.resolveUser(ctx, org, username)
 	if err != nil {
@@ -286,7 +275,7 @@ func (s *Service) GetActiveAccounts(ctx context.Context, a Auth) ([]ActiveAccoun
 	if err := s.begin(ctx, &c, a, opGetActiveAccounts, nil, readNone, nil); err != nil {
 		return nil, err
 	}
-	acts, err := s.store.ListActivity(ctx, c.Org)
+	acts, err := s.store.ListActivity(ctx, c.org)
 	if err != nil {
 		return nil, internal("list activity", err)
 	}
@@ -295,7 +284,7 @@ func (s *Service) GetActiveAccounts(ctx context.Context, a Auth) ([]ActiveAccoun
 	for _, a := range acts {
 		type running struct {
 			n int
-			d DucklingStatus
+			d Duckling
 		}
 		var rs []running
 		for _, d := range a.Ducklings {
@@ -311,14 +300,14 @@ func (s *Service) GetActiveAccounts(ctx context.Context, a Auth) ([]ActiveAccoun
 				}
 			}
 			if st := s.ducklingStatus(d, side, now); st != "" {
-				rs = append(rs, running{n, DucklingStatus{ID: d.ID, Type: typ, Status: st}})
+				rs = append(rs, running{n, Duckling{ID: d.ID, Type: typ, Status: st}})
 			}
 		}
 		if len(rs) == 0 {
 			continue
 		}
 		slices.SortFunc(rs, func(a, b running) int { return a.n - b.n })
-		acc := ActiveAccount{Username: a.User.Username, Ducklings: make([]DucklingStatus, len(rs))}
+		acc := ActiveAccount{Username: a.User.Username, Ducklings: make([]Duckling, len(rs))}
 		for i, r := range rs {
 			acc.Ducklings[i] = r.d
 		}
@@ -329,7 +318,7 @@ func (s *Service) GetActiveAccounts(ctx context.Context, a Auth) ([]ActiveAccoun
 
 // ducklingStatus returns "active", "cooldown" or "" (not running) for the
 // latest report d of a Duckling on side, at now.
-func (s *Service) ducklingStatus(d storage.Duckling, side storage.InstanceSide, now time.Time) string {
+func (s *Service) ducklingStatus(d storage.Duckling, side storage.InstanceSide, now time.Time) DucklingState {
 	idleSince := d.At
 	if d.Active {
 		if now.Before(d.At.Add(s.lease)) {

@@ -16,8 +16,8 @@ import (
 // show it (DESIGN §7).
 func defaultConfig() orgadmin.InstanceConfig {
 	return orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "standard", CooldownSeconds: orgadmin.Ptr(60)},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(4), CooldownSeconds: orgadmin.Ptr(60)},
+		ReadWrite:   orgadmin.InstanceSide{Size: "standard", Cooldown: orgadmin.Some(60 * time.Second)},
+		ReadScaling: orgadmin.InstanceSide{Size: "standard", FlockSize: 4, Cooldown: orgadmin.Some(60 * time.Second)},
 	}
 }
 
@@ -26,7 +26,7 @@ func defaultConfig() orgadmin.InstanceConfig {
 func (e *env) setConfig(t testing.TB, username string, rw, rs orgadmin.InstanceSide) orgadmin.InstanceConfig {
 	t.Helper()
 	got, err := e.svc.SetInstanceConfig(context.Background(), e.admin, username, orgadmin.SetInstanceConfigInput{
-		Config: &orgadmin.InstanceConfig{ReadWrite: &rw, ReadScaling: &rs},
+		Config: orgadmin.InstanceConfig{ReadWrite: rw, ReadScaling: rs},
 	})
 	require.NoError(t, err)
 	return got
@@ -49,14 +49,14 @@ func TestInstanceConfig_Defaults(t *testing.T) {
 func TestInstanceConfig_EffectiveCooldownPerSize(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	e.serviceAccount(t, "bot")
-	want := map[string]int{"standard": 60, "jumbo": 60, "mega": 300, "giga": 600}
+	want := map[orgadmin.Size]int{"standard": 60, "jumbo": 60, "mega": 300, "giga": 600}
 	for size, cd := range want {
 		got := e.setConfig(t, "bot",
-			orgadmin.InstanceSide{InstanceSize: size},
-			orgadmin.InstanceSide{InstanceSize: size, FlockSize: orgadmin.Ptr(2)})
+			orgadmin.InstanceSide{Size: size},
+			orgadmin.InstanceSide{Size: size, FlockSize: 2})
 		exp := orgadmin.InstanceConfig{
-			ReadWrite:   &orgadmin.InstanceSide{InstanceSize: size, CooldownSeconds: orgadmin.Ptr(cd)},
-			ReadScaling: &orgadmin.InstanceSide{InstanceSize: size, FlockSize: orgadmin.Ptr(2), CooldownSeconds: orgadmin.Ptr(cd)},
+			ReadWrite:   orgadmin.InstanceSide{Size: size, Cooldown: orgadmin.Some(time.Duration(cd) * time.Second)},
+			ReadScaling: orgadmin.InstanceSide{Size: size, FlockSize: 2, Cooldown: orgadmin.Some(time.Duration(cd) * time.Second)},
 		}
 		assert.Equalf(t, exp, got, "set answer for %s", size)
 		assert.Equalf(t, exp, e.getConfig(t, "bot"), "get for %s", size)
@@ -66,15 +66,15 @@ func TestInstanceConfig_EffectiveCooldownPerSize(t *testing.T) {
 	// An explicit cooldown is shown as set; replacing the configuration
 	// without it restores the size's default.
 	got := e.setConfig(t, "bot",
-		orgadmin.InstanceSide{InstanceSize: "giga", CooldownSeconds: orgadmin.Ptr(120)},
-		orgadmin.InstanceSide{InstanceSize: "mega", FlockSize: orgadmin.Ptr(0), CooldownSeconds: orgadmin.Ptr(86400)})
-	assert.Equal(t, 120, *got.ReadWrite.CooldownSeconds)
-	assert.Equal(t, 86400, *got.ReadScaling.CooldownSeconds)
+		orgadmin.InstanceSide{Size: "giga", Cooldown: orgadmin.Some(120 * time.Second)},
+		orgadmin.InstanceSide{Size: "mega", FlockSize: 0, Cooldown: orgadmin.Some(86400 * time.Second)})
+	assert.Equal(t, 120, cooldownOf(got.ReadWrite))
+	assert.Equal(t, 86400, cooldownOf(got.ReadScaling))
 	got = e.setConfig(t, "bot",
-		orgadmin.InstanceSide{InstanceSize: "giga"},
-		orgadmin.InstanceSide{InstanceSize: "mega", FlockSize: orgadmin.Ptr(0)})
-	assert.Equal(t, 600, *got.ReadWrite.CooldownSeconds)
-	assert.Equal(t, 300, *got.ReadScaling.CooldownSeconds)
+		orgadmin.InstanceSide{Size: "giga"},
+		orgadmin.InstanceSide{Size: "mega", FlockSize: 0})
+	assert.Equal(t, 600, cooldownOf(got.ReadWrite))
+	assert.Equal(t, 300, cooldownOf(got.ReadScaling))
 }
 
 func TestInstanceConfig_PulseHasNoCooldown(t *testing.T) {
@@ -82,25 +82,25 @@ func TestInstanceConfig_PulseHasNoCooldown(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
 	got := e.setConfig(t, "bot",
-		orgadmin.InstanceSide{InstanceSize: "pulse"},
-		orgadmin.InstanceSide{InstanceSize: "pulse", FlockSize: orgadmin.Ptr(3)})
+		orgadmin.InstanceSide{Size: "pulse"},
+		orgadmin.InstanceSide{Size: "pulse", FlockSize: 3})
 	exp := orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "pulse"},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "pulse", FlockSize: orgadmin.Ptr(3)},
+		ReadWrite:   orgadmin.InstanceSide{Size: "pulse"},
+		ReadScaling: orgadmin.InstanceSide{Size: "pulse", FlockSize: 3},
 	}
 	assert.Equal(t, exp, got)
 	assert.Equal(t, exp, e.getConfig(t, "bot"))
 
-	_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "pulse", CooldownSeconds: orgadmin.Ptr(60)},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "pulse", FlockSize: orgadmin.Ptr(3), CooldownSeconds: orgadmin.Ptr(60)},
+	_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: "pulse", Cooldown: orgadmin.Some(60 * time.Second)},
+		ReadScaling: orgadmin.InstanceSide{Size: "pulse", FlockSize: 3, Cooldown: orgadmin.Some(60 * time.Second)},
 	}})
 	be := requireCode(t, err, orgadmin.ErrBadRequest)
 	assert.Equal(t, [][]any{
 		{"config", "read_write", "cooldown_seconds"},
 		{"config", "read_scaling", "cooldown_seconds"},
 	}, issuePaths(t, err))
-	assert.Equal(t, "not_allowed", be.Issues[0].Code)
+	assert.Equal(t, orgadmin.IssueCode("not_allowed"), be.Issues[0].Code)
 	assert.Equal(t, exp, e.getConfig(t, "bot"), "a refused configuration changes nothing")
 }
 
@@ -109,18 +109,18 @@ func TestInstanceConfig_FlockSizeBounds(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
 	for _, n := range []int{0, 64} {
-		got := e.setConfig(t, "bot", orgadmin.InstanceSide{InstanceSize: "standard"}, orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(n)})
-		assert.Equal(t, n, *got.ReadScaling.FlockSize)
-		assert.Equal(t, n, *e.getConfig(t, "bot").ReadScaling.FlockSize)
+		got := e.setConfig(t, "bot", orgadmin.InstanceSide{Size: "standard"}, orgadmin.InstanceSide{Size: "standard", FlockSize: n})
+		assert.Equal(t, n, got.ReadScaling.FlockSize)
+		assert.Equal(t, n, e.getConfig(t, "bot").ReadScaling.FlockSize)
 	}
 	for _, n := range []int{65, -1} {
-		_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-			ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "standard"},
-			ReadScaling: &orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(n)},
+		_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+			ReadWrite:   orgadmin.InstanceSide{Size: "standard"},
+			ReadScaling: orgadmin.InstanceSide{Size: "standard", FlockSize: n},
 		}})
 		assert.Equalf(t, [][]any{{"config", "read_scaling", "flock_size"}}, issuePaths(t, err), "flock_size %d", n)
 	}
-	assert.Equal(t, 64, *e.getConfig(t, "bot").ReadScaling.FlockSize)
+	assert.Equal(t, 64, e.getConfig(t, "bot").ReadScaling.FlockSize)
 }
 
 func TestInstanceConfig_CooldownBounds(t *testing.T) {
@@ -129,15 +129,15 @@ func TestInstanceConfig_CooldownBounds(t *testing.T) {
 	e.serviceAccount(t, "bot")
 	for _, cd := range []int{60, 86400} {
 		got := e.setConfig(t, "bot",
-			orgadmin.InstanceSide{InstanceSize: "jumbo", CooldownSeconds: orgadmin.Ptr(cd)},
-			orgadmin.InstanceSide{InstanceSize: "giga", FlockSize: orgadmin.Ptr(1), CooldownSeconds: orgadmin.Ptr(cd)})
-		assert.Equal(t, cd, *got.ReadWrite.CooldownSeconds)
-		assert.Equal(t, cd, *got.ReadScaling.CooldownSeconds)
+			orgadmin.InstanceSide{Size: "jumbo", Cooldown: orgadmin.Some(time.Duration(cd) * time.Second)},
+			orgadmin.InstanceSide{Size: "giga", FlockSize: 1, Cooldown: orgadmin.Some(time.Duration(cd) * time.Second)})
+		assert.Equal(t, cd, cooldownOf(got.ReadWrite))
+		assert.Equal(t, cd, cooldownOf(got.ReadScaling))
 	}
 	for _, cd := range []int{59, 86401, 0} {
-		_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-			ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "jumbo", CooldownSeconds: orgadmin.Ptr(cd)},
-			ReadScaling: &orgadmin.InstanceSide{InstanceSize: "giga", FlockSize: orgadmin.Ptr(1), CooldownSeconds: orgadmin.Ptr(cd)},
+		_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+			ReadWrite:   orgadmin.InstanceSide{Size: "jumbo", Cooldown: orgadmin.Some(time.Duration(cd) * time.Second)},
+			ReadScaling: orgadmin.InstanceSide{Size: "giga", FlockSize: 1, Cooldown: orgadmin.Some(time.Duration(cd) * time.Second)},
 		}})
 		assert.Equalf(t, [][]any{
 			{"config", "read_write", "cooldown_seconds"},
@@ -150,15 +150,15 @@ func TestInstanceConfig_UnknownSizeAndMissingSides(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
-	_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite: &orgadmin.InstanceSide{InstanceSize: "Standard"},
+	_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite: orgadmin.InstanceSide{Size: "Standard"},
 	}})
-	assert.Equal(t, [][]any{{"config", "read_write", "instance_size"}, {"config", "read_scaling"}}, issuePaths(t, err))
+	assert.Equal(t, [][]any{{"config", "read_write", "instance_size"}, {"config", "read_scaling", "instance_size"}}, issuePaths(t, err))
 	_, err = e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{})
-	assert.Equal(t, [][]any{{"config"}}, issuePaths(t, err))
-	_, err = e.svc.SetInstanceConfig(ctx, e.admin, "nobody", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "standard"},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(1)},
+	assert.Equal(t, [][]any{{"config", "read_write", "instance_size"}, {"config", "read_scaling", "instance_size"}}, issuePaths(t, err))
+	_, err = e.svc.SetInstanceConfig(ctx, e.admin, "nobody", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: "standard"},
+		ReadScaling: orgadmin.InstanceSide{Size: "standard", FlockSize: 1},
 	}})
 	requireCode(t, err, orgadmin.ErrNotFound)
 }
@@ -169,15 +169,15 @@ func TestInstanceConfig_UserManagesOwn(t *testing.T) {
 	e.human(t, orgadmin.NewUser{Username: "carol"})
 	e.serviceAccount(t, "bot")
 	carol, _ := e.login(t, "carol")
-	cfg := orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "mega"},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "pulse", FlockSize: orgadmin.Ptr(1)},
+	cfg := orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: "mega"},
+		ReadScaling: orgadmin.InstanceSide{Size: "pulse", FlockSize: 1},
 	}}
 	_, err := e.svc.SetInstanceConfig(ctx, carol, "Carol", cfg)
 	require.NoError(t, err)
 	got, err := e.svc.GetInstanceConfig(ctx, carol, "carol")
 	require.NoError(t, err)
-	assert.Equal(t, "mega", got.ReadWrite.InstanceSize)
+	assert.Equal(t, orgadmin.SizeMega, got.ReadWrite.Size)
 
 	_, err = e.svc.GetInstanceConfig(ctx, carol, "bot")
 	requireCode(t, err, orgadmin.ErrForbidden)
@@ -187,8 +187,8 @@ func TestInstanceConfig_UserManagesOwn(t *testing.T) {
 
 func TestConfig_DefaultInstancesApplyToNewUsers(t *testing.T) {
 	custom := orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "jumbo", CooldownSeconds: orgadmin.Ptr(120)},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "pulse", FlockSize: orgadmin.Ptr(0)},
+		ReadWrite:   orgadmin.InstanceSide{Size: "jumbo", Cooldown: orgadmin.Some(120 * time.Second)},
+		ReadScaling: orgadmin.InstanceSide{Size: "pulse", FlockSize: 0},
 	}
 	e := newEnv(t, orgadmin.Config{DefaultInstances: custom})
 	e.serviceAccount(t, "bot")
@@ -199,7 +199,7 @@ func TestConfig_DefaultInstancesApplyToNewUsers(t *testing.T) {
 
 	assert.Panics(t, func() {
 		orgadmin.New(e.store, orgadmin.Config{DefaultInstances: orgadmin.InstanceConfig{
-			ReadWrite: &orgadmin.InstanceSide{InstanceSize: "tiny"},
+			ReadWrite: orgadmin.InstanceSide{Size: "tiny"},
 		}})
 	}, "a broken default is a programming error")
 }
@@ -223,19 +223,19 @@ func (e *env) statusOf(t testing.TB, username, id string) string {
 		}
 		for _, d := range a.Ducklings {
 			if d.ID == id {
-				return d.Status
+				return string(d.Status)
 			}
 		}
 	}
 	return ""
 }
 
-func rw(status string) orgadmin.DucklingStatus {
-	return orgadmin.DucklingStatus{ID: "rw", Type: "read_write", Status: status}
+func rw(status orgadmin.DucklingState) orgadmin.Duckling {
+	return orgadmin.Duckling{ID: "rw", Type: "read_write", Status: status}
 }
 
-func rs(n int, status string) orgadmin.DucklingStatus {
-	return orgadmin.DucklingStatus{ID: fmt.Sprintf("rs.%d", n), Type: "read_scaling", Status: status}
+func rs(n int, status orgadmin.DucklingState) orgadmin.Duckling {
+	return orgadmin.Duckling{ID: fmt.Sprintf("rs.%d", n), Type: "read_scaling", Status: status}
 }
 
 func TestDucklings_MarkedActiveIsActive(t *testing.T) {
@@ -246,7 +246,7 @@ func TestDucklings_MarkedActiveIsActive(t *testing.T) {
 
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "BOT", "rw"))
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rs.0"))
-	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "bot", Ducklings: []orgadmin.DucklingStatus{rw("active"), rs(0, "active")}}}, e.active(t))
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "bot", Ducklings: []orgadmin.Duckling{rw("active"), rs(0, "active")}}}, e.active(t))
 }
 
 func TestDucklings_IdleCoolsDownForEffectiveCooldown(t *testing.T) {
@@ -255,12 +255,12 @@ func TestDucklings_IdleCoolsDownForEffectiveCooldown(t *testing.T) {
 		side     orgadmin.InstanceSide
 		cooldown time.Duration
 	}{
-		{"standard", orgadmin.InstanceSide{InstanceSize: "standard"}, 60 * time.Second},
-		{"jumbo", orgadmin.InstanceSide{InstanceSize: "jumbo"}, 60 * time.Second},
-		{"mega", orgadmin.InstanceSide{InstanceSize: "mega"}, 300 * time.Second},
-		{"giga", orgadmin.InstanceSide{InstanceSize: "giga"}, 600 * time.Second},
-		{"custom", orgadmin.InstanceSide{InstanceSize: "standard", CooldownSeconds: orgadmin.Ptr(90)}, 90 * time.Second},
-		{"pulse", orgadmin.InstanceSide{InstanceSize: "pulse"}, time.Second},
+		{"standard", orgadmin.InstanceSide{Size: "standard"}, 60 * time.Second},
+		{"jumbo", orgadmin.InstanceSide{Size: "jumbo"}, 60 * time.Second},
+		{"mega", orgadmin.InstanceSide{Size: "mega"}, 300 * time.Second},
+		{"giga", orgadmin.InstanceSide{Size: "giga"}, 600 * time.Second},
+		{"custom", orgadmin.InstanceSide{Size: "standard", Cooldown: orgadmin.Some(90 * time.Second)}, 90 * time.Second},
+		{"pulse", orgadmin.InstanceSide{Size: "pulse"}, time.Second},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -271,12 +271,12 @@ func TestDucklings_IdleCoolsDownForEffectiveCooldown(t *testing.T) {
 					e.serviceAccount(t, "bot")
 					// The other side gets a cooldown that differs, so the
 					// test sees which side's cooldown applies.
-					other := orgadmin.InstanceSide{InstanceSize: "standard", CooldownSeconds: orgadmin.Ptr(3600)}
+					other := orgadmin.InstanceSide{Size: "standard", Cooldown: orgadmin.Some(3600 * time.Second)}
 					rwSide, rsSide := c.side, other
 					if id != "rw" {
 						rwSide, rsSide = other, c.side
 					}
-					rsSide.FlockSize = orgadmin.Ptr(4)
+					rsSide.FlockSize = 4
 					e.setConfig(t, "bot", rwSide, rsSide)
 
 					require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", id))
@@ -302,7 +302,7 @@ func TestDucklings_CooldownUsesCurrentConfiguration(t *testing.T) {
 	require.NoError(t, e.svc.MarkDucklingIdle(ctx, testOrg, "bot", "rw"))
 	e.clk.Advance(60 * time.Second)
 	assert.Equal(t, "", e.statusOf(t, "bot", "rw"))
-	e.setConfig(t, "bot", orgadmin.InstanceSide{InstanceSize: "giga"}, orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(4)})
+	e.setConfig(t, "bot", orgadmin.InstanceSide{Size: "giga"}, orgadmin.InstanceSide{Size: "standard", FlockSize: 4})
 	assert.Equal(t, "cooldown", e.statusOf(t, "bot", "rw"), "the effective cooldown of its side is the current one")
 }
 
@@ -311,8 +311,8 @@ func TestDucklings_ActiveMarkExpiresAfterLease(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
 	e.setConfig(t, "bot",
-		orgadmin.InstanceSide{InstanceSize: "standard", CooldownSeconds: orgadmin.Ptr(3600)},
-		orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(4)})
+		orgadmin.InstanceSide{Size: "standard", Cooldown: orgadmin.Some(3600 * time.Second)},
+		orgadmin.InstanceSide{Size: "standard", FlockSize: 4})
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rs.0"))
 
@@ -336,8 +336,8 @@ func TestDucklings_RenewalExtendsLease(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
 	e.setConfig(t, "bot",
-		orgadmin.InstanceSide{InstanceSize: "mega"},
-		orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(4)})
+		orgadmin.InstanceSide{Size: "mega"},
+		orgadmin.InstanceSide{Size: "standard", FlockSize: 4})
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
 	e.clk.Advance(9 * time.Minute)
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
@@ -352,8 +352,8 @@ func TestDucklings_CustomLease(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
 	e.setConfig(t, "bot",
-		orgadmin.InstanceSide{InstanceSize: "standard", CooldownSeconds: orgadmin.Ptr(120)},
-		orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(4)})
+		orgadmin.InstanceSide{Size: "standard", Cooldown: orgadmin.Some(120 * time.Second)},
+		orgadmin.InstanceSide{Size: "standard", FlockSize: 4})
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
 	e.clk.Advance(time.Minute - time.Millisecond)
 	assert.Equal(t, "active", e.statusOf(t, "bot", "rw"))
@@ -372,11 +372,11 @@ func TestDucklings_ReplicaBeyondFlockSizeNotRunning(t *testing.T) {
 	for _, id := range []string{"rs.3", "rs.4", "rs.63"} {
 		require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", id))
 	}
-	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "bot", Ducklings: []orgadmin.DucklingStatus{rs(3, "active")}}}, e.active(t), "flock_size 4: rs.0 to rs.3")
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "bot", Ducklings: []orgadmin.Duckling{rs(3, "active")}}}, e.active(t), "flock_size 4: rs.0 to rs.3")
 
-	e.setConfig(t, "bot", orgadmin.InstanceSide{InstanceSize: "standard"}, orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(3)})
+	e.setConfig(t, "bot", orgadmin.InstanceSide{Size: "standard"}, orgadmin.InstanceSide{Size: "standard", FlockSize: 3})
 	assert.Equal(t, []orgadmin.ActiveAccount{}, e.active(t), "flock_size 3: nothing running")
-	e.setConfig(t, "bot", orgadmin.InstanceSide{InstanceSize: "standard"}, orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(0)})
+	e.setConfig(t, "bot", orgadmin.InstanceSide{Size: "standard"}, orgadmin.InstanceSide{Size: "standard", FlockSize: 0})
 	assert.Equal(t, []orgadmin.ActiveAccount{}, e.active(t))
 }
 
@@ -415,7 +415,7 @@ func TestActiveAccounts_Ordering(t *testing.T) {
 	ctx := context.Background()
 	for _, n := range []string{"carol", "Bob", "alice", "dave"} {
 		e.serviceAccount(t, n)
-		e.setConfig(t, n, orgadmin.InstanceSide{InstanceSize: "standard"}, orgadmin.InstanceSide{InstanceSize: "standard", FlockSize: orgadmin.Ptr(12)})
+		e.setConfig(t, n, orgadmin.InstanceSide{Size: "standard"}, orgadmin.InstanceSide{Size: "standard", FlockSize: 12})
 	}
 	mark := func(user, id string, active bool) {
 		t.Helper()
@@ -436,17 +436,17 @@ func TestActiveAccounts_Ordering(t *testing.T) {
 	mark("dave", "rw", false) // the latest report wins
 
 	assert.Equal(t, []orgadmin.ActiveAccount{
-		{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("cooldown")}},
-		{Username: "Bob", Ducklings: []orgadmin.DucklingStatus{rs(1, "active")}},
-		{Username: "carol", Ducklings: []orgadmin.DucklingStatus{rw("active"), rs(0, "active"), rs(2, "cooldown"), rs(10, "active"), rs(11, "active")}},
-		{Username: "dave", Ducklings: []orgadmin.DucklingStatus{rw("cooldown")}},
+		{Username: "alice", Ducklings: []orgadmin.Duckling{rw("cooldown")}},
+		{Username: "Bob", Ducklings: []orgadmin.Duckling{rs(1, "active")}},
+		{Username: "carol", Ducklings: []orgadmin.Duckling{rw("active"), rs(0, "active"), rs(2, "cooldown"), rs(10, "active"), rs(11, "active")}},
+		{Username: "dave", Ducklings: []orgadmin.Duckling{rw("cooldown")}},
 	}, e.active(t))
 
 	e.clk.Advance(60 * time.Second)
 	mark("alice", "rs.3", true)
 	assert.Equal(t, []orgadmin.ActiveAccount{
-		{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rs(3, "active")}},
-		{Username: "Bob", Ducklings: []orgadmin.DucklingStatus{rs(1, "active")}},
-		{Username: "carol", Ducklings: []orgadmin.DucklingStatus{rw("active"), rs(0, "active"), rs(10, "active"), rs(11, "active")}},
+		{Username: "alice", Ducklings: []orgadmin.Duckling{rs(3, "active")}},
+		{Username: "Bob", Ducklings: []orgadmin.Duckling{rs(1, "active")}},
+		{Username: "carol", Ducklings: []orgadmin.Duckling{rw("active"), rs(0, "active"), rs(10, "active"), rs(11, "active")}},
 	}, e.active(t))
 }

@@ -2,7 +2,9 @@ package orgadmin
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 	"unicode"
 	"unicode/utf8"
 )
@@ -12,15 +14,19 @@ const (
 	MaxUsernameLen    = 255
 	MaxDescriptionLen = 1000
 	MaxTokenNameLen   = 255
-	MinTokenTTL       = 300
-	MaxTokenTTL       = 31536000
-	MinCooldown       = 60
-	MaxCooldown       = 86400
 	MaxFlockSize      = 64
 	MaxFeedbackText   = 2000
 	// maxShortString bounds free strings the specification leaves unbounded (emails,
 	// names, session names, resource URLs, feedback paths).
 	maxShortString = 1024
+)
+
+// Bounds of the API's durations, which the wire carries in whole seconds.
+const (
+	MinTokenTTL = 300 * time.Second
+	MaxTokenTTL = 31536000 * time.Second // 365 days
+	MinCooldown = 60 * time.Second
+	MaxCooldown = 86400 * time.Second
 )
 
 // FoldUsername returns the key under which a username is unique and sorted:
@@ -95,13 +101,6 @@ func (is *issues) checkString(s string, lo, hi int, path ...any) bool {
 	return false
 }
 
-// checkOptString is checkString for an optional field: nil is fine.
-func (is *issues) checkOptString(s *string, lo, hi int, path ...any) {
-	if s != nil {
-		is.checkString(*s, lo, hi, path...)
-	}
-}
-
 // checkRange adds an issue when n lies outside [lo, hi].
 func (is *issues) checkRange(n, lo, hi int64, path ...any) bool {
 	switch {
@@ -115,16 +114,28 @@ func (is *issues) checkRange(n, lo, hi int64, path ...any) bool {
 	return true
 }
 
-// checkEnum adds an issue when s is not one of allowed.
-func (is *issues) checkEnum(s string, allowed []string, path ...any) bool {
-	for _, a := range allowed {
-		if s == a {
-			return true
-		}
+// checkEnum adds an issue to is when s is not one of allowed.
+func checkEnum[T ~string](is *issues, s T, allowed []T, path ...any) bool {
+	if slices.Contains(allowed, s) {
+		return true
+	}
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
+		names[i] = string(a)
 	}
 	is.add(IssueInvalidEnum, fmt.Sprintf("Invalid enum value. Expected '%s', received '%s'",
-		strings.Join(allowed, "' | '"), truncate(s, 64)), path...)
+		strings.Join(names, "' | '"), truncate(string(s), 64)), path...)
 	return false
+}
+
+// checkSeconds adds an issue when d is not a whole number of seconds from
+// lo to hi: the form durations take on the wire.
+func (is *issues) checkSeconds(d time.Duration, lo, hi int64, path ...any) bool {
+	if d%time.Second != 0 {
+		is.add(IssueInvalidType, fmt.Sprintf("Expected a whole number of seconds, received %v", d), path...)
+		return false
+	}
+	return is.checkRange(int64(d/time.Second), lo, hi, path...)
 }
 
 func truncate(s string, n int) string {

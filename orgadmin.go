@@ -9,15 +9,21 @@
 // can also call it directly.
 //
 // The operations of the API take an Auth first: Bearer(token), the access
-// token a request presents, or a Caller a Go program has already
-// authenticated (Authenticate, ActAs). Each makes its checks in the order
+// token a request presents, or a Caller that only the Service makes
+// (Authenticate, ActAs, ActAsOrg). Each makes its checks in the order
 // the API answers them: UNAUTHORIZED, then FORBIDDEN for what the caller's
 // role decides, then BAD_REQUEST with every problem of the request, then
 // NOT_FOUND, then FORBIDDEN for what depends on the target.
 //
 // Every operation returns an *Error on failure; its Code says what kind
 // (BAD_REQUEST with Issues that list every problem found, UNAUTHORIZED,
-// FORBIDDEN, NOT_FOUND, INTERNAL_SERVER_ERROR).
+// FORBIDDEN, NOT_FOUND, INTERNAL_SERVER_ERROR). Classify an error with
+// ErrorCode or errors.Is and the sentinels (ErrNotFound, ...), which see
+// through wrapping, and get at its issues with errors.As.
+//
+// Durations are time.Duration (whole seconds on the wire), enumerations
+// are defined types with constants, and an input field whose absence
+// differs from its zero value is an Optional, set with Some.
 package orgadmin
 
 import (
@@ -98,6 +104,9 @@ type Service struct {
 	defaults   storage.InstanceConfig
 	sessionTTL time.Duration
 	lease      time.Duration
+
+	idMu   sync.Mutex
+	lastID uint64 // the time and sequence of the last id minted
 }
 
 // New returns a Service on store. It panics if cfg.DefaultInstances is set
@@ -136,8 +145,8 @@ func New(store storage.Store, cfg Config) *Service {
 	def := cfg.DefaultInstances
 	if def == (InstanceConfig{}) {
 		def = InstanceConfig{
-			ReadWrite:   &InstanceSide{InstanceSize: SizeStandard},
-			ReadScaling: &InstanceSide{InstanceSize: SizeStandard, FlockSize: Ptr(4)},
+			ReadWrite:   InstanceSide{Size: SizeStandard},
+			ReadScaling: InstanceSide{Size: SizeStandard, FlockSize: 4},
 		}
 	}
 	var is issues
@@ -155,12 +164,30 @@ func (s *Service) clock() time.Time {
 	return s.now().UTC().Truncate(time.Millisecond)
 }
 
-// newID returns a random (version 4) UUID from the Service's source.
+// newID returns a new UUID of version 7: the millisecond of the Service's
+// clock, then a sequence, then random bits from the Service's source.
+// The ids one Service mints increase, in their text form too, in the
+// order it mints them, even while its clock stands still (a test's fake
+// clock) or steps back: each is at least the previous one plus one. So
+// records ordered by creation time, then id (tokens), keep the order of
+// their creation within a Service whatever its clock says.
 func (s *Service) newID() (string, error) {
-	id, err := uuid.NewRandomFromReader(s.rand)
-	if err != nil {
+	var id uuid.UUID
+	if _, err := io.ReadFull(s.rand, id[:]); err != nil {
 		return "", internal("new id", err)
 	}
+	ms := uint64(max(s.now().UnixMilli(), 0)) & (1<<48 - 1)
+	s.idMu.Lock()
+	t := max(ms<<12, s.lastID+1) // the millisecond, then a 12-bit sequence
+	s.lastID = t
+	s.idMu.Unlock()
+	ms, seq := t>>12, t&0xfff
+	for i := range 6 {
+		id[i] = byte(ms >> (40 - 8*i))
+	}
+	id[6] = 0x70 | byte(seq>>8) // version 7
+	id[7] = byte(seq)
+	id[8] = id[8]&0x3f | 0x80 // RFC 9562 variant
 	return id.String(), nil
 }
 
@@ -181,8 +208,30 @@ func (s *Service) storeErr(op string, err error, what string, path ...any) error
 	return internal(op, err)
 }
 
-// Ptr returns a pointer to v, for the optional fields of inputs.
-func Ptr[T any](v T) *T { return &v }
+// Optional is a field that may be left unset: an input field whose
+// absence differs from its zero value (a TTL of zero is too short; no TTL
+// means the token never expires). Set it with Some; the zero Optional is
+// unset.
+type Optional[T any] struct {
+	// Value is the value, when Set.
+	Value T
+	// Set says whether there is a value.
+	Set bool
+}
+
+// Some returns an Optional set to v.
+func Some[T any](v T) Optional[T] { return Optional[T]{Value: v, Set: true} }
+
+// Get returns the value and whether it is set.
+func (o Optional[T]) Get() (T, bool) { return o.Value, o.Set }
+
+// Or returns the value when it is set, and def otherwise.
+func (o Optional[T]) Or(def T) T {
+	if o.Set {
+		return o.Value
+	}
+	return def
+}
 
 // recycler keeps the arrays that store reads append their records to
 // (storage.UserQuery.Into, storage.AccessQuery.Into) for the next read.

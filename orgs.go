@@ -29,7 +29,7 @@ func validOrgID(id string) bool {
 // id.
 func (s *Service) CreateOrg(ctx context.Context, id string) error {
 	if !validOrgID(id) {
-		return badRequest(Issue{Message: "Organization id must be 1 to 128 ASCII letters, digits, '.', '_', ':' or '-'", Path: []any{"id"}, Code: IssueInvalidString})
+		return badRequest(Issue{Message: "Organization id must be 1 to 128 ASCII letters, digits, '.', '_', ':' or '-'", Path: NewPath("id"), Code: IssueInvalidString})
 	}
 	err := s.store.CreateOrg(ctx, storage.Org{ID: id, CreatedAt: s.clock()})
 	if err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
@@ -86,7 +86,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 		return "", err
 	}
 	if u.Role != string(RoleAdmin) {
-		return "", badRequest(Issue{Message: "User " + u.Username + " exists and is not an Admin", Path: []any{"username"}, Code: IssueConflict})
+		return "", badRequest(Issue{Message: "User " + u.Username + " exists and is not an Admin", Path: NewPath("username"), Code: IssueAlreadyExists})
 	}
 	value := in.Token
 	if value == "" {
@@ -119,7 +119,7 @@ func (s *Service) checkBootstrapToken(ctx context.Context, u *storage.User, valu
 	var is issues
 	SeedTokenInput{Value: value, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}}.check(&is)
 	if len(is) > 0 {
-		return badRequest(Issue{Message: is[0].Message, Path: []any{"token"}, Code: is[0].Code})
+		return badRequest(Issue{Message: is[0].Message, Path: NewPath("token"), Code: is[0].Code})
 	}
 	a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(value)})
 	switch {
@@ -128,7 +128,7 @@ func (s *Service) checkBootstrapToken(ctx context.Context, u *storage.User, valu
 	case err != nil:
 		return internal("check token", err)
 	case a.Credential.Token.UserID != u.ID:
-		return badRequest(Issue{Message: "Token value already in use", Path: []any{"token"}, Code: IssueConflict})
+		return badRequest(Issue{Message: "Token value already in use", Path: NewPath("token"), Code: IssueAlreadyExists})
 	}
 	return nil
 }

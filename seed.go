@@ -10,6 +10,7 @@ import (
 	"math"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/orgadmin/orgadmin/internal/jsonobject"
 	"github.com/orgadmin/orgadmin/storage"
@@ -98,12 +99,21 @@ func checkWhole(where, field string, n *float64) error {
 	return nil
 }
 
-// intPtr returns n, which checkWhole accepts, as an int.
-func intPtr(n *float64) *int {
+// seconds returns n, a number of seconds which checkWhole accepts, as a
+// duration; unset when n is nil.
+func seconds(n *float64) Optional[time.Duration] {
 	if n == nil {
-		return nil
+		return Optional[time.Duration]{}
 	}
-	return Ptr(int(*n))
+	return Some(time.Duration(*n) * time.Second)
+}
+
+// whole returns n, which checkWhole accepts, as an int; 0 when n is nil.
+func whole(n *float64) int {
+	if n == nil {
+		return 0
+	}
+	return int(*n)
 }
 
 // DecodeSeed reads a Seed from its JSON form, one JSON object and nothing
@@ -208,20 +218,19 @@ func (u SeedUser) newUser() NewUser {
 	return nu
 }
 
-func (s *SeedInstanceSide) side() *InstanceSide {
+// side is s as an InstanceSide; a missing side (which Validate refuses)
+// is the zero one.
+func (s *SeedInstanceSide) side() InstanceSide {
 	if s == nil {
-		return nil
+		return InstanceSide{}
 	}
-	return &InstanceSide{InstanceSize: s.InstanceSize, FlockSize: intPtr(s.FlockSize), CooldownSeconds: intPtr(s.CooldownSeconds)}
+	return InstanceSide{Size: Size(s.InstanceSize), FlockSize: whole(s.FlockSize), Cooldown: seconds(s.CooldownSeconds)}
 }
 
 func (t SeedToken) input() SeedTokenInput {
-	in := SeedTokenInput{Value: t.Value, CreateTokenInput: CreateTokenInput{Name: t.Name, TTL: intPtr(t.TTL)}}
-	if t.Description != "" {
-		in.Description = &t.Description
-	}
+	in := SeedTokenInput{Value: t.Value, CreateTokenInput: CreateTokenInput{Name: t.Name, TTL: seconds(t.TTL), Description: t.Description}}
 	if t.TokenType != "" {
-		in.TokenType = &t.TokenType
+		in.Type = Some(TokenType(t.TokenType))
 	}
 	return in
 }
@@ -262,8 +271,17 @@ func (sd Seed) Validate() error {
 					name string
 					s    *SeedInstanceSide
 				}{{"read_write", in.ReadWrite}, {"read_scaling", in.ReadScaling}} {
-					if side.s == nil {
-						continue
+					// The Go form has no missing side or flock size: they
+					// are required here.
+					var is issues
+					switch {
+					case side.s == nil:
+						is.required("instances", side.name)
+					case side.name == "read_scaling" && side.s.FlockSize == nil:
+						is.required("instances", side.name, "flock_size")
+					}
+					if err := is.err(); err != nil {
+						return fmt.Errorf("seed: %s: %w", where, err)
 					}
 					if err := errors.Join(checkWhole(where, "instances."+side.name+".flock_size", side.s.FlockSize),
 						checkWhole(where, "instances."+side.name+".cooldown_seconds", side.s.CooldownSeconds)); err != nil {
@@ -295,7 +313,7 @@ func (sd Seed) Validate() error {
 				values[t.Value] = true
 			}
 			for k, d := range u.Ducklings {
-				if _, ok := parseDucklingID(d.ID); !ok || (d.Status != StatusActive && d.Status != StatusCooldown) {
+				if _, ok := parseDucklingID(d.ID); !ok || (DucklingState(d.Status) != StatusActive && DucklingState(d.Status) != StatusCooldown) {
 					return fmt.Errorf("seed: %s.ducklings[%d] (%q): id must be \"rw\" or \"rs.N\" (N < 64) and status \"active\" or \"cooldown\"", where, k, d.ID)
 				}
 			}
@@ -507,7 +525,7 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 	}
 	if created {
 		for _, d := range u.Ducklings {
-			if err := s.markDuckling(ctx, org, u.Username, d.ID, d.Status == StatusActive); err != nil {
+			if err := s.markDuckling(ctx, org, u.Username, d.ID, DucklingState(d.Status) == StatusActive); err != nil {
 				return fmt.Errorf("duckling %q: %w", d.ID, err)
 			}
 		}

@@ -68,10 +68,10 @@ func TestSeed_SampleFixture(t *testing.T) {
 
 	alice, err := svc.Authenticate(ctx, aliceToken)
 	require.NoError(t, err, "the seeded token value authenticates")
-	assert.Equal(t, "acme", alice.Org)
-	assert.Equal(t, "alice", alice.Username)
-	assert.Equal(t, orgadmin.RoleAdmin, alice.Role)
-	assert.Equal(t, orgadmin.TokenReadWrite, alice.TokenType)
+	assert.Equal(t, "acme", alice.Org())
+	assert.Equal(t, "alice", alice.Username())
+	assert.Equal(t, orgadmin.RoleAdmin, alice.Role())
+	assert.Equal(t, orgadmin.TokenReadWrite, alice.TokenType())
 
 	page, err := svc.ListUsers(ctx, alice, orgadmin.ListUsersOptions{})
 	require.NoError(t, err)
@@ -114,7 +114,7 @@ func TestSeed_SampleFixture(t *testing.T) {
 	assert.True(t, toks[0].ExpireAt.IsZero())
 	reader, err := svc.Authenticate(ctx, "reader-token-value-0001")
 	require.NoError(t, err)
-	assert.Equal(t, orgadmin.TokenReadScaling, reader.TokenType)
+	assert.Equal(t, orgadmin.TokenReadScaling, reader.TokenType())
 	toks, err = svc.ListTokens(ctx, alice, "bot")
 	require.NoError(t, err)
 	assert.Empty(t, toks)
@@ -129,8 +129,8 @@ func TestSeed_SampleFixture(t *testing.T) {
 	cfg, err = svc.GetInstanceConfig(ctx, alice, "ci_bot")
 	require.NoError(t, err)
 	assert.Equal(t, orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "mega", CooldownSeconds: orgadmin.Ptr(120)},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "pulse", FlockSize: orgadmin.Ptr(4)},
+		ReadWrite:   orgadmin.InstanceSide{Size: "mega", Cooldown: orgadmin.Some(120 * time.Second)},
+		ReadScaling: orgadmin.InstanceSide{Size: "pulse", FlockSize: 4},
 	}, cfg, "flock_size 4.0 is accepted")
 
 	// Ducklings: "cooldown" was marked idle at load.
@@ -140,11 +140,11 @@ func TestSeed_SampleFixture(t *testing.T) {
 		require.NoError(t, err)
 		return a
 	}
-	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("active"), rs(0, "cooldown")}}}, active())
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.Duckling{rw("active"), rs(0, "cooldown")}}}, active())
 	clk.Advance(60*time.Second - time.Millisecond)
-	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("active"), rs(0, "cooldown")}}}, active())
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.Duckling{rw("active"), rs(0, "cooldown")}}}, active())
 	clk.Advance(time.Millisecond)
-	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("active")}}}, active())
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.Duckling{rw("active")}}}, active())
 
 	// Dives.
 	d, err := store.GetDive(ctx, "acme", "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f")
@@ -203,7 +203,7 @@ func TestSeed_ApplyingTwiceChangesNothing(t *testing.T) {
 	// show a different created_ts and expire_at.
 	clk.Advance(2 * time.Minute)
 	before := observeSeed(t, svc, store)
-	require.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.DucklingStatus{rw("active")}}}, before.Active)
+	require.Equal(t, []orgadmin.ActiveAccount{{Username: "alice", Ducklings: []orgadmin.Duckling{rw("active")}}}, before.Active)
 
 	loadSeed(t, svc, sampleSeed)
 	after := observeSeed(t, svc, store)
@@ -313,9 +313,9 @@ func TestSeed_ExistingDataIsLeftAsItIs(t *testing.T) {
 	loadSeed(t, svc, sampleSeed)
 	alice, err := svc.Authenticate(ctx, aliceToken)
 	require.NoError(t, err)
-	_, err = svc.SetInstanceConfig(ctx, alice, "ci_bot", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "giga"},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: "giga", FlockSize: orgadmin.Ptr(9)},
+	_, err = svc.SetInstanceConfig(ctx, alice, "ci_bot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: "giga"},
+		ReadScaling: orgadmin.InstanceSide{Size: "giga", FlockSize: 9},
 	}})
 	require.NoError(t, err)
 	clk.Advance(time.Minute)

@@ -30,17 +30,17 @@ func TestAuthenticate_ValidToken(t *testing.T) {
 
 	c, err := e.svc.Authenticate(ctx, tok.Value)
 	require.NoError(t, err)
-	assert.Equal(t, testOrg, c.Org)
-	assert.Equal(t, sa.ID, c.UserID)
-	assert.Equal(t, "Bot", c.Username)
-	assert.Equal(t, orgadmin.RoleMember, c.Role)
-	assert.True(t, c.IsServiceAccount)
-	assert.Equal(t, tok.ID, c.TokenID)
-	assert.Equal(t, orgadmin.TokenReadWrite, c.TokenType)
+	assert.Equal(t, testOrg, c.Org())
+	assert.Equal(t, sa.ID, c.UserID())
+	assert.Equal(t, "Bot", c.Username())
+	assert.Equal(t, orgadmin.RoleMember, c.Role())
+	assert.True(t, c.IsServiceAccount())
+	assert.Equal(t, tok.ID, c.TokenID())
+	assert.Equal(t, orgadmin.TokenReadWrite, c.TokenType())
 
-	assert.Equal(t, "admin", e.admin.Username)
-	assert.Equal(t, orgadmin.RoleAdmin, e.admin.Role)
-	assert.False(t, e.admin.IsServiceAccount)
+	assert.Equal(t, "admin", e.admin.Username())
+	assert.Equal(t, orgadmin.RoleAdmin, e.admin.Role())
+	assert.False(t, e.admin.IsServiceAccount())
 }
 
 func TestAuthenticate_UnknownToken(t *testing.T) {
@@ -56,7 +56,7 @@ func TestAuthenticate_ExpiresExactlyAtExpireAt(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
-	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "short", TTL: orgadmin.Ptr(300)})
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "short", TTL: orgadmin.Some(300 * time.Second)})
 	assert.Equal(t, t0.Add(300*time.Second), tok.ExpireAt)
 
 	e.clk.Advance(299*time.Second + 999*time.Millisecond)
@@ -99,7 +99,7 @@ func TestAuthenticate_ValueOver512BytesIsUnauthorized(t *testing.T) {
 
 	c, err := e.svc.Authenticate(ctx, max)
 	require.NoError(t, err, "512 bytes is the longest accepted value")
-	assert.Equal(t, "bot", c.Username)
+	assert.Equal(t, "bot", c.Username())
 
 	_, err = e.svc.Authenticate(ctx, max+"k")
 	requireCode(t, err, orgadmin.ErrUnauthorized)
@@ -110,15 +110,15 @@ func TestAuthenticate_ValueOver512BytesIsUnauthorized(t *testing.T) {
 func TestAuthenticate_ReadScalingTokenIsForbiddenEverywhere(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
-	tok, err := e.svc.CreateToken(ctx, e.admin, "admin", orgadmin.CreateTokenInput{Name: "rs", TokenType: orgadmin.Ptr("read_scaling")})
+	tok, err := e.svc.CreateToken(ctx, e.admin, "admin", orgadmin.CreateTokenInput{Name: "rs", Type: orgadmin.Some(orgadmin.TokenType("read_scaling"))})
 	require.NoError(t, err)
 	assert.True(t, tok.ReadOnly())
 	assert.Equal(t, orgadmin.TokenReadScaling, tok.Type)
 
 	c, err := e.svc.Authenticate(ctx, tok.Value)
 	require.NoError(t, err, "a read_scaling token is a valid credential")
-	assert.Equal(t, orgadmin.TokenReadScaling, c.TokenType)
-	assert.Equal(t, orgadmin.RoleAdmin, c.Role)
+	assert.Equal(t, orgadmin.TokenReadScaling, c.TokenType())
+	assert.Equal(t, orgadmin.RoleAdmin, c.Role())
 
 	for _, op := range allOps {
 		for _, a := range []orgadmin.Auth{c, orgadmin.Bearer(tok.Value)} {
@@ -172,12 +172,12 @@ func TestWhoMayDoWhat(t *testing.T) {
 	}
 	for _, c := range cases {
 		// As a Caller, then with its bearer token: the same answer.
-		for _, a := range []orgadmin.Auth{c.caller, orgadmin.Bearer(tokens[c.caller.Username])} {
+		for _, a := range []orgadmin.Auth{c.caller, orgadmin.Bearer(tokens[c.caller.Username()])} {
 			err := e.call(t, a, c.op, c.target)
 			if c.ok {
-				assert.Falsef(t, errors.Is(err, orgadmin.ErrForbidden), "%s %s on %q: %v", c.caller.Username, c.op, c.target, err)
+				assert.Falsef(t, errors.Is(err, orgadmin.ErrForbidden), "%s %s on %q: %v", c.caller.Username(), c.op, c.target, err)
 			} else {
-				assert.Truef(t, errors.Is(err, orgadmin.ErrForbidden), "%s %s on %q: %v", c.caller.Username, c.op, c.target, err)
+				assert.Truef(t, errors.Is(err, orgadmin.ErrForbidden), "%s %s on %q: %v", c.caller.Username(), c.op, c.target, err)
 			}
 		}
 	}
@@ -236,7 +236,7 @@ func TestAuthorization_OrderOfChecksWithBearer(t *testing.T) {
 	ctx := context.Background()
 	e.human(t, orgadmin.NewUser{Username: "carol"})
 	_, carol := e.login(t, "carol")
-	bad := orgadmin.CreateTokenInput{Name: "", DecodeIssues: []orgadmin.Issue{{Message: "Expected number, received string", Path: []any{"ttl"}, Code: orgadmin.IssueInvalidType}}}
+	bad := orgadmin.CreateTokenInput{Name: "", DecodeIssues: []orgadmin.Issue{{Message: "Expected number, received string", Path: orgadmin.NewPath("ttl"), Code: orgadmin.IssueInvalidType}}}
 	long := strings.Repeat("a", 256)
 
 	for _, tok := range []string{"", "unknown-token-value", strings.Repeat("t", 513)} {
@@ -262,25 +262,25 @@ func TestDecodeIssuesAreReportedWithTheRest(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
 	mistyped := func(path ...any) orgadmin.Issue {
-		return orgadmin.Issue{Message: "Expected string, received number", Path: path, Code: orgadmin.IssueInvalidType}
+		return orgadmin.Issue{Message: "Expected string, received number", Path: orgadmin.NewPath(path...), Code: orgadmin.IssueInvalidType}
 	}
 	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{
-		TTL: orgadmin.Ptr(1), DecodeIssues: []orgadmin.Issue{mistyped("name")},
+		TTL: orgadmin.Some(1 * time.Second), DecodeIssues: []orgadmin.Issue{mistyped("name")},
 	})
 	be := requireCode(t, err, orgadmin.ErrBadRequest)
 	assert.Equal(t, [][]any{{"name"}, {"ttl"}}, issuePaths(t, err))
 	assert.Equal(t, "Expected string, received number", be.Issues[0].Message)
 
 	_, err = e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{
-		Config:       &orgadmin.InstanceConfig{ReadScaling: &orgadmin.InstanceSide{InstanceSize: "huge", FlockSize: orgadmin.Ptr(1)}},
+		Config:       orgadmin.InstanceConfig{ReadScaling: orgadmin.InstanceSide{Size: "huge", FlockSize: 1}},
 		DecodeIssues: []orgadmin.Issue{mistyped("config", "read_write")},
 	})
 	assert.Equal(t, [][]any{{"config", "read_write"}, {"config", "read_scaling", "instance_size"}}, issuePaths(t, err))
 
-	whole := orgadmin.Issue{Message: "Body is not valid JSON", Path: []any{}, Code: orgadmin.IssueInvalidType}
+	whole := orgadmin.Issue{Message: "Body is not valid JSON", Path: orgadmin.Path{}, Code: orgadmin.IssueInvalidType}
 	_, err = e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{DecodeIssues: []orgadmin.Issue{whole}})
 	assert.Equal(t, [][]any{{}}, issuePaths(t, err))
-	_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(0), DecodeIssues: []orgadmin.Issue{mistyped("offset")}})
+	_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(0), DecodeIssues: []orgadmin.Issue{mistyped("offset")}})
 	assert.Equal(t, [][]any{{"offset"}, {"limit"}}, issuePaths(t, err))
 	_, err = e.svc.SubmitFeedback(ctx, orgadmin.FeedbackInput{PagePath: "/", Text: "x", DecodeIssues: []orgadmin.Issue{whole}})
 	requireCode(t, err, orgadmin.ErrBadRequest)
@@ -334,7 +334,7 @@ func usernames(us []orgadmin.User) []string {
 func TestCreateServiceAccount_MemberRoleServiceAccount(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
-	u, err := e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "Ci_Bot", Description: orgadmin.Ptr("builds")})
+	u, err := e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "Ci_Bot", Description: "builds"})
 	require.NoError(t, err)
 	assert.Equal(t, "Ci_Bot", u.Username)
 	assert.Equal(t, "builds", u.Description)
@@ -357,8 +357,8 @@ func TestCreateServiceAccount_DuplicateFoldedUsername(t *testing.T) {
 		_, err := e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: name})
 		be := requireCode(t, err, orgadmin.ErrBadRequest)
 		require.Len(t, be.Issues, 1)
-		assert.Equal(t, []any{"username"}, be.Issues[0].Path)
-		assert.Equal(t, "already_exists", be.Issues[0].Code)
+		assert.Equal(t, orgadmin.NewPath("username"), be.Issues[0].Path)
+		assert.Equal(t, orgadmin.IssueCode("already_exists"), be.Issues[0].Code)
 	}
 	// Folding is Unicode simple folding: the Kelvin sign is a k.
 	e.serviceAccount(t, "kilo")
@@ -370,17 +370,17 @@ func TestCreateServiceAccount_ValidationReportsAllProblems(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	_, err := e.svc.CreateServiceAccount(context.Background(), e.admin, orgadmin.CreateServiceAccountInput{
 		Username:    "9lives",
-		Description: orgadmin.Ptr(strings.Repeat("d", 1001)),
+		Description: strings.Repeat("d", 1001),
 	})
 	assert.Equal(t, [][]any{{"username"}, {"description"}}, issuePaths(t, err))
 	_, err = e.svc.CreateServiceAccount(context.Background(), e.admin, orgadmin.CreateServiceAccountInput{
-		Username: "ok", Description: orgadmin.Ptr(strings.Repeat("é", 1000)),
+		Username: "ok", Description: strings.Repeat("é", 1000),
 	})
 	assert.NoError(t, err)
 }
 
 // limitIssue is the one issue of a creation past Config.MaxUsersPerOrg.
-var limitIssue = orgadmin.Issue{Message: "The organization holds the maximum number of users", Path: []any{"username"}, Code: orgadmin.IssueTooBig}
+var limitIssue = orgadmin.Issue{Message: "The organization holds the maximum number of users", Path: orgadmin.NewPath("username"), Code: orgadmin.IssueTooBig}
 
 func TestCreateServiceAccount_LimitPerOrg(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{MaxUsersPerOrg: 3})
@@ -399,7 +399,7 @@ func TestCreateServiceAccount_LimitPerOrg(t *testing.T) {
 	// A taken username is still told as such.
 	_, err = e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "BOT1"})
 	be = requireCode(t, err, orgadmin.ErrBadRequest)
-	assert.Equal(t, []string{orgadmin.IssueConflict}, issueCodes(be))
+	assert.Equal(t, []string{string(orgadmin.IssueAlreadyExists)}, issueCodes(be))
 	_, err = e.svc.GetUser(ctx, testOrg, "bot2")
 	requireCode(t, err, orgadmin.ErrNotFound)
 
@@ -484,30 +484,30 @@ func TestListUsers_PaginationAndFilter(t *testing.T) {
 	}
 	e.human(t, orgadmin.NewUser{Username: "h1"})
 
-	p1, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(2)})
+	p1, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(2)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"admin", "b1"}, usernames(p1.Users))
 	assert.Equal(t, 6, p1.TotalCount)
 	require.NotEmpty(t, p1.NextPageToken)
 
 	// page_token takes precedence over offset.
-	p2, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(2), PageToken: p1.NextPageToken, Offset: orgadmin.Ptr(5)})
+	p2, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(2), PageToken: p1.NextPageToken, Offset: orgadmin.Some(5)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b2", "b3"}, usernames(p2.Users))
-	p3, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(2), PageToken: p2.NextPageToken})
+	p3, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(2), PageToken: p2.NextPageToken})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b4", "h1"}, usernames(p3.Users))
 	assert.Empty(t, p3.NextPageToken)
 
-	off, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(4)})
+	off, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Some(4)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b4", "h1"}, usernames(off.Users))
 
-	sa, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{ServiceAccount: orgadmin.Ptr(true)})
+	sa, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{ServiceAccount: orgadmin.Some(true)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"b1", "b2", "b3", "b4"}, usernames(sa.Users))
 	assert.Equal(t, 4, sa.TotalCount)
-	humans, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{ServiceAccount: orgadmin.Ptr(false)})
+	humans, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{ServiceAccount: orgadmin.Some(false)})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"admin", "h1"}, usernames(humans.Users))
 	assert.Equal(t, 2, humans.TotalCount)
@@ -516,12 +516,12 @@ func TestListUsers_PaginationAndFilter(t *testing.T) {
 func TestListUsers_BadOptions(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
-	_, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(0), Offset: orgadmin.Ptr(-1), PageToken: "garbage!"})
+	_, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(0), Offset: orgadmin.Some(-1), PageToken: "garbage!"})
 	assert.Equal(t, [][]any{{"limit"}, {"offset"}, {"page_token"}}, issuePaths(t, err))
-	_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(1001)})
+	_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(1001)})
 	assert.Equal(t, [][]any{{"limit"}}, issuePaths(t, err))
 	for _, lim := range []int{1, 1000} {
-		_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(lim)})
+		_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(lim)})
 		assert.NoError(t, err)
 	}
 }
@@ -531,9 +531,9 @@ func TestDeleteUser_CascadesAndFreesUsername(t *testing.T) {
 	ctx := context.Background()
 	sa := e.serviceAccount(t, "Bot")
 	tok := e.token(t, "bot", orgadmin.CreateTokenInput{})
-	_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeGiga},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeMega, FlockSize: orgadmin.Ptr(9)},
+	_, err := e.svc.SetInstanceConfig(ctx, e.admin, "bot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeGiga},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizeMega, FlockSize: 9},
 	}})
 	require.NoError(t, err)
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
@@ -582,7 +582,7 @@ func TestDeleteUser_AdminCannotDeleteThemself(t *testing.T) {
 		_, err := e.svc.DeleteUser(ctx, e.admin, name)
 		be := requireCode(t, err, orgadmin.ErrBadRequest)
 		require.Len(t, be.Issues, 1)
-		assert.Equal(t, []any{"username"}, be.Issues[0].Path)
+		assert.Equal(t, orgadmin.NewPath("username"), be.Issues[0].Path)
 	}
 	_, err := e.svc.GetUser(ctx, testOrg, "admin")
 	require.NoError(t, err, "the Admin still exists")
@@ -599,7 +599,7 @@ func TestDeleteUser_AdminCannotDeleteThemself(t *testing.T) {
 func TestCreateToken_ValueFormat(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	e.serviceAccount(t, "bot")
-	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ci", Description: orgadmin.Ptr("pipeline")})
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ci", Description: "pipeline"})
 
 	assert.True(t, strings.HasPrefix(tok.Value, "oat_"), tok.Value)
 	assert.Len(t, tok.Value, 53)
@@ -677,7 +677,7 @@ func TestCreateToken_OnlyDigestIsStored(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
-	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Ptr(3600), Description: orgadmin.Ptr("d")})
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Some(3600 * time.Second), Description: "d"})
 	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
 
 	a, err := e.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(tok.Value))})
@@ -734,7 +734,7 @@ func TestCreateToken_LimitPerUser(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
 	a := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "a"})
-	e.token(t, "bot", orgadmin.CreateTokenInput{Name: "b", TTL: orgadmin.Ptr(300)})
+	e.token(t, "bot", orgadmin.CreateTokenInput{Name: "b", TTL: orgadmin.Some(300 * time.Second)})
 
 	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "c"})
 	requireCode(t, err, orgadmin.ErrBadRequest)
@@ -796,15 +796,15 @@ func TestListTokens_LeavesOutExpiredAndInvalidated(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
-	mint := func(name string, ttl *int) orgadmin.Token {
+	mint := func(name string, ttl orgadmin.Optional[time.Duration]) orgadmin.Token {
 		t.Helper()
 		e.clk.Advance(time.Millisecond) // distinct created_ts, so the order is known
 		return e.token(t, "bot", orgadmin.CreateTokenInput{Name: name, TTL: ttl})
 	}
-	mint("forever", nil)
-	short := mint("short", orgadmin.Ptr(300))
-	mint("hour", orgadmin.Ptr(3600))
-	gone := mint("gone", nil)
+	mint("forever", orgadmin.Optional[time.Duration]{})
+	short := mint("short", orgadmin.Some(300*time.Second))
+	mint("hour", orgadmin.Some(time.Hour))
+	gone := mint("gone", orgadmin.Optional[time.Duration]{})
 	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", gone.ID))
 
 	list := func() []orgadmin.Token {
@@ -884,11 +884,11 @@ func TestCreateToken_TTLBounds(t *testing.T) {
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
 	for _, ttl := range []int{300, 31536000} {
-		tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ok", TTL: orgadmin.Ptr(ttl)})
+		tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "ok", TTL: orgadmin.Some(time.Duration(ttl) * time.Second)})
 		assert.Equal(t, t0.Add(time.Duration(ttl)*time.Second), tok.ExpireAt)
 	}
 	for _, ttl := range []int{299, 31536001, 0, -1} {
-		_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "bad", TTL: orgadmin.Ptr(ttl)})
+		_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "bad", TTL: orgadmin.Some(time.Duration(ttl) * time.Second)})
 		assert.Equalf(t, [][]any{{"ttl"}}, issuePaths(t, err), "ttl %d", ttl)
 	}
 	for _, name := range []string{"n", strings.Repeat("名", 255)} {
@@ -904,7 +904,7 @@ func TestCreateToken_ReportsAllProblems(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	e.serviceAccount(t, "bot")
 	_, err := e.svc.CreateToken(context.Background(), e.admin, "bot", orgadmin.CreateTokenInput{
-		Name: "", TTL: orgadmin.Ptr(10), TokenType: orgadmin.Ptr("admin"), Description: orgadmin.Ptr(strings.Repeat("x", 1001)),
+		Name: "", TTL: orgadmin.Some(10 * time.Second), Type: orgadmin.Some(orgadmin.TokenType("admin")), Description: strings.Repeat("x", 1001),
 	})
 	be := requireCode(t, err, orgadmin.ErrBadRequest)
 	assert.Equal(t, [][]any{{"name"}, {"ttl"}, {"description"}, {"token_type"}}, issuePaths(t, err))
@@ -912,7 +912,7 @@ func TestCreateToken_ReportsAllProblems(t *testing.T) {
 	for _, is := range be.Issues {
 		assert.NotEmpty(t, is.Message)
 	}
-	_, err = e.svc.CreateToken(context.Background(), e.admin, "bot", orgadmin.CreateTokenInput{Name: "x", TokenType: orgadmin.Ptr("read_scaling")})
+	_, err = e.svc.CreateToken(context.Background(), e.admin, "bot", orgadmin.CreateTokenInput{Name: "x", Type: orgadmin.Some(orgadmin.TokenType("read_scaling"))})
 	assert.NoError(t, err)
 }
 
@@ -922,9 +922,9 @@ func TestSetInstanceConfig_ReportsAllProblems(t *testing.T) {
 		_, err := e.svc.SetInstanceConfig(context.Background(), e.admin, "admin", in)
 		return err
 	}
-	err := set(orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: "huge", CooldownSeconds: orgadmin.Ptr(59)},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizePulse, FlockSize: orgadmin.Ptr(65), CooldownSeconds: orgadmin.Ptr(60)},
+	err := set(orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: "huge", Cooldown: orgadmin.Some(59 * time.Second)},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizePulse, FlockSize: 65, Cooldown: orgadmin.Some(60 * time.Second)},
 	}})
 	assert.Equal(t, [][]any{
 		{"config", "read_write", "instance_size"},
@@ -933,17 +933,17 @@ func TestSetInstanceConfig_ReportsAllProblems(t *testing.T) {
 		{"config", "read_scaling", "cooldown_seconds"},
 	}, issuePaths(t, err))
 
-	err = set(orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadScaling: &orgadmin.InstanceSide{},
+	// A side left out has no size.
+	err = set(orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadScaling: orgadmin.InstanceSide{FlockSize: 2},
 	}})
 	assert.Equal(t, [][]any{
-		{"config", "read_write"},
+		{"config", "read_write", "instance_size"},
 		{"config", "read_scaling", "instance_size"},
-		{"config", "read_scaling", "flock_size"},
 	}, issuePaths(t, err))
 
 	err = set(orgadmin.SetInstanceConfigInput{})
-	assert.Equal(t, [][]any{{"config"}}, issuePaths(t, err))
+	assert.Equal(t, [][]any{{"config", "read_write", "instance_size"}, {"config", "read_scaling", "instance_size"}}, issuePaths(t, err))
 }
 
 // --- Bootstrap ------------------------------------------------------------
@@ -967,10 +967,10 @@ func TestBootstrap_CreatesOrgAndAdmin(t *testing.T) {
 	assert.Equal(t, t0, org.CreatedAt)
 	c, err := svc.Authenticate(ctx, tok)
 	require.NoError(t, err)
-	assert.Equal(t, "Root", c.Username)
-	assert.Equal(t, orgadmin.RoleAdmin, c.Role)
-	assert.False(t, c.IsServiceAccount)
-	assert.Equal(t, "acme", c.Org)
+	assert.Equal(t, "Root", c.Username())
+	assert.Equal(t, orgadmin.RoleAdmin, c.Role())
+	assert.False(t, c.IsServiceAccount())
+	assert.Equal(t, "acme", c.Org())
 	_, err = svc.CreateServiceAccount(ctx, orgadmin.Bearer(tok), orgadmin.CreateServiceAccountInput{Username: "bot"})
 	require.NoError(t, err, "the token works")
 }
@@ -1041,7 +1041,7 @@ func TestBootstrap_WithoutTokenReplacesTheBootstrapToken(t *testing.T) {
 	}
 	c2, err := svc.Authenticate(ctx, last)
 	require.NoError(t, err)
-	assert.Equal(t, c1.UserID, c2.UserID)
+	assert.Equal(t, c1.UserID(), c2.UserID())
 	toks, err := svc.ListTokens(ctx, c2, "admin")
 	require.NoError(t, err)
 	names := make([]string, len(toks))
@@ -1097,15 +1097,18 @@ func TestBootstrap_RefusedTokenRevokesNothing(t *testing.T) {
 	e.serviceAccount(t, "robot")
 	theirs, err := e.svc.SeedToken(ctx, testOrg, "robot", orgadmin.SeedTokenInput{Value: "robot-token-0000001", CreateTokenInput: orgadmin.CreateTokenInput{Name: "r"}})
 	require.NoError(t, err)
-	for _, tc := range []struct{ value, code string }{
+	for _, tc := range []struct {
+		value string
+		code  orgadmin.IssueCode
+	}{
 		{"short", orgadmin.IssueInvalidString},
 		{"has a space in it 123", orgadmin.IssueInvalidString},
-		{theirs.Value, orgadmin.IssueConflict},
+		{theirs.Value, orgadmin.IssueAlreadyExists},
 	} {
 		_, err := e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: testOrg, Username: "admin", Token: tc.value})
 		is := requireCode(t, err, orgadmin.ErrBadRequest)
 		require.Len(t, is.Issues, 1, tc.value)
-		assert.Equal(t, []any{"token"}, is.Issues[0].Path, tc.value)
+		assert.Equal(t, orgadmin.NewPath("token"), is.Issues[0].Path, tc.value)
 		assert.Equal(t, tc.code, is.Issues[0].Code, tc.value)
 		for _, v := range []string{e.adminToken, other, theirs.Value} {
 			_, err := e.svc.Authenticate(ctx, v)
@@ -1281,7 +1284,7 @@ func TestListUsers_RequiresViewAllMembers(t *testing.T) {
 	require.NoError(t, e.svc.GrantPrivilege(ctx, testOrg, "carol", orgadmin.PrivilegeViewAllMembers), "granting twice is harmless")
 	carol, err = e.svc.Authenticate(ctx, tok)
 	require.NoError(t, err)
-	assert.Equal(t, []string{orgadmin.PrivilegeViewAllMembers}, carol.Privileges)
+	assert.Equal(t, []string{orgadmin.PrivilegeViewAllMembers}, carol.Privileges())
 	page, err := e.svc.ListUsers(ctx, carol, orgadmin.ListUsersOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"admin", "carol"}, usernames(page.Users))
@@ -1337,9 +1340,9 @@ func TestBootstrap_ConcurrentCallsCreateOneAdmin(t *testing.T) {
 			continue
 		}
 		if userID == "" {
-			userID = c.UserID
+			userID = c.UserID()
 		}
-		assert.Equal(t, userID, c.UserID, "every token belongs to the one Admin")
+		assert.Equal(t, userID, c.UserID(), "every token belongs to the one Admin")
 	}
 	require.NotEmpty(t, userID, "a token of the last calls works")
 	// One more call leaves one bootstrap token.
@@ -1389,7 +1392,7 @@ func TestTimes_MillisecondPrecision(t *testing.T) {
 	e.clk.Advance(1500 * time.Microsecond)
 	u := e.serviceAccount(t, "bot")
 	assert.Equal(t, t0.Add(time.Millisecond), u.CreatedAt, "truncated to the millisecond")
-	tok := e.token(t, "bot", orgadmin.CreateTokenInput{TTL: orgadmin.Ptr(300)})
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{TTL: orgadmin.Some(300 * time.Second)})
 	assert.Equal(t, t0.Add(time.Millisecond), tok.CreatedAt)
 	assert.Equal(t, t0.Add(time.Millisecond+300*time.Second), tok.ExpireAt)
 	assert.Equal(t, time.UTC, tok.CreatedAt.Location())
@@ -1412,8 +1415,8 @@ func TestActAs(t *testing.T) {
 
 	bob, err := svc.ActAs(ctx, "acme", "BOB")
 	require.NoError(t, err)
-	assert.Equal(t, "Bob", bob.Username)
-	assert.Equal(t, orgadmin.TokenReadWrite, bob.TokenType)
+	assert.Equal(t, "Bob", bob.Username())
+	assert.Equal(t, orgadmin.TokenReadWrite, bob.TokenType())
 	_, err = svc.GetInstanceConfig(ctx, bob, "bob")
 	require.NoError(t, err, "a user acting as themself")
 	_, err = svc.ListUsers(ctx, bob, orgadmin.ListUsersOptions{})
@@ -1560,7 +1563,7 @@ func TestListingsAreTheirCallersOwn(t *testing.T) {
 		require.Len(t, ts, i)
 		want[name] = ts
 	}
-	first, err := e.svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(3)})
+	first, err := e.svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(3)})
 	require.NoError(t, err)
 	kept := slices.Clone(first.Users)
 
@@ -1577,7 +1580,7 @@ func TestListingsAreTheirCallersOwn(t *testing.T) {
 				}
 				_, err = e.svc.ListTokens(ctx, admin, "nobody")
 				requireCode(t, err, orgadmin.ErrNotFound)
-				p, err := e.svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(1 + n%4), Offset: orgadmin.Ptr(g)})
+				p, err := e.svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(1 + n%4), Offset: orgadmin.Some(g)})
 				if !assert.NoError(t, err) || !assert.Len(t, p.Users, 1+n%4) {
 					return
 				}

@@ -95,8 +95,8 @@ func TestStoreCallsPerOperation(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, svc.MarkDucklingActive(ctx, "acme", "robot", "rw"))
 	cfg := orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeJumbo},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeStandard, FlockSize: orgadmin.Ptr(1)},
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeJumbo},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizeStandard, FlockSize: 1},
 	}
 
 	bearer := orgadmin.Bearer(token)
@@ -107,7 +107,7 @@ func TestStoreCallsPerOperation(t *testing.T) {
 	}{
 		{"get instance config", 1, func() error { _, err := svc.GetInstanceConfig(ctx, bearer, "robot"); return err }},
 		{"set instance config", 2, func() error {
-			_, err := svc.SetInstanceConfig(ctx, bearer, "robot", orgadmin.SetInstanceConfigInput{Config: &cfg})
+			_, err := svc.SetInstanceConfig(ctx, bearer, "robot", orgadmin.SetInstanceConfigInput{Config: cfg})
 			return err
 		}},
 		{"get active accounts", 2, func() error { _, err := svc.GetActiveAccounts(ctx, bearer); return err }},
@@ -127,7 +127,7 @@ func TestStoreCallsPerOperation(t *testing.T) {
 		{"list own tokens", 1, func() error { _, err := svc.ListTokens(ctx, bearer, "ADMIN"); return err }},
 		{"delete token", 2, func() error { return svc.DeleteToken(ctx, bearer, "robot", extra.ID) }},
 		{"create embed session", 3, func() error {
-			_, err := svc.CreateEmbedSession(ctx, bearer, dive, orgadmin.CreateEmbedSessionInput{Username: "robot", Version: orgadmin.Ptr(1)})
+			_, err := svc.CreateEmbedSession(ctx, bearer, dive, orgadmin.CreateEmbedSessionInput{Username: "robot", Version: orgadmin.Some(1)})
 			return err
 		}},
 		{"delete user", 2, func() error { _, err := svc.DeleteUser(ctx, bearer, "gone"); return err }},

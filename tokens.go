@@ -45,13 +45,17 @@ func tokenFromRecord(t storage.Token) Token {
 type CreateTokenInput struct {
 	// Name is 1 to 255 characters.
 	Name string
-	// TTL is the lifetime in seconds, 300 to 31536000; nil means the token
-	// never expires.
-	TTL *int
-	// Description is at most 1000 characters.
-	Description *string
-	// TokenType is "read_write" (the default) or "read_scaling".
-	TokenType *string
+	// TTL is the token's lifetime: a whole number of seconds from
+	// MinTokenTTL (5 minutes) to MaxTokenTTL (365 days), such as
+	// orgadmin.Some(time.Hour). Unset means the token never expires. A
+	// TTL out of range or not a whole number of seconds is a BAD_REQUEST
+	// whose issue is at "ttl".
+	TTL Optional[time.Duration]
+	// Description is at most 1000 characters; "" means none.
+	Description string
+	// Type is TokenReadWrite (the default, when unset) or
+	// TokenReadScaling.
+	Type Optional[TokenType]
 	// DecodeIssues are the problems found while decoding the input from
 	// its wire form (a field of the wrong JSON type, say, which is then
 	// left unset). The operation reports them with every other problem of
@@ -61,12 +65,12 @@ type CreateTokenInput struct {
 
 func (in CreateTokenInput) check(is *issues) {
 	is.checkString(in.Name, 1, MaxTokenNameLen, "name")
-	if in.TTL != nil {
-		is.checkRange(int64(*in.TTL), MinTokenTTL, MaxTokenTTL, "ttl")
+	if ttl, ok := in.TTL.Get(); ok {
+		is.checkSeconds(ttl, int64(MinTokenTTL/time.Second), int64(MaxTokenTTL/time.Second), "ttl")
 	}
-	is.checkOptString(in.Description, 0, MaxDescriptionLen, "description")
-	if in.TokenType != nil {
-		is.checkEnum(*in.TokenType, []string{string(TokenReadWrite), string(TokenReadScaling)}, "token_type")
+	is.checkString(in.Description, 0, MaxDescriptionLen, "description")
+	if typ, ok := in.Type.Get(); ok {
+		checkEnum(is, typ, []TokenType{TokenReadWrite, TokenReadScaling}, "token_type")
 	}
 }
 
@@ -94,7 +98,7 @@ func (s *Service) CreateToken(ctx context.Context, a Auth, username string, in C
 	if !ok {
 		return Token{}, notFound("user", "username")
 	}
-	if u.ID != c.UserID && !u.IsServiceAccount {
+	if u.ID != c.userID && !u.IsServiceAccount {
 		return Token{}, forbidden("tokens of a human user can only be created by that user")
 	}
 	value, err := newSecret(s.rand, tokenPrefix)
@@ -118,21 +122,18 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 		UserID:      u.ID,
 		Digest:      sha256.Sum256([]byte(value)),
 		Name:        in.Name,
-		Description: deref(in.Description),
-		Type:        string(TokenReadWrite),
+		Description: in.Description,
+		Type:        string(in.Type.Or(TokenReadWrite)),
 		CreatedAt:   now,
 	}
-	if in.TokenType != nil {
-		rec.Type = *in.TokenType
-	}
-	if in.TTL != nil {
-		rec.ExpiresAt = now.Add(time.Duration(*in.TTL) * time.Second)
+	if ttl, ok := in.TTL.Get(); ok {
+		rec.ExpiresAt = now.Add(ttl)
 	}
 	switch err := s.store.CreateToken(ctx, rec, storage.TokenLimit{Max: s.maxTokens, LiveAt: now}); {
 	case errors.Is(err, storage.ErrLimitExceeded):
-		return Token{}, badRequest(Issue{Message: "The user holds the maximum number of tokens", Path: []any{}, Code: IssueTooBig})
+		return Token{}, badRequest(Issue{Message: "The user holds the maximum number of tokens", Path: Path{}, Code: IssueTooBig})
 	case errors.Is(err, storage.ErrAlreadyExists):
-		return Token{}, badRequest(Issue{Message: "Token value already in use", Path: []any{"value"}, Code: IssueConflict})
+		return Token{}, badRequest(Issue{Message: "Token value already in use", Path: NewPath("value"), Code: IssueAlreadyExists})
 	case errors.Is(err, storage.ErrNotFound):
 		return Token{}, notFound("user", "username")
 	case err != nil:
@@ -207,7 +208,7 @@ func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID str
 	if !ok {
 		return notFound("user", "username")
 	}
-	if err := s.store.DeleteToken(ctx, c.Org, u.ID, tokenID, s.now()); err != nil {
+	if err := s.store.DeleteToken(ctx, c.org, u.ID, tokenID, s.now()); err != nil {
 		return s.storeErr("delete token", err, "token", "token_id")
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"iter"
 	"time"
 	"unicode/utf8"
 
@@ -43,8 +44,9 @@ func userFromRecord(u storage.User) User {
 
 // CreateServiceAccountInput is the body of create service account.
 type CreateServiceAccountInput struct {
-	Username    string
-	Description *string
+	Username string
+	// Description is at most 1000 characters; "" means none.
+	Description string
 	// DecodeIssues are the problems found while decoding the input from
 	// its wire form; see CreateTokenInput.DecodeIssues.
 	DecodeIssues []Issue
@@ -54,7 +56,7 @@ type CreateServiceAccountInput struct {
 func (in CreateServiceAccountInput) problems() issues {
 	var is issues
 	is.checkUsername(in.Username, "username")
-	is.checkOptString(in.Description, 0, MaxDescriptionLen, "description")
+	is.checkString(in.Description, 0, MaxDescriptionLen, "description")
 	return is.withDecoded(in.DecodeIssues)
 }
 
@@ -67,9 +69,9 @@ func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateSer
 	if err := s.begin(ctx, &c, a, opCreateServiceAccount, nil, readNone, in.problems()); err != nil {
 		return User{}, err
 	}
-	return s.createUser(ctx, c.Org, NewUser{
+	return s.createUser(ctx, c.org, NewUser{
 		Username:         in.Username,
-		Description:      deref(in.Description),
+		Description:      in.Description,
 		IsServiceAccount: true,
 		Role:             RoleMember,
 	})
@@ -105,7 +107,7 @@ func validateNewUser(nu NewUser) error {
 	var is issues
 	is.checkUsername(nu.Username, "username")
 	if nu.Role != "" {
-		is.checkEnum(string(nu.Role), []string{string(RoleAdmin), string(RoleMember)}, "role")
+		checkEnum(&is, nu.Role, []Role{RoleAdmin, RoleMember}, "role")
 	}
 	is.checkString(nu.Description, 0, MaxDescriptionLen, "description")
 	is.checkString(nu.Email, 0, maxShortString, "email")
@@ -152,9 +154,9 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User,
 	}
 	switch err := s.store.CreateUser(ctx, rec, storage.UserLimit{Max: s.maxUsers}); {
 	case errors.Is(err, storage.ErrAlreadyExists):
-		return User{}, badRequest(Issue{Message: "Username is already taken", Path: []any{"username"}, Code: IssueConflict})
+		return User{}, badRequest(Issue{Message: "Username is already taken", Path: NewPath("username"), Code: IssueAlreadyExists})
 	case errors.Is(err, storage.ErrLimitExceeded):
-		return User{}, badRequest(Issue{Message: "The organization holds the maximum number of users", Path: []any{"username"}, Code: IssueTooBig})
+		return User{}, badRequest(Issue{Message: "The organization holds the maximum number of users", Path: NewPath("username"), Code: IssueTooBig})
 	case errors.Is(err, storage.ErrNotFound):
 		return User{}, notFound("organization")
 	case err != nil:
@@ -167,7 +169,7 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User,
 // taken.
 func taken(err error) bool {
 	var e *Error
-	return errors.As(err, &e) && e.Code == CodeBadRequest && len(e.Issues) == 1 && e.Issues[0].Code == IssueConflict
+	return errors.As(err, &e) && e.Code == CodeBadRequest && len(e.Issues) == 1 && e.Issues[0].Code == IssueAlreadyExists
 }
 
 func dedupe(ss []string) []string {
@@ -187,14 +189,6 @@ func contains(ss []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }
 
 // GetUser returns the user of org named username (compared case-folded),
@@ -242,29 +236,31 @@ func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User
 		return User{}, err
 	}
 	if c.isSelf(t.folded) {
-		return User{}, badRequest(Issue{Message: "Users cannot delete themselves", Path: []any{"username"}, Code: IssueNotAllowed})
+		return User{}, badRequest(Issue{Message: "Users cannot delete themselves", Path: NewPath("username"), Code: IssueNotAllowed})
 	}
 	if !t.canExist {
 		return User{}, notFound("user", "username")
 	}
-	u, err := s.store.DeleteUser(ctx, c.Org, t.folded)
+	u, err := s.store.DeleteUser(ctx, c.org, t.folded)
 	if err != nil {
 		return User{}, s.storeErr("delete user", err, "user", "username")
 	}
 	return userFromRecord(u), nil
 }
 
-// ListUsersOptions selects a page of users. Nil fields take their defaults.
+// ListUsersOptions selects a page of users. Unset fields take their
+// defaults.
 type ListUsersOptions struct {
-	// Limit is the page size, 1 to 1000; default 100.
-	Limit *int
-	// Offset skips that many users; default 0. PageToken takes precedence.
-	Offset *int
+	// Limit is the page size, 1 to 1000; unset means 100.
+	Limit Optional[int]
+	// Offset skips that many users, 0 or more; unset means 0. PageToken
+	// takes precedence.
+	Offset Optional[int]
 	// PageToken is the NextPageToken of a previous page.
 	PageToken string
 	// ServiceAccount, when set, keeps only service accounts (true) or only
 	// human users (false).
-	ServiceAccount *bool
+	ServiceAccount Optional[bool]
 	// DecodeIssues are the problems found while decoding the options from
 	// their wire form (a query parameter that is not a number, say); see
 	// CreateTokenInput.DecodeIssues.
@@ -298,7 +294,7 @@ func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (
 	}
 	recs := userRecords.get()
 	q.Into = *recs
-	page, err := s.store.ListUsers(ctx, c.Org, q)
+	page, err := s.store.ListUsers(ctx, c.org, q)
 	defer userRecords.put(recs, page.Users)
 	if err != nil {
 		return UserPage{}, internal("list users", err)
@@ -313,15 +309,51 @@ func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (
 	return out, nil
 }
 
+// AllUsers iterates over every user of the caller's org that opt
+// selects, from opt.Offset or opt.PageToken on, in ListUsers' order,
+// reading pages of opt.Limit users as the loop needs them. A failure
+// (ListUsers') is yielded once, with a zero User, and ends the
+// iteration:
+//
+//	for u, err := range svc.AllUsers(ctx, caller, orgadmin.ListUsersOptions{}) {
+//		if err != nil {
+//			return err
+//		}
+//		fmt.Println(u.Username)
+//	}
+func (s *Service) AllUsers(ctx context.Context, a Auth, opt ListUsersOptions) iter.Seq2[User, error] {
+	return func(yield func(User, error) bool) {
+		for {
+			page, err := s.ListUsers(ctx, a, opt)
+			if err != nil {
+				yield(User{}, err)
+				return
+			}
+			for _, u := range page.Users {
+				if !yield(u, nil) {
+					return
+				}
+			}
+			if page.NextPageToken == "" || len(page.Users) == 0 {
+				return
+			}
+			opt.PageToken, opt.Offset = page.NextPageToken, Optional[int]{}
+		}
+	}
+}
+
 // query turns opt into a store query, with every problem of opt.
 func (opt ListUsersOptions) query() (storage.UserQuery, issues) {
 	var is issues
-	q := storage.UserQuery{Limit: DefaultUserPageSize, ServiceAccount: opt.ServiceAccount}
-	if opt.Limit != nil && is.checkRange(int64(*opt.Limit), 1, MaxUserPageSize, "limit") {
-		q.Limit = *opt.Limit
+	q := storage.UserQuery{Limit: DefaultUserPageSize}
+	if sa, ok := opt.ServiceAccount.Get(); ok {
+		q.ServiceAccount = &sa
 	}
-	if opt.Offset != nil && is.checkRange(int64(*opt.Offset), 0, maxInt, "offset") {
-		q.Offset = *opt.Offset
+	if n, ok := opt.Limit.Get(); ok && is.checkRange(int64(n), 1, MaxUserPageSize, "limit") {
+		q.Limit = n
+	}
+	if n, ok := opt.Offset.Get(); ok && is.checkRange(int64(n), 0, maxInt, "offset") {
+		q.Offset = n
 	}
 	if opt.PageToken != "" {
 		after, ok := decodePageToken(opt.PageToken)

@@ -6,14 +6,25 @@
 //	c := client.New("https://api.example.com", token)
 //	sa, err := c.CreateServiceAccount(ctx, client.CreateServiceAccountRequest{Username: "reporter"})
 //
+// The client speaks the orgadmin package's vocabulary: its enums (Size,
+// TokenType, Role), configurations (InstanceConfig), issues (Issue, with
+// the same IssueCode constants), users and tokens are that package's
+// types, and durations are time.Duration.
+//
 // Every method takes a context.Context. A failure the API reports is an
 // *Error carrying the HTTP status, the error code, the message and the
-// issues; use errors.As to get at it. Transport failures are returned as
-// they come, wrapped.
+// issues; errors.Is(err, orgadmin.ErrNotFound) (or client.ErrNotFound, the
+// same value) tests its code, and errors.As gets at it. A request the
+// client refuses before sending it (a TTL that is not whole seconds) is a
+// *ValidationError. Transport failures are returned as they come,
+// wrapped.
 //
 // Idempotent requests (GET, PUT, DELETE) are retried with exponential
 // backoff and jitter when the server answers 429, 502, 503 or 504,
-// honouring Retry-After; POST requests never are. See RetryPolicy.
+// honouring Retry-After, and when the connection fails before an answer;
+// POST requests never are. A DELETE whose retry finds nothing to delete
+// after an earlier attempt may have done it fails with an error that
+// matches ErrDeletedOnRetry. See RetryPolicy.
 package client
 
 import (
@@ -85,9 +96,17 @@ func WithFeedbackURL(u string) Option {
 }
 
 // RetryPolicy says how a Client retries idempotent requests (GET, PUT,
-// DELETE) that the server answers with 429, 502, 503 or 504. POST requests,
-// and SubmitFeedback, which records something on every call, are never
-// retried.
+// DELETE) that the server answers with 429, 502, 503 or 504, or that get
+// no answer (the connection failed or was closed; not a canceled or
+// expired context). POST requests, and SubmitFeedback, which records
+// something on every call, are never retried.
+//
+// A retried DELETE may find its user or token already gone: an earlier
+// attempt that got no answer, or a 502, 503 or 504 (a gateway's), may have
+// reached the server and deleted it. Its 404 NOT_FOUND is then returned
+// wrapped so that errors.Is(err, ErrDeletedOnRetry) holds (see there); a
+// 404 to the first attempt, or after only 429s (which the server answers
+// without acting), is a plain 404 *Error.
 type RetryPolicy struct {
 	// MaxRetries is how many times a request is retried after its first
 	// attempt. Zero means never.
@@ -162,14 +181,21 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 	if len(r.query) > 0 {
 		target += "?" + r.query.Encode()
 	}
+	reached := false // whether an earlier attempt may have reached the server and acted
 	for attempt := 0; ; attempt++ {
 		err := c.once(ctx, r, target, body, out)
 		var apiErr *Error
-		if !r.retry || attempt >= c.retry.MaxRetries || !errors.As(err, &apiErr) || !retryable(apiErr.StatusCode) {
+		isAPI := errors.As(err, &apiErr)
+		if isAPI && reached && r.method == http.MethodDelete && apiErr.StatusCode == http.StatusNotFound && apiErr.Code == CodeNotFound {
+			return fmt.Errorf("%w: %w", ErrDeletedOnRetry, err)
+		}
+		lost := errors.Is(err, errNoAnswer)
+		if !r.retry || attempt >= c.retry.MaxRetries || ctx.Err() != nil || !(lost || isAPI && retryable(apiErr.StatusCode)) {
 			return err
 		}
+		reached = reached || lost || apiErr.StatusCode != http.StatusTooManyRequests
 		wait := c.backoff(attempt)
-		if apiErr.RetryAfter >= 0 {
+		if isAPI && apiErr.RetryAfter >= 0 {
 			if apiErr.RetryAfter > c.maxBackoff() {
 				return err
 			}
@@ -180,6 +206,10 @@ func (c *Client) call(ctx context.Context, r request, out any) error {
 		}
 	}
 }
+
+// errNoAnswer marks the error of an attempt that got no whole answer: the
+// request may or may not have reached the server.
+var errNoAnswer = errors.New("no answer")
 
 // once sends one attempt of r.
 func (c *Client) once(ctx context.Context, r request, target string, body []byte, out any) error {
@@ -203,12 +233,18 @@ func (c *Client) once(ctx context.Context, r request, target string, body []byte
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
-		return fmt.Errorf("orgadmin: %w", err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("orgadmin: %w", err)
+		}
+		return fmt.Errorf("orgadmin: %w (%w)", err, errNoAnswer)
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(io.LimitReader(res.Body, MaxResponseBytes+1))
 	if err != nil {
-		return fmt.Errorf("orgadmin: %s %s: read response: %w", r.method, redact(target), err)
+		if ctx.Err() != nil {
+			return fmt.Errorf("orgadmin: %s %s: read response: %w", r.method, redact(target), err)
+		}
+		return fmt.Errorf("orgadmin: %s %s: read response: %w (%w)", r.method, redact(target), err, errNoAnswer)
 	}
 	if len(raw) > MaxResponseBytes {
 		return fmt.Errorf("orgadmin: %s %s: response larger than %d bytes", r.method, redact(target), MaxResponseBytes)

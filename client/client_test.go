@@ -45,12 +45,12 @@ func TestEveryOperationAgainstTheFake(t *testing.T) {
 	assert.Equal(t, "ci", tok.Name)
 	assert.Equal(t, time.Hour, tok.ExpireAt.Sub(tok.CreatedAt))
 	assert.Equal(t, client.TokenReadWrite, tok.Type)
-	assert.False(t, tok.ReadOnly)
+	assert.False(t, tok.ReadOnly())
 
 	srv.FastForward(time.Second) // tokens list oldest first
 	ro, err := c.CreateToken(ctx, "reporter", client.CreateTokenRequest{Name: "ro", Type: client.TokenReadScaling, Description: "replicas"})
 	require.NoError(t, err)
-	assert.True(t, ro.ReadOnly)
+	assert.True(t, ro.ReadOnly())
 	assert.True(t, ro.ExpireAt.IsZero())
 
 	toks, err := c.ListTokens(ctx, "reporter")
@@ -68,19 +68,19 @@ func TestEveryOperationAgainstTheFake(t *testing.T) {
 	cfg, err := rc.GetInstanceConfig(ctx, "reporter")
 	require.NoError(t, err)
 	assert.Equal(t, &client.InstanceConfig{
-		ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizeStandard, CooldownSeconds: 60},
-		ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizeStandard, FlockSize: 4, CooldownSeconds: 60},
+		ReadWrite:   client.InstanceSide{Size: client.SizeStandard, Cooldown: client.Some(60 * time.Second)},
+		ReadScaling: client.InstanceSide{Size: client.SizeStandard, FlockSize: 4, Cooldown: client.Some(60 * time.Second)},
 	}, cfg)
 	cfg, err = rc.SetInstanceConfig(ctx, "reporter", client.InstanceConfig{
-		ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizePulse},
-		ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizeMega, FlockSize: 0},
+		ReadWrite:   client.InstanceSide{Size: client.SizePulse},
+		ReadScaling: client.InstanceSide{Size: client.SizeMega, FlockSize: 0},
 	})
 	require.NoError(t, err)
 	assert.Equal(t, &client.InstanceConfig{
-		ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizePulse},
-		ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizeMega, FlockSize: 0, CooldownSeconds: 300},
+		ReadWrite:   client.InstanceSide{Size: client.SizePulse},
+		ReadScaling: client.InstanceSide{Size: client.SizeMega, FlockSize: 0, Cooldown: client.Some(300 * time.Second)},
 	}, cfg)
-	assert.Equal(t, orgadmin.SizeMega, srv.InstanceConfig("reporter").ReadScaling.InstanceSize)
+	assert.Equal(t, orgadmin.SizeMega, srv.InstanceConfig("reporter").ReadScaling.Size)
 
 	srv.MarkDucklingActive("reporter", "rw")
 	accs, err := c.GetActiveAccounts(ctx)
@@ -141,9 +141,43 @@ func TestTTLUnderASecondIsRefused(t *testing.T) {
 	t.Parallel()
 	srv := orgadmintest.NewServer(t)
 	srv.CreateServiceAccount("robot")
-	_, err := client.New(srv.URL(), srv.AdminToken()).CreateToken(t.Context(), "robot", client.CreateTokenRequest{Name: "x", TTL: 300})
-	require.ErrorContains(t, err, "time.Duration")
+	c := client.New(srv.URL(), srv.AdminToken())
+	for _, tc := range []struct {
+		ttl  time.Duration
+		code orgadmin.IssueCode
+	}{
+		{300, client.IssueInvalidType},                               // 300ns
+		{90*time.Second + time.Millisecond, client.IssueInvalidType}, // not whole seconds
+		{299 * time.Second, client.IssueTooSmall},
+		{-time.Hour, client.IssueTooSmall},
+		{orgadmin.MaxTokenTTL + time.Second, client.IssueTooBig},
+	} {
+		_, err := c.CreateToken(t.Context(), "robot", client.CreateTokenRequest{Name: "x", TTL: tc.ttl})
+		var ve *client.ValidationError
+		require.ErrorAs(t, err, &ve, "TTL %v", tc.ttl)
+		require.Len(t, ve.Issues, 1)
+		assert.Equal(t, "ttl", ve.Issues[0].Path.String())
+		assert.Equal(t, tc.code, ve.Issues[0].Code, "TTL %v", tc.ttl)
+		assert.ErrorIs(t, err, client.ErrBadRequest)
+		var oe *orgadmin.Error
+		require.ErrorAs(t, err, &oe)
+		assert.Equal(t, orgadmin.CodeBadRequest, oe.Code)
+	}
+	for _, cd := range []time.Duration{1500 * time.Millisecond, 59 * time.Second, 86401 * time.Second} {
+		_, err := c.SetInstanceConfig(t.Context(), "robot", client.InstanceConfig{
+			ReadWrite:   client.InstanceSide{Size: client.SizeStandard, Cooldown: client.Some(cd)},
+			ReadScaling: client.InstanceSide{Size: client.SizeStandard},
+		})
+		var ve *client.ValidationError
+		require.ErrorAs(t, err, &ve, "cooldown %v", cd)
+		assert.Equal(t, "config.read_write.cooldown_seconds", ve.Issues[0].Path.String())
+	}
 	assert.Empty(t, srv.Tokens("robot"))
+	assert.Equal(t, client.SizeStandard, srv.InstanceConfig("robot").ReadWrite.Size)
+	for _, r := range srv.Journal() {
+		assert.NotEqual(t, "/v1/users/robot/tokens", r.Path, "nothing was sent")
+		assert.NotEqual(t, "/v1/users/robot/instances", r.Path, "nothing was sent")
+	}
 }
 
 func TestErrors(t *testing.T) {
@@ -158,7 +192,8 @@ func TestErrors(t *testing.T) {
 		assert.Equal(t, 400, e.StatusCode)
 		assert.Equal(t, client.CodeBadRequest, e.Code)
 		require.Len(t, e.Issues, 2)
-		assert.Equal(t, []any{"username"}, e.Issues[0].Path)
+		assert.Equal(t, orgadmin.Path{orgadmin.PathKey("username")}, e.Issues[0].Path)
+		assert.Equal(t, "username", e.Issues[0].Path.String())
 		assert.Contains(t, e.Error(), "orgadmin: 400 BAD_REQUEST: Bad Request: username: ")
 	})
 	t.Run("403", func(t *testing.T) {
@@ -215,7 +250,7 @@ func TestAllUsersWalksEveryPage(t *testing.T) {
 	assert.Equal(t, []string{"admin", "b", "C", "d", "e", "f"}, names)
 
 	var sas []string
-	for u, err := range c.AllUsers(t.Context(), client.ListUsersOptions{Limit: 1, ServiceAccount: orgadmin.Ptr(true)}) {
+	for u, err := range c.AllUsers(t.Context(), client.ListUsersOptions{Limit: 1, ServiceAccount: client.Some(true)}) {
 		require.NoError(t, err)
 		sas = append(sas, u.Username)
 		if len(sas) == 3 {
@@ -282,7 +317,7 @@ func TestRetries(t *testing.T) {
 		f := &flaky{fails: 2, status: 503, retryAfter: "0",
 			wantBody: `{"config":{"read_write":{"instance_size":"pulse"},"read_scaling":{"instance_size":"pulse","flock_size":0}}}`}
 		_, err := client.New(serve(t, f), "t", fastRetry(3)).SetInstanceConfig(ctx, "x", client.InstanceConfig{
-			ReadWrite: client.ReadWriteInstance{InstanceSize: client.SizePulse}, ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizePulse},
+			ReadWrite: client.InstanceSide{Size: client.SizePulse}, ReadScaling: client.InstanceSide{Size: client.SizePulse},
 		})
 		require.NoError(t, err)
 		assert.EqualValues(t, 3, f.calls.Load())

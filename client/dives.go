@@ -2,8 +2,11 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+
+	"github.com/orgadmin/orgadmin"
 )
 
 // CreateEmbedSessionRequest is the body of CreateEmbedSession.
@@ -27,10 +30,30 @@ type CreateEmbedSessionRequest struct {
 	Version int `json:"version,omitempty"`
 }
 
-// Resource is a database an embedded Dive needs.
-type Resource struct {
+// Resource is a database an embedded Dive needs: the orgadmin package's
+// type (URL required, Alias optional).
+type Resource = orgadmin.Resource
+
+// resourceWire is a Resource in its wire form.
+type resourceWire struct {
 	URL   string `json:"url"`
 	Alias string `json:"alias,omitempty"`
+}
+
+// MarshalJSON encodes r in its wire form.
+func (r CreateEmbedSessionRequest) MarshalJSON() ([]byte, error) {
+	type plain CreateEmbedSessionRequest // without this method
+	wire := struct {
+		plain
+		RequiredResources []resourceWire `json:"required_resources,omitzero"`
+	}{plain: plain(r)}
+	if r.RequiredResources != nil {
+		wire.RequiredResources = make([]resourceWire, len(r.RequiredResources))
+		for i, res := range r.RequiredResources {
+			wire.RequiredResources[i] = resourceWire(res)
+		}
+	}
+	return json.Marshal(wire)
 }
 
 // EmbedSession is an embed session just created.

@@ -2,34 +2,97 @@ package client
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/orgadmin/orgadmin"
 )
+
+// Code is the error code of an answer: the orgadmin package's type, so
+// that both sides of the wire share one set of constants.
+type Code = orgadmin.Code
 
 // The error codes of the API, the Code of an *Error.
 const (
-	CodeBadRequest      = "BAD_REQUEST"
-	CodeUnauthorized    = "UNAUTHORIZED"
-	CodeForbidden       = "FORBIDDEN"
-	CodeNotFound        = "NOT_FOUND"
-	CodeTooManyRequests = "TOO_MANY_REQUESTS"
-	CodeInternal        = "INTERNAL_SERVER_ERROR"
+	CodeBadRequest      = orgadmin.CodeBadRequest
+	CodeUnauthorized    = orgadmin.CodeUnauthorized
+	CodeForbidden       = orgadmin.CodeForbidden
+	CodeNotFound        = orgadmin.CodeNotFound
+	CodeTooManyRequests = orgadmin.CodeTooManyRequests
+	CodeInternal        = orgadmin.CodeInternal
 )
 
-// Error is an answer of the API other than 200. Get at it with errors.As:
+// Issue is one problem with a request, as the server reports it: the
+// orgadmin package's type. Its Path holds keys and indexes
+// (orgadmin.PathElem), and Path.String() joins them with dots.
+type Issue = orgadmin.Issue
+
+// IssueCode is the machine-readable kind of an Issue.
+type IssueCode = orgadmin.IssueCode
+
+// The issue codes, the same constants as the orgadmin package's.
+const (
+	IssueInvalidType   = orgadmin.IssueInvalidType
+	IssueTooSmall      = orgadmin.IssueTooSmall
+	IssueTooBig        = orgadmin.IssueTooBig
+	IssueInvalidEnum   = orgadmin.IssueInvalidEnum
+	IssueInvalidString = orgadmin.IssueInvalidString
+	IssueAlreadyExists = orgadmin.IssueAlreadyExists
+	IssueNotAllowed    = orgadmin.IssueNotAllowed
+	IssueDuplicateKey  = orgadmin.IssueDuplicateKey
+	IssueNotFound      = orgadmin.IssueNotFound
+	IssueForbidden     = orgadmin.IssueForbidden
+)
+
+// Sentinels for errors.Is: the orgadmin package's own values, so that
+// errors.Is(err, client.ErrNotFound) and errors.Is(err,
+// orgadmin.ErrNotFound) are the same test. An *Error matches the sentinel
+// of its Code; a *ValidationError matches ErrBadRequest.
+var (
+	ErrBadRequest      = orgadmin.ErrBadRequest
+	ErrUnauthorized    = orgadmin.ErrUnauthorized
+	ErrForbidden       = orgadmin.ErrForbidden
+	ErrNotFound        = orgadmin.ErrNotFound
+	ErrTooManyRequests = orgadmin.ErrTooManyRequests
+	ErrInternal        = orgadmin.ErrInternal
+)
+
+// ErrDeletedOnRetry is matched (errors.Is) by the error of DeleteUser and
+// DeleteToken when the server answered 404 NOT_FOUND to a retry, after an
+// earlier attempt of the same call may have reached the server (its answer
+// was lost: the connection broke, or a gateway answered 502, 503 or 504).
+// The user or token is gone, most likely deleted by that earlier attempt;
+// most callers treat it as success:
+//
+//	err := c.DeleteToken(ctx, "robot", id)
+//	if errors.Is(err, client.ErrDeletedOnRetry) {
+//		err = nil // gone, as asked
+//	}
+//
+// The same error also matches ErrNotFound and converts (errors.As) to the
+// 404's *Error.
+var ErrDeletedOnRetry = errors.New("orgadmin: not found on retry: an earlier attempt may have deleted it")
+
+// Error is an answer of the API other than 200. Get at it with errors.As,
+// or test it with errors.Is against the sentinels:
 //
 //	var e *client.Error
 //	if errors.As(err, &e) && e.Code == client.CodeNotFound { ... }
+//	if errors.Is(err, client.ErrNotFound) { ... } // the same test
+//
+// errors.As also converts it to an *orgadmin.Error (Code and Issues), so
+// orgadmin.ErrorCode(err) classifies it.
 type Error struct {
 	// StatusCode is the HTTP status.
 	StatusCode int
 	// Code is the error code of the JSON envelope (see the Code
 	// constants), or "" when the body was not one, as for the plain-text
-	// 404 of a path that matches no route.
-	Code string
+	// 404 of a path that matches no route, or a gateway's 502.
+	Code Code
 	// Message is the message of the envelope, or else the start of the
 	// body, or else the status text.
 	Message string
@@ -44,46 +107,115 @@ type Error struct {
 	RequestID string
 }
 
-// Issue is one problem with a request.
-type Issue struct {
-	// Message says what is wrong.
-	Message string `json:"message"`
-	// Path locates the offending field: object keys as strings, array
-	// indexes as float64 (as encoding/json decodes numbers). It is empty
-	// for the request as a whole.
-	Path []any `json:"path"`
-	// Code is a machine-readable kind such as "too_big" or
-	// "already_exists".
-	Code string `json:"code"`
-}
-
 // Error implements error: "orgadmin: 400 BAD_REQUEST: Bad Request:
 // username: Username is already taken".
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "orgadmin: %d", e.StatusCode)
 	if e.Code != "" {
-		b.WriteString(" " + e.Code)
+		b.WriteString(" " + string(e.Code))
 	}
 	if e.Message != "" {
 		b.WriteString(": " + e.Message)
 	}
-	for i, is := range e.Issues {
+	writeIssues(&b, e.Issues)
+	return b.String()
+}
+
+func writeIssues(b *strings.Builder, issues []Issue) {
+	for i, is := range issues {
 		if i == 0 {
 			b.WriteString(": ")
 		} else {
 			b.WriteString("; ")
 		}
 		if len(is.Path) > 0 {
-			parts := make([]string, len(is.Path))
-			for j, p := range is.Path {
-				parts[j] = fmt.Sprint(p)
-			}
-			b.WriteString(strings.Join(parts, ".") + ": ")
+			b.WriteString(is.Path.String() + ": ")
 		}
 		b.WriteString(is.Message)
 	}
+}
+
+// code is the code the error is classified by: its envelope's, or, for a
+// 429 without one (a gateway's), TOO_MANY_REQUESTS.
+func (e *Error) code() Code {
+	if e.Code == "" && e.StatusCode == http.StatusTooManyRequests {
+		return CodeTooManyRequests
+	}
+	return e.Code
+}
+
+// Is reports whether target is the orgadmin sentinel of e's code
+// (orgadmin.ErrNotFound for a 404 NOT_FOUND, ...). A 404 without the JSON
+// envelope (a path no route has) matches none.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*orgadmin.Error)
+	return ok && t.Issues == nil && t.Err == nil && t.Code != "" && t.Code == e.code()
+}
+
+// As converts e, for errors.As, to an *orgadmin.Error with its code and
+// issues.
+func (e *Error) As(target any) bool {
+	if t, ok := target.(**orgadmin.Error); ok && e.code() != "" {
+		*t = &orgadmin.Error{Code: e.code(), Issues: e.Issues}
+		return true
+	}
+	return false
+}
+
+// ValidationError is a request the client refuses before sending it,
+// naming the field, as the server would answer it with a 400: a TTL or a
+// cooldown that is not a whole number of seconds (a time.Duration of 300
+// is 300ns) or is out of range. errors.Is(err, ErrBadRequest) holds; no
+// request was sent.
+type ValidationError struct {
+	// Issues say what is wrong, at the field's wire name ("ttl",
+	// "config.read_write.cooldown_seconds").
+	Issues []Issue
+}
+
+// Error implements error: "orgadmin: invalid request: ttl: ...".
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("orgadmin: invalid request")
+	writeIssues(&b, e.Issues)
 	return b.String()
+}
+
+// Is reports whether target is ErrBadRequest.
+func (e *ValidationError) Is(target error) bool { return target == ErrBadRequest }
+
+// As converts e, for errors.As, to an *orgadmin.Error of code
+// BAD_REQUEST with its issues.
+func (e *ValidationError) As(target any) bool {
+	if t, ok := target.(**orgadmin.Error); ok {
+		*t = &orgadmin.Error{Code: CodeBadRequest, Issues: e.Issues}
+		return true
+	}
+	return false
+}
+
+// checkSeconds adds to issues when d is not a whole number of seconds
+// from lo to hi, at path.
+func checkSeconds(issues []Issue, d, lo, hi time.Duration, path ...any) []Issue {
+	at := orgadmin.NewPath(path...)
+	switch {
+	case d%time.Second != 0:
+		return append(issues, Issue{Message: fmt.Sprintf("Expected a whole number of seconds, received %v", d), Path: at, Code: IssueInvalidType})
+	case d < lo:
+		return append(issues, Issue{Message: fmt.Sprintf("Number must be greater than or equal to %d", lo/time.Second), Path: at, Code: IssueTooSmall})
+	case d > hi:
+		return append(issues, Issue{Message: fmt.Sprintf("Number must be less than or equal to %d", hi/time.Second), Path: at, Code: IssueTooBig})
+	}
+	return issues
+}
+
+// invalid returns the issues as a *ValidationError, or nil.
+func invalid(issues []Issue) error {
+	if len(issues) == 0 {
+		return nil
+	}
+	return &ValidationError{Issues: issues}
 }
 
 // maxPlainMessage bounds the Message taken from a body that is not the
@@ -99,7 +231,7 @@ func newError(res *http.Response, raw []byte) *Error {
 	}
 	var env struct {
 		Message string  `json:"message"`
-		Code    string  `json:"code"`
+		Code    Code    `json:"code"`
 		Issues  []Issue `json:"issues"`
 	}
 	if json.Unmarshal(raw, &env) == nil && env.Code != "" {

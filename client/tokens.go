@@ -3,46 +3,53 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/orgadmin/orgadmin"
 )
 
-// TokenType is the kind of an access token.
-type TokenType string
+// TokenType is the kind of an access token: the orgadmin package's type.
+type TokenType = orgadmin.TokenType
 
 // The token types. Read-scaling tokens are read-only: they authenticate but
 // may call no /v1 operation.
 const (
-	TokenReadWrite   TokenType = "read_write"
-	TokenReadScaling TokenType = "read_scaling"
+	TokenReadWrite   = orgadmin.TokenReadWrite
+	TokenReadScaling = orgadmin.TokenReadScaling
 )
 
-// Token is an access token. Value is set only in the result of
-// CreateToken: the server shows it there and never again.
-type Token struct {
-	Value string `json:"token,omitempty"`
-	// ID is a UUID, for DeleteToken.
-	ID          string `json:"id"`
-	Name        string `json:"name,omitempty"`
-	Description string `json:"description,omitempty"`
-	// ExpireAt is when the token expires; zero when it never does.
-	ExpireAt time.Time `json:"expire_at,omitzero"`
-	// CreatedAt is when the token was created.
-	CreatedAt time.Time `json:"created_ts"`
-	// ReadOnly is true exactly for read_scaling tokens.
-	ReadOnly bool      `json:"read_only"`
-	Type     TokenType `json:"token_type"`
+// Token is an access token: the orgadmin package's type. Value is set only
+// in the result of CreateToken: the server shows it there and never again.
+// ExpireAt is zero for a token that never expires; ReadOnly() is true
+// exactly for read_scaling tokens.
+type Token = orgadmin.Token
+
+// tokenWire is a token in its wire form.
+type tokenWire struct {
+	Value       string    `json:"token"`
+	ID          string    `json:"id"`
+	Name        string    `json:"name"`
+	Description string    `json:"description"`
+	ExpireAt    time.Time `json:"expire_at"`
+	CreatedAt   time.Time `json:"created_ts"`
+	Type        TokenType `json:"token_type"`
+}
+
+func (t tokenWire) token() Token {
+	return Token{Value: t.Value, ID: t.ID, Name: t.Name, Description: t.Description,
+		ExpireAt: t.ExpireAt, CreatedAt: t.CreatedAt, Type: t.Type}
 }
 
 // CreateTokenRequest is the body of CreateToken.
 type CreateTokenRequest struct {
 	// Name is 1 to 255 characters.
 	Name string
-	// TTL is the token's lifetime, such as 5*time.Minute, sent in whole
-	// seconds (rounded down): 300 to 31536000 seconds. Zero means the token
-	// never expires. A positive TTL under a second (a bare 300 is 300ns) is
-	// refused before anything is sent.
+	// TTL is the token's lifetime, such as time.Hour: a whole number of
+	// seconds from orgadmin.MinTokenTTL (5 minutes) to
+	// orgadmin.MaxTokenTTL (365 days), sent as seconds. Zero means the
+	// token never expires. Any other TTL (300, which is 300ns; 90.5
+	// seconds) is a *ValidationError at "ttl", and nothing is sent.
 	TTL time.Duration
 	// Description is at most 1000 characters; "" sends none.
 	Description string
@@ -50,10 +57,18 @@ type CreateTokenRequest struct {
 	Type TokenType
 }
 
+// check returns a *ValidationError when r cannot be sent.
+func (r CreateTokenRequest) check() error {
+	if r.TTL == 0 {
+		return nil
+	}
+	return invalid(checkSeconds(nil, r.TTL, orgadmin.MinTokenTTL, orgadmin.MaxTokenTTL, "ttl"))
+}
+
 // MarshalJSON encodes r in its wire form, with ttl in seconds.
 func (r CreateTokenRequest) MarshalJSON() ([]byte, error) {
-	if r.TTL > 0 && r.TTL < time.Second {
-		return nil, fmt.Errorf("TTL %v is under a second; it is a time.Duration, such as 5*time.Minute", r.TTL)
+	if err := r.check(); err != nil {
+		return nil, err
 	}
 	wire := struct {
 		Name        string    `json:"name"`
@@ -66,30 +81,42 @@ func (r CreateTokenRequest) MarshalJSON() ([]byte, error) {
 
 // CreateToken creates an access token for the user and returns it with its
 // value (operation users-createToken). A user may create tokens for
-// themself; an Admin also for a service account.
+// themself; an Admin also for a service account. A TTL the API cannot
+// carry is a *ValidationError, before any request.
 func (c *Client) CreateToken(ctx context.Context, username string, in CreateTokenRequest) (*Token, error) {
-	var out Token
+	if err := in.check(); err != nil {
+		return nil, err
+	}
+	var out tokenWire
 	if err := c.call(ctx, request{method: http.MethodPost, url: c.userPath(username, "tokens"), body: in, auth: true}, &out); err != nil {
 		return nil, err
 	}
-	return &out, nil
+	t := out.token()
+	return &t, nil
 }
 
-// ListTokens returns the live tokens of the user, oldest first, without
-// their values (operation users-listTokens). A user may list their own; an
-// Admin those of anyone in the organization.
+// ListTokens returns the live tokens of the user, oldest first (by
+// creation time, then id), without their values (operation
+// users-listTokens). A user may list their own; an Admin those of anyone
+// in the organization.
 func (c *Client) ListTokens(ctx context.Context, username string) ([]Token, error) {
 	var out struct {
-		Tokens []Token `json:"tokens"`
+		Tokens []tokenWire `json:"tokens"`
 	}
 	if err := c.call(ctx, request{method: http.MethodGet, url: c.userPath(username, "tokens"), auth: true, retry: true}, &out); err != nil {
 		return nil, err
 	}
-	return out.Tokens, nil
+	ts := make([]Token, len(out.Tokens))
+	for i, t := range out.Tokens {
+		ts[i] = t.token()
+	}
+	return ts, nil
 }
 
 // DeleteToken invalidates the token tokenID of the user, at once
-// (operation users-deleteToken). An unknown token is a 404 *Error.
+// (operation users-deleteToken). An unknown token is a 404 *Error
+// (errors.Is(err, ErrNotFound)); one that a retry finds gone after an
+// earlier attempt may have deleted it also matches ErrDeletedOnRetry.
 func (c *Client) DeleteToken(ctx context.Context, username, tokenID string) error {
 	return c.call(ctx, request{method: http.MethodDelete, url: c.userPath(username, "tokens", tokenID), auth: true, retry: true}, nil)
 }

@@ -7,31 +7,46 @@ import (
 	"net/url"
 	"strconv"
 	"time"
+
+	"github.com/orgadmin/orgadmin"
 )
 
-// Roles of a user.
+// Role is a user's role: the orgadmin package's type.
+type Role = orgadmin.Role
+
+// The roles.
 const (
-	RoleAdmin  = "Admin"
-	RoleMember = "Member"
+	RoleAdmin  = orgadmin.RoleAdmin
+	RoleMember = orgadmin.RoleMember
 )
 
-// User is a user of the organization, as list users shows it.
-type User struct {
-	// ID is a UUID.
-	ID       string `json:"id"`
-	Username string `json:"username"`
-	// IsServiceAccount tells service accounts from human users.
-	IsServiceAccount bool `json:"is_service_account"`
-	// Roles holds the user's role: RoleAdmin or RoleMember.
-	Roles []string `json:"roles"`
-	// CreatedAt is when the user was created.
-	CreatedAt time.Time `json:"created_ts"`
-	// Description, Email, FirstName and LastName are "" when unset; only
-	// human users have an email or a name.
-	Description string `json:"description,omitempty"`
-	Email       string `json:"email,omitempty"`
-	FirstName   string `json:"first_name,omitempty"`
-	LastName    string `json:"last_name,omitempty"`
+// User is a user of the organization, as list users shows it: the
+// orgadmin package's type, with the fields the API shows (Org and
+// Privileges are not shown, and stay empty). Description, Email,
+// FirstName and LastName are "" when unset; only human users have an
+// email or a name.
+type User = orgadmin.User
+
+// userWire is a user in its wire form.
+type userWire struct {
+	ID               string    `json:"id"`
+	Username         string    `json:"username"`
+	IsServiceAccount bool      `json:"is_service_account"`
+	Roles            []Role    `json:"roles"`
+	CreatedAt        time.Time `json:"created_ts"`
+	Description      string    `json:"description"`
+	Email            string    `json:"email"`
+	FirstName        string    `json:"first_name"`
+	LastName         string    `json:"last_name"`
+}
+
+func (u userWire) user() User {
+	out := User{ID: u.ID, Username: u.Username, IsServiceAccount: u.IsServiceAccount, CreatedAt: u.CreatedAt,
+		Description: u.Description, Email: u.Email, FirstName: u.FirstName, LastName: u.LastName}
+	if len(u.Roles) > 0 {
+		out.Role = u.Roles[0]
+	}
+	return out
 }
 
 // CreateServiceAccountRequest is the body of CreateServiceAccount.
@@ -72,9 +87,9 @@ type ListUsersOptions struct {
 	Offset int
 	// PageToken is the NextPageToken of a previous page.
 	PageToken string
-	// ServiceAccount, when not nil, keeps only service accounts (true) or
-	// only human users (false).
-	ServiceAccount *bool
+	// ServiceAccount, when set, keeps only service accounts (true) or only
+	// human users (false).
+	ServiceAccount Optional[bool]
 }
 
 func (o ListUsersOptions) query() url.Values {
@@ -88,36 +103,34 @@ func (o ListUsersOptions) query() url.Values {
 	if o.PageToken != "" {
 		q.Set("page_token", o.PageToken)
 	}
-	if o.ServiceAccount != nil {
-		q.Set("is_service_account", strconv.FormatBool(*o.ServiceAccount))
+	if sa, ok := o.ServiceAccount.Get(); ok {
+		q.Set("is_service_account", strconv.FormatBool(sa))
 	}
 	return q
 }
 
-// UserPage is one page of users.
-type UserPage struct {
-	// Users are ordered by case-folded username.
-	Users []User
-	// TotalCount counts the users that match the filter, on every page.
-	TotalCount int
-	// NextPageToken fetches the next page (as ListUsersOptions.PageToken);
-	// "" on the last page.
-	NextPageToken string
-}
+// UserPage is one page of users, ordered by case-folded username, the
+// orgadmin package's type: TotalCount counts the users that match the
+// filter, on every page; NextPageToken fetches the next page (as
+// ListUsersOptions.PageToken), "" on the last page.
+type UserPage = orgadmin.UserPage
 
 // ListUsers returns one page of the users of the caller's organization
 // (operation users-list). The caller needs the privilege
 // member_management.view_all_members. See AllUsers to walk every page.
 func (c *Client) ListUsers(ctx context.Context, opts ListUsersOptions) (*UserPage, error) {
 	var out struct {
-		Users         []User  `json:"users"`
-		TotalCount    int     `json:"total_count"`
-		NextPageToken *string `json:"next_page_token"`
+		Users         []userWire `json:"users"`
+		TotalCount    int        `json:"total_count"`
+		NextPageToken *string    `json:"next_page_token"`
 	}
 	if err := c.call(ctx, request{method: http.MethodGet, url: c.base + "/v1/users", query: opts.query(), auth: true, retry: true}, &out); err != nil {
 		return nil, err
 	}
-	page := &UserPage{Users: out.Users, TotalCount: out.TotalCount}
+	page := &UserPage{Users: make([]User, len(out.Users)), TotalCount: out.TotalCount}
+	for i, u := range out.Users {
+		page.Users[i] = u.user()
+	}
 	if out.NextPageToken != nil {
 		page.NextPageToken = *out.NextPageToken
 	}
@@ -164,7 +177,9 @@ type DeletedUser struct {
 
 // DeleteUser permanently deletes the user and all of their data (operation
 // users-delete). The caller must be an Admin, and may not delete
-// themself.
+// themself. A missing user is a 404 *Error (errors.Is(err,
+// ErrNotFound)); one that a retry finds gone after an earlier attempt may
+// have deleted it also matches ErrDeletedOnRetry.
 func (c *Client) DeleteUser(ctx context.Context, username string) (*DeletedUser, error) {
 	var out DeletedUser
 	if err := c.call(ctx, request{method: http.MethodDelete, url: c.userPath(username), auth: true, retry: true}, &out); err != nil {

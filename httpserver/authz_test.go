@@ -52,7 +52,7 @@ var callerKinds = []callerKind{
 	{name: "Bearer with two words", header: constHeader("Bearer a b"), deny: 401, who: acmeAdmin},
 	{name: "unknown token", header: constHeader(bearer("oat_this-token-was-never-issued")), deny: 401, who: acmeAdmin},
 	{name: "expired token", deny: 401, who: acmeAdmin, header: func(f *fixture) string {
-		v, _ := f.seedToken(acme, "admin", orgadmin.CreateTokenInput{TTL: orgadmin.Ptr(300)})
+		v, _ := f.seedToken(acme, "admin", orgadmin.CreateTokenInput{TTL: orgadmin.Some(300 * time.Second)})
 		f.clock.Advance(301 * time.Second)
 		return bearer(v)
 	}},
@@ -67,7 +67,7 @@ var callerKinds = []callerKind{
 		return bearer(v)
 	}},
 	{name: "read_scaling token of an Admin", deny: 403, who: acmeAdmin, header: func(f *fixture) string {
-		v, _ := f.seedToken(acme, "admin", orgadmin.CreateTokenInput{TokenType: orgadmin.Ptr("read_scaling")})
+		v, _ := f.seedToken(acme, "admin", orgadmin.CreateTokenInput{Type: orgadmin.Some(orgadmin.TokenType("read_scaling"))})
 		return bearer(v)
 	}},
 	{name: "token of a deleted user", deny: 401, who: principal{org: acme, username: "ghost", admin: true}, header: func(f *fixture) string {
@@ -197,7 +197,7 @@ var operations = []operation{
 			if r.status == http.StatusOK {
 				want = "jumbo"
 			}
-			assert.Equal(t, want, cfg.ReadWrite.InstanceSize, "stored read_write size")
+			assert.Equal(t, want, string(cfg.ReadWrite.Size), "stored read_write size")
 		},
 	},
 	{
@@ -240,7 +240,7 @@ var operations = []operation{
 			var body map[string]any
 			require.NoError(t, json.Unmarshal(r.body, &body))
 			c := f.caller(body["token"].(string))
-			assert.Equal(t, target, c.Username, "the new token authenticates as the target")
+			assert.Equal(t, target, c.Username(), "the new token authenticates as the target")
 		},
 	},
 	{
@@ -465,7 +465,7 @@ func TestOrderOfChecks(t *testing.T) {
 	})
 	t.Run("read_scaling 403 before 400", func(t *testing.T) {
 		f := f.with(t)
-		v, _ := f.seedToken(acme, "admin", orgadmin.CreateTokenInput{TokenType: orgadmin.Ptr("read_scaling")})
+		v, _ := f.seedToken(acme, "admin", orgadmin.CreateTokenInput{Type: orgadmin.Some(orgadmin.TokenType("read_scaling"))})
 		requireError(t, f.do("POST", "/v1/users", bearer(v), invalid), 403)
 		requireError(t, f.do("GET", "/v1/users?limit=0", bearer(v), nil), 403)
 	})

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -49,8 +50,8 @@ type decoder struct {
 	issues []orgadmin.Issue
 }
 
-func (d *decoder) add(code, msg string, path []any) {
-	d.issues = append(d.issues, orgadmin.Issue{Message: msg, Path: slices.Clip(path), Code: code})
+func (d *decoder) add(code orgadmin.IssueCode, msg string, path []any) {
+	d.issues = append(d.issues, orgadmin.Issue{Message: msg, Path: orgadmin.NewPath(path...), Code: code})
 }
 
 // kind names the JSON type of a raw value.
@@ -98,7 +99,8 @@ func (d *decoder) field(o object, key string, required bool, path []any) json.Ra
 // reported reports whether an issue is at path already (a key given
 // twice, left out).
 func (d *decoder) reported(path []any) bool {
-	return slices.ContainsFunc(d.issues, func(is orgadmin.Issue) bool { return slices.Equal(is.Path, path) })
+	p := orgadmin.NewPath(path...)
+	return slices.ContainsFunc(d.issues, func(is orgadmin.Issue) bool { return slices.Equal(is.Path, p) })
 }
 
 func (d *decoder) wrongType(want string, raw json.RawMessage, at []any) {
@@ -194,6 +196,29 @@ func (d *decoder) int(o object, key string, required bool, path ...any) *int {
 	n = math.Max(-n, math.Min(n, f))
 	v := int(n)
 	return &v
+}
+
+// seconds decodes key as a whole number of seconds (as int does) into a
+// duration; absent, null or mistyped is unset.
+func (d *decoder) seconds(o object, key string, required bool, path ...any) orgadmin.Optional[time.Duration] {
+	n := d.int(o, key, required, path...)
+	if n == nil {
+		return orgadmin.Optional[time.Duration]{}
+	}
+	return orgadmin.Some(time.Duration(*n) * time.Second)
+}
+
+// optString is string as an Optional.
+func (d *decoder) optString(o object, key string, path ...any) orgadmin.Optional[string] {
+	return optional(d.string(o, key, false, path...))
+}
+
+// optional is *p as an Optional: unset for nil.
+func optional[T any](p *T) orgadmin.Optional[T] {
+	if p == nil {
+		return orgadmin.Optional[T]{}
+	}
+	return orgadmin.Some(*p)
 }
 
 // object decodes key as an object; absent, null or mistyped yields nil.

@@ -10,10 +10,10 @@ func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request) (an
 	d := h.readBody(w, r)
 	in := orgadmin.CreateEmbedSessionInput{
 		Username:     deref(d.string(d.body, "username", true)),
-		SessionName:  d.string(d.body, "session_name", false),
-		SessionHint:  d.string(d.body, "session_hint", false),
+		SessionName:  d.optString(d.body, "session_name"),
+		SessionHint:  d.optString(d.body, "session_hint"),
 		InitialState: d.raw(d.body, "initial_state"),
-		Version:      d.int(d.body, "version", false),
+		Version:      optional(d.int(d.body, "version", false)),
 	}
 	if items := d.array(d.body, "required_resources"); items != nil {
 		in.RequiredResources = make([]orgadmin.Resource, 0, len(items))

@@ -113,9 +113,9 @@ type accountJSON struct {
 }
 
 type issueJSON struct {
-	Message string `json:"message"`
-	Path    []any  `json:"path"`
-	Code    string `json:"code"`
+	Message string        `json:"message"`
+	Path    orgadmin.Path `json:"path"` // its own MarshalJSON
+	Code    string        `json:"code"`
 }
 
 type errorJSON struct {
@@ -151,10 +151,18 @@ func wireForm(t *testing.T, v answer) string {
 			Username string `json:"username"`
 		}{v.Username}
 	case configAnswer:
-		side := func(s *orgadmin.InstanceSide) sideJSON {
-			return sideJSON{s.InstanceSize, s.FlockSize, s.CooldownSeconds}
+		side := func(s orgadmin.InstanceSide, scaling bool) sideJSON {
+			out := sideJSON{InstanceSize: string(s.Size)}
+			if scaling {
+				out.FlockSize = &s.FlockSize
+			}
+			if cd, ok := s.Cooldown.Get(); ok {
+				n := int(cd / time.Second)
+				out.CooldownSeconds = &n
+			}
+			return out
 		}
-		ref = configJSON{side(v.ReadWrite), side(v.ReadScaling)}
+		ref = configJSON{side(v.ReadWrite, false), side(v.ReadScaling, true)}
 	case activeAccounts:
 		accs := []accountJSON{}
 		for _, a := range v {
@@ -165,7 +173,7 @@ func wireForm(t *testing.T, v answer) string {
 					ID     string `json:"id"`
 					Type   string `json:"type"`
 					Status string `json:"status"`
-				}{d.ID, d.Type, d.Status})
+				}{d.ID, string(d.Type), string(d.Status)})
 			}
 			accs = append(accs, acc)
 		}
@@ -191,7 +199,7 @@ func wireForm(t *testing.T, v answer) string {
 		if v.Issues != nil {
 			issues := []issueJSON{}
 			for _, is := range v.Issues {
-				issues = append(issues, issueJSON{is.Message, is.Path, is.Code})
+				issues = append(issues, issueJSON{is.Message, is.Path, string(is.Code)})
 			}
 			e.Issues = &issues
 		}
@@ -220,15 +228,15 @@ func TestAnswersMatchEncodingJSON(t *testing.T) {
 		emptyAnswer{}, activeAccounts(nil), activeAccounts{}, healthAnswer("ok"),
 		errorBody{Message: "Not Found", Code: orgadmin.CodeNotFound},
 		errorBody{Message: "Bad Request", Code: orgadmin.CodeBadRequest, Issues: []orgadmin.Issue{}},
-		configAnswer{ReadWrite: &orgadmin.InstanceSide{InstanceSize: "pulse"}, ReadScaling: &orgadmin.InstanceSide{InstanceSize: "giga", FlockSize: orgadmin.Ptr(0), CooldownSeconds: orgadmin.Ptr(86400)}},
-		configAnswer{ReadWrite: &orgadmin.InstanceSide{InstanceSize: "mega", CooldownSeconds: orgadmin.Ptr(-1)}, ReadScaling: &orgadmin.InstanceSide{FlockSize: orgadmin.Ptr(64)}},
+		configAnswer{ReadWrite: orgadmin.InstanceSide{Size: "pulse"}, ReadScaling: orgadmin.InstanceSide{Size: "giga", FlockSize: 0, Cooldown: orgadmin.Some(86400 * time.Second)}},
+		configAnswer{ReadWrite: orgadmin.InstanceSide{Size: "mega", Cooldown: orgadmin.Some(time.Duration(-1) * time.Second)}, ReadScaling: orgadmin.InstanceSide{FlockSize: 64}},
 	}
 	for _, s := range odd {
 		values = append(values, serviceAccountAnswer{Username: s, Description: s}, deletedUserAnswer{Username: s},
 			embedSessionAnswer(s), feedbackAnswer(s), healthAnswer(s),
-			configAnswer{ReadWrite: &orgadmin.InstanceSide{InstanceSize: s}, ReadScaling: &orgadmin.InstanceSide{InstanceSize: s, FlockSize: orgadmin.Ptr(len(s))}},
-			activeAccounts{{Username: s}, {Username: s, Ducklings: []orgadmin.DucklingStatus{{ID: s, Type: s, Status: s}, {ID: "rw", Type: "read_write", Status: "active"}}}},
-			errorBody{Message: s, Code: orgadmin.Code(s), Issues: []orgadmin.Issue{{Message: s, Path: []any{}, Code: s}, {Message: "m", Path: []any{s, 0, "x", 12}, Code: "c"}}},
+			configAnswer{ReadWrite: orgadmin.InstanceSide{Size: orgadmin.Size(s)}, ReadScaling: orgadmin.InstanceSide{Size: orgadmin.Size(s), FlockSize: len(s)}},
+			activeAccounts{{Username: s}, {Username: s, Ducklings: []orgadmin.Duckling{{ID: s, Type: orgadmin.DucklingType(s), Status: orgadmin.DucklingState(s)}, {ID: "rw", Type: "read_write", Status: "active"}}}},
+			errorBody{Message: s, Code: orgadmin.Code(s), Issues: []orgadmin.Issue{{Message: s, Path: orgadmin.Path{}, Code: orgadmin.IssueCode(s)}, {Message: "m", Path: orgadmin.NewPath(s, 0, "x", 12), Code: "c"}}},
 		)
 	}
 	for _, tok := range tokens {
@@ -275,7 +283,7 @@ func FuzzAnswers(f *testing.F) {
 			tok.ExpireAt = time.UnixMilli(expire)
 		}
 		for _, v := range []answer{tokenAnswer(tok), tokenList{tok, tok}, serviceAccountAnswer{Username: name, Description: desc},
-			errorBody{Message: value, Code: orgadmin.Code(id), Issues: []orgadmin.Issue{{Message: name, Path: []any{desc, int(expire % 1000)}, Code: typ}}}} {
+			errorBody{Message: value, Code: orgadmin.Code(id), Issues: []orgadmin.Issue{{Message: name, Path: orgadmin.NewPath(desc, int(expire%1000)), Code: orgadmin.IssueCode(typ)}}}} {
 			require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
 		}
 		// The same strings as a user's fields, and created as its time.

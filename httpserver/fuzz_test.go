@@ -108,10 +108,10 @@ func newFuzzWorld(tb testing.TB) *fuzzWorld {
 		w.tokens[u], w.tokenIDs[u] = value, seed(fuzzOrgOf(u), u, value, orgadmin.CreateTokenInput{}).ID
 	}
 	w.readScaling = "fuzz-read-scaling-robot"
-	seed(acme, "robot", w.readScaling, orgadmin.CreateTokenInput{TokenType: orgadmin.Ptr("read_scaling")})
+	seed(acme, "robot", w.readScaling, orgadmin.CreateTokenInput{Type: orgadmin.Some(orgadmin.TokenType("read_scaling"))})
 	w.expired = "fuzz-expired-token-bob"
-	seed(acme, "bob", w.expired, orgadmin.CreateTokenInput{TTL: orgadmin.Ptr(orgadmin.MinTokenTTL)})
-	clock.Advance(orgadmin.MinTokenTTL * time.Second)
+	seed(acme, "bob", w.expired, orgadmin.CreateTokenInput{TTL: orgadmin.Some(orgadmin.MinTokenTTL)})
+	clock.Advance(orgadmin.MinTokenTTL)
 	require.NoError(tb, svc.RegisterDive(ctx, acme, orgadmin.Dive{
 		ID: acmeDiveID, Title: "Sales", Version: 3,
 		RequiredResources: []orgadmin.Resource{{URL: "md:sales", Alias: "s"}},
@@ -491,7 +491,7 @@ func FuzzCreateToken(f *testing.F) {
 		value, _ := a.obj["token"].(string)
 		c, err := w.svc.Authenticate(t.Context(), value)
 		require.NoError(t, err, "the minted token authenticates")
-		require.Equal(t, "robot", c.Username)
+		require.Equal(t, "robot", c.Username())
 		name, _ := a.obj["name"].(string)
 		require.True(t, utf8.ValidString(name))
 		require.GreaterOrEqual(t, utf8.RuneCountInString(name), 1)
@@ -763,7 +763,8 @@ func FuzzListUsersQuery(f *testing.F) {
 		if q.Has("is_service_account") {
 			v := q.Get("is_service_account")
 			require.Contains(t, []string{"true", "false"}, v)
-			filter = orgadmin.Ptr(v == "true")
+			b := v == "true"
+			filter = &b
 		}
 		_, start := requireUserPage(t, a, filter, limit)
 		if q.Get("page_token") == "" && q.Has("offset") {

@@ -158,7 +158,7 @@ func TestPathUsernameLookupIsCaseInsensitive(t *testing.T) {
 	requireOK(t, f.do("GET", userPath("ALICE", "instances"), bearer(f.admin), nil))
 	requireOK(t, f.do("PUT", userPath("alice", "instances"), bearer(f.admin), validConfig))
 	created := requireOK(t, f.do("POST", userPath("aLiCe", "tokens"), bearer(f.admin), map[string]any{"name": "x"}))
-	assert.Equal(t, "Alice", f.caller(created["token"].(string)).Username)
+	assert.Equal(t, "Alice", f.caller(created["token"].(string)).Username())
 	requireOK(t, f.do("GET", userPath("ALICE", "tokens"), bearer(created["token"].(string)), nil))
 	requireJSON(t, f.do("DELETE", userPath("aLiCe"), bearer(f.admin), nil), `{"username":"Alice"}`)
 	assert.False(t, f.userExists(acme, "Alice"))
@@ -283,7 +283,7 @@ func TestCreateTokenResponseShape(t *testing.T) {
 	assert.Equal(t, "read_write", tok["token_type"])
 	value := tok["token"].(string)
 	assert.True(t, orgadmin.ValidSecretChecksum(value), "minted value carries the checksum: %q", value)
-	assert.Equal(t, "robot", f.caller(value).Username)
+	assert.Equal(t, "robot", f.caller(value).Username())
 
 	// Times keep their trailing zeros, and expire_at is created_ts + ttl.
 	f.clock.Advance(211 * time.Millisecond)
@@ -332,7 +332,7 @@ func TestTokenReadOnlyExactlyForReadScaling(t *testing.T) {
 			requireOK(t, r)
 		} else {
 			requireError(t, r, tc.status)
-			assert.Equal(t, "robot", f.caller(tok["token"].(string)).Username, "it still authenticates")
+			assert.Equal(t, "robot", f.caller(tok["token"].(string)).Username(), "it still authenticates")
 		}
 	}
 	for _, item := range listTokens(t, f.world, f.admin, "robot") {

@@ -10,12 +10,12 @@
 package httpserver
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"path"
+	"strconv"
 	"strings"
 
 	"github.com/orgadmin/orgadmin"
@@ -168,17 +168,17 @@ func (e errorBody) appendJSON(b []byte) []byte {
 func appendIssue(b []byte, is orgadmin.Issue) []byte {
 	b = appendField(append(b, '{'), "message", is.Message)
 	b = appendArray(appendKey(b, "path"), is.Path, appendPathElem)
-	return append(appendField(b, "code", is.Code), '}')
+	return append(appendField(b, "code", string(is.Code)), '}')
 }
 
 // appendPathElem appends an element of an issue's path: a key (a string)
 // or an index (a number).
-func appendPathElem(b []byte, p any) []byte {
-	if s, ok := p.(string); ok {
-		return appendString(b, s)
+func appendPathElem(b []byte, p orgadmin.PathElem) []byte {
+	if i, ok := p.Index(); ok {
+		return strconv.AppendInt(b, int64(i), 10)
 	}
-	enc, _ := json.Marshal(p)
-	return append(b, enc...)
+	k, _ := p.Key()
+	return appendString(b, k)
 }
 
 // StatusClientClosedRequest is the status of a request whose client hung

@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/orgadmin/orgadmin"
 )
@@ -15,7 +16,7 @@ func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request) (ans
 	d := h.readBody(w, r)
 	var in orgadmin.SetInstanceConfigInput
 	if cfg := d.object(d.body, "config", true); cfg != nil {
-		in.Config = &orgadmin.InstanceConfig{
+		in.Config = orgadmin.InstanceConfig{
 			ReadWrite:   d.instanceSide(cfg, "read_write", false),
 			ReadScaling: d.instanceSide(cfg, "read_scaling", true),
 		}
@@ -26,19 +27,19 @@ func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request) (ans
 }
 
 // instanceSide decodes config[key]; flock_size is read on the read-scaling
-// side only.
-func (d *decoder) instanceSide(cfg object, key string, scaling bool) *orgadmin.InstanceSide {
+// side only. What is missing or mistyped is a decode issue, and left zero.
+func (d *decoder) instanceSide(cfg object, key string, scaling bool) orgadmin.InstanceSide {
 	o := d.object(cfg, key, true, "config")
 	if o == nil {
-		return nil
+		return orgadmin.InstanceSide{}
 	}
 	path := []any{"config", key}
-	s := &orgadmin.InstanceSide{
-		InstanceSize:    deref(d.string(o, "instance_size", true, path...)),
-		CooldownSeconds: d.int(o, "cooldown_seconds", false, path...),
+	s := orgadmin.InstanceSide{
+		Size:     orgadmin.Size(deref(d.string(o, "instance_size", true, path...))),
+		Cooldown: d.seconds(o, "cooldown_seconds", false, path...),
 	}
 	if scaling {
-		s.FlockSize = d.int(o, "flock_size", true, path...)
+		s.FlockSize = deref(d.int(o, "flock_size", true, path...))
 	}
 	return s
 }
@@ -54,18 +55,19 @@ func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request) (ans
 type configAnswer orgadmin.InstanceConfig
 
 func (c configAnswer) appendJSON(b []byte) []byte {
-	b = appendSide(appendKey(append(b, '{'), "read_write"), c.ReadWrite)
-	b = appendSide(appendKey(b, "read_scaling"), c.ReadScaling)
+	b = appendSide(appendKey(append(b, '{'), "read_write"), c.ReadWrite, false)
+	b = appendSide(appendKey(b, "read_scaling"), c.ReadScaling, true)
 	return append(b, '}')
 }
 
-func appendSide(b []byte, s *orgadmin.InstanceSide) []byte {
-	b = appendField(append(b, '{'), "instance_size", s.InstanceSize)
-	if s.FlockSize != nil {
-		b = appendInt(b, "flock_size", *s.FlockSize)
+// appendSide appends s; flock_size on the read-scaling side only.
+func appendSide(b []byte, s orgadmin.InstanceSide, scaling bool) []byte {
+	b = appendField(append(b, '{'), "instance_size", string(s.Size))
+	if scaling {
+		b = appendInt(b, "flock_size", s.FlockSize)
 	}
-	if s.CooldownSeconds != nil {
-		b = appendInt(b, "cooldown_seconds", *s.CooldownSeconds)
+	if cd, ok := s.Cooldown.Get(); ok {
+		b = appendInt(b, "cooldown_seconds", int(cd/time.Second))
 	}
 	return append(b, '}')
 }
@@ -83,8 +85,8 @@ func appendAccount(b []byte, a orgadmin.ActiveAccount) []byte {
 	return append(appendArray(appendKey(b, "ducklings"), a.Ducklings, appendDuckling), '}')
 }
 
-func appendDuckling(b []byte, d orgadmin.DucklingStatus) []byte {
+func appendDuckling(b []byte, d orgadmin.Duckling) []byte {
 	b = appendField(append(b, '{'), "id", d.ID)
-	b = appendField(b, "type", d.Type)
-	return append(appendField(b, "status", d.Status), '}')
+	b = appendField(b, "type", string(d.Type))
+	return append(appendField(b, "status", string(d.Status)), '}')
 }

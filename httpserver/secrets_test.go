@@ -116,15 +116,15 @@ func mintUseAndRevoke(t *testing.T, w *world) secretRun {
 	bossOwn, _ := mint("boss", bearer(boss), map[string]any{"name": "boss"})
 
 	alice := w.caller(admin)
-	goTok, err := w.svc.CreateToken(ctx, alice, "reporter", orgadmin.CreateTokenInput{Name: "go", TTL: orgadmin.Ptr(7200)})
+	goTok, err := w.svc.CreateToken(ctx, alice, "reporter", orgadmin.CreateTokenInput{Name: "go", TTL: orgadmin.Some(7200 * time.Second)})
 	require.NoError(t, err)
-	goKept, err := w.svc.CreateToken(ctx, alice, "robot", orgadmin.CreateTokenInput{Name: "go-kept", TokenType: orgadmin.Ptr("read_scaling")})
+	goKept, err := w.svc.CreateToken(ctx, alice, "robot", orgadmin.CreateTokenInput{Name: "go-kept", Type: orgadmin.Some(orgadmin.TokenType("read_scaling"))})
 	require.NoError(t, err)
 	seeded, err := w.svc.SeedToken(ctx, acme, "reporter", orgadmin.SeedTokenInput{
 		CreateTokenInput: orgadmin.CreateTokenInput{Name: "seeded"}, Value: "seed-" + testdb.RandomHex(20)})
 	require.NoError(t, err)
 	seededKept, err := w.svc.SeedToken(ctx, acme, "robot", orgadmin.SeedTokenInput{
-		CreateTokenInput: orgadmin.CreateTokenInput{Name: "seeded-kept", TTL: orgadmin.Ptr(86400)}, Value: "seed-" + testdb.RandomHex(20)})
+		CreateTokenInput: orgadmin.CreateTokenInput{Name: "seeded-kept", TTL: orgadmin.Some(86400 * time.Second)}, Value: "seed-" + testdb.RandomHex(20)})
 	require.NoError(t, err)
 
 	// Use them.
@@ -150,7 +150,7 @@ func mintUseAndRevoke(t *testing.T, w *world) secretRun {
 	lobby := session(map[string]any{"username": "robot", "session_name": "lobby"})
 	plain := session(map[string]any{"username": "robot", "version": 1, "initial_state": map[string]any{"tab": 2}})
 	goSession, err := w.svc.CreateEmbedSession(ctx, alice, acmeDiveID, orgadmin.CreateEmbedSessionInput{
-		Username: "reporter", SessionName: orgadmin.Ptr("nightly"), RequiredResources: []orgadmin.Resource{{URL: "md:other"}}})
+		Username: "reporter", SessionName: orgadmin.Some("nightly"), RequiredResources: []orgadmin.Resource{{URL: "md:other"}}})
 	require.NoError(t, err)
 	run.sessions = []string{lobby, plain, goSession}
 

@@ -116,7 +116,7 @@ func testSoak(t *testing.T, store storage.Store, perWorker int) {
 	sort.Strings(want)
 	assert.Equal(t, len(want), 1+counts["create service account"]-counts["delete user"])
 	var listed []string
-	page := orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(soakUsersPageLength)}
+	page := orgadmin.ListUsersOptions{Limit: orgadmin.Some(soakUsersPageLength)}
 	for {
 		p, err := svc.ListUsers(ctx, admin, page)
 		require.NoError(t, err)
@@ -146,14 +146,14 @@ func testSoak(t *testing.T, store storage.Store, perWorker int) {
 			for id, tok := range u.tokens {
 				c, err := svc.Authenticate(ctx, tok.value)
 				if assert.NoError(t, err, "token %s of %s", id, u.name) {
-					assert.Equal(t, u.name, c.Username)
-					assert.Equal(t, id, c.TokenID)
+					assert.Equal(t, u.name, c.Username())
+					assert.Equal(t, id, c.TokenID())
 				}
 				live++
 			}
 			cfg, err := svc.GetInstanceConfig(ctx, admin, u.name)
 			require.NoError(t, err)
-			assert.Equal(t, u.config, [3]any{cfg.ReadWrite.InstanceSize, cfg.ReadScaling.InstanceSize, *cfg.ReadScaling.FlockSize}, "configuration of %s", u.name)
+			assert.Equal(t, u.config, [3]any{string(cfg.ReadWrite.Size), string(cfg.ReadScaling.Size), cfg.ReadScaling.FlockSize}, "configuration of %s", u.name)
 		}
 		for _, v := range w.dead {
 			_, err := svc.Authenticate(ctx, v)

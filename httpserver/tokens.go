@@ -10,9 +10,11 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request) (answer, e
 	d := h.readBody(w, r)
 	in := orgadmin.CreateTokenInput{
 		Name:        deref(d.string(d.body, "name", true)),
-		TTL:         d.int(d.body, "ttl", false),
-		Description: d.string(d.body, "description", false),
-		TokenType:   d.string(d.body, "token_type", false),
+		TTL:         d.seconds(d.body, "ttl", false),
+		Description: deref(d.string(d.body, "description", false)),
+	}
+	if typ := d.string(d.body, "token_type", false); typ != nil {
+		in.Type = orgadmin.Some(orgadmin.TokenType(*typ))
 	}
 	in.DecodeIssues = d.issues
 	t, err := h.svc.CreateToken(r.Context(), bearer(r), r.PathValue("username"), in)

@@ -14,7 +14,7 @@ func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request) (
 	d := h.readBody(w, r)
 	in := orgadmin.CreateServiceAccountInput{
 		Username:    deref(d.string(d.body, "username", true)),
-		Description: d.string(d.body, "description", false),
+		Description: deref(d.string(d.body, "description", false)),
 	}
 	in.DecodeIssues = d.issues
 	u, err := h.svc.CreateServiceAccount(r.Context(), bearer(r), in)
@@ -27,10 +27,10 @@ func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request) (answer, err
 	if q, err := url.ParseQuery(r.URL.RawQuery); err != nil {
 		d.add(orgadmin.IssueInvalidString, "Malformed query string", []any{})
 	} else {
-		opt.Limit = d.queryInt(q, "limit")
-		opt.Offset = d.queryInt(q, "offset")
+		opt.Limit = optional(d.queryInt(q, "limit"))
+		opt.Offset = optional(d.queryInt(q, "offset"))
 		opt.PageToken = q.Get("page_token")
-		opt.ServiceAccount = d.queryBool(q, "is_service_account")
+		opt.ServiceAccount = optional(d.queryBool(q, "is_service_account"))
 	}
 	opt.DecodeIssues = d.issues
 	page, err := h.svc.ListUsers(r.Context(), bearer(r), opt)

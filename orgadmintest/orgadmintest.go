@@ -1,11 +1,15 @@
 // Package orgadmintest runs an in-process fake of the hosted orgadmin API
-// for test suites, in the spirit of net/http/httptest and miniredis.
+// for test suites, in the spirit of net/http/httptest, miniredis and
+// WireMock.
 //
 // It is not a mock: it is the real Service with the real /v1 handlers, the
 // page-feedback endpoint and the OpenAPI document (/docs/specs), on the
 // in-memory store, served by an httptest.Server. Its clock stands still
 // until the test moves it with FastForward, so token expiry and Duckling
-// cooldowns happen exactly when a test says.
+// cooldowns happen exactly when a test says. A clock that stands still
+// still orders creations: records made one after the other are listed in
+// that order (tokens "oldest first"), because the ids the Service mints
+// increase in the order it mints them.
 //
 //	srv := orgadmintest.NewServer(t)
 //	c := client.New(srv.URL(), srv.AdminToken())
@@ -14,11 +18,22 @@
 // Admin "admin" (WithAdmin), whose token AdminToken returns. Seed users,
 // tokens, Dives and Duckling activity from Go (CreateUser, CreateToken,
 // RegisterDive, MarkDucklingActive, ...) or in the seed format of the
-// example server (Seed, SeedJSON, SeedFile, WithSeed), and inspect the state
-// directly (User, Users, Tokens, InstanceConfig, ActiveAccounts). Methods
-// that seed or inspect fail the test on error, as t.Fatal does, so they
+// example server (Seed, SeedJSON, SeedFile, WithSeed), and inspect the
+// state directly (User, Users, Tokens, InstanceConfig, ActiveAccounts).
+// Those methods act in the bootstrapped organization; InOrg gives the same
+// methods in any other.
+//
+// Methods that seed or inspect fail the test on error, as t.Fatal does, at
+// the line of the test that called them (each calls t.Helper()), so they
 // must be called from the test's goroutine; Service gives the full Go API
-// for anything else. Run starts a Server without a test.
+// for anything else. Run starts a Server without a test; its methods that
+// would fail a test panic instead.
+//
+// To test how a program copes with a failing API, InjectFault makes
+// requests (the next n, or those of one route) answer a chosen status with
+// Retry-After, wait, or lose the connection, before or after the API acts
+// on them; Journal lists the requests the Server received. Handler
+// returns the whole fake as an http.Handler, to wrap or to mount.
 package orgadmintest
 
 import (
@@ -47,13 +62,16 @@ import (
 // use, but those that fail the test must be called from the test's
 // goroutine.
 type Server struct {
-	tb         testing.TB
+	tb         testing.TB // a panicTB for a Server of Run
 	clock      *fakeclock.Clock
 	svc        *orgadmin.Service
 	srv        *httptest.Server
+	handler    http.Handler
 	org        string
 	admin      string
 	adminToken string
+	faults     faults
+	journal    journal
 	closeOnce  sync.Once
 }
 
@@ -66,6 +84,7 @@ type options struct {
 	seedFiles              []string
 	logger                 *slog.Logger
 	feedbackPerMinute      int
+	journalSize            int
 }
 
 // Option configures a Server.
@@ -109,6 +128,10 @@ func WithFeedbackRate(perMinute int) Option {
 	return func(o *options) { o.feedbackPerMinute = perMinute }
 }
 
+// WithJournalSize sets how many requests the Journal keeps, the most
+// recent; default DefaultJournalSize.
+func WithJournalSize(n int) Option { return func(o *options) { o.journalSize = n } }
+
 // NewServer starts a Server and registers its Close with tb.Cleanup. It
 // fails the test when an option is invalid or a fixture breaks a rule.
 func NewServer(tb testing.TB, opts ...Option) *Server {
@@ -125,11 +148,20 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 // shares one Server among tests, or a program. The caller must Close it.
 // Its methods that would fail a test panic instead.
 func Run(opts ...Option) (*Server, error) {
-	return start(nil, opts)
+	return start(panicTB{}, opts)
 }
 
+// panicTB stands for the test of a Server started by Run: what would fail
+// the test panics.
+type panicTB struct{ testing.TB }
+
+func (panicTB) Helper()                           {}
+func (panicTB) Context() context.Context          { return context.Background() }
+func (panicTB) Fatal(args ...any)                 { panic(fmt.Sprint(args...)) }
+func (panicTB) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
 func start(tb testing.TB, opts []Option) (*Server, error) {
-	o := options{org: "default", admin: "admin"}
+	o := options{org: "default", admin: "admin", journalSize: DefaultJournalSize}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -140,6 +172,7 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{tb: tb, clock: fakeclock.New(o.start), org: o.org, admin: o.admin}
+	s.journal.max = max(o.journalSize, 1)
 	cfg := o.cfg
 	cfg.Now = s.clock.Now
 	s.svc = orgadmin.New(memstore.New(), cfg)
@@ -172,13 +205,17 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 	mux.Handle(httpserver.FeedbackPath, httpserver.NewFeedback(s.svc, httpserver.FeedbackConfig{
 		Logger: o.logger, PerMinute: o.feedbackPerMinute, Now: s.clock.Now,
 	}))
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	routes := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !httpserver.CleanPath(r.URL.EscapedPath()) { // a 404, as the example server answers
 			api.ServeHTTP(w, r)
 			return
 		}
 		mux.ServeHTTP(w, r)
-	}))
+	})
+	// The request id first, so that the journal and a fault's answer
+	// carry it; the API's own LogRequests then adds none.
+	s.handler = httpserver.LogRequests(o.logger, s.record(s.inject(routes)))
+	s.srv = httptest.NewServer(s.handler)
 	return s, nil
 }
 
@@ -197,12 +234,7 @@ func readSeedFile(path string) (orgadmin.Seed, error) {
 }
 
 // ctx is the context of the Server's own calls: the test's while it runs.
-func (s *Server) ctx() context.Context {
-	if s.tb != nil {
-		return s.tb.Context()
-	}
-	return context.Background()
-}
+func (s *Server) ctx() context.Context { return s.tb.Context() }
 
 // URL returns the base URL of the API, such as "http://127.0.0.1:39127",
 // with no trailing slash. The /v1 operations are under it, the OpenAPI
@@ -213,11 +245,18 @@ func (s *Server) URL() string { return s.srv.URL }
 // Client returns an *http.Client that talks to the Server.
 func (s *Server) Client() *http.Client { return s.srv.Client() }
 
+// Handler returns the fake as an http.Handler: the API, the health check
+// and the feedback endpoint, with the injected faults and the journal, as
+// the Server serves them. Wrap it in middleware of your own and serve it
+// with httptest.NewServer, or mount it in a mux; the Server's clock, seed
+// and inspection methods act on it alike.
+func (s *Server) Handler() http.Handler { return s.handler }
+
 // AdminToken returns the token of the bootstrapped Admin.
 func (s *Server) AdminToken() string { return s.adminToken }
 
 // Org returns the id of the bootstrapped organization, which the seeding
-// and inspection methods act in.
+// and inspection methods of the Server act in.
 func (s *Server) Org() string { return s.org }
 
 // Admin returns the username of the bootstrapped Admin.
@@ -234,9 +273,10 @@ func (s *Server) Now() time.Time { return s.clock.Now() }
 // out stop authenticating, idle Ducklings cool down and stop, embed sessions
 // expire and the feedback rate limit refills. A negative d fails the test.
 func (s *Server) FastForward(d time.Duration) {
+	s.tb.Helper()
 	if d < 0 {
-		s.helper()
 		s.fatal(fmt.Sprintf("FastForward(%v)", d), errors.New("the clock only moves forward"))
+		return
 	}
 	s.clock.Advance(d)
 }
@@ -250,22 +290,12 @@ func (s *Server) Close() {
 // fatal fails the test with err, naming what was being done (or panics,
 // for a Server started by Run).
 func (s *Server) fatal(what string, err error) {
+	s.tb.Helper()
 	msg := "orgadmintest: " + what + ": " + err.Error()
 	if what == "" {
 		msg = "orgadmintest: " + err.Error()
 	}
-	if s.tb == nil {
-		panic(msg)
-	}
-	s.helper()
 	s.tb.Fatal(msg)
-}
-
-// helper marks the caller as a test helper, when there is a test.
-func (s *Server) helper() {
-	if s.tb != nil {
-		s.tb.Helper()
-	}
 }
 
 // Seed loads a fixture (organizations, users with their tokens, instance
@@ -273,7 +303,7 @@ func (s *Server) helper() {
 // -seed flag does; what exists already is left as it is. It fails the test
 // when the fixture breaks a rule.
 func (s *Server) Seed(sd orgadmin.Seed) {
-	s.helper()
+	s.tb.Helper()
 	if err := s.svc.ApplySeed(s.ctx(), sd); err != nil {
 		s.fatal("", err) // it says "seed: "
 	}
@@ -282,177 +312,133 @@ func (s *Server) Seed(sd orgadmin.Seed) {
 // SeedJSON loads a fixture written in JSON, in the seed format of the
 // example server (orgadmin.DecodeSeed; README, "Configuration").
 func (s *Server) SeedJSON(fixture string) {
-	s.helper()
+	s.tb.Helper()
 	sd, err := orgadmin.DecodeSeed(strings.NewReader(fixture))
 	if err != nil {
 		s.fatal("", err) // it says "seed: "
+		return
 	}
 	s.Seed(sd)
 }
 
 // SeedFile loads a JSON fixture file.
 func (s *Server) SeedFile(path string) {
-	s.helper()
+	s.tb.Helper()
 	sd, err := readSeedFile(path)
 	if err != nil {
 		s.fatal("", err)
+		return
 	}
 	if err := s.svc.ApplySeed(s.ctx(), sd); err != nil {
 		s.fatal(path, err)
 	}
 }
 
+// InOrg returns the seeding and inspection methods in the organization id,
+// which it creates if it does not exist. It fails the test for a malformed
+// id.
+//
+//	srv.SeedJSON(`{"organizations": [{"id": "acme", "users": [{"username": "alice"}]}]}`)
+//	u, ok := srv.InOrg("acme").User("alice")
+func (s *Server) InOrg(id string) *Org {
+	s.tb.Helper()
+	if err := s.svc.CreateOrg(s.ctx(), id); err != nil {
+		s.fatal("create organization "+id, err)
+	}
+	return &Org{s: s, id: id}
+}
+
+// inOrg is the Org of the bootstrapped organization.
+func (s *Server) inOrg() *Org { return &Org{s: s, id: s.org} }
+
 // CreateUser creates a user in Org: a human user or Admin, or a service
 // account, as nu says. It fails the test when nu breaks a rule, the
 // username is taken or Org holds the maximum number of users.
 func (s *Server) CreateUser(nu orgadmin.NewUser) orgadmin.User {
-	s.helper()
-	u, err := s.svc.CreateUser(s.ctx(), s.org, nu)
-	if err != nil {
-		s.fatal("create user "+nu.Username, err)
-	}
-	return u
+	s.tb.Helper()
+	return s.inOrg().CreateUser(nu)
 }
 
 // CreateServiceAccount creates a service account (role Member) in Org.
 func (s *Server) CreateServiceAccount(username string) orgadmin.User {
-	s.helper()
-	return s.CreateUser(orgadmin.NewUser{Username: username, IsServiceAccount: true})
+	s.tb.Helper()
+	return s.inOrg().CreateServiceAccount(username)
 }
 
 // GrantPrivilege grants a privilege (such as
 // orgadmin.PrivilegeViewAllMembers) to the user of Org.
 func (s *Server) GrantPrivilege(username, privilege string) {
-	s.helper()
-	if err := s.svc.GrantPrivilege(s.ctx(), s.org, username, privilege); err != nil {
-		s.fatal("grant privilege", err)
-	}
+	s.tb.Helper()
+	s.inOrg().GrantPrivilege(username, privilege)
 }
 
 // CreateToken stores a new token for the user of Org, of any kind (human
 // users included) and returns its value. in.Name defaults to "test"; a TTL
 // counts from the Server's clock.
 func (s *Server) CreateToken(username string, in orgadmin.CreateTokenInput) string {
-	s.helper()
-	var b [24]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	value := "oat_test_" + hex.EncodeToString(b[:])
-	if in.Name == "" {
-		in.Name = "test"
-	}
-	if _, err := s.svc.SeedToken(s.ctx(), s.org, username, orgadmin.SeedTokenInput{CreateTokenInput: in, Value: value}); err != nil {
-		s.fatal("create token for "+username, err)
-	}
-	return value
+	s.tb.Helper()
+	return s.inOrg().CreateToken(username, in)
 }
 
 // RegisterDive creates or replaces a Dive of Org.
 func (s *Server) RegisterDive(d orgadmin.Dive) {
-	s.helper()
-	if err := s.svc.RegisterDive(s.ctx(), s.org, d); err != nil {
-		s.fatal("register dive", err)
-	}
+	s.tb.Helper()
+	s.inOrg().RegisterDive(d)
 }
 
 // MarkDucklingActive reports the Duckling id ("rw" or "rs.N") of the user
 // of Org as running and busy, for the Service's lease (10 minutes unless
 // WithConfig says otherwise) unless reported again.
 func (s *Server) MarkDucklingActive(username, id string) {
-	s.helper()
-	if err := s.svc.MarkDucklingActive(s.ctx(), s.org, username, id); err != nil {
-		s.fatal("mark duckling active", err)
-	}
+	s.tb.Helper()
+	s.inOrg().MarkDucklingActive(username, id)
 }
 
 // MarkDucklingIdle reports the Duckling id of the user of Org as idle now:
 // it is in cooldown for the effective cooldown of its side, then stops.
 func (s *Server) MarkDucklingIdle(username, id string) {
-	s.helper()
-	if err := s.svc.MarkDucklingIdle(s.ctx(), s.org, username, id); err != nil {
-		s.fatal("mark duckling idle", err)
-	}
-}
-
-// adminCaller is the bootstrapped Admin as a Caller, for inspection.
-func (s *Server) adminCaller() orgadmin.Caller {
-	s.helper()
-	c, err := s.svc.ActAs(s.ctx(), s.org, s.admin)
-	if err != nil {
-		s.fatal("act as "+s.admin, err)
-	}
-	return c
+	s.tb.Helper()
+	s.inOrg().MarkDucklingIdle(username, id)
 }
 
 // User returns the user of Org named username (compared
 // case-insensitively), and whether there is one.
 func (s *Server) User(username string) (orgadmin.User, bool) {
-	s.helper()
-	u, err := s.svc.GetUser(s.ctx(), s.org, username)
-	switch {
-	case err == nil:
-		return u, true
-	case errors.Is(err, orgadmin.ErrNotFound), errors.Is(err, orgadmin.ErrBadRequest):
-		return orgadmin.User{}, false
-	}
-	s.fatal("get user", err)
-	return orgadmin.User{}, false
+	s.tb.Helper()
+	return s.inOrg().User(username)
 }
 
 // Users returns every user of Org, ordered by case-folded username.
 func (s *Server) Users() []orgadmin.User {
-	s.helper()
-	c := s.adminCaller()
-	var out []orgadmin.User
-	opt := orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(orgadmin.MaxUserPageSize)}
-	for {
-		page, err := s.svc.ListUsers(s.ctx(), c, opt)
-		if err != nil {
-			s.fatal("list users", err)
-		}
-		out = append(out, page.Users...)
-		if page.NextPageToken == "" {
-			return out
-		}
-		opt.PageToken = page.NextPageToken
-	}
+	s.tb.Helper()
+	return s.inOrg().Users()
 }
 
-// Tokens returns the live tokens of the user of Org, without values.
+// Tokens returns the live tokens of the user of Org, without values,
+// oldest first.
 func (s *Server) Tokens(username string) []orgadmin.Token {
-	s.helper()
-	ts, err := s.svc.ListTokens(s.ctx(), s.adminCaller(), username)
-	if err != nil {
-		s.fatal("list tokens of "+username, err)
-	}
-	return ts
+	s.tb.Helper()
+	return s.inOrg().Tokens(username)
 }
 
 // InstanceConfig returns the instance configuration of the user of Org, as
 // the API shows it.
 func (s *Server) InstanceConfig(username string) orgadmin.InstanceConfig {
-	s.helper()
-	cfg, err := s.svc.GetInstanceConfig(s.ctx(), s.adminCaller(), username)
-	if err != nil {
-		s.fatal("get instance config of "+username, err)
-	}
-	return cfg
+	s.tb.Helper()
+	return s.inOrg().InstanceConfig(username)
 }
 
 // ActiveAccounts returns the accounts of Org with running Ducklings, as
 // the API shows them at the Server's current time.
 func (s *Server) ActiveAccounts() []orgadmin.ActiveAccount {
-	s.helper()
-	accs, err := s.svc.GetActiveAccounts(s.ctx(), s.adminCaller())
-	if err != nil {
-		s.fatal("get active accounts", err)
-	}
-	return accs
+	s.tb.Helper()
+	return s.inOrg().ActiveAccounts()
 }
 
 // EmbedSession resolves an embed session value as a renderer would, and
 // reports false when it is unknown, expired or its user was deleted.
 func (s *Server) EmbedSession(value string) (orgadmin.EmbedSession, bool) {
-	s.helper()
+	s.tb.Helper()
 	es, err := s.svc.ResolveEmbedSession(s.ctx(), value)
 	switch {
 	case err == nil:
@@ -462,4 +448,147 @@ func (s *Server) EmbedSession(value string) (orgadmin.EmbedSession, bool) {
 	}
 	s.fatal("resolve embed session", err)
 	return orgadmin.EmbedSession{}, false
+}
+
+// Org is the seeding and inspection methods of a Server in one
+// organization (Server.InOrg). They fail the test as the Server's do, at
+// the caller's line.
+type Org struct {
+	s  *Server
+	id string
+}
+
+// ID returns the organization's id.
+func (o *Org) ID() string { return o.id }
+
+// CreateUser creates a user in the organization: a human user or Admin,
+// or a service account, as nu says. It fails the test when nu breaks a
+// rule, the username is taken or the organization holds the maximum
+// number of users.
+func (o *Org) CreateUser(nu orgadmin.NewUser) orgadmin.User {
+	o.s.tb.Helper()
+	u, err := o.s.svc.CreateUser(o.s.ctx(), o.id, nu)
+	if err != nil {
+		o.s.fatal("create user "+nu.Username, err)
+	}
+	return u
+}
+
+// CreateServiceAccount creates a service account (role Member).
+func (o *Org) CreateServiceAccount(username string) orgadmin.User {
+	o.s.tb.Helper()
+	return o.CreateUser(orgadmin.NewUser{Username: username, IsServiceAccount: true})
+}
+
+// GrantPrivilege grants a privilege to the user.
+func (o *Org) GrantPrivilege(username, privilege string) {
+	o.s.tb.Helper()
+	if err := o.s.svc.GrantPrivilege(o.s.ctx(), o.id, username, privilege); err != nil {
+		o.s.fatal("grant privilege", err)
+	}
+}
+
+// CreateToken stores a new token for the user, of any kind (human users
+// included) and returns its value. in.Name defaults to "test"; a TTL
+// counts from the Server's clock.
+func (o *Org) CreateToken(username string, in orgadmin.CreateTokenInput) string {
+	o.s.tb.Helper()
+	var b [24]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
+	value := "oat_test_" + hex.EncodeToString(b[:])
+	if in.Name == "" {
+		in.Name = "test"
+	}
+	if _, err := o.s.svc.SeedToken(o.s.ctx(), o.id, username, orgadmin.SeedTokenInput{CreateTokenInput: in, Value: value}); err != nil {
+		o.s.fatal("create token for "+username, err)
+	}
+	return value
+}
+
+// RegisterDive creates or replaces a Dive.
+func (o *Org) RegisterDive(d orgadmin.Dive) {
+	o.s.tb.Helper()
+	if err := o.s.svc.RegisterDive(o.s.ctx(), o.id, d); err != nil {
+		o.s.fatal("register dive", err)
+	}
+}
+
+// MarkDucklingActive reports the Duckling id ("rw" or "rs.N") of the user
+// as running and busy.
+func (o *Org) MarkDucklingActive(username, id string) {
+	o.s.tb.Helper()
+	if err := o.s.svc.MarkDucklingActive(o.s.ctx(), o.id, username, id); err != nil {
+		o.s.fatal("mark duckling active", err)
+	}
+}
+
+// MarkDucklingIdle reports the Duckling id of the user as idle now.
+func (o *Org) MarkDucklingIdle(username, id string) {
+	o.s.tb.Helper()
+	if err := o.s.svc.MarkDucklingIdle(o.s.ctx(), o.id, username, id); err != nil {
+		o.s.fatal("mark duckling idle", err)
+	}
+}
+
+// User returns the user named username (compared case-insensitively), and
+// whether there is one.
+func (o *Org) User(username string) (orgadmin.User, bool) {
+	o.s.tb.Helper()
+	u, err := o.s.svc.GetUser(o.s.ctx(), o.id, username)
+	switch {
+	case err == nil:
+		return u, true
+	case errors.Is(err, orgadmin.ErrNotFound), errors.Is(err, orgadmin.ErrBadRequest):
+		return orgadmin.User{}, false
+	}
+	o.s.fatal("get user", err)
+	return orgadmin.User{}, false
+}
+
+// Users returns every user, ordered by case-folded username.
+func (o *Org) Users() []orgadmin.User {
+	o.s.tb.Helper()
+	var out []orgadmin.User
+	opt := orgadmin.ListUsersOptions{Limit: orgadmin.Some(orgadmin.MaxUserPageSize)}
+	for u, err := range o.s.svc.AllUsers(o.s.ctx(), o.s.svc.ActAsOrg(o.id), opt) {
+		if err != nil {
+			o.s.fatal("list users", err)
+			return nil
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// Tokens returns the live tokens of the user, without values, oldest
+// first.
+func (o *Org) Tokens(username string) []orgadmin.Token {
+	o.s.tb.Helper()
+	ts, err := o.s.svc.ListTokens(o.s.ctx(), o.s.svc.ActAsOrg(o.id), username)
+	if err != nil {
+		o.s.fatal("list tokens of "+username, err)
+	}
+	return ts
+}
+
+// InstanceConfig returns the instance configuration of the user, as the
+// API shows it.
+func (o *Org) InstanceConfig(username string) orgadmin.InstanceConfig {
+	o.s.tb.Helper()
+	cfg, err := o.s.svc.GetInstanceConfig(o.s.ctx(), o.s.svc.ActAsOrg(o.id), username)
+	if err != nil {
+		o.s.fatal("get instance config of "+username, err)
+	}
+	return cfg
+}
+
+// ActiveAccounts returns the accounts with running Ducklings, as the API
+// shows them at the Server's current time.
+func (o *Org) ActiveAccounts() []orgadmin.ActiveAccount {
+	o.s.tb.Helper()
+	accs, err := o.s.svc.GetActiveAccounts(o.s.ctx(), o.s.svc.ActAsOrg(o.id))
+	if err != nil {
+		o.s.fatal("get active accounts", err)
+	}
+	return accs
 }

@@ -105,13 +105,13 @@ func TestSeedAndInspect(t *testing.T) {
 	require.Len(t, toks, 1)
 	assert.Equal(t, "ci", toks[0].Name)
 	assert.True(t, srv.Now().Add(10*time.Minute).Truncate(time.Millisecond).Equal(toks[0].ExpireAt), "ttl counts from the clock")
-	assert.Equal(t, orgadmin.SizeMega, srv.InstanceConfig("robot").ReadWrite.InstanceSize)
+	assert.Equal(t, orgadmin.SizeMega, srv.InstanceConfig("robot").ReadWrite.Size)
 
-	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "robot", Ducklings: []orgadmin.DucklingStatus{
+	assert.Equal(t, []orgadmin.ActiveAccount{{Username: "robot", Ducklings: []orgadmin.Duckling{
 		{ID: "rw", Type: "read_write", Status: "cooldown"}, {ID: "rs.1", Type: "read_scaling", Status: "active"},
 	}}}, srv.ActiveAccounts())
 	srv.FastForward(5 * time.Minute) // mega cools down for 300 s
-	assert.Equal(t, []orgadmin.DucklingStatus{{ID: "rs.1", Type: "read_scaling", Status: "active"}}, srv.ActiveAccounts()[0].Ducklings)
+	assert.Equal(t, []orgadmin.Duckling{{ID: "rs.1", Type: "read_scaling", Status: "active"}}, srv.ActiveAccounts()[0].Ducklings)
 	srv.MarkDucklingIdle("robot", "rs.1")
 	srv.FastForward(time.Minute)
 	assert.Empty(t, srv.ActiveAccounts())
@@ -127,7 +127,7 @@ func TestFastForwardExpiresTokens(t *testing.T) {
 	t.Parallel()
 	srv := orgadmintest.NewServer(t)
 	srv.CreateServiceAccount("robot")
-	token := srv.CreateToken("robot", orgadmin.CreateTokenInput{TTL: orgadmin.Ptr(300)})
+	token := srv.CreateToken("robot", orgadmin.CreateTokenInput{TTL: orgadmin.Some(300 * time.Second)})
 	status, _ := get(t, srv, "/v1/users/robot/tokens", token)
 	assert.Equal(t, 200, status)
 	srv.FastForward(299 * time.Second)
@@ -207,7 +207,7 @@ func TestLiveResponsesMatchTheServedDocument(t *testing.T) {
 	require.NoError(t, err)
 
 	srv.CreateServiceAccount("robot")
-	robot := srv.CreateToken("robot", orgadmin.CreateTokenInput{TTL: orgadmin.Ptr(300)})
+	robot := srv.CreateToken("robot", orgadmin.CreateTokenInput{TTL: orgadmin.Some(300 * time.Second)})
 	srv.MarkDucklingActive("robot", "rw")
 	admin := "Bearer " + srv.AdminToken()
 	for _, tc := range []struct {

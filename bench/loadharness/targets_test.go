@@ -29,7 +29,7 @@ func TestSeedLoads(t *testing.T) {
 	toks, err := svc.ListTokens(ctx, admin, "admin")
 	require.NoError(t, err)
 	assert.Len(t, toks, 3)
-	page, err := svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(1000)})
+	page, err := svc.ListUsers(ctx, admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(1000)})
 	require.NoError(t, err)
 	assert.Equal(t, 26, page.TotalCount)
 	assert.Len(t, w.Users, 25)

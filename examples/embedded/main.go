@@ -26,21 +26,21 @@ func main() {
 
 	// Everything else goes through the same operations as the REST API.
 	sa, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{
-		Username: "Reporter", Description: orgadmin.Ptr("nightly reports"),
+		Username: "Reporter", Description: "nightly reports",
 	})
 	check(err)
 	fmt.Printf("created %s (role %s, service account %v)\n", sa.Username, sa.Role, sa.IsServiceAccount)
 
-	tok, err := svc.CreateToken(ctx, admin, "reporter", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Ptr(3600)})
+	tok, err := svc.CreateToken(ctx, admin, "reporter", orgadmin.CreateTokenInput{Name: "ci", TTL: orgadmin.Some(time.Hour)})
 	check(err)
 	fmt.Printf("token %q of type %s expires %s\n", tok.Name, tok.Type, tok.ExpireAt.Format(time.RFC3339))
 
-	cfg, err := svc.SetInstanceConfig(ctx, admin, "reporter", orgadmin.SetInstanceConfigInput{Config: &orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeJumbo},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizePulse, FlockSize: orgadmin.Ptr(2)},
+	cfg, err := svc.SetInstanceConfig(ctx, admin, "reporter", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeJumbo},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizePulse, FlockSize: 2},
 	}})
 	check(err)
-	fmt.Printf("read_write %s, cooldown %ds\n", cfg.ReadWrite.InstanceSize, *cfg.ReadWrite.CooldownSeconds)
+	fmt.Printf("read_write %s, cooldown %v\n", cfg.ReadWrite.Size, cfg.ReadWrite.Cooldown.Value)
 
 	// The platform reports activity; the API shows who is running.
 	check(svc.MarkDucklingActive(ctx, "acme", "reporter", "rw"))
@@ -59,7 +59,7 @@ func main() {
 	check(svc.RegisterDive(ctx, "acme", orgadmin.Dive{ID: dive, Title: "Sales", Version: 3,
 		RequiredResources: []orgadmin.Resource{{URL: "md:sales", Alias: "s"}}}))
 	value, err := svc.CreateEmbedSession(ctx, admin, dive, orgadmin.CreateEmbedSessionInput{
-		Username: "reporter", SessionName: orgadmin.Ptr("lobby-screen"),
+		Username: "reporter", SessionName: orgadmin.Some("lobby-screen"),
 	})
 	check(err)
 	session, err := svc.ResolveEmbedSession(ctx, value)
@@ -68,7 +68,7 @@ func main() {
 		session.DiveID, session.Version, session.Username, len(session.RequiredResources))
 
 	// Errors carry a code and, for bad requests, every problem found.
-	_, err = svc.CreateToken(ctx, admin, "reporter", orgadmin.CreateTokenInput{Name: "", TTL: orgadmin.Ptr(10)})
+	_, err = svc.CreateToken(ctx, admin, "reporter", orgadmin.CreateTokenInput{Name: "", TTL: orgadmin.Some(10 * time.Second)})
 	fmt.Println(orgadmin.ErrorCode(err), err)
 }
 

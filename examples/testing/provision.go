@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
+	"slices"
 	"time"
 
 	"github.com/orgadmin/orgadmin/client"
@@ -35,8 +35,8 @@ type Provisioner struct {
 // DefaultConfig is the configuration a reporting account gets: a small
 // read-write instance and two read-scaling replicas.
 var DefaultConfig = client.InstanceConfig{
-	ReadWrite:   client.ReadWriteInstance{InstanceSize: client.SizePulse},
-	ReadScaling: client.ReadScalingInstance{InstanceSize: client.SizeStandard, FlockSize: 2, CooldownSeconds: 300},
+	ReadWrite:   client.InstanceSide{Size: client.SizePulse},
+	ReadScaling: client.InstanceSide{Size: client.SizeStandard, FlockSize: 2, Cooldown: client.Some(5 * time.Minute)},
 }
 
 // Result says what Ensure did.
@@ -98,7 +98,9 @@ func (p *Provisioner) Ensure(ctx context.Context) (*Result, error) {
 		if t.Name != TokenName || t.ID == tok.ID || t.ExpireAt.IsZero() || t.ExpireAt.Sub(now()) > renew {
 			continue
 		}
-		if err := p.API.DeleteToken(ctx, p.Username, t.ID); err != nil && !isStatus(err, http.StatusNotFound) {
+		// Not found: gone already (a retry after a lost answer, or another
+		// run); either way it is invalidated.
+		if err := p.API.DeleteToken(ctx, p.Username, t.ID); err != nil && !errors.Is(err, client.ErrNotFound) {
 			return nil, fmt.Errorf("invalidate token %s: %w", t.ID, err)
 		}
 		res.Revoked++
@@ -114,7 +116,7 @@ var ErrTokenInvalid = errors.New("token no longer valid")
 // works: nil, ErrTokenInvalid, or the error met.
 func (p *Provisioner) Check(ctx context.Context, baseURL, token string) error {
 	_, err := client.New(baseURL, token).GetInstanceConfig(ctx, p.Username)
-	if isStatus(err, http.StatusUnauthorized) {
+	if errors.Is(err, client.ErrUnauthorized) {
 		return ErrTokenInvalid
 	}
 	return err
@@ -123,18 +125,6 @@ func (p *Provisioner) Check(ctx context.Context, baseURL, token string) error {
 // isTaken reports whether err is the 400 of a username already taken.
 func isTaken(err error) bool {
 	var e *client.Error
-	if !errors.As(err, &e) || e.StatusCode != http.StatusBadRequest {
-		return false
-	}
-	for _, is := range e.Issues {
-		if is.Code == "already_exists" {
-			return true
-		}
-	}
-	return false
-}
-
-func isStatus(err error, status int) bool {
-	var e *client.Error
-	return errors.As(err, &e) && e.StatusCode == status
+	return errors.As(err, &e) && e.Code == client.CodeBadRequest &&
+		slices.ContainsFunc(e.Issues, func(is client.Issue) bool { return is.Code == client.IssueAlreadyExists })
 }

@@ -35,9 +35,9 @@ func TestEnsureCreatesAndConfigures(t *testing.T) {
 	require.True(t, ok)
 	assert.True(t, u.IsServiceAccount)
 	cfg := srv.InstanceConfig("reporter")
-	assert.Equal(t, orgadmin.SizePulse, cfg.ReadWrite.InstanceSize)
-	assert.Equal(t, 2, *cfg.ReadScaling.FlockSize)
-	assert.Equal(t, 300, *cfg.ReadScaling.CooldownSeconds)
+	assert.Equal(t, orgadmin.SizePulse, cfg.ReadWrite.Size)
+	assert.Equal(t, 2, cfg.ReadScaling.FlockSize)
+	assert.Equal(t, orgadmin.Some(5*time.Minute), cfg.ReadScaling.Cooldown)
 	assert.NoError(t, p.Check(t.Context(), srv.URL(), res.Token.Value))
 }
 

@@ -129,7 +129,7 @@ func BenchListUsers(b *testing.B, s storage.Store, n int) {
 		}
 	}
 	deepAt := n * 9 / 10
-	deep, err := w.svc.ListUsers(ctx, w.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(deepAt - 100)})
+	deep, err := w.svc.ListUsers(ctx, w.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Some(deepAt - 100)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func BenchListUsers(b *testing.B, s storage.Store, n int) {
 	}{
 		{"first_page", orgadmin.ListUsersOptions{}},
 		{"cursor_90pct", orgadmin.ListUsersOptions{PageToken: deep.NextPageToken}},
-		{"offset_90pct", orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(deepAt)}},
+		{"offset_90pct", orgadmin.ListUsersOptions{Offset: orgadmin.Some(deepAt)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

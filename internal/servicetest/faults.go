@@ -495,18 +495,15 @@ func checkTokenAnswer(t testing.TB, a answer, name string) {
 
 // configJSON is the wire form of c, as the API answers it.
 func configJSON(c orgadmin.InstanceConfig) any {
-	side := func(s *orgadmin.InstanceSide) map[string]any {
-		if s == nil {
-			return nil
+	side := func(s orgadmin.InstanceSide, scaling bool) map[string]any {
+		m := map[string]any{"instance_size": string(s.Size)}
+		if scaling {
+			m["flock_size"] = s.FlockSize
 		}
-		m := map[string]any{"instance_size": s.InstanceSize}
-		if s.FlockSize != nil {
-			m["flock_size"] = *s.FlockSize
-		}
-		if s.CooldownSeconds != nil {
-			m["cooldown_seconds"] = *s.CooldownSeconds
+		if cd, ok := s.Cooldown.Get(); ok {
+			m["cooldown_seconds"] = int(cd / time.Second)
 		}
 		return m
 	}
-	return map[string]any{"read_write": side(c.ReadWrite), "read_scaling": side(c.ReadScaling)}
+	return map[string]any{"read_write": side(c.ReadWrite, false), "read_scaling": side(c.ReadScaling, true)}
 }

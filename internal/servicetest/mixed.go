@@ -134,7 +134,7 @@ func testMixedOperations(t *testing.T, e *env) {
 	require.NoError(t, err)
 	b, _ := json.Marshal(configJSON(c))
 	assert.True(t, shared.sent[canonical(string(b))], "the configuration of the account all workers set is %s, which none sent", b)
-	page, err := e.direct.ListUsers(t.Context(), e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(1000)})
+	page, err := e.direct.ListUsers(t.Context(), e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(1000)})
 	require.NoError(t, err)
 	assert.Equal(t, len(page.Users), page.TotalCount, "users listed and counted")
 }
@@ -627,7 +627,7 @@ func check(t *testing.T, e *env, a *account) {
 	case absent:
 		require.False(t, there, "the answers proved %s gone; it is there", a.name)
 	}
-	page, err := e.direct.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(1000)})
+	page, err := e.direct.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(1000)})
 	require.NoError(t, err)
 	listed := slices.ContainsFunc(page.Users, func(lu orgadmin.User) bool { return lu.Username == a.name })
 	require.Equal(t, there, listed, "%s: found by name %v, listed %v", a.name, there, listed)
@@ -638,7 +638,7 @@ func check(t *testing.T, e *env, a *account) {
 			require.ErrorIs(t, err, orgadmin.ErrUnauthorized)
 			return false
 		}
-		require.True(t, there && c.UserID == u.ID, "a token of %s authenticates as %s/%s", a.name, c.Username, c.UserID)
+		require.True(t, there && c.UserID() == u.ID, "a token of %s authenticates as %s/%s", a.name, c.Username(), c.UserID())
 		return true
 	}
 	resolves := func(s *knownSession) bool {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -78,15 +79,15 @@ func testServiceCreateSameUsername(t *testing.T, s storage.Store) {
 	spellings := []string{"Robot", "robot", "ROBOT", "rObOt"}
 	errs := race(serviceRacers, func(i int) error {
 		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{
-			Username: spellings[i%len(spellings)], Description: orgadmin.Ptr(fmt.Sprint(i)),
+			Username: spellings[i%len(spellings)], Description: fmt.Sprint(i),
 		})
 		return err
 	})
 	winner := requireOneWinner(t, errs, orgadmin.ErrBadRequest)
 	for i, err := range errs {
 		if i != winner {
-			assert.Equal(t, []orgadmin.Issue{{Message: "Username is already taken", Path: []any{"username"}, Code: orgadmin.IssueConflict}},
-				err.(*orgadmin.Error).Issues, "call %d", i)
+			assert.Equal(t, []orgadmin.Issue{{Message: "Username is already taken", Path: orgadmin.NewPath("username"), Code: orgadmin.IssueAlreadyExists}},
+				issuesOf(t, err), "call %d", i)
 		}
 	}
 	page, err := svc.ListUsers(t.Context(), admin, orgadmin.ListUsersOptions{})
@@ -102,25 +103,19 @@ func testServiceCreateSameUsername(t *testing.T, s storage.Store) {
 // raceConfig is the i-th of a family of instance configurations in which
 // every field but the sizes carries i, so that a mix of two is caught.
 func raceConfig(i int) orgadmin.InstanceConfig {
-	sizes := []string{orgadmin.SizeStandard, orgadmin.SizeJumbo, orgadmin.SizeMega, orgadmin.SizeGiga}
+	sizes := []orgadmin.Size{orgadmin.SizeStandard, orgadmin.SizeJumbo, orgadmin.SizeMega, orgadmin.SizeGiga}
 	return orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: sizes[i%len(sizes)], CooldownSeconds: orgadmin.Ptr(100 + i)},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: sizes[(i+1)%len(sizes)], FlockSize: orgadmin.Ptr(i), CooldownSeconds: orgadmin.Ptr(200 + i)},
+		ReadWrite:   orgadmin.InstanceSide{Size: sizes[i%len(sizes)], Cooldown: orgadmin.Some(time.Duration(100+i) * time.Second)},
+		ReadScaling: orgadmin.InstanceSide{Size: sizes[(i+1)%len(sizes)], FlockSize: i, Cooldown: orgadmin.Some(time.Duration(200+i) * time.Second)},
 	}
 }
 
 // describeInstances renders c for comparisons and messages.
 func describeInstances(c orgadmin.InstanceConfig) string {
-	side := func(s *orgadmin.InstanceSide) string {
-		if s == nil {
-			return "<nil>"
-		}
-		out := s.InstanceSize
-		if s.FlockSize != nil {
-			out += fmt.Sprintf(" flock %d", *s.FlockSize)
-		}
-		if s.CooldownSeconds != nil {
-			out += fmt.Sprintf(" cooldown %d", *s.CooldownSeconds)
+	side := func(s orgadmin.InstanceSide) string {
+		out := string(s.Size) + fmt.Sprintf(" flock %d", s.FlockSize)
+		if cd, ok := s.Cooldown.Get(); ok {
+			out += fmt.Sprintf(" cooldown %v", cd)
 		}
 		return out
 	}
@@ -142,7 +137,7 @@ func testServiceSetInstanceConfigSameUser(t *testing.T, s storage.Store) {
 		got := make([]orgadmin.InstanceConfig, serviceRacers)
 		errs := race(serviceRacers, func(i int) error {
 			var err error
-			got[i], err = svc.SetInstanceConfig(t.Context(), admin, "robot", orgadmin.SetInstanceConfigInput{Config: orgadmin.Ptr(raceConfig(round*serviceRacers + i))})
+			got[i], err = svc.SetInstanceConfig(t.Context(), admin, "robot", orgadmin.SetInstanceConfigInput{Config: raceConfig(round*serviceRacers + i)})
 			return err
 		})
 		for i, err := range errs {
@@ -274,7 +269,7 @@ func testServiceCreateEmbedSessionRacingDeleteUser(t *testing.T, s storage.Store
 			sessions []string
 		)
 		errs, err := raceCreations(t, svc, admin, func(i int) error {
-			v, err := svc.CreateEmbedSession(t.Context(), admin, dive, orgadmin.CreateEmbedSessionInput{Username: "doomed", SessionName: orgadmin.Ptr(fmt.Sprint(i))})
+			v, err := svc.CreateEmbedSession(t.Context(), admin, dive, orgadmin.CreateEmbedSessionInput{Username: "doomed", SessionName: orgadmin.Some(fmt.Sprint(i))})
 			if err == nil {
 				mu.Lock()
 				sessions = append(sessions, v)
@@ -322,4 +317,12 @@ func requireOneWinner(t testing.TB, errs []error, want error) int {
 	}
 	require.NotEqual(t, -1, winner, "no call succeeded")
 	return winner
+}
+
+// issuesOf returns the issues of err, an *orgadmin.Error, or fails.
+func issuesOf(tb testing.TB, err error) []orgadmin.Issue {
+	tb.Helper()
+	var e *orgadmin.Error
+	require.ErrorAs(tb, err, &e)
+	return e.Issues
 }

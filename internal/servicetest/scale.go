@@ -78,7 +78,7 @@ func scale(b *testing.B, newStore func(testing.TB) storage.Store, n int) {
 		})
 	})
 	deepAt := n * 9 / 10
-	deep, err := org.svc.ListUsers(ctx, org.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(deepAt - 100)})
+	deep, err := org.svc.ListUsers(ctx, org.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Some(deepAt - 100)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func scale(b *testing.B, newStore func(testing.TB) storage.Store, n int) {
 	}{
 		{"page_first", orgadmin.ListUsersOptions{}},
 		{"page_cursor_90pct", orgadmin.ListUsersOptions{PageToken: deep.NextPageToken}},
-		{"page_offset_90pct", orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(deepAt)}},
+		{"page_offset_90pct", orgadmin.ListUsersOptions{Offset: orgadmin.Some(deepAt)}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

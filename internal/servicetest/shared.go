@@ -306,7 +306,7 @@ func testSharedUserLimit(t *testing.T, newStores func(t testing.TB) (storage.Sto
 		}
 		var e *orgadmin.Error
 		require.ErrorAs(t, err, &e, "call %d", i)
-		require.Equal(t, []orgadmin.Issue{{Message: "The organization holds the maximum number of users", Path: []any{"username"}, Code: orgadmin.IssueTooBig}},
+		require.Equal(t, []orgadmin.Issue{{Message: "The organization holds the maximum number of users", Path: orgadmin.NewPath("username"), Code: orgadmin.IssueTooBig}},
 			e.Issues, "call %d", i)
 	}
 	assert.Equal(t, limit-1, created, "service accounts created beside the Admin")

@@ -97,11 +97,11 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 	}
 	require.NoError(t, svc.MarkDucklingActive(ctx, "acme", "robot000", "rw"))
 	cfg := orgadmin.InstanceConfig{
-		ReadWrite:   &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeJumbo},
-		ReadScaling: &orgadmin.InstanceSide{InstanceSize: orgadmin.SizeStandard, FlockSize: orgadmin.Ptr(1)},
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeJumbo},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizeStandard, FlockSize: 1},
 	}
 	bearer := orgadmin.Bearer(token)
-	deep, err := svc.ListUsers(ctx, bearer, orgadmin.ListUsersOptions{Limit: orgadmin.Ptr(250)})
+	deep, err := svc.ListUsers(ctx, bearer, orgadmin.ListUsersOptions{Limit: orgadmin.Some(250)})
 	require.NoError(t, err)
 	require.NotEmpty(t, deep.NextPageToken)
 
@@ -119,7 +119,7 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 			return err
 		}},
 		{"set instance config", 2, func(int) error {
-			_, err := svc.SetInstanceConfig(ctx, bearer, "robot000", orgadmin.SetInstanceConfigInput{Config: &cfg})
+			_, err := svc.SetInstanceConfig(ctx, bearer, "robot000", orgadmin.SetInstanceConfigInput{Config: cfg})
 			return err
 		}},
 		{"get active accounts", 2, func(int) error { _, err := svc.GetActiveAccounts(ctx, bearer); return err }},
@@ -136,7 +136,7 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 			return err
 		}},
 		{"list users, offset 250", 2, func(int) error {
-			_, err := svc.ListUsers(ctx, bearer, orgadmin.ListUsersOptions{Offset: orgadmin.Ptr(250)})
+			_, err := svc.ListUsers(ctx, bearer, orgadmin.ListUsersOptions{Offset: orgadmin.Some(250)})
 			return err
 		}},
 		{"create token", 2, func(int) error {
@@ -154,7 +154,7 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 		}},
 		{"delete token", 2, func(round int) error { return svc.DeleteToken(ctx, bearer, "robot000", seeded[round].ID) }},
 		{"create embed session", 3, func(int) error {
-			_, err := svc.CreateEmbedSession(ctx, bearer, dive, orgadmin.CreateEmbedSessionInput{Username: "robot000", Version: orgadmin.Ptr(1)})
+			_, err := svc.CreateEmbedSession(ctx, bearer, dive, orgadmin.CreateEmbedSessionInput{Username: "robot000", Version: orgadmin.Some(1)})
 			return err
 		}},
 		{"delete user", 2, func(round int) error {
