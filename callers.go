@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"slices"
 
 	"github.com/orgadmin/orgadmin/storage"
 )
@@ -20,6 +21,56 @@ type Caller struct {
 	TokenType        TokenType
 
 	folded string
+	// issued is the Caller as Authenticate or ActAs made it; nil in a
+	// Caller made anywhere else, which the operations refuse.
+	issued *Caller
+}
+
+// Why an operation fails with UNAUTHORIZED: errors.Is finds one of these
+// in its error. They are for logs and metrics; the answer is the same
+// whatever the reason, and says nothing of it.
+var (
+	// ErrNoCredential: the request carries no token (over HTTP: no
+	// Authorization header, several, or one that is not "Bearer <token>").
+	ErrNoCredential = errors.New("no credential")
+	// ErrUnknownToken: no live record has the token. It was never issued,
+	// or was invalidated (which removes it), or its user was deleted.
+	ErrUnknownToken = errors.New("unknown token")
+	// ErrExpiredToken: the token is known, and its expiry has passed.
+	ErrExpiredToken = errors.New("expired token")
+	// ErrCallerNotIssued: a Caller passed to an operation was not returned
+	// by Authenticate or ActAs, or was changed since.
+	ErrCallerNotIssued = errors.New("caller not issued by the service")
+)
+
+// unauthorized is an UNAUTHORIZED error for the reason why.
+func unauthorized(why error) *Error {
+	return &Error{Code: CodeUnauthorized, Err: why}
+}
+
+// issue returns c as a Caller handed out by the Go API, which the
+// operations accept as long as it is not changed.
+func issue(c Caller) Caller {
+	kept := c
+	kept.Privileges = slices.Clone(c.Privileges)
+	c.issued = &kept
+	return c
+}
+
+// check returns the Caller the Service issued as c, or
+// UNAUTHORIZED (ErrCallerNotIssued) when it issued no such Caller: c was
+// made elsewhere, or its identity or authority was changed since. So a
+// Caller can name another org, user, role or privilege only as the
+// Service made it.
+func (c Caller) check() (Caller, error) {
+	k := c.issued
+	if k == nil || c.Org != k.Org || c.UserID != k.UserID || c.Username != k.Username ||
+		c.Role != k.Role || c.IsServiceAccount != k.IsServiceAccount ||
+		c.TokenID != k.TokenID || c.TokenType != k.TokenType || c.folded != k.folded ||
+		!slices.Equal(c.Privileges, k.Privileges) {
+		return Caller{}, unauthorized(ErrCallerNotIssued)
+	}
+	return *k, nil
 }
 
 // Auth says who calls an operation: Bearer(token), the access token a
@@ -73,7 +124,11 @@ func digestOf(value string) [sha256.Size]byte {
 // Read-scaling tokens authenticate; the operations refuse them.
 func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error) {
 	var a storage.Access
-	return s.authenticate(ctx, token, storage.AccessQuery{}, &a)
+	c, err := s.authenticate(ctx, token, storage.AccessQuery{}, &a)
+	if err != nil {
+		return Caller{}, err
+	}
+	return issue(c), nil
 }
 
 // authenticate reads into a the credential of token and, with it, what q
@@ -81,22 +136,28 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error
 // and returns the caller. (The records are read into the caller's a, not
 // returned: they are large, and this runs on every request.)
 func (s *Service) authenticate(ctx context.Context, token string, q storage.AccessQuery, a *storage.Access) (Caller, error) {
-	if len(token) == 0 || len(token) > maxTokenLen {
-		return Caller{}, ErrUnauthorized
+	if len(token) == 0 {
+		return Caller{}, unauthorized(ErrNoCredential)
+	}
+	if len(token) > maxTokenLen {
+		return Caller{}, unauthorized(ErrUnknownToken)
 	}
 	now := s.now()
 	q.Digest, q.LiveAt = digestOf(token), now
 	var err error
 	*a, err = s.store.ReadAccess(ctx, q)
 	if errors.Is(err, storage.ErrNotFound) {
-		return Caller{}, ErrUnauthorized
+		return Caller{}, unauthorized(ErrUnknownToken)
 	}
 	if err != nil {
 		return Caller{}, internal("authenticate", err)
 	}
 	t, u := &a.Credential.Token, &a.Credential.User
-	if !t.LiveAt(now) || t.UserID != u.ID || t.Org != u.Org {
-		return Caller{}, ErrUnauthorized
+	if t.UserID != u.ID || t.Org != u.Org {
+		return Caller{}, unauthorized(ErrUnknownToken)
+	}
+	if !t.LiveAt(now) {
+		return Caller{}, unauthorized(ErrExpiredToken)
 	}
 	if a.TargetFound && a.Target.Org != u.Org {
 		// Never another org's user, whatever the store answers.
@@ -110,13 +171,15 @@ func (s *Service) authenticate(ctx context.Context, token string, q storage.Acce
 // ActAs returns the Caller of the user of org named username, as if it had
 // presented one of its read_write tokens, for Go programs that act on
 // behalf of a user they have authenticated themselves. It fails with
-// NOT_FOUND when the user does not exist.
+// NOT_FOUND when the user does not exist. The operations accept the
+// Caller as returned: one changed since (another org, user, role or
+// privilege), or made otherwise, is UNAUTHORIZED.
 func (s *Service) ActAs(ctx context.Context, org, username string) (Caller, error) {
 	u, err := s.resolveUser(ctx, org, username)
 	if err != nil {
 		return Caller{}, err
 	}
-	return callerOf(&u, ""), nil
+	return issue(callerOf(&u, "")), nil
 }
 
 // callerOf is the Caller of user u presenting the read_write token tokenID.
@@ -253,9 +316,12 @@ func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r
 		}
 		want = false
 	case Caller:
-		c.Caller = a
+		var err error
+		if c.Caller, err = a.check(); err != nil {
+			return err
+		}
 	default:
-		return ErrUnauthorized
+		return unauthorized(ErrNoCredential)
 	}
 	if err := authorize(c.Caller, o, t); err != nil {
 		return err

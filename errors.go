@@ -78,8 +78,9 @@ const (
 type Error struct {
 	Code   Code
 	Issues []Issue
-	// Err is the underlying cause of an internal or canceled error. It is
-	// for logs only and never reaches a client.
+	// Err is the underlying cause of an internal or canceled error, or
+	// the reason of an unauthorized one (ErrUnknownToken...). It is for
+	// logs and metrics only and never reaches a client.
 	Err error
 }
 
@@ -113,7 +114,8 @@ func joinPath(p []any) string {
 	return strings.Join(parts, ".")
 }
 
-// Unwrap returns the cause of an internal or canceled error.
+// Unwrap returns the cause of an internal or canceled error, or the
+// reason of an unauthorized one.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target is an *Error with the same Code, so that
