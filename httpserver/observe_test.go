@@ -77,10 +77,10 @@ func TestRequestMetrics(t *testing.T) {
 	}
 	resp, _ := get(t, h, "/admin/v1/users/admin/tokens", "Authorization", "Bearer "+a.token)
 	assert.Equal(t, 200, resp.StatusCode)
-	get(t, h, "/admin/v1/users")                                          // missing
+	get(t, h, "/admin/v1/users")                                           // missing
 	get(t, h, "/admin/v1/users", "Authorization", "Bearer nope-nope-nope") // unknown
-	get(t, h, "/admin/v1/users", "X-SSO-User", "admin")                   // hook
-	get(t, h, "/admin/v1/users", "X-SSO-User", "ghost")                   // hook refuses
+	get(t, h, "/admin/v1/users", "X-SSO-User", "admin")                    // hook
+	get(t, h, "/admin/v1/users", "X-SSO-User", "ghost")                    // hook refuses
 	get(t, h, "/admin/no/such/route")
 	get(t, h, "/admin/docs/specs")
 
