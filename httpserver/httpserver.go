@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgadmin/orgadmin"
@@ -177,9 +178,24 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 			otelhttp.WithTracerProvider(cfg.TracerProvider),
 			otelhttp.WithMeterProvider(noop.NewMeterProvider()), // metrics are Prometheus's
 			otelhttp.WithPropagators(propagation.TraceContext{}),
-			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return r.Method }))
+			otelhttp.WithSpanNameFormatter(spanName))
 	}
 	return h
+}
+
+// spanName names the server span of r: its method and route, as the
+// request's observer labelled it, or its method alone before (otelhttp
+// names a span when it starts it, and again at its end, when a router
+// before it has set a pattern of its own).
+func spanName(_ string, r *http.Request) string {
+	if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
+		for _, kv := range l.Get() {
+			if kv.Key == semconv.HTTPRouteKey {
+				return r.Method + " " + kv.Value.AsString()
+			}
+		}
+	}
+	return r.Method
 }
 
 // authenticate returns the credential of r's operation, and its scheme:

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -156,6 +157,9 @@ func (o *observer) serve(rw http.ResponseWriter, r *http.Request, next http.Hand
 			if span != nil && route != "" {
 				span.SetName(r.Method + " " + route)
 				span.SetAttributes(semconv.HTTPRoute(route))
+				if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
+					l.Add(semconv.HTTPRoute(route)) // for spanName
+				}
 			}
 		}
 		if o.noLines {

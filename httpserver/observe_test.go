@@ -240,6 +240,18 @@ func TestRequestSpans(t *testing.T) {
 		}
 	}
 
+	// Behind a router that sets a pattern of its own, the span is still
+	// named after the Handler's route.
+	rec.Reset()
+	outer := http.NewServeMux()
+	outer.Handle("/", h)
+	get(t, outer, "/v1/users/admin/instances", "Authorization", "Bearer "+tok)
+	for _, s := range rec.Ended() {
+		if s.SpanKind() == trace.SpanKindServer {
+			assert.Equal(t, "GET /v1/users/{username}/instances", s.Name())
+		}
+	}
+
 	// Continued from the caller's trace.
 	rec.Reset()
 	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
