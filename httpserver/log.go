@@ -113,23 +113,30 @@ func (o *observer) requestID(r *http.Request) string {
 	return newRequestID()
 }
 
-// serve serves r with next, observed.
+// serve serves r with next, observed. Below an outer LogRequests, which
+// gave the id and writes the line, it only measures, when it has to.
 func (o *observer) serve(rw http.ResponseWriter, r *http.Request, next http.Handler) {
-	if c, ok := r.Context().Value(ctxKey{}).(*idContext); ok && c.logged {
-		next.ServeHTTP(rw, r)
-		return
+	outer, _ := r.Context().Value(ctxKey{}).(*idContext)
+	lines := !o.noLines
+	if outer != nil && outer.logged {
+		if o.metrics == nil && !o.tracing {
+			next.ServeHTTP(rw, r)
+			return
+		}
+		lines = false
 	}
 	st := &requestState{recorder: recorder{ResponseWriter: rw, status: http.StatusOK}}
-	if c, ok := r.Context().Value(ctxKey{}).(*idContext); ok {
-		st.ctx = idContext{Context: r.Context(), id: c.id} // AssignRequestID's
+	if outer != nil {
+		// AssignRequestID's or an outer LogRequests' id, in its header.
+		st.ctx = idContext{Context: r.Context(), id: outer.id, logged: outer.logged || lines}
 	} else {
-		st.ctx = idContext{Context: r.Context(), id: o.requestID(r)}
+		st.ctx = idContext{Context: r.Context(), id: o.requestID(r), logged: lines}
+		st.idHeader[0] = st.ctx.id
+		rw.Header()[o.idHeader] = st.idHeader[:]
 	}
-	st.ctx.logged = !o.noLines
 	id, rec := st.ctx.id, &st.recorder
-	st.idHeader[0] = id
-	rw.Header()[o.idHeader] = st.idHeader[:]
 	r = r.WithContext(&st.ctx)
+	r.Pattern = "" // a router's before, not a route of the Handler
 	var span trace.Span
 	if o.tracing {
 		span = trace.SpanFromContext(r.Context())
@@ -162,7 +169,7 @@ func (o *observer) serve(rw http.ResponseWriter, r *http.Request, next http.Hand
 				}
 			}
 		}
-		if o.noLines {
+		if !lines {
 			return
 		}
 		line := requestLine{

@@ -262,3 +262,18 @@ func TestRequestSpans(t *testing.T) {
 		assert.Equal(t, traceID, s.SpanContext().TraceID().String())
 	}
 }
+
+// Below an outer LogRequests, which gives the id and writes the one
+// line, the Handler still measures the request.
+func TestMetricsBelowOuterLogRequests(t *testing.T) {
+	a := newAPI(t)
+	reg := prometheus.NewRegistry()
+	var lines strings.Builder
+	h := httpserver.LogRequestsTo(&lines, discardLogger(), httpserver.New(a.svc, httpserver.Config{Logger: discardLogger(), Metrics: reg}))
+	resp, _ := get(t, h, "/v1/users", "Authorization", "Bearer "+a.token, "X-Request-Id", "outer-1")
+	assert.Equal(t, 200, resp.StatusCode)
+	assert.Equal(t, []string{"outer-1"}, resp.Header.Values("X-Request-Id"))
+	assert.Equal(t, 1, strings.Count(lines.String(), `"request_id":"outer-1"`))
+	assert.Equal(t, map[string]float64{"http_request_method=GET,http_response_status_code=200,http_route=/v1/users": 1},
+		series(t, reg, "http_server_request_duration_seconds"))
+}
