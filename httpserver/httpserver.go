@@ -141,10 +141,10 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 	for _, rt := range h.routes() {
 		method, p, _ := strings.Cut(rt.pattern, " ")
 		mux.HandleFunc(method+" "+cfg.Prefix+p, func(w http.ResponseWriter, r *http.Request) {
-			auth, scheme, err := h.authenticate(r)
+			cred, scheme, err := h.authenticate(r)
 			if err == nil {
 				var a answer
-				if a, err = rt.handle(w, r, auth); err == nil {
+				if a, err = rt.handle(w, r, cred); err == nil {
 					writeJSON(w, http.StatusOK, a)
 				}
 			}
@@ -198,27 +198,44 @@ func spanName(_ string, r *http.Request) string {
 	return r.Method
 }
 
+// credential is what a request's operation is called with: the Caller
+// the authentication hook gave, or the request's bearer token.
+type credential struct {
+	caller *orgadmin.Caller
+	bearer orgadmin.Bearer
+}
+
+// auth returns c as the Service takes it. (Handlers call it where they
+// call the Service: a token made an orgadmin.Auth anywhere else would be
+// copied to the heap on every request.)
+func (c credential) auth() orgadmin.Auth {
+	if c.caller != nil {
+		return *c.caller
+	}
+	return c.bearer
+}
+
 // authenticate returns the credential of r's operation, and its scheme:
 // the Caller Config.Authenticate gives, or r's bearer token when there is
 // no hook or it declines. A failing hook is an error, and no scheme
 // when it is a 500.
-func (h *Handler) authenticate(r *http.Request) (orgadmin.Auth, string, error) {
+func (h *Handler) authenticate(r *http.Request) (credential, string, error) {
 	if h.authn != nil {
 		c, ok, err := h.authn(r)
 		switch code := orgadmin.ErrorCode(err); {
 		case err == nil && ok:
-			return c, schemeHook, nil
+			return credential{caller: &c}, schemeHook, nil
 		case err == nil:
 		case code == orgadmin.CodeInternal || code == orgadmin.CodeCanceled:
 			if h.metrics != nil {
 				h.metrics.hookFailed()
 			}
-			return nil, "", &orgadmin.Error{Code: code, Err: fmt.Errorf("authenticate hook: %w", err)}
+			return credential{}, "", &orgadmin.Error{Code: code, Err: fmt.Errorf("authenticate hook: %w", err)}
 		default:
-			return nil, schemeHook, &orgadmin.Error{Code: orgadmin.CodeUnauthorized, Err: err}
+			return credential{}, schemeHook, &orgadmin.Error{Code: orgadmin.CodeUnauthorized, Err: err}
 		}
 	}
-	return bearer(r), schemeBearer, nil
+	return credential{bearer: bearer(r)}, schemeBearer, nil
 }
 
 // CleanPath reports whether p, a request's escaped path
@@ -239,7 +256,7 @@ func CleanPath(p string) bool {
 // and returns the answer.
 type route struct {
 	pattern string
-	handle  func(w http.ResponseWriter, r *http.Request, a orgadmin.Auth) (answer, error)
+	handle  func(w http.ResponseWriter, r *http.Request, c credential) (answer, error)
 }
 
 // routes is the table of every /v1 operation.

@@ -6,12 +6,12 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, a orgadmin.Auth) (answer, error) {
-	cfg, err := h.svc.GetInstanceConfig(r.Context(), a, r.PathValue("username"))
+func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	cfg, err := h.svc.GetInstanceConfig(r.Context(), c.auth(), r.PathValue("username"))
 	return configAnswer(cfg), err
 }
 
-func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, a orgadmin.Auth) (answer, error) {
+func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	d := h.readBody(w, r)
 	var in orgadmin.SetInstanceConfigInput
 	if cfg := d.object(d.body, "config", true); cfg != nil {
@@ -21,7 +21,7 @@ func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, a or
 		}
 	}
 	in.DecodeIssues = d.issues
-	cfg, err := h.svc.SetInstanceConfig(r.Context(), a, r.PathValue("username"), in)
+	cfg, err := h.svc.SetInstanceConfig(r.Context(), c.auth(), r.PathValue("username"), in)
 	return configAnswer(cfg), err
 }
 
@@ -43,8 +43,8 @@ func (d *decoder) instanceSide(cfg object, key string, scaling bool) *orgadmin.I
 	return s
 }
 
-func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, a orgadmin.Auth) (answer, error) {
-	accs, err := h.svc.GetActiveAccounts(r.Context(), a)
+func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	accs, err := h.svc.GetActiveAccounts(r.Context(), c.auth())
 	return activeAccounts(accs), err
 }
 

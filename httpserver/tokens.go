@@ -6,7 +6,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, a orgadmin.Auth) (answer, error) {
+func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	d := h.readBody(w, r)
 	in := orgadmin.CreateTokenInput{
 		Name:        deref(d.string(d.body, "name", true)),
@@ -15,17 +15,17 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, a orgadmin
 		TokenType:   d.string(d.body, "token_type", false),
 	}
 	in.DecodeIssues = d.issues
-	t, err := h.svc.CreateToken(r.Context(), a, r.PathValue("username"), in)
+	t, err := h.svc.CreateToken(r.Context(), c.auth(), r.PathValue("username"), in)
 	return tokenAnswer(t), err
 }
 
-func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, a orgadmin.Auth) (answer, error) {
-	ts, err := h.svc.ListTokens(r.Context(), a, r.PathValue("username"))
+func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	ts, err := h.svc.ListTokens(r.Context(), c.auth(), r.PathValue("username"))
 	return tokenList(ts), err
 }
 
-func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, a orgadmin.Auth) (answer, error) {
-	err := h.svc.DeleteToken(r.Context(), a, r.PathValue("username"), r.PathValue("token_id"))
+func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	err := h.svc.DeleteToken(r.Context(), c.auth(), r.PathValue("username"), r.PathValue("token_id"))
 	return emptyAnswer{}, err
 }
 
