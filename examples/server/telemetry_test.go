@@ -150,10 +150,18 @@ func runUntilStopped(t *testing.T, env map[string]string, use func(base string),
 // calls below it and the Redis commands below them, and no token value
 // anywhere.
 func TestOTLPExport(t *testing.T) {
+	testOTLPExport(t, "redis://"+miniredis.RunT(t).Addr())
+}
+
+// On MongoDB, the commands are the children of the store calls too.
+func TestOTLPExportMongo(t *testing.T) {
+	testOTLPExport(t, mongoURI(t))
+}
+
+func testOTLPExport(t *testing.T, storeURI string) {
 	recv := &otlpReceiver{}
 	collector := httptest.NewServer(recv)
 	defer collector.Close()
-	mr := miniredis.RunT(t)
 	env := map[string]string{"ORGADMIN_ADMIN_TOKEN": adminToken, "OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL}
 	stderr := runUntilStopped(t, env, func(base string) {
 		req, err := http.NewRequest("GET", base+"/v1/users/admin/tokens", nil)
@@ -165,7 +173,7 @@ func TestOTLPExport(t *testing.T) {
 		resp.Body.Close()
 		require.Equal(t, 200, resp.StatusCode)
 		assert.Equal(t, "otlp-check-1", resp.Header.Get("X-Request-Id"))
-	}, "-store", "redis://"+mr.Addr())
+	}, "-store", storeURI)
 	assert.Contains(t, stderr, `"msg":"exporting spans","endpoint":"`+collector.URL+`/v1/traces"`)
 
 	recv.mu.Lock()
@@ -191,7 +199,7 @@ func TestOTLPExport(t *testing.T) {
 	}
 	assert.Equal(t, "otlp-check-1", attrs["orgadmin.request_id"])
 
-	var store, redisCmds int
+	var store, commands int
 	for _, s := range recv.spans {
 		if s == server || string(s.GetTraceId()) != string(server.GetTraceId()) {
 			continue // the server's set-up is traced too
@@ -202,12 +210,12 @@ func TestOTLPExport(t *testing.T) {
 			store++
 			assert.Equal(t, server, parent, "a store call is a child of the request")
 		} else {
-			redisCmds++
+			commands++
 			assert.True(t, strings.HasPrefix(parent.GetName(), "store "), "the command %s is a child of a store call", s.GetName())
 		}
 	}
 	assert.Positive(t, store)
-	assert.Positive(t, redisCmds)
+	assert.Positive(t, commands)
 }
 
 // Without an endpoint, nothing is exported, nor set up.
