@@ -1,9 +1,12 @@
 // Package httpserver serves an orgadmin.Service as the standard /v1 REST
 // API, with its OpenAPI document at /docs/specs, plus the optional
-// page-feedback endpoint and a health check.
+// page-feedback endpoint and a health check. It mounts at the root, beside
+// other routes or under a prefix, takes request ids from upstream, and
+// measures itself when asked (Prometheus metrics, OpenTelemetry spans).
 //
 // Handlers are thin: decode the request, make one Service call with the
-// request's bearer token, encode the answer. The Service decides every
+// request's bearer token (or the Caller a host's authentication hook
+// gives), encode the answer. The Service decides every
 // answer, in its order of checks; every error goes through one writer that
 // maps the orgadmin error code to a status and the JSON envelope
 // {"message", "code", "issues"}.
