@@ -77,10 +77,11 @@ type Config struct {
 	// Service.ActAs (or Authenticate) gave it for that identity, and true.
 	// It returns false, and no error, to decline: the request's bearer
 	// token is then checked as usual. An error ends the request: 401 when
-	// its code is UNAUTHORIZED, FORBIDDEN, NOT_FOUND or BAD_REQUEST (the
-	// hook knows the request and refuses it: return
-	// orgadmin.ErrUnauthorized), 500 otherwise (the hook failed: its
-	// cause is logged); the bearer token is not tried. The Service
+	// it is an *orgadmin.Error of any code but INTERNAL_SERVER_ERROR and
+	// CANCELED (the hook refuses the request: return
+	// orgadmin.ErrUnauthorized, or ActAs's NOT_FOUND), 500 otherwise (the
+	// hook failed: its cause is logged; 499 when the client hung up); the
+	// bearer token is not tried. The Service
 	// decides every operation of a Caller as of one that presented a
 	// token, and refuses (401) a Caller it did not issue, or one changed
 	// since: a hook can never widen what its user may do. It must not
