@@ -418,3 +418,26 @@ func TestAuthenticateHookCannotWidenAccess(t *testing.T) {
 		})
 	}
 }
+
+// A hook's error is a 401 when it is an orgadmin error (the hook refuses
+// the request), a 500 when it is anything else (the hook failed), and
+// the bearer token is never tried after it.
+func TestAuthenticateHookErrorsByCode(t *testing.T) {
+	a := newAPI(t)
+	for _, c := range []struct {
+		err    error
+		status int
+	}{
+		{orgadmin.ErrUnauthorized, 401},
+		{orgadmin.ErrNotFound, 401},
+		{orgadmin.ErrForbidden, 401},
+		{orgadmin.ErrBadRequest, 401},
+		{orgadmin.ErrInternal, 500},
+		{errors.New("ldap: connection refused"), 500},
+	} {
+		h := httpserver.New(a.svc, httpserver.Config{Logger: discardLogger(),
+			Authenticate: func(*http.Request) (orgadmin.Caller, bool, error) { return orgadmin.Caller{}, false, c.err }})
+		resp, body := get(t, h, "/v1/users", "Authorization", "Bearer "+a.token)
+		assert.Equal(t, c.status, resp.StatusCode, "%v: %s", c.err, body)
+	}
+}
