@@ -26,6 +26,28 @@ type Caller struct {
 	minted           bool // made by the Service
 }
 
+// Why an operation fails with UNAUTHORIZED: errors.Is finds one of these
+// in its error. They are for logs and metrics; the answer is the same
+// whatever the reason, and says nothing of it.
+var (
+	// ErrNoCredential: the request carries no token (over HTTP: no
+	// Authorization header, several, or one that is not "Bearer <token>").
+	ErrNoCredential = errors.New("no credential")
+	// ErrUnknownToken: no live record has the token. It was never issued,
+	// or was invalidated (which removes it), or its user was deleted.
+	ErrUnknownToken = errors.New("unknown token")
+	// ErrExpiredToken: the token is known, and its expiry has passed.
+	ErrExpiredToken = errors.New("expired token")
+	// ErrCallerNotIssued: a Caller passed to an operation was not made by
+	// the Service (Authenticate, ActAs, ActAsOrg), such as Caller{}.
+	ErrCallerNotIssued = errors.New("caller not issued by the service")
+)
+
+// unauthorized is an UNAUTHORIZED error for the reason why.
+func unauthorized(why error) *Error {
+	return &Error{Code: CodeUnauthorized, Err: why}
+}
+
 // Org returns the id of the caller's organization.
 func (c Caller) Org() string { return c.org }
 
@@ -108,22 +130,28 @@ func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error
 // and returns the caller. (The records are read into the caller's a, not
 // returned: they are large, and this runs on every request.)
 func (s *Service) authenticate(ctx context.Context, token string, q storage.AccessQuery, a *storage.Access) (Caller, error) {
-	if len(token) == 0 || len(token) > maxTokenLen {
-		return Caller{}, ErrUnauthorized
+	if len(token) == 0 {
+		return Caller{}, unauthorized(ErrNoCredential)
+	}
+	if len(token) > maxTokenLen {
+		return Caller{}, unauthorized(ErrUnknownToken)
 	}
 	now := s.now()
 	q.Digest, q.LiveAt = digestOf(token), now
 	var err error
 	*a, err = s.store.ReadAccess(ctx, q)
 	if errors.Is(err, storage.ErrNotFound) {
-		return Caller{}, ErrUnauthorized
+		return Caller{}, unauthorized(ErrUnknownToken)
 	}
 	if err != nil {
 		return Caller{}, internal("authenticate", err)
 	}
 	t, u := &a.Credential.Token, &a.Credential.User
-	if !t.LiveAt(now) || t.UserID != u.ID || t.Org != u.Org {
-		return Caller{}, ErrUnauthorized
+	if t.UserID != u.ID || t.Org != u.Org {
+		return Caller{}, unauthorized(ErrUnknownToken)
+	}
+	if !t.LiveAt(now) {
+		return Caller{}, unauthorized(ErrExpiredToken)
 	}
 	if a.TargetFound && a.Target.Org != u.Org {
 		// Never another org's user, whatever the store answers.
@@ -292,11 +320,11 @@ func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r
 		want = false
 	case Caller:
 		if !a.valid() {
-			return ErrUnauthorized
+			return unauthorized(ErrCallerNotIssued)
 		}
 		c.Caller = a
 	default:
-		return ErrUnauthorized
+		return unauthorized(ErrNoCredential)
 	}
 	if err := authorize(c.Caller, o, t); err != nil {
 		return err

@@ -24,6 +24,7 @@ func TestCaller_OnlyFromTheService(t *testing.T) {
 	for _, op := range allOps {
 		err := e.call(t, orgadmin.Caller{}, op, "bot")
 		assert.ErrorIs(t, err, orgadmin.ErrUnauthorized, op)
+		assert.ErrorIs(t, err, orgadmin.ErrCallerNotIssued, op)
 	}
 	_, err := e.svc.GetUser(context.Background(), testOrg, "made_by_call")
 	assert.ErrorIs(t, err, orgadmin.ErrNotFound, "nothing was done")

@@ -184,8 +184,9 @@ func (p Path) String() string {
 type Error struct {
 	Code   Code
 	Issues []Issue
-	// Err is the underlying cause of an internal or canceled error. It is
-	// for logs only and never reaches a client.
+	// Err is the underlying cause of an internal or canceled error, or
+	// the reason of an unauthorized one (ErrUnknownToken...). It is for
+	// logs and metrics only and never reaches a client.
 	Err error
 }
 
@@ -212,7 +213,8 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the cause of an internal or canceled error.
+// Unwrap returns the cause of an internal or canceled error, or the
+// reason of an unauthorized one.
 func (e *Error) Unwrap() error { return e.Err }
 
 // Is reports whether target is an *Error with the same Code, so that

@@ -6,7 +6,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request) (answer, error) {
+func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	d := h.readBody(w, r)
 	in := orgadmin.CreateEmbedSessionInput{
 		Username:     deref(d.string(d.body, "username", true)),
@@ -28,7 +28,7 @@ func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request) (an
 		}
 	}
 	in.DecodeIssues = d.issues
-	s, err := h.svc.CreateEmbedSession(r.Context(), bearer(r), r.PathValue("dive_id"), in)
+	s, err := h.svc.CreateEmbedSession(r.Context(), c.auth(), r.PathValue("dive_id"), in)
 	return embedSessionAnswer(s), err
 }
 

@@ -1,9 +1,12 @@
 // Package httpserver serves an orgadmin.Service as the standard /v1 REST
 // API, with its OpenAPI document at /docs/specs, plus the optional
-// page-feedback endpoint and a health check.
+// page-feedback endpoint and a health check. It mounts at the root, beside
+// other routes or under a prefix, takes request ids from upstream, and
+// measures itself when asked (Prometheus metrics, OpenTelemetry spans).
 //
 // Handlers are thin: decode the request, make one Service call with the
-// request's bearer token, encode the answer. The Service decides every
+// request's bearer token (or the Caller a host's authentication hook
+// gives), encode the answer. The Service decides every
 // answer, in its order of checks; every error goes through one writer that
 // maps the orgadmin error code to a status and the JSON envelope
 // {"message", "code", "issues"}.
@@ -11,12 +14,20 @@ package httpserver
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgadmin/orgadmin"
 )
@@ -33,47 +44,129 @@ type Config struct {
 	// of Logger, as LogRequestsTo writes it: a JSON object per line, at a
 	// fraction of the cost of a line through slog.
 	RequestLog io.Writer
+	// DisableRequestLog turns the line per request off, for a host that
+	// writes its own access log. The cause of every 5xx is still logged
+	// to Logger.
+	DisableRequestLog bool
 	// MaxBodyBytes bounds request bodies. Zero means 1 MiB.
 	MaxBodyBytes int64
+
+	// Prefix is the path the Handler's routes are under, as requests
+	// reach it: with "/admin" it serves /admin/v1/users and
+	// /admin/docs/specs. Use it where the Handler is mounted without
+	// stripping the prefix (chi's Mount, a ServeMux pattern "/admin/");
+	// behind http.StripPrefix leave it empty. It must be "" or a clean
+	// path that starts with "/" and does not end with one; New panics
+	// otherwise.
+	Prefix string
+
+	// RequestIDHeader names the request header a request's id is taken
+	// from (an id a load balancer or a proxy gave it), and the response
+	// header it is answered in. Empty means X-Request-Id. An absent,
+	// repeated or invalid value (see ValidRequestID) gets a new id.
+	RequestIDHeader string
+	// RequestID, when not nil, returns the id of a request instead of
+	// its RequestIDHeader: the id the host's own middleware gave it (chi's
+	// middleware.GetReqID, say). An invalid or empty one gets a new id; a
+	// function that returns "" takes no id from upstream at all.
+	RequestID func(*http.Request) string
+
+	// Authenticate, when not nil, is asked first who sends each /v1
+	// request: a host that knows its callers (an SSO session, a client
+	// certificate, a gateway's header) returns the orgadmin.Caller that
+	// Service.ActAs (or Authenticate) gave it for that identity, and true.
+	// It returns false, and no error, to decline: the request's bearer
+	// token is then checked as usual. An error ends the request: 401 when
+	// it is an *orgadmin.Error of any code but INTERNAL_SERVER_ERROR and
+	// CANCELED (the hook refuses the request: return
+	// orgadmin.ErrUnauthorized, or ActAs's NOT_FOUND), 500 otherwise (the
+	// hook failed: its cause is logged; 499 when the client hung up); the
+	// bearer token is not tried. The Service
+	// decides every operation of a Caller as of one that presented a
+	// token, and refuses (401) a Caller it did not make (Caller{}): a hook
+	// can never widen what its user may do. It must not
+	// read the request's body.
+	Authenticate func(r *http.Request) (c orgadmin.Caller, ok bool, err error)
+
+	// Metrics, when not nil, receives the Handler's Prometheus metrics
+	// (README, "Observability"); New panics when it holds them already.
+	// Nil means no metrics, at no cost.
+	Metrics prometheus.Registerer
+	// TracerProvider, when not nil, makes a server span of each request
+	// (otelhttp), named after its route, with the request id as its
+	// attribute orgadmin.request_id; a W3C traceparent header continues
+	// the caller's trace. Nil means no tracing, at no cost.
+	TracerProvider trace.TracerProvider
+}
+
+// requestIDHeader returns the canonical name of the request id's header.
+func (c *Config) requestIDHeader() string {
+	if c.RequestIDHeader == "" {
+		return DefaultRequestIDHeader
+	}
+	return http.CanonicalHeaderKey(c.RequestIDHeader)
 }
 
 // Handler serves the /v1 API, and its OpenAPI document at GET /docs/specs
-// (OpenAPIPath) without credentials. Paths that match no route answer a
-// plain-text 404, unclean paths (//v1/users, /v1/./users, /v1/x/../users)
-// included; a known path with a wrong method answers 405 with an Allow
-// header. (A ServeMux in front of the Handler redirects unclean paths to
-// their clean form before the Handler sees them.) Mount it at the root of
-// a mux, or at "/v1/" beside other routes (the document is then not
-// served; serve OpenAPI() where you like).
+// (OpenAPIPath) without credentials, under Config.Prefix. Paths that
+// match no route answer a plain-text 404, unclean paths (//v1/users,
+// /v1/./users, /v1/x/../users) included; a known path with a wrong method
+// answers 405 with an Allow header. (A ServeMux in front of the Handler
+// redirects unclean paths to their clean form before the Handler sees
+// them.) Mount it at the root of a mux, at "/v1/" beside other routes
+// (the document is then not served; serve OpenAPIHandler where you like),
+// or under a prefix (README, "Mounting").
 type Handler struct {
 	svc     *orgadmin.Service
 	log     *slog.Logger
 	maxBody int64
+	authn   func(*http.Request) (orgadmin.Caller, bool, error)
+	metrics *metrics
 	next    http.Handler
 }
 
-// New returns the /v1 Handler of svc.
+// New returns the /v1 Handler of svc. It panics when cfg.Prefix is not a
+// clean path, or cfg.Metrics holds the Handler's metrics already.
 func New(svc *orgadmin.Service, cfg Config) *Handler {
-	h := &Handler{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes}
+	h := &Handler{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, authn: cfg.Authenticate}
 	if h.log == nil {
 		h.log = slog.Default()
 	}
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
+	if p := cfg.Prefix; p != "" && (p[0] != '/' || path.Clean(p) != p || p == "/") {
+		panic(fmt.Sprintf("httpserver: Config.Prefix %q is not a clean path starting with / and not ending with one", p))
+	}
+	if cfg.Metrics != nil {
+		h.metrics = newMetrics(cfg.Metrics)
+	}
 	mux := http.NewServeMux()
 	for _, rt := range h.routes() {
-		mux.HandleFunc(rt.pattern, func(w http.ResponseWriter, r *http.Request) {
-			a, err := rt.handle(w, r)
+		method, p, _ := strings.Cut(rt.pattern, " ")
+		mux.HandleFunc(method+" "+cfg.Prefix+p, func(w http.ResponseWriter, r *http.Request) {
+			cred, scheme, err := h.authenticate(r)
+			if err == nil {
+				var a answer
+				if a, err = rt.handle(w, r, cred); err == nil {
+					writeJSON(w, http.StatusOK, a)
+				}
+			}
+			if h.metrics != nil && scheme != "" {
+				h.metrics.authenticated(scheme, err)
+			}
 			if err != nil {
 				writeError(w, r, h.log, err)
-				return
 			}
-			writeJSON(w, http.StatusOK, a)
 		})
 	}
-	mux.HandleFunc("GET "+OpenAPIPath, serveOpenAPI)
-	h.next = LogRequestsTo(cfg.RequestLog, h.log, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("GET "+cfg.Prefix+OpenAPIPath, &openAPIHandler{serverURL: cfg.Prefix, fromRequest: true})
+	o := &observer{
+		log: h.log, lines: cfg.RequestLog, noLines: cfg.DisableRequestLog,
+		idHeader: cfg.requestIDHeader(), idOf: cfg.RequestID,
+		metrics: h.metrics, tracing: cfg.TracerProvider != nil,
+	}
+	inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// A ServeMux would redirect an unclean path (//v1/users,
 		// /v1/./users) to its clean form, with an HTML body: no route
 		// has it, so it is a plain-text 404 like any other such path.
@@ -82,8 +175,71 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 			return
 		}
 		mux.ServeHTTP(w, r)
-	}))
+	})
+	h.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { o.serve(w, r, inner) })
+	if cfg.TracerProvider != nil {
+		h.next = otelhttp.NewHandler(h.next, "orgadmin",
+			otelhttp.WithTracerProvider(cfg.TracerProvider),
+			otelhttp.WithMeterProvider(noop.NewMeterProvider()), // metrics are Prometheus's
+			otelhttp.WithPropagators(propagation.TraceContext{}),
+			otelhttp.WithSpanNameFormatter(spanName))
+	}
 	return h
+}
+
+// spanName names the server span of r: its method and route, as the
+// request's observer labelled it, or its method alone before (otelhttp
+// names a span when it starts it, and again at its end, when a router
+// before it has set a pattern of its own).
+func spanName(_ string, r *http.Request) string {
+	if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
+		for _, kv := range l.Get() {
+			if kv.Key == semconv.HTTPRouteKey {
+				return r.Method + " " + kv.Value.AsString()
+			}
+		}
+	}
+	return r.Method
+}
+
+// credential is what a request's operation is called with: the Caller
+// the authentication hook gave, or the request's bearer token.
+type credential struct {
+	caller *orgadmin.Caller
+	bearer orgadmin.Bearer
+}
+
+// auth returns c as the Service takes it. (Handlers call it where they
+// call the Service: a token made an orgadmin.Auth anywhere else would be
+// copied to the heap on every request.)
+func (c credential) auth() orgadmin.Auth {
+	if c.caller != nil {
+		return *c.caller
+	}
+	return c.bearer
+}
+
+// authenticate returns the credential of r's operation, and its scheme:
+// the Caller Config.Authenticate gives, or r's bearer token when there is
+// no hook or it declines. A failing hook is an error, and no scheme
+// when it is a 500.
+func (h *Handler) authenticate(r *http.Request) (credential, string, error) {
+	if h.authn != nil {
+		c, ok, err := h.authn(r)
+		switch code := orgadmin.ErrorCode(err); {
+		case err == nil && ok:
+			return credential{caller: &c}, schemeHook, nil
+		case err == nil:
+		case code == orgadmin.CodeInternal || code == orgadmin.CodeCanceled:
+			if h.metrics != nil {
+				h.metrics.hookFailed()
+			}
+			return credential{}, "", &orgadmin.Error{Code: code, Err: fmt.Errorf("authenticate hook: %w", err)}
+		default:
+			return credential{}, schemeHook, &orgadmin.Error{Code: orgadmin.CodeUnauthorized, Err: err}
+		}
+	}
+	return credential{bearer: bearer(r)}, schemeBearer, nil
 }
 
 // CleanPath reports whether p, a request's escaped path
@@ -100,10 +256,11 @@ func CleanPath(p string) bool {
 }
 
 // route is one operation of the API: its pattern, and the function that
-// decodes its request, calls the Service and returns the answer.
+// decodes its request, calls the Service with the request's credential
+// and returns the answer.
 type route struct {
 	pattern string
-	handle  func(w http.ResponseWriter, r *http.Request) (answer, error)
+	handle  func(w http.ResponseWriter, r *http.Request, c credential) (answer, error)
 }
 
 // routes is the table of every /v1 operation.
@@ -224,7 +381,7 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 		log.LogAttrs(r.Context(), slog.LevelError, "internal error",
 			slog.String("request_id", RequestID(r.Context())),
 			slog.String("method", r.Method),
-			slog.String("path", r.URL.EscapedPath()),
+			slog.String("path", requestPath(r)),
 			slog.String("error", err.Error()))
 	}
 	if code == orgadmin.CodeUnauthorized {

@@ -7,12 +7,12 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request) (answer, error) {
-	cfg, err := h.svc.GetInstanceConfig(r.Context(), bearer(r), r.PathValue("username"))
+func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	cfg, err := h.svc.GetInstanceConfig(r.Context(), c.auth(), r.PathValue("username"))
 	return configAnswer(cfg), err
 }
 
-func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request) (answer, error) {
+func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	d := h.readBody(w, r)
 	var in orgadmin.SetInstanceConfigInput
 	if cfg := d.object(d.body, "config", true); cfg != nil {
@@ -22,7 +22,7 @@ func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request) (ans
 		}
 	}
 	in.DecodeIssues = d.issues
-	cfg, err := h.svc.SetInstanceConfig(r.Context(), bearer(r), r.PathValue("username"), in)
+	cfg, err := h.svc.SetInstanceConfig(r.Context(), c.auth(), r.PathValue("username"), in)
 	return configAnswer(cfg), err
 }
 
@@ -44,8 +44,8 @@ func (d *decoder) instanceSide(cfg object, key string, scaling bool) orgadmin.In
 	return s
 }
 
-func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request) (answer, error) {
-	accs, err := h.svc.GetActiveAccounts(r.Context(), bearer(r))
+func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	accs, err := h.svc.GetActiveAccounts(r.Context(), c.auth())
 	return activeAccounts(accs), err
 }
 

@@ -11,16 +11,25 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // LogRequests gives each request an id (in the X-Request-Id response header
 // and RequestID of its context) and logs one line per request: method,
 // path, status, bytes, duration, request id and remote address. It never
 // logs headers, query strings or bodies, so no token value reaches a log.
-// A request that already has an id (an outer LogRequests) is passed
-// through without a second line. A panic below it is answered 500, and
-// its cause logged to log.
+// The id is the request's X-Request-Id header when it is a valid id
+// (ValidRequestID), as a load balancer or an outer middleware sets it, and
+// a new one otherwise. A request that already has an id (an outer
+// LogRequests) is passed through without a second line. A panic below it
+// is answered 500, and its cause logged to log. The line of a 5xx is
+// logged at level Error, every other at Info.
 func LogRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return LogRequestsTo(nil, log, next)
 }
@@ -36,41 +45,190 @@ func LogRequestsTo(w io.Writer, log *slog.Logger, next http.Handler) http.Handle
 	if log == nil {
 		log = slog.Default()
 	}
+	o := &observer{log: log, lines: w, idHeader: DefaultRequestIDHeader}
+	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { o.serve(rw, r, next) })
+}
+
+// DefaultRequestIDHeader is the header a request's id is taken from, and
+// answered in, unless Config.RequestIDHeader names another.
+const DefaultRequestIDHeader = "X-Request-Id"
+
+// MaxRequestIDLen bounds the length of an id taken from a request.
+const MaxRequestIDLen = 128
+
+// ValidRequestID reports whether id may be a request's id as given from
+// upstream: 1 to MaxRequestIDLen bytes, each an ASCII letter or digit or
+// one of - _ . ~ : / + = @ ; (what UUIDs, chi's ids and tracing headers
+// are made of). Anything else (spaces, quotes, control characters,
+// non-ASCII) could forge a log line or a header: such an id is replaced
+// by a new one.
+func ValidRequestID(id string) bool {
+	if len(id) == 0 || len(id) > MaxRequestIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' {
+			continue
+		}
+		switch c {
+		case '-', '_', '.', '~', ':', '/', '+', '=', '@', ';':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// observer is what is done around each request: its id, its log line,
+// its metrics and the attributes of its span.
+type observer struct {
+	log *slog.Logger
+	// lines, when not nil, receives the request lines instead of log.
+	lines io.Writer
+	// noLines turns the request lines off.
+	noLines bool
+	// idHeader is the canonical name of the request id's header.
+	idHeader string
+	// idOf, when not nil, gives a request's id instead of idHeader.
+	idOf func(*http.Request) string
+	// metrics, when not nil, are the request metrics.
+	metrics *metrics
+	// tracing says whether the request's span is to be named and given
+	// attributes.
+	tracing bool
+}
+
+// requestID returns the id of r: from upstream when valid, else new.
+func (o *observer) requestID(r *http.Request) string {
+	var id string
+	if o.idOf != nil {
+		id = o.idOf(r)
+	} else if v := r.Header[o.idHeader]; len(v) == 1 {
+		id = v[0]
+	}
+	if ValidRequestID(id) {
+		return id
+	}
+	return newRequestID()
+}
+
+// serve serves r with next, observed. Below an outer LogRequests, which
+// gave the id and writes the line, it only measures, when it has to.
+func (o *observer) serve(rw http.ResponseWriter, r *http.Request, next http.Handler) {
+	outer, _ := r.Context().Value(ctxKey{}).(*idContext)
+	lines := !o.noLines
+	if outer != nil && outer.logged {
+		if o.metrics == nil && !o.tracing {
+			next.ServeHTTP(rw, r)
+			return
+		}
+		lines = false
+	}
+	st := &requestState{recorder: recorder{ResponseWriter: rw, status: http.StatusOK}}
+	if outer != nil {
+		// AssignRequestID's or an outer LogRequests' id, in its header.
+		st.ctx = idContext{Context: r.Context(), id: outer.id, logged: outer.logged || lines}
+	} else {
+		st.ctx = idContext{Context: r.Context(), id: o.requestID(r), logged: lines}
+		st.idHeader[0] = st.ctx.id
+		rw.Header()[o.idHeader] = st.idHeader[:]
+	}
+	id, rec := st.ctx.id, &st.recorder
+	r = r.WithContext(&st.ctx)
+	r.Pattern = "" // a router's before, not a route of the Handler
+	var span trace.Span
+	if o.tracing {
+		span = trace.SpanFromContext(r.Context())
+		span.SetAttributes(attribute.String(RequestIDAttribute, id))
+	}
+	if o.metrics != nil {
+		o.metrics.begin(r.Method)
+	}
+	start := time.Now()
+	defer func() {
+		// A panic is a bug; the client still gets the JSON envelope.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			if !rec.wrote {
+				writeError(rec, r, o.log, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+			}
+		}
+		if o.metrics != nil || span != nil {
+			route := routeOf(r.Pattern)
+			if o.metrics != nil {
+				o.metrics.end(r.Method, route, rec.status, time.Since(start))
+			}
+			if span != nil && route != "" {
+				span.SetName(r.Method + " " + route)
+				span.SetAttributes(semconv.HTTPRoute(route))
+				if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
+					l.Add(semconv.HTTPRoute(route)) // for spanName
+				}
+			}
+		}
+		if !lines {
+			return
+		}
+		line := requestLine{
+			id: id, method: r.Method, path: requestPath(r), remote: r.RemoteAddr,
+			status: rec.status, bytes: rec.bytes, start: start,
+		}
+		if o.lines != nil {
+			line.write(o.lines)
+		} else {
+			line.log(r.Context(), o.log)
+		}
+	}()
+	next.ServeHTTP(rec, r)
+}
+
+// RequestIDAttribute is the attribute of a request's span that holds its
+// id.
+const RequestIDAttribute = "orgadmin.request_id"
+
+// routeOf returns the path of a ServeMux pattern ("GET /v1/users/{username}"
+// gives "/v1/users/{username}"): the route of a request, never its
+// path, so that usernames do not become labels. "" for no route.
+func routeOf(pattern string) string {
+	if i := strings.IndexByte(pattern, ' '); i >= 0 {
+		return pattern[i+1:]
+	}
+	return pattern
+}
+
+// requestPath returns the escaped path of r as the client sent it: an
+// http.StripPrefix or a router's mount before the Handler leaves
+// RequestURI as it was. The query is left out.
+func requestPath(r *http.Request) string {
+	u := r.RequestURI
+	if u == "" || u[0] != '/' {
+		return r.URL.EscapedPath()
+	}
+	if i := strings.IndexByte(u, '?'); i >= 0 {
+		u = u[:i]
+	}
+	return u
+}
+
+// AssignRequestID returns next with each request given its id as a
+// Handler of cfg would give it (Config.RequestIDHeader,
+// Config.RequestID): in RequestID of its context and in the response
+// header. Put it in front of the host's own middleware so that they see
+// the id; a Handler, LogRequests or Feedback handler below it keeps that
+// id and still writes the request's line.
+func AssignRequestID(cfg Config, next http.Handler) http.Handler {
+	o := &observer{idHeader: cfg.requestIDHeader(), idOf: cfg.RequestID}
 	return http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
 		if RequestID(r.Context()) != "" {
 			next.ServeHTTP(rw, r)
 			return
 		}
-		st := &requestState{
-			recorder: recorder{ResponseWriter: rw, status: http.StatusOK},
-			ctx:      idContext{Context: r.Context(), id: newRequestID()},
-		}
-		id, rec := st.ctx.id, &st.recorder
-		st.idHeader[0] = id
-		rw.Header()["X-Request-Id"] = st.idHeader[:]
-		r = r.WithContext(&st.ctx)
-		start := time.Now()
-		defer func() {
-			// A panic is a bug; the client still gets the JSON envelope.
-			if v := recover(); v != nil {
-				if v == http.ErrAbortHandler {
-					panic(v)
-				}
-				if !rec.wrote {
-					writeError(rec, r, log, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
-				}
-			}
-			line := requestLine{
-				id: id, method: r.Method, path: r.URL.EscapedPath(), remote: r.RemoteAddr,
-				status: rec.status, bytes: rec.bytes, start: start,
-			}
-			if w != nil {
-				line.write(w)
-			} else {
-				line.log(r.Context(), log)
-			}
-		}()
-		next.ServeHTTP(rec, r)
+		c := &idContext{Context: r.Context(), id: o.requestID(r)}
+		rw.Header()[o.idHeader] = []string{c.id}
+		next.ServeHTTP(rw, r.WithContext(c))
 	})
 }
 
@@ -87,6 +245,9 @@ type requestState struct {
 type idContext struct {
 	context.Context
 	id string
+	// logged says that the request's line is written where the id was
+	// given: an inner LogRequests writes none.
+	logged bool
 }
 
 func (c *idContext) Value(key any) any {
@@ -99,7 +260,8 @@ func (c *idContext) Value(key any) any {
 // ctxKey is the key RequestID asks a context's Value for.
 type ctxKey struct{}
 
-// RequestID returns the id LogRequests gave the request of ctx, or "".
+// RequestID returns the id a Handler, LogRequests or AssignRequestID gave
+// the request of ctx, or "".
 func RequestID(ctx context.Context) string {
 	if c, ok := ctx.Value(ctxKey{}).(*idContext); ok {
 		return c.id
@@ -115,16 +277,25 @@ type requestLine struct {
 	start                    time.Time
 }
 
-// log hands the line to log's handler, at level Info.
+// level is the level of the line: Error for a 5xx, Info otherwise.
+func (l requestLine) level() slog.Level {
+	if l.status >= 500 {
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// log hands the line to log's handler, at its level.
 func (l requestLine) log(ctx context.Context, log *slog.Logger) {
 	// Straight to the handler: Logger.LogAttrs would also look up the
 	// caller's source position, which is always this line.
 	h := log.Handler()
-	if !h.Enabled(ctx, slog.LevelInfo) {
+	level := l.level()
+	if !h.Enabled(ctx, level) {
 		return
 	}
 	end := time.Now()
-	rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+	rec := slog.NewRecord(end, level, "request", 0)
 	rec.AddAttrs(
 		slog.String("request_id", l.id),
 		slog.String("method", l.method),
@@ -151,7 +322,8 @@ func (l requestLine) write(w io.Writer) {
 // appendJSON appends the line, ended at end, and its newline.
 func (l requestLine) appendJSON(b []byte, end time.Time) []byte {
 	b = append(b, `{"time":"`...)
-	b = append(end.Round(0).AppendFormat(b, time.RFC3339Nano), `","level":"INFO","msg":"request"`...)
+	b = append(end.Round(0).AppendFormat(b, time.RFC3339Nano), `","level":"`...)
+	b = append(append(b, l.level().String()...), `","msg":"request"`...)
 	b = appendField(b, "request_id", l.id)
 	b = appendField(b, "method", l.method)
 	b = appendField(b, "path", l.path)

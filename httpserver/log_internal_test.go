@@ -15,7 +15,7 @@ import (
 // A request line written to a writer is the line slog.JSONHandler writes
 // of the same record: the same bytes for what requests carry, and the
 // same JSON for strings the two escape differently (slog leaves <, > and &
-// as they are).
+// as they are). A 5xx's line is at level Error.
 func TestRequestLineMatchesSlog(t *testing.T) {
 	start := time.Date(2026, 11, 25, 19, 30, 29, 129_229_920, time.FixedZone("east", 3600))
 	lines := []struct {
@@ -35,7 +35,7 @@ func TestRequestLineMatchesSlog(t *testing.T) {
 		got = got[1:]
 
 		var want bytes.Buffer
-		rec := slog.NewRecord(end, slog.LevelInfo, "request", 0)
+		rec := slog.NewRecord(end, tc.line.level(), "request", 0)
 		rec.AddAttrs(
 			slog.String("request_id", tc.line.id),
 			slog.String("method", tc.line.method),

@@ -5,7 +5,10 @@ import (
 	"crypto/sha256"
 	_ "embed"
 	"encoding/hex"
+	"encoding/json"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,25 +20,82 @@ import (
 //go:embed openapi.json
 var openAPIDocument []byte
 
-// openAPIETag is the entity tag of openAPIDocument.
-var openAPIETag = func() string {
-	sum := sha256.Sum256(openAPIDocument)
-	return `"` + hex.EncodeToString(sum[:12]) + `"`
-}()
-
-// OpenAPIPath is where a Handler serves its OpenAPI document.
+// OpenAPIPath is where a Handler serves its OpenAPI document, under its
+// Config.Prefix.
 const OpenAPIPath = "/docs/specs"
 
 // OpenAPI returns the OpenAPI 3.0 document of the API in JSON: every /v1
 // operation under its operation id, the feedback endpoint, the error
-// envelope and the bearer scheme. The caller owns the returned slice.
+// envelope and the bearer scheme, with the server URL "/". The caller
+// owns the returned slice.
 func OpenAPI() []byte { return bytes.Clone(openAPIDocument) }
 
-// serveOpenAPI answers GET and HEAD of the OpenAPI document, without
-// credentials, with an ETag so that clients can revalidate cheaply.
-func serveOpenAPI(w http.ResponseWriter, r *http.Request) {
+// OpenAPIHandler returns a handler that answers GET and HEAD with the
+// OpenAPI document, without credentials, whose servers list serverURL
+// (where the /v1 paths are: "/admin" for /admin/v1/users; "" means "/"),
+// with an ETag so that clients can revalidate cheaply. Serve it where you
+// like, for a Handler mounted at "/v1/" beside other routes, for instance.
+func OpenAPIHandler(serverURL string) http.Handler {
+	return &openAPIHandler{serverURL: serverURL}
+}
+
+// openAPIHandler serves the document for one server URL. The Handler's
+// own (fromRequest) takes it from the path the client asked for, as
+// RequestURI keeps it past http.StripPrefix or a router's mount: the
+// document at /api/docs/specs says its API is at /api.
+type openAPIHandler struct {
+	serverURL   string
+	fromRequest bool
+	// last is the document last made, kept for the next request.
+	last atomic.Pointer[openAPIDoc]
+}
+
+// openAPIDoc is the document for one server URL, and its entity tag.
+type openAPIDoc struct {
+	serverURL string
+	body      []byte
+	etag      string
+}
+
+func (h *openAPIHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	url := h.serverURL
+	if p := requestPath(r); h.fromRequest && strings.HasSuffix(p, OpenAPIPath) {
+		url = strings.TrimSuffix(p, OpenAPIPath)
+	}
+	if url == "" {
+		url = "/"
+	}
+	d := h.last.Load()
+	if d == nil || d.serverURL != url {
+		d = openAPIFor(url)
+		h.last.Store(d)
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache")
-	w.Header().Set("ETag", openAPIETag)
-	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(openAPIDocument))
+	w.Header().Set("ETag", d.etag)
+	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(d.body))
+}
+
+// serversURL is the server URL of the embedded document, as it is
+// written there.
+const serversURL = `"servers": [
+    {
+      "url": "/",`
+
+// openAPIFor returns the document whose server URL is url.
+func openAPIFor(url string) *openAPIDoc {
+	body := openAPIDocument
+	if url != "/" {
+		i := bytes.Index(openAPIDocument, []byte(serversURL))
+		enc, _ := json.Marshal(url) // a string always encodes
+		head := openAPIDocument[:i+len(serversURL)-len(`"/",`)]
+		body = append(append(append(bytes.Clone(head), enc...), ','), openAPIDocument[i+len(serversURL):]...)
+	}
+	sum := sha256.Sum256(body)
+	return &openAPIDoc{serverURL: url, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
 }

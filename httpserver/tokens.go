@@ -6,7 +6,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createToken(w http.ResponseWriter, r *http.Request) (answer, error) {
+func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	d := h.readBody(w, r)
 	in := orgadmin.CreateTokenInput{
 		Name:        deref(d.string(d.body, "name", true)),
@@ -17,17 +17,17 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request) (answer, e
 		in.Type = orgadmin.Some(orgadmin.TokenType(*typ))
 	}
 	in.DecodeIssues = d.issues
-	t, err := h.svc.CreateToken(r.Context(), bearer(r), r.PathValue("username"), in)
+	t, err := h.svc.CreateToken(r.Context(), c.auth(), r.PathValue("username"), in)
 	return tokenAnswer(t), err
 }
 
-func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request) (answer, error) {
-	ts, err := h.svc.ListTokens(r.Context(), bearer(r), r.PathValue("username"))
+func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	ts, err := h.svc.ListTokens(r.Context(), c.auth(), r.PathValue("username"))
 	return tokenList(ts), err
 }
 
-func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request) (answer, error) {
-	err := h.svc.DeleteToken(r.Context(), bearer(r), r.PathValue("username"), r.PathValue("token_id"))
+func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	err := h.svc.DeleteToken(r.Context(), c.auth(), r.PathValue("username"), r.PathValue("token_id"))
 	return emptyAnswer{}, err
 }
 

@@ -10,18 +10,18 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request) (answer, error) {
+func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	d := h.readBody(w, r)
 	in := orgadmin.CreateServiceAccountInput{
 		Username:    deref(d.string(d.body, "username", true)),
 		Description: deref(d.string(d.body, "description", false)),
 	}
 	in.DecodeIssues = d.issues
-	u, err := h.svc.CreateServiceAccount(r.Context(), bearer(r), in)
+	u, err := h.svc.CreateServiceAccount(r.Context(), c.auth(), in)
 	return serviceAccountAnswer(u), err
 }
 
-func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request) (answer, error) {
+func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	var d decoder
 	var opt orgadmin.ListUsersOptions
 	if q, err := url.ParseQuery(r.URL.RawQuery); err != nil {
@@ -33,12 +33,12 @@ func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request) (answer, err
 		opt.ServiceAccount = optional(d.queryBool(q, "is_service_account"))
 	}
 	opt.DecodeIssues = d.issues
-	page, err := h.svc.ListUsers(r.Context(), bearer(r), opt)
+	page, err := h.svc.ListUsers(r.Context(), c.auth(), opt)
 	return userPage(page), err
 }
 
-func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request) (answer, error) {
-	u, err := h.svc.DeleteUser(r.Context(), bearer(r), r.PathValue("username"))
+func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+	u, err := h.svc.DeleteUser(r.Context(), c.auth(), r.PathValue("username"))
 	return deletedUserAnswer(u), err
 }
 

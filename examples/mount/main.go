@@ -4,6 +4,7 @@
 //	go run ./examples/mount
 //	curl localhost:8081/hello
 //	curl -H "Authorization: Bearer $TOKEN" localhost:8081/v1/users
+//	curl localhost:8081/admin/openapi.json
 package main
 
 import (
@@ -34,9 +35,12 @@ func main() {
 	mux.HandleFunc("GET /hello", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "hello from the host program")
 	})
-	// ...and the orgadmin API under /v1/, with its health check and the
-	// page-feedback endpoint where this program wants them.
+	// ...and the orgadmin API under /v1/, with its OpenAPI document, its
+	// health check and the page-feedback endpoint where this program wants
+	// them. (Under a prefix: httpserver.Config.Prefix, or http.StripPrefix;
+	// see the README's "Mounting".)
 	mux.Handle("/v1/", httpserver.New(svc, httpserver.Config{Logger: logger}))
+	mux.Handle("GET /admin/openapi.json", httpserver.OpenAPIHandler("/"))
 	mux.Handle("GET /admin/healthz", httpserver.Health(svc))
 	mux.Handle("/admin/feedback", httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: logger}))
 

@@ -1,6 +1,6 @@
 // Command server runs the orgadmin REST API.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB] [-seed FILE] [-max-users-per-org N] [-pprof 127.0.0.1:6060]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB] [-seed FILE] [-max-users-per-org N] [-pprof 127.0.0.1:6060] [-metrics-addr 127.0.0.1:9090]
 //
 // Without -seed it bootstraps the organization "default" with the Admin
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
@@ -17,6 +17,11 @@
 // 0.1 s), and shuts down gracefully on SIGINT or SIGTERM (requests under
 // way get 10 s to finish; if any is cut, it exits 1). -pprof serves the
 // runtime profiles on a loopback address of its own (off by default).
+// -metrics-addr serves the Prometheus metrics at /metrics on a listener of
+// its own (off by default). When $OTEL_EXPORTER_OTLP_ENDPOINT (or
+// $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, it exports a span of each
+// request, with its store calls below it, over OTLP/HTTP; otherwise it
+// makes none.
 package main
 
 import (
@@ -35,6 +40,7 @@ import (
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/storage/instrumented"
 )
 
 // logFlushDelay is how long a log line may wait to be written with others.
@@ -61,6 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	storeURI := fs.String("store", "memory", "store: memory, redis://HOST:PORT[/DB], a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB")
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
 	pprofAddr := fs.String("pprof", "", "loopback address to serve the runtime profiles at /debug/pprof/ (off when empty)")
+	metricsAddr := fs.String("metrics-addr", "", "address to serve the Prometheus metrics at /metrics, such as 127.0.0.1:9090 (off when empty)")
 	maxUsers := fs.Int("max-users-per-org", 0, fmt.Sprintf("most users an organization holds; one more is a 400 (0: %d; negative: no limit; the same on every server sharing a store)", orgadmin.DefaultMaxUsersPerOrg))
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -81,11 +88,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		defer stopPprof()
 	}
-	store, closeStore, err := openStore(ctx, *storeURI, log)
+	tel, stopTelemetry, err := startTelemetry(*metricsAddr, getenv, log)
+	if err != nil {
+		return err
+	}
+	defer stopTelemetry()
+	store, closeStore, err := openStore(ctx, *storeURI, log, tel.tracerProvider())
 	if err != nil {
 		return err
 	}
 	defer closeStore()
+	if tel.metrics != nil || tel.tracer != nil {
+		if store, err = instrumented.New(store, instrumented.Config{Metrics: tel.registerer(), TracerProvider: tel.tracerProvider()}); err != nil {
+			return err
+		}
+	}
 	svc := orgadmin.New(store, orgadmin.Config{MaxUsersPerOrg: *maxUsers})
 
 	// Listen first: a start that cannot serve changes nothing in the
@@ -108,7 +125,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	// Request lines go straight to logs, as slog's JSON handler would
 	// write them, at a fraction of its cost (httpserver.LogRequestsTo).
 	srv := newHTTPServer(routes(
-		httpserver.New(svc, httpserver.Config{Logger: log, RequestLog: logs}),
+		httpserver.New(svc, httpserver.Config{Logger: log, RequestLog: logs,
+			Metrics: tel.registerer(), TracerProvider: tel.tracerProvider()}),
 		httpserver.LogRequestsTo(logs, log, httpserver.Health(svc)),
 		httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log, RequestLog: logs})), log)
 	errc := make(chan error, 1)

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/connstring"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/mongostore"
@@ -20,8 +21,9 @@ const cleanupEvery = 10 * time.Minute
 
 // openMongo connects to the MongoDB database a mongodb://HOST:PORT/DB
 // store value names (any MongoDB connection-string option may follow) and
-// runs the store's Cleanup every cleanupEvery until released.
-func openMongo(ctx context.Context, uri string, log *slog.Logger) (storage.Store, func(), error) {
+// runs the store's Cleanup every cleanupEvery until released; tp, when not
+// nil, receives a span of each command.
+func openMongo(ctx context.Context, uri string, log *slog.Logger, tp trace.TracerProvider) (storage.Store, func(), error) {
 	// A replica set's URI lists several hosts, which net/url refuses.
 	cs, err := connstring.ParseAndValidate(uri)
 	if err != nil {
@@ -37,6 +39,9 @@ func openMongo(ctx context.Context, uri string, log *slog.Logger) (storage.Store
 		SetServerSelectionTimeout(5 * time.Second).
 		SetConnectTimeout(5 * time.Second).
 		SetTimeout(10 * time.Second)
+	if tp != nil {
+		opts.SetMonitor(mongoTracing(tp))
+	}
 	client, err := mongo.Connect(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)

@@ -7,7 +7,9 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
@@ -16,23 +18,25 @@ import (
 
 // openStore opens the store a -store value names and returns it with a
 // function that releases it; log receives what the store does in the
-// background.
-func openStore(ctx context.Context, uri string, log *slog.Logger) (storage.Store, func(), error) {
+// background, and tp (when not nil) a span of each command the store's
+// client sends.
+func openStore(ctx context.Context, uri string, log *slog.Logger, tp trace.TracerProvider) (storage.Store, func(), error) {
 	switch storeKind(uri) {
 	case "memory":
 		return memstore.New(), func() {}, nil
 	case "redis", "rediss":
-		return openRedis(uri)
+		return openRedis(uri, tp)
 	case "mongodb", "mongodb+srv":
-		return openMongo(ctx, uri, log)
+		return openMongo(ctx, uri, log, tp)
 	default:
 		return nil, nil, fmt.Errorf("-store %q: unsupported store (want memory, redis://HOST:PORT[/DB] or mongodb://HOST:PORT/DB)", redact(uri))
 	}
 }
 
 // openRedis opens redis://HOST:PORT[/DB], or a Redis Cluster given as
-// redis://HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3.
-func openRedis(uri string) (storage.Store, func(), error) {
+// redis://HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3, with a span of each
+// command to tp when it is not nil.
+func openRedis(uri string, tp trace.TracerProvider) (storage.Store, func(), error) {
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
@@ -52,6 +56,13 @@ func openRedis(uri string) (storage.Store, func(), error) {
 		}
 		opts.ContextTimeoutEnabled = true
 		c = redis.NewClient(opts)
+	}
+	if tp != nil {
+		// The commands' text is left out: it holds the records.
+		if err := redisotel.InstrumentTracing(c, redisotel.WithTracerProvider(tp), redisotel.WithDBStatement(false)); err != nil {
+			_ = c.Close()
+			return nil, nil, err
+		}
 	}
 	s, err := redisstore.New(c, redisstore.Options{})
 	if err != nil {
