@@ -183,11 +183,11 @@ func (s *Service) newID() (string, error) {
 	s.idMu.Unlock()
 	ms, seq := t>>12, t&0xfff
 	for i := range 6 {
-		id[i] = byte(ms >> (40 - 8*i))
+		id[i] = byte(ms >> (40 - 8*i)) // #nosec G115 -- one byte of the 48-bit millisecond, kept on purpose
 	}
-	id[6] = 0x70 | byte(seq>>8) // version 7
-	id[7] = byte(seq)
-	id[8] = id[8]&0x3f | 0x80 // RFC 9562 variant
+	id[6] = 0x70 | byte(seq>>8) // #nosec G115 -- version 7, then the sequence's top 4 bits (seq < 4096)
+	id[7] = byte(seq)           // #nosec G115 -- the sequence's low byte, kept on purpose
+	id[8] = id[8]&0x3f | 0x80   // RFC 9562 variant
 	return id.String(), nil
 }
 

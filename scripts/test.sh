@@ -33,7 +33,7 @@ echo "== gosec"
 # not load as part of this module); test files are left out, as gosec
 # does by default. A justified exclusion is a #nosec with its reason on
 # its line.
-go run github.com/securego/gosec/v2/cmd/gosec@v2.22.0 -quiet -color=false \
+go run github.com/securego/gosec/v2/cmd/gosec@v2.30.0 -quiet -color=false \
   -exclude-dir=scripts/ferretdb ./...
 
 echo "== spectral (lint of the OpenAPI document)"

@@ -42,7 +42,7 @@ func storeOf(name string) string {
 }
 
 // workloadTitles says in words what each workload sends.
-var workloadTitles = map[string]string{
+var workloadTitles = map[string]string{ // #nosec G101 -- titles that name token routes, no credentials
 	listTokens:  "GET /v1/users/admin/tokens (the Admin's own tokens)",
 	getConfig:   "GET /v1/users/{u}/instances, u over every service account",
 	setConfig:   "PUT /v1/users/{u}/instances, u over every service account",

@@ -59,7 +59,7 @@ func openMongo(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 
 	stop := make(chan struct{})
 	done := make(chan struct{})
-	go func() {
+	go func() { // #nosec G118 -- the cleanup lives as long as the store, not a request; stop ends it
 		defer close(done)
 		tick := time.NewTicker(cleanupEvery)
 		defer tick.Stop()
