@@ -134,7 +134,7 @@ func testLocations(t *testing.T, c *redis.Client) {
 	require.NoError(t, err)
 	caller, err := svc.Authenticate(ctx, value)
 	require.NoError(t, err)
-	assert.Equal(t, "robot", caller.Username)
+	assert.Equal(t, "robot", caller.Username())
 	_, err = otherSvc.DeleteUser(ctx, admin, "robot")
 	require.NoError(t, err)
 	_, err = otherSvc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
@@ -146,7 +146,7 @@ func testLocations(t *testing.T, c *redis.Client) {
 	names.take()
 	caller, err = svc.Authenticate(ctx, value)
 	require.NoError(t, err)
-	assert.Equal(t, "admin", caller.Username)
+	assert.Equal(t, "admin", caller.Username())
 	assert.Contains(t, names.take(), "evalsha")
 
 	// A user deleted through another process: its tokens are refused,
