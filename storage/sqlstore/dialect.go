@@ -42,7 +42,7 @@ func (d *dialect) param(n int) string {
 
 // migrationLock is the key of PostgreSQL's advisory lock that migrations
 // hold, so that processes starting together migrate one after another.
-const migrationLock = 0x6f7267_61646d // "orgadm"
+const migrationLock int64 = 0x6f7267_61646d // "orgadm"
 
 var postgres = &dialect{
 	name:    "postgres",

@@ -98,6 +98,21 @@ var _ storage.Store = (*Store)(nil)
 // neither, when the database does not answer within the timeout, or when
 // its schema is newer than this package knows.
 func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	s, err := open(dsn, opts)
+	if err != nil {
+		return nil, err
+	}
+	mctx, cancel := context.WithTimeout(ctx, migrateTimeout(s.timeout))
+	defer cancel()
+	if err := s.migrate(mctx, len(migrations)); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open returns a Store on dsn without touching its schema.
+func open(dsn string, opts Options) (*Store, error) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -124,12 +139,6 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	s.timeout, s.maxFB = opts.Timeout, opts.MaxFeedback
 	s.q = newQueries(s.d)
-	mctx, cancel := context.WithTimeout(ctx, migrateTimeout(opts.Timeout))
-	defer cancel()
-	if err := s.migrate(mctx, len(migrations)); err != nil {
-		s.Close()
-		return nil, err
-	}
 	return s, nil
 }
 

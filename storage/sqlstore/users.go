@@ -201,7 +201,7 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 		keyset = 1
 		args = append(args, q.After)
 	}
-	args = append(args, min(max(q.Limit, 0), maxPage)+1)
+	args = append(args, int64(min(max(q.Limit, 0), maxPage))+1)
 	if keyset == 0 {
 		args = append(args, max(q.Offset, 0))
 	}
