@@ -61,11 +61,11 @@ var postgres = &dialect{
 var sqliteDialect = &dialect{
 	name: "sqlite",
 	rewrite: func(q string) string {
-		q = strings.ReplaceAll(q, " FOR UPDATE", "") // the write lock is the file's
-		q = strings.ReplaceAll(q, ` COLLATE "C"`, "")  // BINARY, byte-wise, is the default
+		q = strings.ReplaceAll(q, " FOR UPDATE", "")  // the write lock is the file's
+		q = strings.ReplaceAll(q, ` COLLATE "C"`, "") // BINARY, byte-wise, is the default
 		q = strings.ReplaceAll(q, "BYTEA", "BLOB")
 		q = strings.ReplaceAll(q, "BIGSERIAL", "INTEGER") // INTEGER PRIMARY KEY: the rowid
-		return strings.ReplaceAll(q, "$", "?") // ?N: numbered, as $N
+		return strings.ReplaceAll(q, "$", "?")            // ?N: numbered, as $N
 	},
 	unique: func(err error) bool {
 		c := sqliteCode(err)

@@ -82,7 +82,7 @@ type queries struct {
 	totalUsers [2]string
 
 	lockUser, dropExpiredTokens, countTokens, tokenTaken, insertToken string
-	credential, targetTokens, listTokens, deleteToken                string
+	credential, targetTokens, listTokens, deleteToken                 string
 
 	setDuckling, listActivity string
 
