@@ -1,7 +1,7 @@
-// Package everystore runs a test on every kind of store: memory and
-// miniredis always, and a real Redis server, a Redis Cluster and a
-// MongoDB-wire server when the environment names them (see
-// internal/testdb). Each kind opens fresh stores of its own and can show
+// Package everystore runs a test on every kind of store: memory,
+// miniredis and a SQLite file always, and a real Redis server, a Redis
+// Cluster, a MongoDB-wire server and a PostgreSQL server when the
+// environment names them (see internal/testdb). Each kind opens fresh stores of its own and can show
 // everything a store holds, so that a test can look for what must never be
 // stored.
 package everystore
@@ -18,13 +18,14 @@ import (
 	"github.com/orgadmin/orgadmin/storage/memstore"
 	"github.com/orgadmin/orgadmin/storage/mongostore"
 	"github.com/orgadmin/orgadmin/storage/redisstore"
+	"github.com/orgadmin/orgadmin/storage/sqlstore"
 )
 
 // Kind is one kind of store, with the server it runs on (if any)
 // connected.
 type Kind struct {
-	// Name is the kind's subtest name: memory, miniredis, redis, cluster
-	// or mongo.
+	// Name is the kind's subtest name: memory, miniredis, redis,
+	// cluster, mongo, sqlite or postgres.
 	Name string
 	// Slow is true for MongoDB, which tests run on FerretDB: every
 	// operation costs milliseconds there, and every query but an id
@@ -52,7 +53,8 @@ type Opened struct {
 
 // Contents returns everything the store holds, as texts: each key of a
 // Redis with its type and values, each document of a MongoDB database (as
-// extended JSON and as raw BSON), and for memory every string, byte and
+// extended JSON and as raw BSON), each row of every SQL table (and a
+// SQLite database's file and write-ahead log, whole), and for memory every string, byte and
 // number reachable from the Store value. It fails tb when the store cannot
 // be read.
 func (o Opened) Contents(tb testing.TB) []string {
@@ -79,6 +81,28 @@ func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 		c := testdb.Mongo(t)
 		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) Opened { return openMongo(tb, c) }})
 	})
+	t.Run("sqlite", func(t *testing.T) { test(t, sqlKind("sqlite", testdb.SQLite)) })
+	t.Run("postgres", func(t *testing.T) {
+		testdb.PostgresURL(t)
+		test(t, sqlKind("postgres", testdb.Postgres))
+	})
+}
+
+// sqlKind is a kind whose stores live in a database of their own: a
+// SQLite file, or a PostgreSQL schema, that newDSN makes.
+func sqlKind(name string, newDSN func(testing.TB) string) Kind {
+	return Kind{Name: name, open: func(tb testing.TB) Opened {
+		tb.Helper()
+		dsn := newDSN(tb)
+		s, err := sqlstore.Open(tb.Context(), dsn, sqlstore.Options{Timeout: testdb.Timeout, MaxConns: 4})
+		if err != nil {
+			tb.Fatalf("sqlstore.Open: %v", err)
+		}
+		tb.Cleanup(s.Close)
+		return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
+			return testdb.SQLContents(ctx, dsn)
+		}}
+	}}
 }
 
 func openMemory(testing.TB) Opened {

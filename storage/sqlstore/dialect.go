@@ -40,9 +40,12 @@ func (d *dialect) param(n int) string {
 	return "$" + strconv.Itoa(n)
 }
 
-// migrationLock is the key of PostgreSQL's advisory lock that migrations
-// hold, so that processes starting together migrate one after another.
-const migrationLock int64 = 0x6f7267_61646d // "orgadm"
+// migrationLock is the first key of PostgreSQL's advisory lock that
+// migrations hold, so that processes starting together migrate one after
+// another; the second is a hash of the schema migrated (the first of the
+// search_path), so that migrations of different schemas do not wait for
+// each other.
+const migrationLock int32 = 0x6f7267 // "org"
 
 var postgres = &dialect{
 	name:    "postgres",
@@ -55,7 +58,7 @@ var postgres = &dialect{
 		var pe *pgconn.PgError
 		return errors.As(err, &pe) && pe.Code == "23503" // foreign_key_violation
 	},
-	lockKey: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", migrationLock),
+	lockKey: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, hashtext(current_schema()))", migrationLock),
 }
 
 var sqliteDialect = &dialect{
