@@ -1,10 +1,12 @@
 // Package baseline holds the bare net/http handlers that the benchmarks
 // and the load harness compare the server with: the least a handler of the
-// token-listing route can do, with a map or with one Redis GET.
+// token-listing route can do, with a map, with one Redis GET, or with one
+// SQL lookup by primary key.
 package baseline
 
 import (
 	"crypto/sha256"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -52,3 +54,35 @@ func OneGet(c redis.UniversalClient, prefix string) http.Handler {
 		_, _ = w.Write(b)
 	})
 }
+
+// BareTable is the table OneLookup reads, in PostgreSQL's and SQLite's
+// spelling alike but for the digest's type (BYTEA or BLOB).
+const BareTable = "CREATE TABLE bare (digest %s PRIMARY KEY, body TEXT NOT NULL)"
+
+// OneLookup answers the body that the table bare holds for the SHA-256 of
+// the token, read with one query by primary key (query, with the digest's
+// bytes as its one parameter); 401 when there is none, 500 when the
+// database fails.
+func OneLookup(db *sql.DB, query string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		d := sha256.Sum256([]byte(tok))
+		var b []byte
+		err := db.QueryRowContext(r.Context(), query, d[:]).Scan(&b)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		case err != nil:
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	})
+}
+
