@@ -75,7 +75,7 @@ func liveAt(t, p string) string {
 type queries struct {
 	createOrg, getOrg, lockOrg string
 
-	countUsers, userTaken, insertUser, getUser, updateUser, setInstances, deleteUser string
+	countUser, userTaken, insertUser, getUser, updateUser, setInstances, deleteUser string
 	// listUsers[filtered][keyset] is a page of users, with the total.
 	listUsers [2][2]string
 	// totalUsers[filtered] counts users.
@@ -99,9 +99,9 @@ func newQueries(d *dialect) queries {
 	q := queries{
 		createOrg: "INSERT INTO orgs (id, created_at) VALUES ($1, $2)",
 		getOrg:    "SELECT created_at FROM orgs WHERE id = $1",
-		lockOrg:   "SELECT 1 FROM orgs WHERE id = $1 FOR UPDATE",
+		lockOrg:   "SELECT user_count FROM orgs WHERE id = $1 FOR UPDATE",
+		countUser: "UPDATE orgs SET user_count = user_count + $2 WHERE id = $1",
 
-		countUsers: "SELECT count(*) FROM users WHERE org = $1",
 		userTaken:  "SELECT count(*) FROM users WHERE org = $1 AND (folded = $2 OR id = $3)",
 		insertUser: "INSERT INTO users (" + names(userColumns) + ") VALUES (" + params(1, len(userColumns)) + ")",
 		getUser:    "SELECT " + u + " FROM users u WHERE u.org = $1 AND u.folded = $2",
@@ -146,10 +146,12 @@ func newQueries(d *dialect) queries {
 		seedMarks:    "SELECT key FROM seed_marks WHERE org = $1",
 	}
 	// A page of users, from the index on (org, folded) or, filtered, on
-	// (org, service_account, folded); each row carries the total, so that
-	// a page that is not empty takes one round trip.
+	// (org, service_account, folded); each row carries the total (the
+	// org's count, or filtered, a count of the index), so that a page that
+	// is not empty takes one round trip.
+	q.totalUsers[0] = "SELECT COALESCE((SELECT user_count FROM orgs WHERE id = $1), 0)"
+	q.totalUsers[1] = "SELECT count(*) FROM users WHERE org = $1 AND service_account = $2"
 	for f, filter := range []string{"", " AND service_account = $2"} {
-		q.totalUsers[f] = "SELECT count(*) FROM users WHERE org = $1" + filter
 		for k := range 2 {
 			next := 2 + f // the next parameter's number
 			where := "u.org = $1" + strings.ReplaceAll(filter, "service_account", "u.service_account")
@@ -167,7 +169,7 @@ func newQueries(d *dialect) queries {
 	// Every statement in the engine's spelling.
 	for _, p := range []*string{
 		&q.createOrg, &q.getOrg, &q.lockOrg,
-		&q.countUsers, &q.userTaken, &q.insertUser, &q.getUser, &q.updateUser, &q.setInstances, &q.deleteUser,
+		&q.countUser, &q.userTaken, &q.insertUser, &q.getUser, &q.updateUser, &q.setInstances, &q.deleteUser,
 		&q.listUsers[0][0], &q.listUsers[0][1], &q.listUsers[1][0], &q.listUsers[1][1], &q.totalUsers[0], &q.totalUsers[1],
 		&q.lockUser, &q.dropExpiredTokens, &q.countTokens, &q.tokenTaken, &q.insertToken,
 		&q.credential, &q.targetTokens, &q.listTokens, &q.deleteToken,

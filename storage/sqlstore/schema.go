@@ -17,7 +17,8 @@ var migrations = []string{
 	// 1
 	`CREATE TABLE orgs (
 	id TEXT PRIMARY KEY,
-	created_at BIGINT NOT NULL
+	created_at BIGINT NOT NULL,
+	user_count BIGINT NOT NULL DEFAULT 0
 );
 CREATE TABLE users (
 	org TEXT NOT NULL REFERENCES orgs (id),

@@ -9,8 +9,10 @@
 // counts in a later statement, which reads what every transaction that
 // held the lock before it committed:
 //
-//   - CreateUser and DeleteUser lock the org's row, so the per-org user
-//     limit is exact however many processes create users at once;
+//   - CreateUser and DeleteUser lock the org's row, which holds the count
+//     of its users that they change, so the per-org user limit is exact
+//     however many processes create users at once, and costs the same in
+//     an org of a million users as in an empty one;
 //   - CreateToken locks the user's row, so the per-user limit of live
 //     tokens is exact, and a token is never written for a user that a
 //     concurrent DeleteUser removes (DeleteUser waits for the lock too).

@@ -66,35 +66,29 @@ func privileges(ps []string) sql.NullString {
 }
 
 // CreateUser implements storage.Store. It locks the org's row (on
-// PostgreSQL; SQLite's write transaction is exclusive already) before it
-// counts the org's users, so concurrent creations are counted one after
-// another.
+// PostgreSQL; SQLite's write transaction is exclusive already), which
+// holds the count of its users, so concurrent creations are counted one
+// after another; the count changes in the same transaction as the users.
 func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
-		var one int
-		err := tx.QueryRowContext(ctx, s.q.lockOrg, u.Org).Scan(&one)
+		var n int64
+		err := tx.QueryRowContext(ctx, s.q.lockOrg, u.Org).Scan(&n)
 		if errors.Is(err, sql.ErrNoRows) {
 			return storage.ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		if lim.Max > 0 {
-			var n int
-			if err := tx.QueryRowContext(ctx, s.q.countUsers, u.Org).Scan(&n); err != nil {
+		if lim.Max > 0 && n >= int64(lim.Max) {
+			if err := tx.QueryRowContext(ctx, s.q.userTaken, u.Org, u.FoldedUsername, u.ID).Scan(&n); err != nil {
 				return err
 			}
-			if n >= lim.Max {
-				if err := tx.QueryRowContext(ctx, s.q.userTaken, u.Org, u.FoldedUsername, u.ID).Scan(&n); err != nil {
-					return err
-				}
-				if n > 0 {
-					return storage.ErrAlreadyExists
-				}
-				return storage.ErrLimitExceeded
+			if n > 0 {
+				return storage.ErrAlreadyExists
 			}
+			return storage.ErrLimitExceeded
 		}
 		_, err = tx.ExecContext(ctx, s.q.insertUser, userArgs(u)...)
 		switch {
@@ -102,7 +96,10 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.User
 			return storage.ErrAlreadyExists
 		case s.d.isForeignKey(err):
 			return storage.ErrNotFound
+		case err != nil:
+			return err
 		}
+		_, err = tx.ExecContext(ctx, s.q.countUser, u.Org, 1)
 		return err
 	})
 	return failed("create user", err)
@@ -162,14 +159,26 @@ func changedOne(res sql.Result, err error) error {
 	return nil
 }
 
-// DeleteUser implements storage.Store: one DELETE, which removes the
-// user's tokens, Duckling reports and embed sessions with it (ON DELETE
-// CASCADE), atomically.
+// DeleteUser implements storage.Store: in one transaction, it locks the
+// org's row (as CreateUser does, so that the two never wait for each other
+// in opposite orders), deletes the user's row, which deletes its tokens,
+// Duckling reports and embed sessions with it (ON DELETE CASCADE), and
+// counts the org's users one fewer.
 func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var r userRow
-	err := s.wdb.QueryRowContext(ctx, s.q.deleteUser, org, folded).Scan(r.dest()...)
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		var n int64
+		if err := tx.QueryRowContext(ctx, s.q.lockOrg, org).Scan(&n); err != nil {
+			return err // no org: no user (sql.ErrNoRows)
+		}
+		if err := tx.QueryRowContext(ctx, s.q.deleteUser, org, folded).Scan(r.dest()...); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, s.q.countUser, org, -1)
+		return err
+	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.User{}, storage.ErrNotFound
 	}
