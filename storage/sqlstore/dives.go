@@ -49,7 +49,7 @@ func fromResources(s sql.NullString) ([]storage.Resource, error) {
 func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.wdb.ExecContext(ctx, s.q.putDive, d.Org, d.ID, d.Title, d.Version, resources(d.RequiredResources))
+	_, err := s.wr().ExecContext(ctx, s.q.putDive, d.Org, d.ID, d.Title, d.Version, resources(d.RequiredResources))
 	if s.d.isForeignKey(err) {
 		return storage.ErrNotFound
 	}
@@ -62,7 +62,7 @@ func (s *Store) GetDive(ctx context.Context, org, id string) (storage.Dive, erro
 	defer cancel()
 	d := storage.Dive{ID: id, Org: org}
 	var rs sql.NullString
-	err := s.db.QueryRowContext(ctx, s.q.getDive, org, id).Scan(&d.Title, &d.Version, &rs)
+	err := s.rd().QueryRowContext(ctx, s.q.getDive, org, id).Scan(&d.Title, &d.Version, &rs)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.Dive{}, storage.ErrNotFound
 	}
@@ -83,7 +83,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 		rs sql.NullString
 		ur userRow
 	)
-	err := s.db.QueryRowContext(ctx, s.q.embedTarget, org, diveID, folded).
+	err := s.rd().QueryRowContext(ctx, s.q.embedTarget, org, diveID, folded).
 		Scan(append([]any{&t.Dive.ID, &t.Dive.Title, &t.Dive.Version, &rs}, ur.dest()...)...)
 	if err != nil {
 		return storage.EmbedTarget{}, failed("get embed target", err)
@@ -111,7 +111,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx runner) error {
 		if _, err := tx.ExecContext(ctx, s.q.dropExpiredSessions, es.Org, es.UserID, micros(es.CreatedAt)); err != nil {
 			return err
 		}
@@ -142,7 +142,7 @@ func (s *Store) EmbedSessionByDigest(ctx context.Context, digest storage.Digest)
 		rs               sql.NullString
 		created, expires int64
 	)
-	err := s.db.QueryRowContext(ctx, s.q.sessionByDigest, digest[:]).Scan(&d, &es.Org, &es.DiveID, &es.Version, &es.UserID,
+	err := s.rd().QueryRowContext(ctx, s.q.sessionByDigest, digest[:]).Scan(&d, &es.Org, &es.DiveID, &es.Version, &es.UserID,
 		&es.Username, &rs, &es.InitialState, &es.AffinityKey, &created, &expires)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.EmbedSession{}, storage.ErrNotFound
@@ -161,7 +161,7 @@ func (s *Store) EmbedSessionByDigest(ctx context.Context, digest storage.Digest)
 func (s *Store) SetDuckling(ctx context.Context, d storage.Duckling) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.wdb.ExecContext(ctx, s.q.setDuckling, d.Org, d.UserID, d.ID, d.Active, micros(d.At))
+	_, err := s.wr().ExecContext(ctx, s.q.setDuckling, d.Org, d.UserID, d.ID, d.Active, micros(d.At))
 	if s.d.isForeignKey(err) {
 		return storage.ErrNotFound
 	}
@@ -173,7 +173,7 @@ func (s *Store) SetDuckling(ctx context.Context, d storage.Duckling) error {
 func (s *Store) ListActivity(ctx context.Context, org string) ([]storage.Activity, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, s.q.listActivity, org)
+	rows, err := s.rd().QueryContext(ctx, s.q.listActivity, org)
 	if err != nil {
 		return nil, failed("list activity", err)
 	}

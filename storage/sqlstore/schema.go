@@ -2,7 +2,6 @@ package sqlstore
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 )
 
@@ -132,27 +131,27 @@ func (s *Store) Version(ctx context.Context) (int, error) {
 // after the other, and the second finds nothing to do. Each version
 // applied adds its row to schema_version.
 func (s *Store) migrate(ctx context.Context, target int) error {
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx runner) error {
 		if s.d.lockKey != "" {
-			if _, err := tx.ExecContext(ctx, s.d.lockKey); err != nil {
+			if _, err := tx.tx.ExecContext(ctx, s.d.lockKey); err != nil {
 				return fmt.Errorf("take the migration lock: %w", err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)"); err != nil {
+		if _, err := tx.tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)"); err != nil {
 			return err
 		}
 		var v int
-		if err := tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&v); err != nil {
+		if err := tx.tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&v); err != nil {
 			return err
 		}
 		if v > len(migrations) {
 			return fmt.Errorf("the database's schema is at version %d, newer than this build knows (%d)", v, len(migrations))
 		}
 		for ; v < target; v++ {
-			if _, err := tx.ExecContext(ctx, s.migration(v)); err != nil {
+			if _, err := tx.tx.ExecContext(ctx, s.migration(v)); err != nil {
 				return fmt.Errorf("to version %d: %w", v+1, err)
 			}
-			if _, err := tx.ExecContext(ctx, s.d.rewrite("INSERT INTO schema_version (version) VALUES ($1)"), v+1); err != nil {
+			if _, err := tx.tx.ExecContext(ctx, s.d.rewrite("INSERT INTO schema_version (version) VALUES ($1)"), v+1); err != nil {
 				return err
 			}
 		}

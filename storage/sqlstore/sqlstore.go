@@ -50,6 +50,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/orgadmin/orgadmin/storage"
@@ -87,7 +88,12 @@ type Store struct {
 	timeout time.Duration
 	maxFB   int
 	q       queries
+	stmts   sync.Map // prepKey → *sql.Stmt; see runner
 }
+
+// rd runs statements on the read pool, wr on the write pool.
+func (s *Store) rd() runner { return runner{s: s, db: s.db} }
+func (s *Store) wr() runner { return runner{s: s, db: s.wdb} }
 
 var _ storage.Store = (*Store)(nil)
 
@@ -107,6 +113,10 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	mctx, cancel := context.WithTimeout(ctx, migrateTimeout(s.timeout))
 	defer cancel()
 	if err := s.migrate(mctx, len(migrations)); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if err := s.prepareWrites(mctx); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -164,6 +174,7 @@ func Redact(dsn string) string {
 
 // Close closes the Store's connections.
 func (s *Store) Close() {
+	s.closeStmts()
 	_ = s.db.Close()
 	if s.wdb != s.db {
 		_ = s.wdb.Close()
@@ -181,12 +192,12 @@ func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 // inTx runs f in a write transaction (BEGIN IMMEDIATE on SQLite), and
 // commits it when f returns nil. The transaction is rolled back when f
 // fails or the commit does.
-func (s *Store) inTx(ctx context.Context, f func(tx *sql.Tx) error) error {
+func (s *Store) inTx(ctx context.Context, f func(tx runner) error) error {
 	tx, err := s.wdb.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := f(tx); err != nil {
+	if err := f(runner{s: s, db: s.wdb, tx: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -227,7 +238,7 @@ func fromNullMicros(n sql.NullInt64) time.Time {
 func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.wdb.ExecContext(ctx, s.q.createOrg, o.ID, micros(o.CreatedAt))
+	_, err := s.wr().ExecContext(ctx, s.q.createOrg, o.ID, micros(o.CreatedAt))
 	if s.d.isUnique(err) {
 		return storage.ErrAlreadyExists
 	}
@@ -239,7 +250,7 @@ func (s *Store) GetOrg(ctx context.Context, id string) (storage.Org, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var created int64
-	err := s.db.QueryRowContext(ctx, s.q.getOrg, id).Scan(&created)
+	err := s.rd().QueryRowContext(ctx, s.q.getOrg, id).Scan(&created)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.Org{}, storage.ErrNotFound
 	}
@@ -255,7 +266,7 @@ func (s *Store) GetOrg(ctx context.Context, id string) (storage.Org, error) {
 func (s *Store) AddFeedback(ctx context.Context, f storage.Feedback) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx runner) error {
 		_, err := tx.ExecContext(ctx, s.q.addFeedback, f.ID, f.PagePath, f.Text, f.PageTitle, f.Source, micros(f.CreatedAt))
 		if s.d.isUnique(err) {
 			return storage.ErrAlreadyExists
@@ -280,7 +291,7 @@ func (s *Store) MarkSeeded(ctx context.Context, org string, keys []string) error
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx runner) error {
 		for len(keys) > 0 {
 			n := min(len(keys), markBatch)
 			var b strings.Builder
@@ -294,7 +305,7 @@ func (s *Store) MarkSeeded(ctx context.Context, org string, keys []string) error
 				args = append(args, org, k)
 			}
 			b.WriteString(" ON CONFLICT (org, key) DO NOTHING")
-			if _, err := tx.ExecContext(ctx, b.String(), args...); err != nil {
+			if _, err := tx.tx.ExecContext(ctx, b.String(), args...); err != nil {
 				return err
 			}
 			keys = keys[n:]
@@ -308,7 +319,7 @@ func (s *Store) MarkSeeded(ctx context.Context, org string, keys []string) error
 func (s *Store) SeedMarks(ctx context.Context, org string) ([]string, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, s.q.seedMarks, org)
+	rows, err := s.rd().QueryContext(ctx, s.q.seedMarks, org)
 	if err != nil {
 		return nil, failed("seed marks", err)
 	}

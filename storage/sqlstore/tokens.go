@@ -46,7 +46,7 @@ func (r *tokenRow) token() (storage.Token, error) {
 func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx runner) error {
 		var one int
 		err := tx.QueryRowContext(ctx, s.q.lockUser, t.Org, t.UserID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -98,7 +98,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 		tr tokenRow
 		ur userRow
 	)
-	err := s.db.QueryRowContext(ctx, s.q.credential, q.Digest[:]).Scan(append(tr.dest(), ur.dest()...)...)
+	err := s.rd().QueryRowContext(ctx, s.q.credential, q.Digest[:]).Scan(append(tr.dest(), ur.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.Access{}, storage.ErrNotFound
 	}
@@ -121,7 +121,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 			return a, nil
 		}
 		var tu userRow
-		err := s.db.QueryRowContext(ctx, s.q.getUser, a.Credential.User.Org, q.Username).Scan(tu.dest()...)
+		err := s.rd().QueryRowContext(ctx, s.q.getUser, a.Credential.User.Org, q.Username).Scan(tu.dest()...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return a, nil
 		}
@@ -132,7 +132,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 		a.TargetFound = err == nil
 		return a, failed("read access", err)
 	}
-	rows, err := s.db.QueryContext(ctx, s.q.targetTokens, a.Credential.User.Org, q.Username, micros(q.LiveAt))
+	rows, err := s.rd().QueryContext(ctx, s.q.targetTokens, a.Credential.User.Org, q.Username, micros(q.LiveAt))
 	if err != nil {
 		return storage.Access{}, failed("read access", err)
 	}
@@ -172,7 +172,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]storage.Token, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, s.q.listTokens, org, userID, micros(liveAt))
+	rows, err := s.rd().QueryContext(ctx, s.q.listTokens, org, userID, micros(liveAt))
 	if err != nil {
 		return nil, failed("list tokens", err)
 	}
@@ -200,6 +200,6 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	res, err := s.wdb.ExecContext(ctx, s.q.deleteToken, org, userID, id, micros(liveAt))
+	res, err := s.wr().ExecContext(ctx, s.q.deleteToken, org, userID, id, micros(liveAt))
 	return failed("delete token", changedOne(res, err))
 }

@@ -72,7 +72,7 @@ func privileges(ps []string) sql.NullString {
 func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx runner) error {
 		var n int64
 		err := tx.QueryRowContext(ctx, s.q.lockOrg, u.Org).Scan(&n)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -110,7 +110,7 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var r userRow
-	err := s.db.QueryRowContext(ctx, s.q.getUser, org, folded).Scan(r.dest()...)
+	err := s.rd().QueryRowContext(ctx, s.q.getUser, org, folded).Scan(r.dest()...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.User{}, storage.ErrNotFound
 	}
@@ -126,7 +126,7 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rw, rs := u.Instances.ReadWrite, u.Instances.ReadScaling
-	res, err := s.wdb.ExecContext(ctx, s.q.updateUser, u.Org, u.ID,
+	res, err := s.wr().ExecContext(ctx, s.q.updateUser, u.Org, u.ID,
 		u.Description, u.IsServiceAccount, u.Role, privileges(u.Privileges),
 		u.Email, u.FirstName, u.LastName, micros(u.CreatedAt),
 		rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
@@ -138,7 +138,7 @@ func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rw, rs := c.ReadWrite, c.ReadScaling
-	res, err := s.wdb.ExecContext(ctx, s.q.setInstances, org, folded,
+	res, err := s.wr().ExecContext(ctx, s.q.setInstances, org, folded,
 		rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
 	return failed("set instances", changedOne(res, err))
 }
@@ -168,7 +168,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.Use
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var r userRow
-	err := s.inTx(ctx, func(tx *sql.Tx) error {
+	err := s.inTx(ctx, func(tx runner) error {
 		var n int64
 		if err := tx.QueryRowContext(ctx, s.q.lockOrg, org).Scan(&n); err != nil {
 			return err // no org: no user (sql.ErrNoRows)
@@ -215,7 +215,7 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 		args = append(args, max(q.Offset, 0))
 	}
 	page := storage.UserPage{Users: q.Into}
-	rows, err := s.db.QueryContext(ctx, s.q.listUsers[filtered][keyset], args...)
+	rows, err := s.rd().QueryContext(ctx, s.q.listUsers[filtered][keyset], args...)
 	if err != nil {
 		return storage.UserPage{}, failed("list users", err)
 	}
@@ -241,7 +241,7 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 		return storage.UserPage{}, failed("list users", err)
 	}
 	if n == 0 {
-		if err := s.db.QueryRowContext(ctx, s.q.totalUsers[filtered], countArgs...).Scan(&page.Total); err != nil {
+		if err := s.rd().QueryRowContext(ctx, s.q.totalUsers[filtered], countArgs...).Scan(&page.Total); err != nil {
 			return storage.UserPage{}, failed("list users", err)
 		}
 	}
