@@ -85,4 +85,3 @@ func OneLookup(db *sql.DB, query string) http.Handler {
 		_, _ = w.Write(b)
 	})
 }
-
