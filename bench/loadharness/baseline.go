@@ -54,7 +54,9 @@ func runBaseline(args []string) error {
 			return err
 		}
 		defer db.Close()
-		handler = baseline.OneLookup(db, query)
+		if handler, err = baseline.OneLookup(db, query); err != nil {
+			return err
+		}
 	}
 
 	// The same timeouts as the server's, which cost a deadline per request.

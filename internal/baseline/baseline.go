@@ -60,10 +60,14 @@ func OneGet(c redis.UniversalClient, prefix string) http.Handler {
 const BareTable = "CREATE TABLE bare (digest %s PRIMARY KEY, body TEXT NOT NULL)"
 
 // OneLookup answers the body that the table bare holds for the SHA-256 of
-// the token, read with one query by primary key (query, with the digest's
-// bytes as its one parameter); 401 when there is none, 500 when the
-// database fails.
-func OneLookup(db *sql.DB, query string) http.Handler {
+// the token, read with one query by primary key (query, prepared once, with
+// the digest's bytes as its one parameter); 401 when there is none, 500
+// when the database fails. It returns the error of preparing query.
+func OneLookup(db *sql.DB, query string) (http.Handler, error) {
+	st, err := db.Prepare(query)
+	if err != nil {
+		return nil, err
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
@@ -72,7 +76,7 @@ func OneLookup(db *sql.DB, query string) http.Handler {
 		}
 		d := sha256.Sum256([]byte(tok))
 		var b []byte
-		err := db.QueryRowContext(r.Context(), query, d[:]).Scan(&b)
+		err := st.QueryRowContext(r.Context(), d[:]).Scan(&b)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
 			w.WriteHeader(http.StatusUnauthorized)
@@ -83,5 +87,5 @@ func OneLookup(db *sql.DB, query string) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(b)
-	})
+	}), nil
 }
