@@ -8,6 +8,7 @@ package everystore
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -81,15 +82,18 @@ func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 		c := testdb.Mongo(t)
 		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) Opened { return openMongo(tb, c) }})
 	})
-	t.Run("sqlite", func(t *testing.T) { test(t, sqlKind("sqlite", testdb.SQLite)) })
+	t.Run("sqlite", func(t *testing.T) {
+		test(t, sqlKind("sqlite", func(tb testing.TB) string { return testdb.SQLite(tb) }))
+	})
 	t.Run("postgres", func(t *testing.T) {
 		testdb.PostgresURL(t)
-		test(t, sqlKind("postgres", testdb.Postgres))
+		pool := &schemas{owner: t}
+		test(t, sqlKind("postgres", pool.get))
 	})
 }
 
-// sqlKind is a kind whose stores live in a database of their own: a
-// SQLite file, or a PostgreSQL schema, that newDSN makes.
+// sqlKind is a kind whose stores live in a database of their own, which
+// newDSN returns: a SQLite file, or a PostgreSQL schema.
 func sqlKind(name string, newDSN func(testing.TB) string) Kind {
 	return Kind{Name: name, open: func(tb testing.TB) Opened {
 		tb.Helper()
@@ -103,6 +107,43 @@ func sqlKind(name string, newDSN func(testing.TB) string) Kind {
 			return testdb.SQLContents(ctx, dsn)
 		}}
 	}}
+}
+
+// schemas hands out the PostgreSQL schemas of one kind's test: a schema
+// is emptied (every table truncated) when the test that had it ends, and
+// handed out again, so that a test of many small fixtures does not pay
+// for making tables each time (tens of milliseconds a schema); they are
+// all dropped when owner ends.
+type schemas struct {
+	owner testing.TB
+	mu    sync.Mutex
+	free  []string
+}
+
+// get returns the URL of an empty schema of tb's own until tb ends.
+func (p *schemas) get(tb testing.TB) string {
+	tb.Helper()
+	p.mu.Lock()
+	var dsn string
+	if n := len(p.free); n > 0 {
+		dsn, p.free = p.free[n-1], p.free[:n-1]
+	}
+	p.mu.Unlock()
+	if dsn == "" {
+		dsn = testdb.Postgres(p.owner)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
+		defer cancel()
+		if err := testdb.EmptyPostgres(ctx, dsn); err != nil {
+			tb.Errorf("empty the schema of %s: %v", dsn, err)
+			return
+		}
+		p.mu.Lock()
+		p.free = append(p.free, dsn)
+		p.mu.Unlock()
+	})
+	return dsn
 }
 
 func openMemory(testing.TB) Opened {

@@ -78,6 +78,22 @@ func Postgres(tb testing.TB) string {
 	return WithParam(tb, base, "search_path", schema)
 }
 
+// EmptyPostgres truncates every table of the schema of dsn (a URL
+// Postgres returned) but schema_version, in one statement.
+func EmptyPostgres(ctx context.Context, dsn string) error {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tables, err := column(ctx, db, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name <> 'schema_version'")
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	_, err = db.ExecContext(ctx, `TRUNCATE "`+strings.Join(tables, `", "`)+`"`) // #nosec G202 -- table names the database listed
+	return err
+}
+
 // WithParam returns the URL u with the query parameter key set to value.
 func WithParam(tb testing.TB, u, key, value string) string {
 	tb.Helper()
