@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the load harness (bench/loadharness) with a Redis server and FerretDB
-# of its own: starts them on free loopback ports through scripts/services.sh
-# (or uses ORGADMIN_REDIS_ADDR and ORGADMIN_MONGO_URI when set), pins them to
+# Runs the load harness (bench/loadharness) with a Redis server, FerretDB and
+# a PostgreSQL server of its own: starts them on free loopback ports through
+# scripts/services.sh (or uses ORGADMIN_REDIS_ADDR, ORGADMIN_MONGO_URI and
+# ORGADMIN_POSTGRES_URL when set), pins them to
 # the servers' CPU, has the harness wait after each run until they are
 # idle, and stops them at the end. Every argument goes to the
 # harness, for example:
@@ -23,16 +24,21 @@ trap stop_services EXIT
 build_ferretdb
 start_redis
 start_ferretdb
+start_postgres
+database_pids=("${service_pids[@]}")
+if [ -n "${postgres_pid:-}" ]; then
+  database_pids+=("$postgres_pid")
+fi
 
 # The databases run beside the servers, on their CPU, leaving wrk its own.
 if [ -n "$server_cpu" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]; then
-  for pid in "${service_pids[@]}"; do
+  for pid in "${database_pids[@]}"; do
     taskset -a -p -c "$server_cpu" "$pid" >/dev/null
   done
 fi
 
 # After each run the harness waits until these are idle: a database can
 # still be working through requests a server gave up on.
-export LOADHARNESS_DATABASE_PIDS="${service_pids[*]}"
+export LOADHARNESS_DATABASE_PIDS="${database_pids[*]}"
 export LOADHARNESS_COMMAND="scripts/loadharness.sh $*"
 go run ./bench/loadharness "$@"

@@ -109,8 +109,65 @@ start_redis_cluster() {
   return 1
 }
 
+# postgres_bin holds PostgreSQL 15's server programs, as Debian installs
+# them (the postgresql package).
+postgres_bin=/usr/lib/postgresql/15/bin
+
+# start_postgres starts a PostgreSQL server on a free port with its data
+# directory and unix socket in $services_dir, fsync on as in production, and
+# exports ORGADMIN_POSTGRES_URL, unless it is set already. PostgreSQL refuses
+# to run as root: as root, initdb and the server run as the unprivileged
+# postgres user, which owns the data directory. The server is stopped by
+# the PID it writes (postmaster.pid).
+start_postgres() {
+  if [ -n "${ORGADMIN_POSTGRES_URL:-}" ]; then
+    return 0
+  fi
+  local port dir as=()
+  port=$(free_port)
+  dir="$services_dir/postgres-$port"
+  mkdir -p "$dir"
+  if [ "$(id -u)" = 0 ]; then
+    chmod 711 "$services_dir"
+    chown postgres: "$dir"
+    as=(runuser -u postgres --)
+  fi
+  "${as[@]}" "$postgres_bin/initdb" -D "$dir/data" -U postgres --auth=trust \
+    --encoding=UTF8 --no-locale --no-sync >"$dir/initdb.log" 2>&1 ||
+    { cat "$dir/initdb.log" >&2; return 1; }
+  "${as[@]}" "$postgres_bin/postgres" -D "$dir/data" -h 127.0.0.1 -p "$port" \
+    -k "$dir" -c fsync=on -c max_connections=400 >"$dir/log" 2>&1 &
+  for _ in $(seq 1 300); do
+    if "$postgres_bin/pg_isready" -q -h 127.0.0.1 -p "$port"; then
+      postgres_pid=$(head -n 1 "$dir/data/postmaster.pid")
+      export ORGADMIN_POSTGRES_URL="postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable"
+      echo "PostgreSQL on 127.0.0.1:$port"
+      return 0
+    fi
+    sleep 0.1
+  done
+  echo "PostgreSQL did not start on port $port" >&2
+  tail -n 20 "$dir/log" >&2
+  return 1
+}
+
+# stop_postgres stops the server start_postgres started (a fast shutdown:
+# it ends the sessions still open) and waits for it to exit.
+stop_postgres() {
+  if [ -z "${postgres_pid:-}" ]; then
+    return 0
+  fi
+  kill -INT "$postgres_pid" 2>/dev/null || true
+  for _ in $(seq 1 100); do
+    kill -0 "$postgres_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  postgres_pid=
+}
+
 start_services() {
   start_redis
+  start_postgres
   start_redis_cluster
   start_ferretdb
   start_toxiproxy
@@ -199,6 +256,7 @@ start_toxiproxy() {
 
 stop_services() {
   local pid build
+  stop_postgres
   for build in "${ferretdb_build_pid:-}" "${toxiproxy_build_pid:-}"; do
     if [ -n "$build" ]; then
       pkill -P "$build" 2>/dev/null || true

@@ -29,6 +29,7 @@ func runBaseline(args []string) error {
 	redisAddr := fs.String("redis", "", "Redis address: look the digest up there with one GET instead of in a map")
 	redisDB := fs.Int("redis-db", 0, "Redis database")
 	key := fs.String("key", "", "Redis key prefix; the body is stored under prefix+digest")
+	sqlDSN := fs.String("sql", "", "postgres://… or sqlite:PATH: look the digest up there, in the table bare, with one query by primary key instead of in a map")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,6 +47,16 @@ func runBaseline(args []string) error {
 		c := redis.NewClient(&redis.Options{Addr: *redisAddr, DB: *redisDB, ContextTimeoutEnabled: true})
 		defer c.Close()
 		handler = baseline.OneGet(c, *key)
+	}
+	if *sqlDSN != "" {
+		db, query, err := openLookup(*sqlDSN, true)
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		if handler, err = baseline.OneLookup(db, query); err != nil {
+			return err
+		}
 	}
 
 	// The same timeouts as the server's, which cost a deadline per request.

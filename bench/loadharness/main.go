@@ -45,6 +45,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -84,6 +85,9 @@ func main() {
 	}
 }
 
+// allStores are the stores the harness knows.
+var allStores = []string{"memory", "redis", "mongodb", "postgres", "sqlite"}
+
 type settings struct {
 	duration, warmup, timeout time.Duration
 	repeats                   int
@@ -93,6 +97,7 @@ type settings struct {
 	users, mongoUsers, tokens int
 	wrkCPU, serverCPU         string
 	redisAddr, mongoURI       string
+	postgresURL               string
 	redisDB                   int
 	svg, markdown             string
 	cpuProfile, profileStore  string
@@ -112,7 +117,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.IntVar(&o.threads, "threads", 1, "wrk threads")
 	fs.IntVar(&o.connections, "connections", 32, "wrk connections (the concurrency of every target)")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Second, "wrk's timeout for one request; a request that takes longer is an error")
-	stores := fs.String("stores", "memory,redis,mongodb", "stores to run the server on (memory, redis, mongodb)")
+	stores := fs.String("stores", strings.Join(allStores, ","), "stores to run the server on ("+strings.Join(allStores, ", ")+")")
 	workloads := fs.String("workloads", strings.Join(allWorkloads, ","), "workloads to run ("+strings.Join(allWorkloads, ", ")+")")
 	fs.BoolVar(&o.prism, "prism", false, "also measure the Prism "+prismVersion+" mock server of httpserver/openapi.json (needs npx)")
 	fs.IntVar(&o.users, "users", 1000, "service accounts seeded in each store")
@@ -123,6 +128,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&o.redisAddr, "redis", os.Getenv("ORGADMIN_REDIS_ADDR"), "Redis server HOST:PORT (default $ORGADMIN_REDIS_ADDR); empty skips the Redis targets")
 	fs.IntVar(&o.redisDB, "redis-db", 15, "Redis database to use; it must be empty, and is emptied again at the end. -before's store uses the one below it (1 when this is 0) under the same rules")
 	fs.StringVar(&o.mongoURI, "mongo", os.Getenv("ORGADMIN_MONGO_URI"), "MongoDB URI mongodb://HOST:PORT/ (default $ORGADMIN_MONGO_URI); empty skips MongoDB. Each start uses a new database, dropped at the end")
+	fs.StringVar(&o.postgresURL, "postgres", os.Getenv("ORGADMIN_POSTGRES_URL"), "PostgreSQL URL postgres://USER@HOST:PORT/DB (default $ORGADMIN_POSTGRES_URL); empty skips PostgreSQL. Each start uses a schema of its own, dropped at the end")
 	fs.StringVar(&o.svg, "svg", "", "write the chart of throughput to this SVG file")
 	fs.StringVar(&o.markdown, "markdown", "", "rewrite the "+sectionBegin+" section of this Markdown file (BENCHMARKS.md) with the figures")
 	fs.StringVar(&o.cpuProfile, "cpuprofile", "", "after the repeats, profile the server of -profile-store during one run of -profile-workload and write the CPU profile here")
@@ -139,7 +145,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	}
 	o.stores, o.workloads = splitList(*stores), splitList(*workloads)
 	for _, s := range o.stores {
-		if !slices.Contains([]string{"memory", "redis", "mongodb"}, s) {
+		if !slices.Contains(allStores, s) {
 			return o, fmt.Errorf("-stores: unknown store %q", s)
 		}
 	}
@@ -200,7 +206,9 @@ type harness struct {
 	redisBefore *redis.Client // the Redis store's of the -before build
 	mongo       *mongo.Client
 	mongoDBs    []string
-	dbPIDs      []int // the database processes, whose backlog each run waits out
+	pg          *sql.DB  // -postgres: makes and drops the schemas
+	pgSchemas   []string // the schemas made
+	dbPIDs      []int    // the database processes, whose backlog each run waits out
 
 	targets []*target
 	wrk     *wrkRunner
@@ -360,6 +368,17 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 						return err
 					}
 				}
+			case "postgres":
+				t = h.storeTarget(name, b.bin, h.postgresStoreURI(ctx, strings.ReplaceAll(b.mongoDB, "loadharness_", "loadharness_pg_")))
+				if h.opt.postgresURL == "" {
+					t.Skip = "no PostgreSQL: set ORGADMIN_POSTGRES_URL or -postgres (scripts/loadharness.sh starts one)"
+				} else if h.pg == nil {
+					if err := h.openPostgres(ctx); err != nil {
+						return err
+					}
+				}
+			case "sqlite":
+				t = h.storeTarget(name, b.bin, h.sqliteStoreURI(name))
 			}
 			if name == h.opt.profileStore && h.opt.cpuProfile != "" {
 				addr, err := freeAddr()
@@ -385,7 +404,7 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 	var base []*target
 	if slices.Contains(h.workloads, listTokens) {
 		logf("baselines: starting")
-		bare, err := h.baselineTarget(ctx, bareName, "")
+		bare, err := h.baselineTarget(ctx, bareName)
 		if err != nil {
 			return err
 		}
@@ -394,13 +413,27 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 			if err := h.redis.Set(ctx, h.redisKey+digestHex(h.listToken), h.listBody, 0).Err(); err != nil {
 				return fmt.Errorf("redis: %w", err)
 			}
-			rt, err := h.baselineTarget(ctx, redisName, h.opt.redisAddr)
+			rt, err := h.baselineTarget(ctx, redisName, "-redis", h.opt.redisAddr, "-redis-db", fmt.Sprint(h.opt.redisDB), "-key", h.redisKey)
 			if err != nil {
 				return err
 			}
 			base = append(base, rt)
 		} else {
 			base = append(base, &target{Name: redisName, Kind: kindBaseline, Skip: "no Redis: set ORGADMIN_REDIS_ADDR or -redis"})
+		}
+		if h.pg != nil {
+			pt, err := h.sqlBaseline(ctx, pgName, "postgres")
+			if err != nil {
+				return err
+			}
+			base = append(base, pt)
+		}
+		if slices.Contains(h.opt.stores, "sqlite") {
+			st, err := h.sqlBaseline(ctx, sqliteName, "sqlite")
+			if err != nil {
+				return err
+			}
+			base = append(base, st)
 		}
 		if h.opt.prism {
 			if _, err := exec.LookPath("npx"); err != nil {
@@ -744,6 +777,7 @@ func (h *harness) cleanup(stderr io.Writer) {
 		}
 		_ = h.mongo.Disconnect(ctx)
 	}
+	h.dropSchemas(ctx, stderr)
 	switch {
 	case h.dir == "":
 	case h.opt.keep:
@@ -801,6 +835,7 @@ func (h *harness) machine(ctx context.Context) []string {
 			out = append(out, s)
 		}
 	}
+	out = append(out, h.sqlVersions(ctx)...)
 	for _, t := range h.targets {
 		if t.Name == "prism" && t.Skip == "" {
 			out = append(out, "Prism "+prismVersion+" (npm @stoplight/prism-cli, node "+nodeVersion(ctx)+")")

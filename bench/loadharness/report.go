@@ -14,6 +14,9 @@ import (
 const (
 	bareName  = "bare"
 	redisName = "bare+redis-get"
+	// The floors of the SQL stores: one lookup by primary key.
+	pgName     = "bare+pg-lookup"
+	sqliteName = "bare+sqlite-lookup"
 )
 
 // results holds every measured sample, one per repeat, in repeat order.
@@ -71,6 +74,10 @@ func baselineOf(t *target, workload string, have map[string]bool) string {
 		return ""
 	case storeOf(t.Name) == "redis" && workload == listTokens && have[redisName]:
 		return redisName
+	case storeOf(t.Name) == "postgres" && workload == listTokens && have[pgName]:
+		return pgName
+	case storeOf(t.Name) == "sqlite" && workload == listTokens && have[sqliteName]:
+		return sqliteName
 	case have[bareName]:
 		return bareName
 	}
@@ -210,6 +217,8 @@ func (r *results) goals(rows []row) []goal {
 		ratio(goal{What: "memory store / bare net/http", Min: 0.85}, "memory", bareName),
 		ratio(goal{What: "Redis store / bare net/http + one Redis GET", Min: 0.6}, "redis", redisName),
 		ratio(goal{What: "MongoDB store / bare net/http"}, "mongodb", bareName),
+		ratio(goal{What: "PostgreSQL store / bare net/http + one PostgreSQL lookup"}, "postgres", pgName),
+		ratio(goal{What: "SQLite store / bare net/http + one SQLite lookup"}, "sqlite", sqliteName),
 		ratio(goal{What: "memory store / Prism mock", Min: 10}, "memory", "prism"),
 	}
 }
@@ -414,12 +423,18 @@ func replaceSection(doc, body string) (string, error) {
 
 // colors of the chart's bars by target.
 var colors = map[string]string{
-	bareName:  "#8c8c8c",
-	redisName: "#c4c4c4",
-	"memory":  "#4e79a7",
-	"redis":   "#e15759",
-	"mongodb": "#59a14f",
-	"prism":   "#f28e2b",
+	bareName:                  "#8c8c8c",
+	redisName:                 "#c4c4c4",
+	pgName:                    "#b0b0b0",
+	sqliteName:                "#d8d8d8",
+	"postgres":                "#76b7b2",
+	"sqlite":                  "#b07aa1",
+	"postgres" + beforeSuffix: "#b9dcd9",
+	"sqlite" + beforeSuffix:   "#d8bdd1",
+	"memory":                  "#4e79a7",
+	"redis":                   "#e15759",
+	"mongodb":                 "#59a14f",
+	"prism":                   "#f28e2b",
 	// The -before build: paler.
 	"memory" + beforeSuffix:  "#a7bcd3",
 	"redis" + beforeSuffix:   "#f0abac",

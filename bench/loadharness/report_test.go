@@ -106,10 +106,22 @@ func TestRowsTakeMediansAndPairedRatios(t *testing.T) {
 	assert.Equal(t, "no MongoDB", byKey["mongodb -"].Skip)
 }
 
+// Each SQL store is held, on list-tokens, to the bare server that does one
+// lookup by primary key on the same database, when it ran; to the bare
+// one otherwise, and on every other workload.
+func TestSQLStoresBaselines(t *testing.T) {
+	have := map[string]bool{bareName: true, pgName: true, sqliteName: true}
+	assert.Equal(t, pgName, baselineOf(&target{Name: "postgres"}, listTokens, have))
+	assert.Equal(t, pgName, baselineOf(&target{Name: "postgres" + beforeSuffix}, listTokens, have))
+	assert.Equal(t, sqliteName, baselineOf(&target{Name: "sqlite"}, listTokens, have))
+	assert.Equal(t, bareName, baselineOf(&target{Name: "sqlite"}, createToken, have))
+	assert.Equal(t, bareName, baselineOf(&target{Name: "postgres"}, listTokens, map[string]bool{bareName: true}))
+}
+
 func TestGoals(t *testing.T) {
 	r := testResults()
 	goals := r.goals(r.rows(testTargets(), []string{listTokens}))
-	require.Len(t, goals, 4)
+	require.Len(t, goals, 6)
 	assert.InDelta(t, 0.9, goals[0].Measured, 1e-9)
 	assert.InDelta(t, 1/1.5, goals[0].FromCPU, 1e-9, "40 µs of CPU per request for the bare baseline, 60 for the memory store")
 	assert.Zero(t, goals[1].FromCPU)
@@ -118,6 +130,8 @@ func TestGoals(t *testing.T) {
 	assert.Equal(t, "met", goals[1].verdict())
 	assert.Equal(t, "not measured", goals[2].verdict())
 	assert.Equal(t, "not measured", goals[3].verdict())
+	assert.Equal(t, "not measured", goals[4].verdict())
+	assert.Equal(t, "not measured", goals[5].verdict())
 	assert.Equal(t, "MISSED", goal{Measured: 0.84, Min: 0.85}.verdict())
 	assert.Equal(t, "invalid (errors)", goal{Measured: 0.9, Min: 0.85, Invalid: true}.verdict())
 	assert.Equal(t, "reported", goal{Measured: 0.01}.verdict())

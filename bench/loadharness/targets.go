@@ -279,7 +279,7 @@ func (h *harness) storeTarget(name, bin string, storeURI func(gen int) string) *
 
 // baselineTarget returns a bare handler answering h.listBody to
 // h.listToken, reading it from Redis when redisAddr is set.
-func (h *harness) baselineTarget(ctx context.Context, name, redisAddr string) (*target, error) {
+func (h *harness) baselineTarget(ctx context.Context, name string, args ...string) (*target, error) {
 	t := &target{Name: name, Kind: kindBaseline}
 	bodyFile := filepath.Join(h.dir, "list-tokens-body.json")
 	if err := os.WriteFile(bodyFile, h.listBody, 0o600); err != nil {
@@ -293,10 +293,7 @@ func (h *harness) baselineTarget(ctx context.Context, name, redisAddr string) (*
 	if err != nil {
 		return nil, err
 	}
-	argv := []string{self, "baseline", "-addr", addr, "-digest", digestHex(h.listToken), "-body", bodyFile}
-	if redisAddr != "" {
-		argv = append(argv, "-redis", redisAddr, "-redis-db", fmt.Sprint(h.opt.redisDB), "-key", h.redisKey)
-	}
+	argv := append([]string{self, "baseline", "-addr", addr, "-digest", digestHex(h.listToken), "-body", bodyFile}, args...)
 	p, err := startProcess(h.dir, name, h.serverCPU, nil, argv...)
 	if err != nil {
 		return nil, err

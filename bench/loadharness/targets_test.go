@@ -45,7 +45,7 @@ func TestWithDatabase(t *testing.T) {
 
 func TestParseFlagsRefusesNonsense(t *testing.T) {
 	for _, args := range [][]string{
-		{"-stores", "postgres"},
+		{"-stores", "cassandra"},
 		{"-workloads", "list-tokens,delete-everything"},
 		{"-repeats", "0"},
 		{"-duration", "500ms"},

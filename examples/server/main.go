@@ -1,6 +1,9 @@
 // Command server runs the orgadmin REST API.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB] [-seed FILE] [-max-users-per-org N] [-pprof 127.0.0.1:6060] [-metrics-addr 127.0.0.1:9090]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB|postgres://USER@HOST:PORT/DB|sqlite:PATH] [-seed FILE] [-max-users-per-org N] [-pprof 127.0.0.1:6060] [-metrics-addr 127.0.0.1:9090]
+//
+// -store sqlite:orgadmin.db keeps everything in the file orgadmin.db
+// (created if missing), so users and tokens survive a restart.
 //
 // Without -seed it bootstraps the organization "default" with the Admin
 // "admin", whose token is $ORGADMIN_ADMIN_TOKEN when set, or a new one
@@ -64,7 +67,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	storeURI := fs.String("store", "memory", "store: memory, redis://HOST:PORT[/DB], a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB")
+	storeURI := fs.String("store", "memory", "store: memory (lost on exit), sqlite:PATH (a file, kept across restarts), postgres://USER[:PASSWORD]@HOST:PORT/DB, redis://HOST:PORT[/DB], a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB")
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
 	pprofAddr := fs.String("pprof", "", "loopback address to serve the runtime profiles at /debug/pprof/ (off when empty)")
 	metricsAddr := fs.String("metrics-addr", "", "address to serve the Prometheus metrics at /metrics, such as 127.0.0.1:9090 (off when empty)")

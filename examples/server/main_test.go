@@ -352,7 +352,7 @@ func TestMaxUsersPerOrgFlag(t *testing.T) {
 }
 
 func TestUnknownStoreIsRefused(t *testing.T) {
-	err := run(context.Background(), []string{"-store", "postgres://x"}, func(string) string { return "" }, io.Discard, nil)
+	err := run(context.Background(), []string{"-store", "cassandra://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")
 }
 

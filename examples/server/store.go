@@ -14,6 +14,7 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 	"github.com/orgadmin/orgadmin/storage/redisstore"
+	"github.com/orgadmin/orgadmin/storage/sqlstore"
 )
 
 // openStore opens the store a -store value names and returns it with a
@@ -28,8 +29,14 @@ func openStore(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 		return openRedis(uri, tp)
 	case "mongodb", "mongodb+srv":
 		return openMongo(ctx, uri, log, tp)
+	case "postgres", "postgresql", "sqlite":
+		s, err := sqlstore.Open(ctx, uri, sqlstore.Options{})
+		if err != nil {
+			return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
+		}
+		return s, s.Close, nil
 	default:
-		return nil, nil, fmt.Errorf("-store %q: unsupported store (want memory, redis://HOST:PORT[/DB] or mongodb://HOST:PORT/DB)", redact(uri))
+		return nil, nil, fmt.Errorf("-store %q: unsupported store (want memory, redis://HOST:PORT[/DB], mongodb://HOST:PORT/DB, postgres://USER@HOST:PORT/DB or sqlite:PATH)", redact(uri))
 	}
 }
 
@@ -72,10 +79,14 @@ func openRedis(uri string, tp trace.TracerProvider) (storage.Store, func(), erro
 	return s, func() { _ = c.Close() }, nil
 }
 
-// storeKind returns the scheme of a -store value ("memory" for memory).
+// storeKind returns the scheme of a -store value ("memory" for memory,
+// "sqlite" for sqlite:PATH).
 func storeKind(uri string) string {
 	if uri == "memory" || uri == "" {
 		return "memory"
+	}
+	if strings.HasPrefix(uri, "sqlite:") {
+		return "sqlite"
 	}
 	// Not net/url: a MongoDB replica set's URI lists several hosts.
 	scheme, _, ok := strings.Cut(uri, "://")
@@ -87,6 +98,9 @@ func storeKind(uri string) string {
 
 // redact hides a password in a store URI before it is shown.
 func redact(uri string) string {
+	if storeKind(uri) == "sqlite" {
+		return uri
+	}
 	u, err := url.Parse(uri)
 	if err != nil {
 		return "(unparseable)"

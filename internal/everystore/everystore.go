@@ -1,13 +1,14 @@
-// Package everystore runs a test on every kind of store: memory and
-// miniredis always, and a real Redis server, a Redis Cluster and a
-// MongoDB-wire server when the environment names them (see
-// internal/testdb). Each kind opens fresh stores of its own and can show
+// Package everystore runs a test on every kind of store: memory,
+// miniredis and a SQLite file always, and a real Redis server, a Redis
+// Cluster, a MongoDB-wire server and a PostgreSQL server when the
+// environment names them (see internal/testdb). Each kind opens fresh stores of its own and can show
 // everything a store holds, so that a test can look for what must never be
 // stored.
 package everystore
 
 import (
 	"context"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -18,13 +19,14 @@ import (
 	"github.com/orgadmin/orgadmin/storage/memstore"
 	"github.com/orgadmin/orgadmin/storage/mongostore"
 	"github.com/orgadmin/orgadmin/storage/redisstore"
+	"github.com/orgadmin/orgadmin/storage/sqlstore"
 )
 
 // Kind is one kind of store, with the server it runs on (if any)
 // connected.
 type Kind struct {
-	// Name is the kind's subtest name: memory, miniredis, redis, cluster
-	// or mongo.
+	// Name is the kind's subtest name: memory, miniredis, redis,
+	// cluster, mongo, sqlite or postgres.
 	Name string
 	// Slow is true for MongoDB, which tests run on FerretDB: every
 	// operation costs milliseconds there, and every query but an id
@@ -52,7 +54,8 @@ type Opened struct {
 
 // Contents returns everything the store holds, as texts: each key of a
 // Redis with its type and values, each document of a MongoDB database (as
-// extended JSON and as raw BSON), and for memory every string, byte and
+// extended JSON and as raw BSON), each row of every SQL table (and a
+// SQLite database's file and write-ahead log, whole), and for memory every string, byte and
 // number reachable from the Store value. It fails tb when the store cannot
 // be read.
 func (o Opened) Contents(tb testing.TB) []string {
@@ -79,6 +82,68 @@ func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 		c := testdb.Mongo(t)
 		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) Opened { return openMongo(tb, c) }})
 	})
+	t.Run("sqlite", func(t *testing.T) {
+		test(t, sqlKind("sqlite", func(tb testing.TB) string { return testdb.SQLite(tb) }))
+	})
+	t.Run("postgres", func(t *testing.T) {
+		testdb.PostgresURL(t)
+		pool := &schemas{owner: t}
+		test(t, sqlKind("postgres", pool.get))
+	})
+}
+
+// sqlKind is a kind whose stores live in a database of their own, which
+// newDSN returns: a SQLite file, or a PostgreSQL schema.
+func sqlKind(name string, newDSN func(testing.TB) string) Kind {
+	return Kind{Name: name, open: func(tb testing.TB) Opened {
+		tb.Helper()
+		dsn := newDSN(tb)
+		s, err := sqlstore.Open(tb.Context(), dsn, sqlstore.Options{Timeout: testdb.Timeout, MaxConns: 4})
+		if err != nil {
+			tb.Fatalf("sqlstore.Open: %v", err)
+		}
+		tb.Cleanup(s.Close)
+		return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
+			return testdb.SQLContents(ctx, dsn)
+		}}
+	}}
+}
+
+// schemas hands out the PostgreSQL schemas of one kind's test: a schema
+// is emptied (every table truncated) when the test that had it ends, and
+// handed out again, so that a test of many small fixtures does not pay
+// for making tables each time (tens of milliseconds a schema); they are
+// all dropped when owner ends.
+type schemas struct {
+	owner testing.TB
+	mu    sync.Mutex
+	free  []string
+}
+
+// get returns the URL of an empty schema of tb's own until tb ends.
+func (p *schemas) get(tb testing.TB) string {
+	tb.Helper()
+	p.mu.Lock()
+	var dsn string
+	if n := len(p.free); n > 0 {
+		dsn, p.free = p.free[n-1], p.free[:n-1]
+	}
+	p.mu.Unlock()
+	if dsn == "" {
+		dsn = testdb.Postgres(p.owner)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
+		defer cancel()
+		if err := testdb.EmptyPostgres(ctx, dsn); err != nil {
+			tb.Errorf("empty the schema of %s: %v", dsn, err)
+			return
+		}
+		p.mu.Lock()
+		p.free = append(p.free, dsn)
+		p.mu.Unlock()
+	})
+	return dsn
 }
 
 func openMemory(testing.TB) Opened {

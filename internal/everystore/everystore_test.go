@@ -15,6 +15,7 @@ import (
 	"github.com/orgadmin/orgadmin/storage/memstore"
 	"github.com/orgadmin/orgadmin/storage/mongostore"
 	"github.com/orgadmin/orgadmin/storage/redisstore"
+	"github.com/orgadmin/orgadmin/storage/sqlstore"
 )
 
 const secret = "oat_3kTq9ZvX2mLp8RwY4nBc7HdJ5sFg1Ae6Ui0OyKxQrVtNhWjM"
@@ -89,6 +90,7 @@ func TestKinds(t *testing.T) {
 	types := map[string]storage.Store{
 		"memory": &memstore.Store{}, "miniredis": &redisstore.Store{}, "redis": &redisstore.Store{},
 		"cluster": &redisstore.Store{}, "mongo": &mongostore.Store{},
+		"sqlite": &sqlstore.Store{}, "postgres": &sqlstore.Store{},
 	}
 	Run(t, func(t *testing.T, k Kind) {
 		ctx := t.Context()

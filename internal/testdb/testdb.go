@@ -1,7 +1,7 @@
 // Package testdb connects tests to the database servers they run on: an
-// in-process miniredis always, and the real Redis server, Redis Cluster
-// and MongoDB-wire server that scripts/services.sh starts and names in the
-// environment. A test whose server is not configured skips, saying which
+// in-process miniredis and SQLite files always, and the real Redis server,
+// Redis Cluster, MongoDB-wire server and PostgreSQL server that
+// scripts/services.sh starts and names in the environment. A test whose server is not configured skips, saying which
 // variable is unset, so that a plain go test passes without servers.
 //
 // It knows only the drivers, never the store adapters, so that the

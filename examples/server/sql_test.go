@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/internal/testdb"
+)
+
+// The README's tour, restarts and reseeding on a SQLite file, always, and
+// on PostgreSQL when scripts/test.sh has started a server.
+
+func TestReadmeTourSQLite(t *testing.T)   { testReadmeTour(t, "-store", testdb.SQLite(t)) }
+func TestRestartsOnSQLite(t *testing.T)   { testRestarts(t, testdb.SQLite(t)) }
+func TestReseedOnSQLite(t *testing.T)     { testReseed(t, testdb.SQLite(t)) }
+func TestReadmeTourPostgres(t *testing.T) { testReadmeTour(t, "-store", testdb.Postgres(t)) }
+func TestRestartsOnPostgres(t *testing.T) { testRestarts(t, testdb.Postgres(t)) }
+func TestReseedOnPostgres(t *testing.T)   { testReseed(t, testdb.Postgres(t)) }
+
+// A server on a SQLite file keeps what it was told across a restart: the
+// user created over HTTP, that user's token, and the Admin's token, with
+// no second Admin made.
+func TestSQLiteFileSurvivesRestart(t *testing.T) {
+	const adminToken = "oat_restart-test-admin-token-0123456789abcdefghijk"
+	store := "sqlite:" + filepath.Join(t.TempDir(), "orgadmin.db")
+	env := map[string]string{"ORGADMIN_ADMIN_TOKEN": adminToken}
+
+	var reporterToken string
+	t.Run("first start", func(t *testing.T) {
+		base, _ := startServer(t, env, "-store", store)
+		st, body := call(t, "POST", base+"/v1/users", adminToken, `{"username": "Reporter", "description": "nightly"}`)
+		require.Equal(t, 200, st, body)
+		st, body = call(t, "POST", base+"/v1/users/reporter/tokens", adminToken, `{"name": "ci"}`)
+		require.Equal(t, 200, st, body)
+		reporterToken = body["token"].(string)
+	}) // the server stops as the subtest ends
+
+	base, _ := startServer(t, env, "-store", store)
+	st, body := call(t, "GET", base+"/v1/users", adminToken, "")
+	require.Equal(t, 200, st, body)
+	assert.Equal(t, 2.0, body["total_count"], "the Admin and Reporter, no second Admin")
+	names := []string{}
+	for _, u := range body["users"].([]any) {
+		names = append(names, u.(map[string]any)["username"].(string))
+	}
+	assert.Equal(t, []string{"admin", "Reporter"}, names)
+	st, body = call(t, "GET", base+"/v1/users/admin/tokens", adminToken, "")
+	require.Equal(t, 200, st, body)
+	assert.Len(t, body["tokens"], 1, "the Admin's one bootstrap token")
+	st, body = call(t, "GET", base+"/v1/users/reporter/tokens", reporterToken, "")
+	require.Equal(t, 200, st, body)
+	assert.Len(t, body["tokens"], 1)
+}
+
+func TestBadSQLiteStoreIsRefused(t *testing.T) {
+	err := run(context.Background(), []string{"-store", "sqlite:"}, func(string) string { return "" }, io.Discard, nil)
+	require.ErrorContains(t, err, "no file path")
+	err = run(context.Background(), []string{"-store", "sqlite:" + filepath.Join(t.TempDir(), "x.db") + "?synchronous=off"}, func(string) string { return "" }, io.Discard, nil)
+	require.ErrorContains(t, err, "synchronous")
+}

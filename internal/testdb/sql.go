@@ -1,0 +1,207 @@
+package testdb
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver
+	_ "modernc.org/sqlite"             // the "sqlite" database/sql driver
+)
+
+// PostgresURLEnv is the URL of a PostgreSQL server's database the tests
+// may create schemas in.
+const PostgresURLEnv = "ORGADMIN_POSTGRES_URL"
+
+// PostgresURL returns the URL PostgresURLEnv holds, or skips tb.
+func PostgresURL(tb testing.TB) string {
+	tb.Helper()
+	u := os.Getenv(PostgresURLEnv)
+	if u == "" {
+		tb.Skip(PostgresURLEnv + " not set; scripts/test.sh starts a PostgreSQL server")
+	}
+	return u
+}
+
+// pgAdmin is the connection pool that creates and drops the tests'
+// schemas, one per server URL.
+var pgAdmin struct {
+	sync.Mutex
+	dbs map[string]*sql.DB
+}
+
+func adminDB(tb testing.TB, base string) *sql.DB {
+	tb.Helper()
+	pgAdmin.Lock()
+	defer pgAdmin.Unlock()
+	if db, ok := pgAdmin.dbs[base]; ok {
+		return db
+	}
+	db, err := sql.Open("pgx", base)
+	if err != nil {
+		tb.Fatalf("open %s: %v", base, err)
+	}
+	if pgAdmin.dbs == nil {
+		pgAdmin.dbs = map[string]*sql.DB{}
+	}
+	pgAdmin.dbs[base] = db
+	return db
+}
+
+// Postgres returns the URL of a schema of the server PostgresURLEnv names
+// that no other call returns (the URL sets search_path to it), dropped
+// with everything in it when tb ends; or skips tb. A schema is much
+// cheaper to make than a database, and as private to a test.
+func Postgres(tb testing.TB) string {
+	tb.Helper()
+	base := PostgresURL(tb)
+	db := adminDB(tb, base)
+	schema := "orgadmin_test_" + RandomHex(8)
+	ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema); err != nil {
+		tb.Fatalf("create schema %s: %v", schema, err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), Timeout)
+		defer cancel()
+		if _, err := db.ExecContext(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			tb.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return WithParam(tb, base, "search_path", schema)
+}
+
+// EmptyPostgres truncates every table of the schema of dsn (a URL
+// Postgres returned) but schema_version, in one statement.
+func EmptyPostgres(ctx context.Context, dsn string) error {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tables, err := column(ctx, db, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name <> 'schema_version'")
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	_, err = db.ExecContext(ctx, `TRUNCATE "`+strings.Join(tables, `", "`)+`"`) // #nosec G202 -- table names the database listed
+	return err
+}
+
+// WithParam returns the URL u with the query parameter key set to value.
+func WithParam(tb testing.TB, u, key, value string) string {
+	tb.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		tb.Fatalf("parse %s: %v", u, err)
+	}
+	q := p.Query()
+	q.Set(key, value)
+	p.RawQuery = q.Encode()
+	return p.String()
+}
+
+// SQLite returns the data source of a SQLite file in a directory of tb's
+// own, removed when tb ends: sqlite:PATH.
+func SQLite(tb testing.TB) string {
+	tb.Helper()
+	return "sqlite:" + filepath.Join(tb.TempDir(), "orgadmin.db")
+}
+
+// SQLContents returns every row of every table of the database dsn
+// names (postgres://… with its search_path, or sqlite:PATH), each as the
+// table's name followed by its values, bytes as they are; and for SQLite,
+// the bytes of the database file and of its write-ahead log, whole.
+func SQLContents(ctx context.Context, dsn string) ([]string, error) {
+	driver, source, list := "pgx", dsn, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+	var files []string
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		driver, source = "sqlite", "file:"+path+"?_query_only=1"
+		list = "SELECT name FROM sqlite_master WHERE type = 'table'"
+		files = []string{path, path + "-wal"}
+	}
+	db, err := sql.Open(driver, source)
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	tables, err := column(ctx, db, list)
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	var out []string
+	for _, t := range tables {
+		rows, err := tableRows(ctx, db, t)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", t, err)
+		}
+		out = append(out, rows...)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f) // #nosec G304 -- the test's own database file
+		if err != nil && !os.IsNotExist(err) {
+			return nil, err
+		}
+		out = append(out, string(b))
+	}
+	return out, nil
+}
+
+// column returns the first column of what query reads, as text.
+func column(ctx context.Context, db *sql.DB, query string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// tableRows returns each row of table as one text.
+func tableRows(ctx context.Context, db *sql.DB, table string) ([]string, error) {
+	rows, err := db.QueryContext(ctx, `SELECT * FROM "`+table+`"`) // #nosec G202 -- a table name the database listed
+
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	vals := make([]any, len(cols))
+	dest := make([]any, len(cols))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	var out []string
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		var b strings.Builder
+		b.WriteString(table)
+		for i, v := range vals {
+			if bs, ok := v.([]byte); ok {
+				v = string(bs)
+			}
+			fmt.Fprintf(&b, " %s=%v", cols[i], v)
+		}
+		out = append(out, b.String())
+	}
+	return out, rows.Err()
+}

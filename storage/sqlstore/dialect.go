@@ -1,0 +1,153 @@
+package sqlstore
+
+import (
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// dialect is what PostgreSQL and SQLite spell differently. Queries are
+// written once, in PostgreSQL's spelling ($1 parameters, FOR UPDATE row
+// locks, BYTEA, COLLATE "C"), and rewritten for SQLite at Open.
+type dialect struct {
+	name string
+	// rewrite turns a query in PostgreSQL's spelling into the engine's.
+	rewrite func(q string) string
+	// unique and foreignKey recognise a violation of a unique constraint
+	// and of a foreign key.
+	unique, foreignKey func(error) bool
+	// lockKey takes the migration lock inside a transaction, or is empty
+	// where BEGIN IMMEDIATE is the lock.
+	lockKey string
+}
+
+func (d *dialect) isUnique(err error) bool     { return err != nil && d.unique(err) }
+func (d *dialect) isForeignKey(err error) bool { return err != nil && d.foreignKey(err) }
+
+// param is the n-th query parameter, 1-based, in the engine's spelling.
+func (d *dialect) param(n int) string {
+	if d.name == "sqlite" {
+		return "?" + strconv.Itoa(n)
+	}
+	return "$" + strconv.Itoa(n)
+}
+
+// migrationLock is the first key of PostgreSQL's advisory lock that
+// migrations hold, so that processes starting together migrate one after
+// another; the second is a hash of the schema migrated (the first of the
+// search_path), so that migrations of different schemas do not wait for
+// each other.
+const migrationLock int32 = 0x6f7267 // "org"
+
+var postgres = &dialect{
+	name:    "postgres",
+	rewrite: func(q string) string { return q },
+	unique: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "23505" // unique_violation
+	},
+	foreignKey: func(err error) bool {
+		var pe *pgconn.PgError
+		return errors.As(err, &pe) && pe.Code == "23503" // foreign_key_violation
+	},
+	lockKey: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, hashtext(current_schema()))", migrationLock),
+}
+
+var sqliteDialect = &dialect{
+	name: "sqlite",
+	rewrite: func(q string) string {
+		q = strings.ReplaceAll(q, " FOR UPDATE", "")  // the write lock is the file's
+		q = strings.ReplaceAll(q, ` COLLATE "C"`, "") // BINARY, byte-wise, is the default
+		q = strings.ReplaceAll(q, "BYTEA", "BLOB")
+		q = strings.ReplaceAll(q, "BIGSERIAL", "INTEGER") // INTEGER PRIMARY KEY: the rowid
+		return strings.ReplaceAll(q, "$", "?")            // ?N: numbered, as $N
+	},
+	unique: func(err error) bool {
+		c := sqliteCode(err)
+		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+	},
+	foreignKey: func(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY },
+}
+
+func sqliteCode(err error) int {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		return se.Code()
+	}
+	return 0
+}
+
+// openPostgres opens a pool of connections to the PostgreSQL server of
+// dsn. It does not connect: the migration that follows does.
+func openPostgres(dsn string, opts Options) (*Store, error) {
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: %s: %w", Redact(dsn), err)
+	}
+	db.SetMaxOpenConns(opts.MaxConns)
+	db.SetMaxIdleConns(opts.MaxConns)
+	return &Store{d: postgres, db: db, wdb: db}, nil
+}
+
+// busyTimeout is how long a SQLite connection waits for the file's write
+// lock that another process holds, in milliseconds.
+const busyTimeout = 10_000
+
+// openSQLite opens the SQLite file path: one connection for writes, whose
+// transactions begin IMMEDIATE, and a pool of read-only ones. path may end
+// with ?synchronous=full (the default) or ?synchronous=normal.
+func openSQLite(path string, opts Options) (*Store, error) {
+	path, query, _ := strings.Cut(path, "?")
+	if path == "" {
+		return nil, errors.New("sqlstore: sqlite: no file path (want sqlite:PATH)")
+	}
+	sync := "FULL"
+	if query != "" {
+		v, err := url.ParseQuery(query)
+		if err != nil {
+			return nil, fmt.Errorf("sqlstore: sqlite:%s?%s: %w", path, query, err)
+		}
+		for k := range v {
+			if k != "synchronous" {
+				return nil, fmt.Errorf("sqlstore: sqlite:%s: unknown parameter %q (want synchronous)", path, k)
+			}
+		}
+		switch s := strings.ToUpper(v.Get("synchronous")); s {
+		case "FULL", "NORMAL":
+			sync = s
+		default:
+			return nil, fmt.Errorf("sqlstore: sqlite:%s: synchronous=%q (want full or normal)", path, v.Get("synchronous"))
+		}
+	}
+	// The file name goes through url.PathEscape so that a '?' or '#' in it
+	// is not taken for the start of the driver's parameters.
+	base := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + url.Values{
+		"_busy_timeout": {strconv.Itoa(busyTimeout)},
+		"_journal_mode": {"WAL"},
+		"_synchronous":  {sync},
+		"_foreign_keys": {"1"},
+	}.Encode()
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate")
+	if err != nil {
+		return nil, fmt.Errorf("sqlstore: sqlite:%s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	r, err := sql.Open("sqlite", base+"&_query_only=1")
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlstore: sqlite:%s: %w", path, err)
+	}
+	r.SetMaxOpenConns(opts.MaxConns)
+	r.SetMaxIdleConns(opts.MaxConns)
+	return &Store{d: sqliteDialect, db: r, wdb: w}, nil
+}

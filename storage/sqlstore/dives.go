@@ -1,0 +1,206 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// resourceDoc is a storage.Resource as stored, in a JSON array.
+type resourceDoc struct {
+	URL   string `json:"url"`
+	Alias string `json:"alias"`
+}
+
+// resources is rs as stored: a JSON array, or NULL for none.
+func resources(rs []storage.Resource) sql.NullString {
+	if len(rs) == 0 {
+		return sql.NullString{}
+	}
+	docs := make([]resourceDoc, len(rs))
+	for i, r := range rs {
+		docs[i] = resourceDoc(r)
+	}
+	b, _ := json.Marshal(docs) // strings always encode
+	return sql.NullString{String: string(b), Valid: true}
+}
+
+// fromResources decodes what resources stored.
+func fromResources(s sql.NullString) ([]storage.Resource, error) {
+	if !s.Valid {
+		return nil, nil
+	}
+	var docs []resourceDoc
+	if err := json.Unmarshal([]byte(s.String), &docs); err != nil {
+		return nil, fmt.Errorf("decode resources: %w", err)
+	}
+	out := make([]storage.Resource, len(docs))
+	for i, d := range docs {
+		out[i] = storage.Resource(d)
+	}
+	return out, nil
+}
+
+// PutDive implements storage.Store: one INSERT … ON CONFLICT DO UPDATE.
+func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	_, err := s.wr().ExecContext(ctx, s.q.putDive, d.Org, d.ID, d.Title, d.Version, resources(d.RequiredResources))
+	if s.d.isForeignKey(err) {
+		return storage.ErrNotFound
+	}
+	return failed("put dive", err)
+}
+
+// GetDive implements storage.Store.
+func (s *Store) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	d := storage.Dive{ID: id, Org: org}
+	var rs sql.NullString
+	err := s.rd().QueryRowContext(ctx, s.q.getDive, org, id).Scan(&d.Title, &d.Version, &rs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.Dive{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.Dive{}, failed("get dive", err)
+	}
+	d.RequiredResources, err = fromResources(rs)
+	return d, failed("get dive", err)
+}
+
+// GetEmbedTarget implements storage.Store: one query, whose one row joins
+// the Dive and the user, each there or not.
+func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) (storage.EmbedTarget, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var (
+		t  storage.EmbedTarget
+		rs sql.NullString
+		ur userRow
+	)
+	err := s.rd().QueryRowContext(ctx, s.q.embedTarget, org, diveID, folded).
+		Scan(append([]any{&t.Dive.ID, &t.Dive.Title, &t.Dive.Version, &rs}, ur.dest()...)...)
+	if err != nil {
+		return storage.EmbedTarget{}, failed("get embed target", err)
+	}
+	if t.Dive.ID != "" {
+		t.Dive.Org, t.DiveFound = org, true
+		if t.Dive.RequiredResources, err = fromResources(rs); err != nil {
+			return storage.EmbedTarget{}, failed("get embed target", err)
+		}
+	} else {
+		t.Dive = storage.Dive{}
+	}
+	if ur.u.ID != "" {
+		if t.User, err = ur.user(); err != nil {
+			return storage.EmbedTarget{}, failed("get embed target", err)
+		}
+		t.UserFound = true
+	}
+	return t, nil
+}
+
+// CreateEmbedSession implements storage.Store: in one transaction, it
+// deletes the user's sessions that expired before s.CreatedAt and inserts
+// s.
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	err := s.inTx(ctx, func(tx runner) error {
+		if _, err := tx.ExecContext(ctx, s.q.dropExpiredSessions, es.Org, es.UserID, micros(es.CreatedAt)); err != nil {
+			return err
+		}
+		var state []byte
+		if es.InitialState != nil {
+			state = es.InitialState
+		}
+		_, err := tx.ExecContext(ctx, s.q.insertSession, es.Digest[:], es.Org, es.DiveID, es.Version, es.UserID,
+			es.Username, resources(es.Resources), state, es.AffinityKey, micros(es.CreatedAt), micros(es.ExpiresAt))
+		switch {
+		case s.d.isForeignKey(err):
+			return storage.ErrNotFound
+		case s.d.isUnique(err):
+			return storage.ErrAlreadyExists
+		}
+		return err
+	})
+	return failed("create embed session", err)
+}
+
+// EmbedSessionByDigest implements storage.Store.
+func (s *Store) EmbedSessionByDigest(ctx context.Context, digest storage.Digest) (storage.EmbedSession, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var (
+		es               storage.EmbedSession
+		d                []byte
+		rs               sql.NullString
+		created, expires int64
+	)
+	err := s.rd().QueryRowContext(ctx, s.q.sessionByDigest, digest[:]).Scan(&d, &es.Org, &es.DiveID, &es.Version, &es.UserID,
+		&es.Username, &rs, &es.InitialState, &es.AffinityKey, &created, &expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.EmbedSession{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.EmbedSession{}, failed("embed session", err)
+	}
+	es.Digest = digest
+	es.CreatedAt, es.ExpiresAt = fromMicros(created), fromMicros(expires)
+	es.Resources, err = fromResources(rs)
+	return es, failed("embed session", err)
+}
+
+// SetDuckling implements storage.Store: one INSERT … ON CONFLICT DO
+// UPDATE, which the user's foreign key refuses when the user is gone.
+func (s *Store) SetDuckling(ctx context.Context, d storage.Duckling) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	_, err := s.wr().ExecContext(ctx, s.q.setDuckling, d.Org, d.UserID, d.ID, d.Active, micros(d.At))
+	if s.d.isForeignKey(err) {
+		return storage.ErrNotFound
+	}
+	return failed("set duckling", err)
+}
+
+// ListActivity implements storage.Store: one query joins the org's users
+// with their Duckling reports.
+func (s *Store) ListActivity(ctx context.Context, org string) ([]storage.Activity, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.rd().QueryContext(ctx, s.q.listActivity, org)
+	if err != nil {
+		return nil, failed("list activity", err)
+	}
+	defer rows.Close()
+	out := []storage.Activity{}
+	var (
+		ur userRow
+		d  storage.Duckling
+		at int64
+	)
+	dest := append(ur.dest(), &d.ID, &d.Active, &at)
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, failed("list activity", err)
+		}
+		if len(out) == 0 || out[len(out)-1].User.ID != ur.u.ID {
+			u, err := ur.user()
+			if err != nil {
+				return nil, failed("list activity", err)
+			}
+			out = append(out, storage.Activity{User: u})
+		}
+		a := &out[len(out)-1]
+		a.Ducklings = append(a.Ducklings, storage.Duckling{Org: org, UserID: a.User.ID, ID: d.ID, Active: d.Active, At: fromMicros(at)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, failed("list activity", err)
+	}
+	return out, nil
+}

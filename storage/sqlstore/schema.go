@@ -1,0 +1,164 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+)
+
+// migrations are the schema's versions: migrations[i] brings a database at
+// version i to version i+1. A released migration is never edited; a change
+// of schema is a new one at the end. Each is written in PostgreSQL's
+// spelling and rewritten for SQLite.
+//
+// Version 1 holds every table. Version 2 adds the index that listings
+// filtered on service accounts read their keyset pages from.
+var migrations = []string{
+	// 1
+	`CREATE TABLE orgs (
+	id TEXT PRIMARY KEY,
+	created_at BIGINT NOT NULL,
+	user_count BIGINT NOT NULL DEFAULT 0
+);
+CREATE TABLE users (
+	org TEXT NOT NULL REFERENCES orgs (id),
+	id TEXT NOT NULL,
+	username TEXT NOT NULL,
+	folded TEXT COLLATE "C" NOT NULL,
+	description TEXT NOT NULL,
+	service_account BOOLEAN NOT NULL,
+	role TEXT NOT NULL,
+	privileges TEXT,
+	email TEXT NOT NULL,
+	first_name TEXT NOT NULL,
+	last_name TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	rw_size TEXT NOT NULL,
+	rw_flock BIGINT NOT NULL,
+	rw_cooldown BIGINT NOT NULL,
+	rs_size TEXT NOT NULL,
+	rs_flock BIGINT NOT NULL,
+	rs_cooldown BIGINT NOT NULL,
+	PRIMARY KEY (org, id),
+	UNIQUE (org, folded)
+);
+CREATE TABLE tokens (
+	id TEXT PRIMARY KEY,
+	digest BYTEA NOT NULL UNIQUE,
+	org TEXT NOT NULL,
+	user_id TEXT NOT NULL,
+	name TEXT NOT NULL,
+	description TEXT NOT NULL,
+	type TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	expires_at BIGINT,
+	FOREIGN KEY (org, user_id) REFERENCES users (org, id) ON DELETE CASCADE
+);
+CREATE INDEX tokens_by_user ON tokens (org, user_id, created_at, id);
+CREATE TABLE ducklings (
+	org TEXT NOT NULL,
+	user_id TEXT NOT NULL,
+	id TEXT NOT NULL,
+	active BOOLEAN NOT NULL,
+	at BIGINT NOT NULL,
+	PRIMARY KEY (org, user_id, id),
+	FOREIGN KEY (org, user_id) REFERENCES users (org, id) ON DELETE CASCADE
+);
+CREATE TABLE dives (
+	org TEXT NOT NULL REFERENCES orgs (id),
+	id TEXT NOT NULL,
+	title TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	resources TEXT,
+	PRIMARY KEY (org, id)
+);
+CREATE TABLE embed_sessions (
+	digest BYTEA PRIMARY KEY,
+	org TEXT NOT NULL,
+	dive_id TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	user_id TEXT NOT NULL,
+	username TEXT NOT NULL,
+	resources TEXT,
+	initial_state BYTEA,
+	affinity_key TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	expires_at BIGINT NOT NULL,
+	FOREIGN KEY (org, user_id) REFERENCES users (org, id) ON DELETE CASCADE
+);
+CREATE INDEX embed_sessions_by_user ON embed_sessions (org, user_id, expires_at);
+CREATE TABLE seed_marks (
+	org TEXT NOT NULL,
+	key TEXT NOT NULL,
+	PRIMARY KEY (org, key)
+);
+CREATE TABLE feedback (
+	seq BIGSERIAL PRIMARY KEY,
+	id TEXT NOT NULL UNIQUE,
+	page_path TEXT NOT NULL,
+	text TEXT NOT NULL,
+	page_title TEXT NOT NULL,
+	source TEXT NOT NULL,
+	created_at BIGINT NOT NULL
+)`,
+	// 2
+	`CREATE INDEX users_by_kind ON users (org, service_account, folded)`,
+}
+
+// migration returns the statements of migration i (0-based) for the
+// Store's engine.
+func (s *Store) migration(i int) string { return s.d.rewrite(migrations[i]) }
+
+// Migrate brings the schema of the Store's database to the current
+// version. Open calls it; calling it again does nothing. It returns an
+// error when the database's version is newer than this package knows.
+func (s *Store) Migrate(ctx context.Context) error {
+	return s.migrate(ctx, len(migrations))
+}
+
+// Version returns the schema version of the Store's database.
+func (s *Store) Version(ctx context.Context) (int, error) {
+	var v int
+	err := s.db.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&v)
+	if err != nil {
+		return 0, fmt.Errorf("sqlstore: read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// migrate brings the schema to version target, in one transaction that
+// holds the migration lock: PostgreSQL's advisory lock, or SQLite's write
+// lock (BEGIN IMMEDIATE). Two processes that start together migrate one
+// after the other, and the second finds nothing to do. Each version
+// applied adds its row to schema_version.
+func (s *Store) migrate(ctx context.Context, target int) error {
+	err := s.inTx(ctx, func(tx runner) error {
+		if s.d.lockKey != "" {
+			if _, err := tx.tx.ExecContext(ctx, s.d.lockKey); err != nil {
+				return fmt.Errorf("take the migration lock: %w", err)
+			}
+		}
+		if _, err := tx.tx.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER PRIMARY KEY)"); err != nil {
+			return err
+		}
+		var v int
+		if err := tx.tx.QueryRowContext(ctx, "SELECT COALESCE(MAX(version), 0) FROM schema_version").Scan(&v); err != nil {
+			return err
+		}
+		if v > len(migrations) {
+			return fmt.Errorf("the database's schema is at version %d, newer than this build knows (%d)", v, len(migrations))
+		}
+		for ; v < target; v++ {
+			if _, err := tx.tx.ExecContext(ctx, s.migration(v)); err != nil {
+				return fmt.Errorf("to version %d: %w", v+1, err)
+			}
+			if _, err := tx.tx.ExecContext(ctx, s.d.rewrite("INSERT INTO schema_version (version) VALUES ($1)"), v+1); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("sqlstore: migrate: %w", err)
+	}
+	return nil
+}

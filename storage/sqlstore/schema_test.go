@@ -1,0 +1,130 @@
+package sqlstore
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/internal/testdb"
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// eachEngine runs test on a fresh database of each engine: a SQLite file,
+// and a PostgreSQL schema when the server is configured.
+func eachEngine(t *testing.T, test func(t *testing.T, dsn string)) {
+	t.Run("sqlite", func(t *testing.T) { test(t, testdb.SQLite(t)) })
+	t.Run("postgres", func(t *testing.T) { test(t, testdb.Postgres(t)) })
+}
+
+// An empty database is brought to the current version at Open, one row of
+// schema_version per version.
+func TestMigrateFromEmpty(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dsn string) {
+		s := openTest(t, dsn)
+		assertVersion(t, s, len(migrations))
+		assert.True(t, hasIndex(t, s, "users_by_kind"))
+	})
+}
+
+// Migrating a database that is current does nothing, at Open or by Migrate.
+func TestMigrateTwice(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dsn string) {
+		s := openTest(t, dsn)
+		require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "kept", CreatedAt: time.UnixMilli(1)}))
+		require.NoError(t, s.Migrate(t.Context()))
+		again := openTest(t, dsn)
+		assertVersion(t, again, len(migrations))
+		_, err := again.GetOrg(t.Context(), "kept")
+		require.NoError(t, err)
+	})
+}
+
+// Processes that start together on one empty database migrate one after
+// another: every Open succeeds, and each version is applied once.
+func TestMigrateConcurrentOpens(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dsn string) {
+		const n = 4
+		var wg sync.WaitGroup
+		stores := make([]*Store, n)
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				stores[i], errs[i] = Open(t.Context(), dsn, Options{Timeout: testdb.Timeout, MaxConns: 2})
+			})
+		}
+		wg.Wait()
+		for i := range n {
+			require.NoError(t, errs[i], "Open %d", i)
+			t.Cleanup(stores[i].Close)
+		}
+		assertVersion(t, stores[0], len(migrations))
+	})
+}
+
+// A database created at version 1, with records in it, is migrated to the
+// current version at Open, and keeps its records.
+func TestMigrateFromVersion1(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		old, err := open(dsn, Options{Timeout: testdb.Timeout})
+		require.NoError(t, err)
+		require.NoError(t, old.migrate(ctx, 1))
+		assertVersion(t, old, 1)
+		assert.False(t, hasIndex(t, old, "users_by_kind"))
+		require.NoError(t, old.CreateOrg(ctx, storage.Org{ID: "o", CreatedAt: time.UnixMilli(1)}))
+		for _, name := range []string{"bot", "human"} {
+			u := storage.User{ID: "id-" + name, Org: "o", Username: name, FoldedUsername: name, Role: "Member", IsServiceAccount: name == "bot"}
+			require.NoError(t, old.CreateUser(ctx, u, storage.UserLimit{}))
+		}
+		old.Close()
+
+		s := openTest(t, dsn)
+		assertVersion(t, s, len(migrations))
+		assert.True(t, hasIndex(t, s, "users_by_kind"))
+		sa := true
+		p, err := s.ListUsers(ctx, "o", storage.UserQuery{ServiceAccount: &sa, Limit: 10})
+		require.NoError(t, err)
+		require.Len(t, p.Users, 1)
+		assert.Equal(t, "bot", p.Users[0].FoldedUsername)
+		assert.Equal(t, 1, p.Total)
+	})
+}
+
+// A database migrated by a newer build is not touched.
+func TestMigrateRefusesNewerSchema(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dsn string) {
+		s := openTest(t, dsn)
+		_, err := s.wdb.ExecContext(t.Context(), s.d.rewrite("INSERT INTO schema_version (version) VALUES ($1)"), len(migrations)+1)
+		require.NoError(t, err)
+		_, err = Open(t.Context(), dsn, Options{Timeout: testdb.Timeout})
+		require.ErrorContains(t, err, "newer than this build knows")
+	})
+}
+
+func assertVersion(t *testing.T, s *Store, want int) {
+	t.Helper()
+	v, err := s.Version(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, want, v, "schema version")
+	var rows int
+	require.NoError(t, s.db.QueryRowContext(t.Context(), "SELECT count(*) FROM schema_version").Scan(&rows))
+	assert.Equal(t, want, rows, "rows of schema_version")
+}
+
+// hasIndex reports whether the Store's database has the index name.
+func hasIndex(t *testing.T, s *Store, name string) bool {
+	t.Helper()
+	q := "SELECT count(*) FROM pg_indexes WHERE schemaname = current_schema() AND indexname = $1"
+	if s.d == sqliteDialect {
+		q = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?1"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
+	defer cancel()
+	var n int
+	require.NoError(t, s.db.QueryRowContext(ctx, q, name).Scan(&n))
+	return n == 1
+}

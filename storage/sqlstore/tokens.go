@@ -1,0 +1,205 @@
+package sqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// tokenRow is a row of tokens as it is scanned.
+type tokenRow struct {
+	t       storage.Token
+	digest  []byte
+	created int64
+	expires sql.NullInt64
+}
+
+// dest returns where the columns of tokenColumns go, in their order.
+func (r *tokenRow) dest() []any {
+	t := &r.t
+	return []any{&t.ID, &r.digest, &t.Org, &t.UserID, &t.Name, &t.Description, &t.Type, &r.created, &r.expires}
+}
+
+// token returns the scanned token.
+func (r *tokenRow) token() (storage.Token, error) {
+	t := r.t
+	if len(r.digest) != len(t.Digest) {
+		return storage.Token{}, fmt.Errorf("token %s: a digest of %d bytes", t.ID, len(r.digest))
+	}
+	copy(t.Digest[:], r.digest)
+	t.CreatedAt = fromMicros(r.created)
+	t.ExpiresAt = fromNullMicros(r.expires)
+	return t, nil
+}
+
+// CreateToken implements storage.Store. It locks the user's row (on
+// PostgreSQL; SQLite's write transaction is exclusive already), then
+// deletes the user's tokens that are no longer live and counts the rest,
+// so concurrent creations are counted one after another, and a concurrent
+// DeleteUser either waits for the token and deletes it or is waited for
+// and leaves no user to write it for.
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	err := s.inTx(ctx, func(tx runner) error {
+		var one int
+		err := tx.QueryRowContext(ctx, s.q.lockUser, t.Org, t.UserID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return storage.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if lim.Max > 0 {
+			liveAt := micros(lim.LiveAt)
+			if _, err := tx.ExecContext(ctx, s.q.dropExpiredTokens, t.Org, t.UserID, liveAt); err != nil {
+				return err
+			}
+			var n int
+			if err := tx.QueryRowContext(ctx, s.q.countTokens, t.Org, t.UserID, liveAt).Scan(&n); err != nil {
+				return err
+			}
+			if n >= lim.Max {
+				if err := tx.QueryRowContext(ctx, s.q.tokenTaken, t.ID, t.Digest[:]).Scan(&n); err != nil {
+					return err
+				}
+				if n > 0 {
+					return storage.ErrAlreadyExists
+				}
+				return storage.ErrLimitExceeded
+			}
+		}
+		_, err = tx.ExecContext(ctx, s.q.insertToken, t.ID, t.Digest[:], t.Org, t.UserID, t.Name, t.Description, t.Type,
+			micros(t.CreatedAt), nullMicros(t.ExpiresAt))
+		switch {
+		case s.d.isUnique(err):
+			return storage.ErrAlreadyExists
+		case s.d.isForeignKey(err):
+			return storage.ErrNotFound
+		}
+		return err
+	})
+	return failed("create token", err)
+}
+
+// ReadAccess implements storage.Store: one query reads the token of the
+// digest joined with its user, and one more, when the query names a
+// target, reads the target joined with its live tokens.
+func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	var (
+		a  storage.Access
+		tr tokenRow
+		ur userRow
+	)
+	err := s.rd().QueryRowContext(ctx, s.q.credential, q.Digest[:]).Scan(append(tr.dest(), ur.dest()...)...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.Access{}, storage.ErrNotFound
+	}
+	if err != nil {
+		return storage.Access{}, failed("read access", err)
+	}
+	if a.Credential.Token, err = tr.token(); err != nil {
+		return storage.Access{}, failed("read access", err)
+	}
+	if a.Credential.User, err = ur.user(); err != nil {
+		return storage.Access{}, failed("read access", err)
+	}
+	if q.Username == "" {
+		return a, nil
+	}
+	if !q.Tokens {
+		if q.Username == a.Credential.User.FoldedUsername {
+			a.Target, a.TargetFound = a.Credential.User, true
+			a.Target.Privileges = slices.Clone(a.Target.Privileges) // not the credential's
+			return a, nil
+		}
+		var tu userRow
+		err := s.rd().QueryRowContext(ctx, s.q.getUser, a.Credential.User.Org, q.Username).Scan(tu.dest()...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return a, nil
+		}
+		if err != nil {
+			return storage.Access{}, failed("read access", err)
+		}
+		a.Target, err = tu.user()
+		a.TargetFound = err == nil
+		return a, failed("read access", err)
+	}
+	rows, err := s.rd().QueryContext(ctx, s.q.targetTokens, a.Credential.User.Org, q.Username, micros(q.LiveAt))
+	if err != nil {
+		return storage.Access{}, failed("read access", err)
+	}
+	defer rows.Close()
+	var tu userRow
+	dest := append(tu.dest(), tr.dest()...)
+	a.Tokens = q.Into
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return storage.Access{}, failed("read access", err)
+		}
+		if !a.TargetFound {
+			if a.Target, err = tu.user(); err != nil {
+				return storage.Access{}, failed("read access", err)
+			}
+			a.TargetFound = true
+		}
+		if tr.t.ID == "" { // the target has no live token
+			continue
+		}
+		t, err := tr.token()
+		if err != nil {
+			return storage.Access{}, failed("read access", err)
+		}
+		a.Tokens = append(a.Tokens, t)
+	}
+	if err := rows.Err(); err != nil {
+		return storage.Access{}, failed("read access", err)
+	}
+	if !a.TargetFound {
+		a.Tokens = nil
+	}
+	return a, nil
+}
+
+// ListTokens implements storage.Store.
+func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]storage.Token, error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	rows, err := s.rd().QueryContext(ctx, s.q.listTokens, org, userID, micros(liveAt))
+	if err != nil {
+		return nil, failed("list tokens", err)
+	}
+	defer rows.Close()
+	out := []storage.Token{}
+	var r tokenRow
+	dest := r.dest()
+	for rows.Next() {
+		if err := rows.Scan(dest...); err != nil {
+			return nil, failed("list tokens", err)
+		}
+		t, err := r.token()
+		if err != nil {
+			return nil, failed("list tokens", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, failed("list tokens", err)
+	}
+	return out, nil
+}
+
+// DeleteToken implements storage.Store: one DELETE of the token's row.
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	res, err := s.wr().ExecContext(ctx, s.q.deleteToken, org, userID, id, micros(liveAt))
+	return failed("delete token", changedOne(res, err))
+}
