@@ -96,7 +96,7 @@ type queries struct {
 func newQueries(d *dialect) queries {
 	u := cols("u", userColumns, false)
 	t := cols("t", tokenColumns, false)
-	q := queries{
+	q := queries{ // #nosec G101 -- SQL statements that name token columns, no credentials
 		createOrg: "INSERT INTO orgs (id, created_at) VALUES ($1, $2)",
 		getOrg:    "SELECT created_at FROM orgs WHERE id = $1",
 		lockOrg:   "SELECT user_count FROM orgs WHERE id = $1 FOR UPDATE",
