@@ -90,7 +90,7 @@ func sqliteCode(err error) int {
 func openPostgres(dsn string, opts Options) (*Store, error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: %s: %w", Redact(dsn), err)
+		return nil, fmt.Errorf("sqlstore: %s: %w", redact(dsn), err)
 	}
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
