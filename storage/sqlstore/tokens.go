@@ -89,7 +89,9 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 
 // ReadAccess implements storage.Store: one query reads the token of the
 // digest joined with its user, and one more, when the query names a
-// target, reads the target joined with its live tokens.
+// target, reads the target joined with its live tokens (when the target is
+// the credential's user, its live tokens alone; without tokens asked, no
+// second query).
 func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -114,12 +116,18 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	if q.Username == "" {
 		return a, nil
 	}
-	if !q.Tokens {
-		if q.Username == a.Credential.User.FoldedUsername {
-			a.Target, a.TargetFound = a.Credential.User, true
-			a.Target.Privileges = slices.Clone(a.Target.Privileges) // not the credential's
-			return a, nil
+	if q.Username == a.Credential.User.FoldedUsername {
+		// The target is the credential's user, read already.
+		a.Target, a.TargetFound = a.Credential.User, true
+		a.Target.Privileges = slices.Clone(a.Target.Privileges) // not the credential's
+		if q.Tokens {
+			if a.Tokens, err = s.liveTokens(ctx, q.Into, a.Target.Org, a.Target.ID, q.LiveAt); err != nil {
+				return storage.Access{}, failed("read access", err)
+			}
 		}
+		return a, nil
+	}
+	if !q.Tokens {
 		var tu userRow
 		err := s.rd().QueryRowContext(ctx, s.q.getUser, a.Credential.User.Org, q.Username).Scan(tu.dest()...)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -172,28 +180,34 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]storage.Token, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	out, err := s.liveTokens(ctx, []storage.Token{}, org, userID, liveAt)
+	return out, failed("list tokens", err)
+}
+
+// liveTokens appends to dst the tokens of the user userID of org that are
+// live at liveAt, in creation order.
+func (s *Store) liveTokens(ctx context.Context, dst []storage.Token, org, userID string, liveAt time.Time) ([]storage.Token, error) {
 	rows, err := s.rd().QueryContext(ctx, s.q.listTokens, org, userID, micros(liveAt))
 	if err != nil {
-		return nil, failed("list tokens", err)
+		return nil, err
 	}
 	defer rows.Close()
-	out := []storage.Token{}
 	var r tokenRow
 	dest := r.dest()
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			return nil, failed("list tokens", err)
+			return nil, err
 		}
 		t, err := r.token()
 		if err != nil {
-			return nil, failed("list tokens", err)
+			return nil, err
 		}
-		out = append(out, t)
+		dst = append(dst, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, failed("list tokens", err)
+		return nil, err
 	}
-	return out, nil
+	return dst, nil
 }
 
 // DeleteToken implements storage.Store: one DELETE of the token's row.
