@@ -302,7 +302,7 @@ func (s *Store) MarkSeeded(ctx context.Context, org string, keys []string) error
 				args = append(args, org, k)
 			}
 			b.WriteString(" ON CONFLICT (org, key) DO NOTHING")
-			if _, err := tx.tx.ExecContext(ctx, b.String(), args...); err != nil {
+			if _, err := tx.tx.ExecContext(ctx, b.String(), s.d.escapeArgs(args)...); err != nil {
 				return err
 			}
 			keys = keys[n:]
@@ -327,7 +327,7 @@ func (s *Store) SeedMarks(ctx context.Context, org string) ([]string, error) {
 		if err := rows.Scan(&k); err != nil {
 			return nil, failed("seed marks", err)
 		}
-		out = append(out, k)
+		out = append(out, s.d.unescape(k))
 	}
 	return out, failed("seed marks", rows.Err())
 }

@@ -25,9 +25,14 @@ func (r *tokenRow) dest() []any {
 	return []any{&t.ID, &r.digest, &t.Org, &t.UserID, &t.Name, &t.Description, &t.Type, &r.created, &r.expires}
 }
 
-// token returns the scanned token.
-func (r *tokenRow) token() (storage.Token, error) {
+// token returns the scanned token, its strings as d stored them.
+func (r *tokenRow) token(d *dialect) (storage.Token, error) {
 	t := r.t
+	if d.escapes {
+		for _, p := range []*string{&t.ID, &t.Org, &t.UserID, &t.Name, &t.Description, &t.Type} {
+			*p = unescapeNUL(*p)
+		}
+	}
 	if len(r.digest) != len(t.Digest) {
 		return storage.Token{}, fmt.Errorf("token %s: a digest of %d bytes", t.ID, len(r.digest))
 	}
@@ -107,10 +112,10 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	if err != nil {
 		return storage.Access{}, failed("read access", err)
 	}
-	if a.Credential.Token, err = tr.token(); err != nil {
+	if a.Credential.Token, err = tr.token(s.d); err != nil {
 		return storage.Access{}, failed("read access", err)
 	}
-	if a.Credential.User, err = ur.user(); err != nil {
+	if a.Credential.User, err = ur.user(s.d); err != nil {
 		return storage.Access{}, failed("read access", err)
 	}
 	if q.Username == "" {
@@ -136,7 +141,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 		if err != nil {
 			return storage.Access{}, failed("read access", err)
 		}
-		a.Target, err = tu.user()
+		a.Target, err = tu.user(s.d)
 		a.TargetFound = err == nil
 		return a, failed("read access", err)
 	}
@@ -153,7 +158,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 			return storage.Access{}, failed("read access", err)
 		}
 		if !a.TargetFound {
-			if a.Target, err = tu.user(); err != nil {
+			if a.Target, err = tu.user(s.d); err != nil {
 				return storage.Access{}, failed("read access", err)
 			}
 			a.TargetFound = true
@@ -161,7 +166,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 		if tr.t.ID == "" { // the target has no live token
 			continue
 		}
-		t, err := tr.token()
+		t, err := tr.token(s.d)
 		if err != nil {
 			return storage.Access{}, failed("read access", err)
 		}
@@ -198,7 +203,7 @@ func (s *Store) liveTokens(ctx context.Context, dst []storage.Token, org, userID
 		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
-		t, err := r.token()
+		t, err := r.token(s.d)
 		if err != nil {
 			return nil, err
 		}
