@@ -103,7 +103,7 @@ func (s *Store) closeStmts() {
 // transactions, which cannot prepare on the pool themselves (see stmt).
 func (s *Store) prepareWrites(ctx context.Context) error {
 	for _, q := range []string{
-		s.q.lockOrg, s.q.userTaken, s.q.insertUser, s.q.countUser, s.q.deleteUser,
+		s.q.lockOrg, s.q.userTaken, s.q.insertUser, s.q.changeUserCount, s.q.deleteUser,
 		s.q.lockUser, s.q.dropExpiredTokens, s.q.countTokens, s.q.tokenTaken, s.q.insertToken,
 		s.q.dropExpiredSessions, s.q.insertSession, s.q.addFeedback, s.q.trimFeedback,
 	} {

@@ -105,7 +105,7 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.User
 		case err != nil:
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.q.countUser, u.Org, 1)
+		_, err = tx.ExecContext(ctx, s.q.changeUserCount, u.Org, 1)
 		return err
 	})
 	return failed("create user", err)
@@ -182,7 +182,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.Use
 		if err := tx.QueryRowContext(ctx, s.q.deleteUser, org, folded).Scan(r.dest()...); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q.countUser, org, -1)
+		_, err := tx.ExecContext(ctx, s.q.changeUserCount, org, -1)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
