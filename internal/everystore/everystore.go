@@ -87,8 +87,8 @@ func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 	})
 	t.Run("postgres", func(t *testing.T) {
 		testdb.PostgresURL(t)
-		pool := &schemas{owner: t}
-		test(t, sqlKind("postgres", pool.get))
+		pool := &pgStores{owner: t}
+		test(t, Kind{Name: "postgres", open: pool.open})
 	})
 }
 
@@ -98,52 +98,73 @@ func sqlKind(name string, newDSN func(testing.TB) string) Kind {
 	return Kind{Name: name, open: func(tb testing.TB) Opened {
 		tb.Helper()
 		dsn := newDSN(tb)
-		s, err := sqlstore.Open(tb.Context(), dsn, sqlstore.Options{Timeout: testdb.Timeout, MaxConns: 4})
-		if err != nil {
-			tb.Fatalf("sqlstore.Open: %v", err)
-		}
-		tb.Cleanup(s.Close)
-		return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
-			return testdb.SQLContents(ctx, dsn)
-		}}
+		return sqlOpened(openSQL(tb, dsn), dsn)
 	}}
 }
 
-// schemas hands out the PostgreSQL schemas of one kind's test: a schema
-// is emptied (every table truncated) when the test that had it ends, and
-// handed out again, so that a test of many small fixtures does not pay
-// for making tables each time (tens of milliseconds a schema); they are
-// all dropped when owner ends.
-type schemas struct {
-	owner testing.TB
-	mu    sync.Mutex
-	free  []string
+// openSQL opens a Store on dsn, closed when tb ends.
+func openSQL(tb testing.TB, dsn string) *sqlstore.Store {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
+	defer cancel()
+	s, err := sqlstore.Open(ctx, dsn, sqlstore.Options{Timeout: testdb.Timeout, MaxConns: 4})
+	if err != nil {
+		tb.Fatalf("sqlstore.Open: %v", err)
+	}
+	tb.Cleanup(s.Close)
+	return s
 }
 
-// get returns the URL of an empty schema of tb's own until tb ends.
-func (p *schemas) get(tb testing.TB) string {
+func sqlOpened(s *sqlstore.Store, dsn string) Opened {
+	return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
+		return testdb.SQLContents(ctx, dsn)
+	}}
+}
+
+// pgStores hands out the Stores of one kind's test on PostgreSQL, each on
+// a schema of its own: a Store's schema is emptied (every table
+// truncated) when the test that had it ends, and the Store handed out
+// again, so that a test of many small fixtures does not pay for making
+// tables, connecting and preparing statements each time (tens of
+// milliseconds a Store). They are closed, and their schemas dropped, when
+// owner ends. A Store caches nothing, so an emptied one is as fresh as a
+// new one.
+type pgStores struct {
+	owner testing.TB
+	mu    sync.Mutex
+	free  []pgStore
+}
+
+type pgStore struct {
+	dsn string
+	s   *sqlstore.Store
+}
+
+// open returns an empty Store of tb's own until tb ends.
+func (p *pgStores) open(tb testing.TB) Opened {
 	tb.Helper()
 	p.mu.Lock()
-	var dsn string
+	var e pgStore
 	if n := len(p.free); n > 0 {
-		dsn, p.free = p.free[n-1], p.free[:n-1]
+		e, p.free = p.free[n-1], p.free[:n-1]
 	}
 	p.mu.Unlock()
-	if dsn == "" {
-		dsn = testdb.Postgres(p.owner)
+	if e.s == nil {
+		e.dsn = testdb.Postgres(p.owner)
+		e.s = openSQL(p.owner, e.dsn)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
 		defer cancel()
-		if err := testdb.EmptyPostgres(ctx, dsn); err != nil {
-			tb.Errorf("empty the schema of %s: %v", dsn, err)
+		if err := testdb.EmptyPostgres(ctx, e.dsn); err != nil {
+			tb.Errorf("empty the schema of %s: %v", e.dsn, err)
 			return
 		}
 		p.mu.Lock()
-		p.free = append(p.free, dsn)
+		p.free = append(p.free, e)
 		p.mu.Unlock()
 	})
-	return dsn
+	return sqlOpened(e.s, e.dsn)
 }
 
 func openMemory(testing.TB) Opened {
