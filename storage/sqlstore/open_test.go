@@ -46,7 +46,10 @@ func TestSQLiteFileNameIsTakenWhole(t *testing.T) {
 
 // Two Stores on one database, as two processes, creating tokens for one
 // user at once: exactly the limit is created, and the rest are
-// ErrLimitExceeded.
+// ErrLimitExceeded. On SQLite this is what BEGIN IMMEDIATE is for: with
+// deferred transactions, which read (count) before they take the write
+// lock, most of these fail at once with SQLITE_BUSY, whatever the busy
+// timeout.
 func TestSharedTokenLimit(t *testing.T) {
 	eachEngine(t, func(t *testing.T, dsn string) {
 		ctx := t.Context()
