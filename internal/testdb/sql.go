@@ -86,9 +86,14 @@ func Postgres(tb testing.TB) string {
 	return WithParam(tb, base, "search_path", schema)
 }
 
-// EmptyPostgres truncates every table but schema_version of the schema
-// of dsn (a URL Postgres returned), in one statement.
-func EmptyPostgres(ctx context.Context, dsn string) error {
+// EmptySQL deletes every row of every table but schema_version of the
+// database of dsn (a URL Postgres returned, or a data source SQLite
+// returned): on PostgreSQL in one TRUNCATE of the schema's tables, on
+// SQLite in one transaction.
+func EmptySQL(ctx context.Context, dsn string) error {
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		return emptySQLite(ctx, path)
+	}
 	u, err := url.Parse(dsn)
 	if err != nil {
 		return err
@@ -107,6 +112,32 @@ func EmptyPostgres(ctx context.Context, dsn string) error {
 	}
 	_, err = db.ExecContext(ctx, `TRUNCATE "`+schema+`"."`+strings.Join(tables, `", "`+schema+`"."`)+`"`) // #nosec G202 -- table names the database listed
 	return err
+}
+
+// emptySQLite deletes every row of the SQLite file path, on a connection
+// of its own, which does not enforce foreign keys (SQLite's default), so
+// the tables can be emptied in any order.
+func emptySQLite(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=10000&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tables, err := column(ctx, db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_version'")
+	if err != nil {
+		return err
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, t := range tables {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM "`+t+`"`); err != nil { // #nosec G202 -- a table the database listed
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // WithParam returns the URL u with the query parameter key set to value.
