@@ -133,7 +133,8 @@ func emptySQLite(ctx context.Context, path string) error {
 	}
 	defer func() { _ = tx.Rollback() }()
 	for _, t := range tables {
-		if _, err := tx.ExecContext(ctx, `DELETE FROM "`+t+`"`); err != nil { // #nosec G202 -- a table the database listed
+		_, err := tx.ExecContext(ctx, `DELETE FROM "`+t+`"`) // #nosec G202 -- a table the database listed
+		if err != nil {
 			return err
 		}
 	}
