@@ -124,6 +124,10 @@ start_postgres() {
     return 0
   fi
   local port dir as=()
+  if [ ! -x "$postgres_bin/initdb" ]; then
+    echo "PostgreSQL 15 not found at $postgres_bin (Debian: apt-get install postgresql)" >&2
+    return 1
+  fi
   port=$(free_port)
   dir="$services_dir/postgres-$port"
   mkdir -p "$dir"

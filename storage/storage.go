@@ -5,7 +5,7 @@
 // ids, reads a clock or decides whether something has expired. Where a method
 // must filter on time (live tokens, for instance) the instant is passed in by
 // the caller. Every rule of the API lives in the root orgadmin package, so the
-// adapters (memstore, redisstore, mongostore) cannot drift apart.
+// adapters (memstore, redisstore, mongostore, sqlstore) cannot drift apart.
 //
 // Records are passed and returned by value. A record returned by a Store
 // shares no memory with what the Store holds: mutating it, its slices or its

@@ -4,15 +4,17 @@
 //
 // From the repository root:
 //
-//	go run ./bench/loadharness [-duration 5s] [-repeats 3] [-stores memory,redis,mongodb] [-prism] [-before REV]
+//	go run ./bench/loadharness [-duration 5s] [-repeats 3] [-stores memory,redis,mongodb,postgres,sqlite] [-prism] [-before REV]
 //
-// or scripts/loadharness.sh, which starts Redis and FerretDB first. It
-// builds examples/server and starts it once per store, as a process of its
-// own, seeded with one organization (an Admin with -tokens tokens and -users
-// service accounts). Beside it run two bare net/http baselines, processes
-// of this program: one parses the bearer, hashes it, makes one map lookup
-// and writes the same JSON body the server answers for the Admin's tokens;
-// the other does the same with one Redis GET instead of the map. With
+// or scripts/loadharness.sh, which starts Redis, FerretDB and PostgreSQL
+// first. It builds examples/server and starts it once per store, as a
+// process of its own, seeded with one organization (an Admin with -tokens
+// tokens and -users service accounts). Beside it run bare net/http
+// baselines, processes of this program: one parses the bearer, hashes it,
+// makes one map lookup and writes the same JSON body the server answers
+// for the Admin's tokens; the others do the same with one Redis GET, or
+// one lookup by primary key on PostgreSQL or on a SQLite file (the floor
+// of each SQL store), instead of the map. With
 // -prism it also starts the Prism mock server of the OpenAPI document.
 //
 // wrk drives every target with the same threads, connections and

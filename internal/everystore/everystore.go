@@ -83,67 +83,71 @@ func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) Opened { return openMongo(tb, c) }})
 	})
 	t.Run("sqlite", func(t *testing.T) {
-		test(t, sqlKind("sqlite", func(tb testing.TB) string { return testdb.SQLite(tb) }))
+		pool := &sqlStores{owner: t, newDSN: testdb.SQLite}
+		test(t, Kind{Name: "sqlite", open: pool.open})
 	})
 	t.Run("postgres", func(t *testing.T) {
 		testdb.PostgresURL(t)
-		pool := &schemas{owner: t}
-		test(t, sqlKind("postgres", pool.get))
+		pool := &sqlStores{owner: t, newDSN: testdb.Postgres}
+		test(t, Kind{Name: "postgres", open: pool.open})
 	})
 }
 
-// sqlKind is a kind whose stores live in a database of their own, which
-// newDSN returns: a SQLite file, or a PostgreSQL schema.
-func sqlKind(name string, newDSN func(testing.TB) string) Kind {
-	return Kind{Name: name, open: func(tb testing.TB) Opened {
-		tb.Helper()
-		dsn := newDSN(tb)
-		s, err := sqlstore.Open(tb.Context(), dsn, sqlstore.Options{Timeout: testdb.Timeout, MaxConns: 4})
+// sqlStores hands out the Stores of one kind's test on a SQL database,
+// each on a database of its own (a SQLite file, a PostgreSQL schema) that
+// newDSN makes: a Store's database is emptied when the test that had it
+// ends, and the Store handed out again, so that a test of many small
+// fixtures does not pay for making tables, connecting and preparing
+// statements each time (tens of milliseconds a Store, and much more for
+// SQLite under the race detector). They are closed, and their databases
+// removed, when owner ends. A Store caches nothing, so an emptied one is
+// as fresh as a new one.
+type sqlStores struct {
+	owner  testing.TB
+	newDSN func(testing.TB) string
+	mu     sync.Mutex
+	free   []sqlStore
+}
+
+type sqlStore struct {
+	dsn string
+	s   *sqlstore.Store
+}
+
+// open returns an empty Store of tb's own until tb ends.
+func (p *sqlStores) open(tb testing.TB) Opened {
+	tb.Helper()
+	p.mu.Lock()
+	var e sqlStore
+	if n := len(p.free); n > 0 {
+		e, p.free = p.free[n-1], p.free[:n-1]
+	}
+	p.mu.Unlock()
+	if e.s == nil {
+		e.dsn = p.newDSN(p.owner)
+		ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
+		defer cancel()
+		s, err := sqlstore.Open(ctx, e.dsn, sqlstore.Options{Timeout: testdb.Timeout, MaxConns: 4})
 		if err != nil {
 			tb.Fatalf("sqlstore.Open: %v", err)
 		}
-		tb.Cleanup(s.Close)
-		return Opened{Store: s, contents: func(ctx context.Context) ([]string, error) {
-			return testdb.SQLContents(ctx, dsn)
-		}}
-	}}
-}
-
-// schemas hands out the PostgreSQL schemas of one kind's test: a schema
-// is emptied (every table truncated) when the test that had it ends, and
-// handed out again, so that a test of many small fixtures does not pay
-// for making tables each time (tens of milliseconds a schema); they are
-// all dropped when owner ends.
-type schemas struct {
-	owner testing.TB
-	mu    sync.Mutex
-	free  []string
-}
-
-// get returns the URL of an empty schema of tb's own until tb ends.
-func (p *schemas) get(tb testing.TB) string {
-	tb.Helper()
-	p.mu.Lock()
-	var dsn string
-	if n := len(p.free); n > 0 {
-		dsn, p.free = p.free[n-1], p.free[:n-1]
-	}
-	p.mu.Unlock()
-	if dsn == "" {
-		dsn = testdb.Postgres(p.owner)
+		p.owner.Cleanup(s.Close)
+		e.s = s
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testdb.Timeout)
 		defer cancel()
-		if err := testdb.EmptyPostgres(ctx, dsn); err != nil {
-			tb.Errorf("empty the schema of %s: %v", dsn, err)
+		if err := testdb.EmptySQL(ctx, e.dsn); err != nil {
+			tb.Errorf("empty %s: %v", e.dsn, err)
 			return
 		}
 		p.mu.Lock()
-		p.free = append(p.free, dsn)
+		p.free = append(p.free, e)
 		p.mu.Unlock()
 	})
-	return dsn
+	return Opened{Store: e.s, contents: func(ctx context.Context) ([]string, error) {
+		return testdb.SQLContents(ctx, e.dsn)
+	}}
 }
 
 func openMemory(testing.TB) Opened {

@@ -38,20 +38,28 @@ var pgAdmin struct {
 
 func adminDB(tb testing.TB, base string) *sql.DB {
 	tb.Helper()
+	db, err := openAdmin(base)
+	if err != nil {
+		tb.Fatalf("open %s: %v", base, err)
+	}
+	return db
+}
+
+func openAdmin(base string) (*sql.DB, error) {
 	pgAdmin.Lock()
 	defer pgAdmin.Unlock()
 	if db, ok := pgAdmin.dbs[base]; ok {
-		return db
+		return db, nil
 	}
 	db, err := sql.Open("pgx", base)
 	if err != nil {
-		tb.Fatalf("open %s: %v", base, err)
+		return nil, err
 	}
 	if pgAdmin.dbs == nil {
 		pgAdmin.dbs = map[string]*sql.DB{}
 	}
 	pgAdmin.dbs[base] = db
-	return db
+	return db, nil
 }
 
 // Postgres returns the URL of a schema of the server PostgresURLEnv names
@@ -78,20 +86,59 @@ func Postgres(tb testing.TB) string {
 	return WithParam(tb, base, "search_path", schema)
 }
 
-// EmptyPostgres truncates every table of the schema of dsn (a URL
-// Postgres returned) but schema_version, in one statement.
-func EmptyPostgres(ctx context.Context, dsn string) error {
-	db, err := sql.Open("pgx", dsn)
+// EmptySQL deletes every row of every table but schema_version of the
+// database of dsn (a URL Postgres returned, or a data source SQLite
+// returned): on PostgreSQL in one TRUNCATE of the schema's tables, on
+// SQLite in one transaction.
+func EmptySQL(ctx context.Context, dsn string) error {
+	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
+		return emptySQLite(ctx, path)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return err
+	}
+	q := u.Query()
+	schema := q.Get("search_path")
+	q.Del("search_path")
+	u.RawQuery = q.Encode()
+	db, err := openAdmin(u.String())
+	if err != nil {
+		return err
+	}
+	tables, err := column(ctx, db, "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 AND table_name <> 'schema_version'", schema)
+	if err != nil || len(tables) == 0 {
+		return err
+	}
+	_, err = db.ExecContext(ctx, `TRUNCATE "`+schema+`"."`+strings.Join(tables, `", "`+schema+`"."`)+`"`) // #nosec G202 -- table names the database listed
+	return err
+}
+
+// emptySQLite deletes every row of the SQLite file path, on a connection
+// of its own, which does not enforce foreign keys (SQLite's default), so
+// the tables can be emptied in any order.
+func emptySQLite(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", "file:"+path+"?_busy_timeout=10000&_txlock=immediate")
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	tables, err := column(ctx, db, "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_name <> 'schema_version'")
-	if err != nil || len(tables) == 0 {
+	tables, err := column(ctx, db, "SELECT name FROM sqlite_master WHERE type = 'table' AND name <> 'schema_version'")
+	if err != nil {
 		return err
 	}
-	_, err = db.ExecContext(ctx, `TRUNCATE "`+strings.Join(tables, `", "`)+`"`) // #nosec G202 -- table names the database listed
-	return err
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, t := range tables {
+		_, err := tx.ExecContext(ctx, `DELETE FROM "`+t+`"`) // #nosec G202 -- a table the database listed
+		if err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // WithParam returns the URL u with the query parameter key set to value.
@@ -154,8 +201,8 @@ func SQLContents(ctx context.Context, dsn string) ([]string, error) {
 }
 
 // column returns the first column of what query reads, as text.
-func column(ctx context.Context, db *sql.DB, query string) ([]string, error) {
-	rows, err := db.QueryContext(ctx, query)
+func column(ctx context.Context, db *sql.DB, query string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

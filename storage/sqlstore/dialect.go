@@ -27,6 +27,79 @@ type dialect struct {
 	// lockKey takes the migration lock inside a transaction, or is empty
 	// where BEGIN IMMEDIATE is the lock.
 	lockKey string
+	// escapes is true where text cannot hold NUL (PostgreSQL): strings
+	// are stored through escapeNUL and read through unescapeNUL.
+	escapes bool
+}
+
+// escapeNUL returns s with each NUL byte written as \x01\x01 and each
+// \x01 as \x01\x02, so that PostgreSQL's text, which refuses NUL, holds
+// any string. The code keeps byte-wise order (NUL still sorts before
+// \x01, and both before \x02) and leaves every string without those two
+// bytes as it is: usernames, ids and all ordinary text.
+func escapeNUL(s string) string {
+	if strings.IndexByte(s, 0) < 0 && strings.IndexByte(s, 1) < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case 0:
+			b.WriteString("\x01\x01")
+		case 1:
+			b.WriteString("\x01\x02")
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
+
+// unescapeNUL reverses escapeNUL.
+func unescapeNUL(s string) string {
+	if strings.IndexByte(s, 1) < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	for i := 0; i < len(s); i++ {
+		if s[i] == 1 && i+1 < len(s) {
+			i++
+			b.WriteByte(s[i] - 1) // \x01 for NUL, \x02 for \x01
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// unescape returns s as it was before d stored it.
+func (d *dialect) unescape(s string) string {
+	if d.escapes {
+		return unescapeNUL(s)
+	}
+	return s
+}
+
+// escapeArgs returns args with each string escaped as d stores it (a
+// copy, when one changes).
+func (d *dialect) escapeArgs(args []any) []any {
+	if !d.escapes {
+		return args
+	}
+	out := args
+	for i, a := range args {
+		if str, ok := a.(string); ok {
+			if e := escapeNUL(str); e != str {
+				if &out[0] == &args[0] {
+					out = append([]any(nil), args...)
+				}
+				out[i] = e
+			}
+		}
+	}
+	return out
 }
 
 func (d *dialect) isUnique(err error) bool     { return err != nil && d.unique(err) }
@@ -59,6 +132,7 @@ var postgres = &dialect{
 		return errors.As(err, &pe) && pe.Code == "23503" // foreign_key_violation
 	},
 	lockKey: fmt.Sprintf("SELECT pg_advisory_xact_lock(%d, hashtext(current_schema()))", migrationLock),
+	escapes: true,
 }
 
 var sqliteDialect = &dialect{
@@ -90,7 +164,7 @@ func sqliteCode(err error) int {
 func openPostgres(dsn string, opts Options) (*Store, error) {
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("sqlstore: %s: %w", Redact(dsn), err)
+		return nil, fmt.Errorf("sqlstore: %s: %w", redact(dsn), err)
 	}
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)

@@ -69,6 +69,7 @@ func (s *Store) GetDive(ctx context.Context, org, id string) (storage.Dive, erro
 	if err != nil {
 		return storage.Dive{}, failed("get dive", err)
 	}
+	d.Title = s.d.unescape(d.Title)
 	d.RequiredResources, err = fromResources(rs)
 	return d, failed("get dive", err)
 }
@@ -89,6 +90,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 		return storage.EmbedTarget{}, failed("get embed target", err)
 	}
 	if t.Dive.ID != "" {
+		t.Dive.ID, t.Dive.Title = s.d.unescape(t.Dive.ID), s.d.unescape(t.Dive.Title)
 		t.Dive.Org, t.DiveFound = org, true
 		if t.Dive.RequiredResources, err = fromResources(rs); err != nil {
 			return storage.EmbedTarget{}, failed("get embed target", err)
@@ -97,7 +99,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 		t.Dive = storage.Dive{}
 	}
 	if ur.u.ID != "" {
-		if t.User, err = ur.user(); err != nil {
+		if t.User, err = ur.user(s.d); err != nil {
 			return storage.EmbedTarget{}, failed("get embed target", err)
 		}
 		t.UserFound = true
@@ -151,6 +153,9 @@ func (s *Store) EmbedSessionByDigest(ctx context.Context, digest storage.Digest)
 		return storage.EmbedSession{}, failed("embed session", err)
 	}
 	es.Digest = digest
+	for _, p := range []*string{&es.Org, &es.DiveID, &es.UserID, &es.Username, &es.AffinityKey} {
+		*p = s.d.unescape(*p)
+	}
 	es.CreatedAt, es.ExpiresAt = fromMicros(created), fromMicros(expires)
 	es.Resources, err = fromResources(rs)
 	return es, failed("embed session", err)
@@ -180,24 +185,26 @@ func (s *Store) ListActivity(ctx context.Context, org string) ([]storage.Activit
 	defer rows.Close()
 	out := []storage.Activity{}
 	var (
-		ur userRow
-		d  storage.Duckling
-		at int64
+		ur     userRow
+		d      storage.Duckling
+		at     int64
+		lastID string
 	)
 	dest := append(ur.dest(), &d.ID, &d.Active, &at)
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
 			return nil, failed("list activity", err)
 		}
-		if len(out) == 0 || out[len(out)-1].User.ID != ur.u.ID {
-			u, err := ur.user()
+		if len(out) == 0 || ur.u.ID != lastID { // as stored
+			lastID = ur.u.ID
+			u, err := ur.user(s.d)
 			if err != nil {
 				return nil, failed("list activity", err)
 			}
 			out = append(out, storage.Activity{User: u})
 		}
 		a := &out[len(out)-1]
-		a.Ducklings = append(a.Ducklings, storage.Duckling{Org: org, UserID: a.User.ID, ID: d.ID, Active: d.Active, At: fromMicros(at)})
+		a.Ducklings = append(a.Ducklings, storage.Duckling{Org: org, UserID: a.User.ID, ID: s.d.unescape(d.ID), Active: d.Active, At: fromMicros(at)})
 	}
 	if err := rows.Err(); err != nil {
 		return nil, failed("list activity", err)

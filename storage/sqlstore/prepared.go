@@ -71,7 +71,7 @@ func (r runner) QueryRowContext(ctx context.Context, q string, args ...any) row 
 	if err != nil {
 		return row{err: err}
 	}
-	return row{r: st.QueryRowContext(ctx, args...)}
+	return row{r: st.QueryRowContext(ctx, r.s.d.escapeArgs(args)...)}
 }
 
 func (r runner) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
@@ -79,7 +79,7 @@ func (r runner) QueryContext(ctx context.Context, q string, args ...any) (*sql.R
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, args...)
+	return st.QueryContext(ctx, r.s.d.escapeArgs(args)...)
 }
 
 func (r runner) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {
@@ -87,7 +87,7 @@ func (r runner) ExecContext(ctx context.Context, q string, args ...any) (sql.Res
 	if err != nil {
 		return nil, err
 	}
-	return st.ExecContext(ctx, args...)
+	return st.ExecContext(ctx, r.s.d.escapeArgs(args)...)
 }
 
 // closeStmts closes the kept statements.
@@ -103,7 +103,7 @@ func (s *Store) closeStmts() {
 // transactions, which cannot prepare on the pool themselves (see stmt).
 func (s *Store) prepareWrites(ctx context.Context) error {
 	for _, q := range []string{
-		s.q.lockOrg, s.q.userTaken, s.q.insertUser, s.q.countUser, s.q.deleteUser,
+		s.q.lockOrg, s.q.userTaken, s.q.insertUser, s.q.changeUserCount, s.q.deleteUser,
 		s.q.lockUser, s.q.dropExpiredTokens, s.q.countTokens, s.q.tokenTaken, s.q.insertToken,
 		s.q.dropExpiredSessions, s.q.insertSession, s.q.addFeedback, s.q.trimFeedback,
 	} {

@@ -75,7 +75,7 @@ func liveAt(t, p string) string {
 type queries struct {
 	createOrg, getOrg, lockOrg string
 
-	countUser, userTaken, insertUser, getUser, updateUser, setInstances, deleteUser string
+	changeUserCount, userTaken, insertUser, getUser, updateUser, setInstances, deleteUser string
 	// listUsers[filtered][keyset] is a page of users, with the total.
 	listUsers [2][2]string
 	// totalUsers[filtered] counts users.
@@ -97,10 +97,10 @@ func newQueries(d *dialect) queries {
 	u := cols("u", userColumns, false)
 	t := cols("t", tokenColumns, false)
 	q := queries{ // #nosec G101 -- SQL statements that name token columns, no credentials
-		createOrg: "INSERT INTO orgs (id, created_at) VALUES ($1, $2)",
-		getOrg:    "SELECT created_at FROM orgs WHERE id = $1",
-		lockOrg:   "SELECT user_count FROM orgs WHERE id = $1 FOR UPDATE",
-		countUser: "UPDATE orgs SET user_count = user_count + $2 WHERE id = $1",
+		createOrg:       "INSERT INTO orgs (id, created_at) VALUES ($1, $2)",
+		getOrg:          "SELECT created_at FROM orgs WHERE id = $1",
+		lockOrg:         "SELECT user_count FROM orgs WHERE id = $1 FOR UPDATE",
+		changeUserCount: "UPDATE orgs SET user_count = user_count + $2 WHERE id = $1",
 
 		userTaken:  "SELECT count(*) FROM users WHERE org = $1 AND (folded = $2 OR id = $3)",
 		insertUser: "INSERT INTO users (" + names(userColumns) + ") VALUES (" + params(1, len(userColumns)) + ")",
@@ -169,7 +169,7 @@ func newQueries(d *dialect) queries {
 	// Every statement in the engine's spelling.
 	for _, p := range []*string{
 		&q.createOrg, &q.getOrg, &q.lockOrg,
-		&q.countUser, &q.userTaken, &q.insertUser, &q.getUser, &q.updateUser, &q.setInstances, &q.deleteUser,
+		&q.changeUserCount, &q.userTaken, &q.insertUser, &q.getUser, &q.updateUser, &q.setInstances, &q.deleteUser,
 		&q.listUsers[0][0], &q.listUsers[0][1], &q.listUsers[1][0], &q.listUsers[1][1], &q.totalUsers[0], &q.totalUsers[1],
 		&q.lockUser, &q.dropExpiredTokens, &q.countTokens, &q.tokenTaken, &q.insertToken,
 		&q.credential, &q.targetTokens, &q.listTokens, &q.deleteToken,

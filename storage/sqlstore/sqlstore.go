@@ -144,7 +144,7 @@ func open(dsn string, opts Options) (*Store, error) {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		s, err = openSQLite(strings.TrimPrefix(dsn, "sqlite:"), opts)
 	default:
-		return nil, fmt.Errorf("sqlstore: unsupported data source %q (want postgres://…, postgresql://… or sqlite:PATH)", Redact(dsn))
+		return nil, fmt.Errorf("sqlstore: unsupported data source %q (want postgres://…, postgresql://… or sqlite:PATH)", redact(dsn))
 	}
 	if err != nil {
 		return nil, err
@@ -160,8 +160,8 @@ func migrateTimeout(op time.Duration) time.Duration {
 	return max(op*6, 30*time.Second)
 }
 
-// Redact hides a password in a data source name before it is shown.
-func Redact(dsn string) string {
+// redact hides a password in a data source name before it is shown.
+func redact(dsn string) string {
 	if strings.HasPrefix(dsn, "sqlite:") {
 		return dsn
 	}
@@ -180,9 +180,6 @@ func (s *Store) Close() {
 		_ = s.wdb.Close()
 	}
 }
-
-// Engine returns "postgres" or "sqlite".
-func (s *Store) Engine() string { return s.d.name }
 
 // op bounds one operation by the Store's timeout.
 func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -305,7 +302,7 @@ func (s *Store) MarkSeeded(ctx context.Context, org string, keys []string) error
 				args = append(args, org, k)
 			}
 			b.WriteString(" ON CONFLICT (org, key) DO NOTHING")
-			if _, err := tx.tx.ExecContext(ctx, b.String(), args...); err != nil {
+			if _, err := tx.tx.ExecContext(ctx, b.String(), s.d.escapeArgs(args)...); err != nil {
 				return err
 			}
 			keys = keys[n:]
@@ -330,7 +327,7 @@ func (s *Store) SeedMarks(ctx context.Context, org string) ([]string, error) {
 		if err := rows.Scan(&k); err != nil {
 			return nil, failed("seed marks", err)
 		}
-		out = append(out, k)
+		out = append(out, s.d.unescape(k))
 	}
 	return out, failed("seed marks", rows.Err())
 }

@@ -25,9 +25,14 @@ func (r *tokenRow) dest() []any {
 	return []any{&t.ID, &r.digest, &t.Org, &t.UserID, &t.Name, &t.Description, &t.Type, &r.created, &r.expires}
 }
 
-// token returns the scanned token.
-func (r *tokenRow) token() (storage.Token, error) {
+// token returns the scanned token, its strings as d stored them.
+func (r *tokenRow) token(d *dialect) (storage.Token, error) {
 	t := r.t
+	if d.escapes {
+		for _, p := range []*string{&t.ID, &t.Org, &t.UserID, &t.Name, &t.Description, &t.Type} {
+			*p = unescapeNUL(*p)
+		}
+	}
 	if len(r.digest) != len(t.Digest) {
 		return storage.Token{}, fmt.Errorf("token %s: a digest of %d bytes", t.ID, len(r.digest))
 	}
@@ -89,7 +94,9 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 
 // ReadAccess implements storage.Store: one query reads the token of the
 // digest joined with its user, and one more, when the query names a
-// target, reads the target joined with its live tokens.
+// target, reads the target joined with its live tokens (when the target is
+// the credential's user, its live tokens alone; without tokens asked, no
+// second query).
 func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -105,21 +112,27 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	if err != nil {
 		return storage.Access{}, failed("read access", err)
 	}
-	if a.Credential.Token, err = tr.token(); err != nil {
+	if a.Credential.Token, err = tr.token(s.d); err != nil {
 		return storage.Access{}, failed("read access", err)
 	}
-	if a.Credential.User, err = ur.user(); err != nil {
+	if a.Credential.User, err = ur.user(s.d); err != nil {
 		return storage.Access{}, failed("read access", err)
 	}
 	if q.Username == "" {
 		return a, nil
 	}
-	if !q.Tokens {
-		if q.Username == a.Credential.User.FoldedUsername {
-			a.Target, a.TargetFound = a.Credential.User, true
-			a.Target.Privileges = slices.Clone(a.Target.Privileges) // not the credential's
-			return a, nil
+	if q.Username == a.Credential.User.FoldedUsername {
+		// The target is the credential's user, read already.
+		a.Target, a.TargetFound = a.Credential.User, true
+		a.Target.Privileges = slices.Clone(a.Target.Privileges) // not the credential's
+		if q.Tokens {
+			if a.Tokens, err = s.liveTokens(ctx, q.Into, a.Target.Org, a.Target.ID, q.LiveAt); err != nil {
+				return storage.Access{}, failed("read access", err)
+			}
 		}
+		return a, nil
+	}
+	if !q.Tokens {
 		var tu userRow
 		err := s.rd().QueryRowContext(ctx, s.q.getUser, a.Credential.User.Org, q.Username).Scan(tu.dest()...)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -128,7 +141,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 		if err != nil {
 			return storage.Access{}, failed("read access", err)
 		}
-		a.Target, err = tu.user()
+		a.Target, err = tu.user(s.d)
 		a.TargetFound = err == nil
 		return a, failed("read access", err)
 	}
@@ -145,7 +158,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 			return storage.Access{}, failed("read access", err)
 		}
 		if !a.TargetFound {
-			if a.Target, err = tu.user(); err != nil {
+			if a.Target, err = tu.user(s.d); err != nil {
 				return storage.Access{}, failed("read access", err)
 			}
 			a.TargetFound = true
@@ -153,7 +166,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 		if tr.t.ID == "" { // the target has no live token
 			continue
 		}
-		t, err := tr.token()
+		t, err := tr.token(s.d)
 		if err != nil {
 			return storage.Access{}, failed("read access", err)
 		}
@@ -172,28 +185,34 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]storage.Token, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	out, err := s.liveTokens(ctx, []storage.Token{}, org, userID, liveAt)
+	return out, failed("list tokens", err)
+}
+
+// liveTokens appends to dst the tokens of the user userID of org that are
+// live at liveAt, in creation order.
+func (s *Store) liveTokens(ctx context.Context, dst []storage.Token, org, userID string, liveAt time.Time) ([]storage.Token, error) {
 	rows, err := s.rd().QueryContext(ctx, s.q.listTokens, org, userID, micros(liveAt))
 	if err != nil {
-		return nil, failed("list tokens", err)
+		return nil, err
 	}
 	defer rows.Close()
-	out := []storage.Token{}
 	var r tokenRow
 	dest := r.dest()
 	for rows.Next() {
 		if err := rows.Scan(dest...); err != nil {
-			return nil, failed("list tokens", err)
+			return nil, err
 		}
-		t, err := r.token()
+		t, err := r.token(s.d)
 		if err != nil {
-			return nil, failed("list tokens", err)
+			return nil, err
 		}
-		out = append(out, t)
+		dst = append(dst, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, failed("list tokens", err)
+		return nil, err
 	}
-	return out, nil
+	return dst, nil
 }
 
 // DeleteToken implements storage.Store: one DELETE of the token's row.

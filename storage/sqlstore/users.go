@@ -31,9 +31,15 @@ func (r *userRow) dest() []any {
 	}
 }
 
-// user returns the scanned user.
-func (r *userRow) user() (storage.User, error) {
+// user returns the scanned user, its strings as d stored them.
+func (r *userRow) user(d *dialect) (storage.User, error) {
 	u := r.u
+	if d.escapes {
+		for _, p := range []*string{&u.Org, &u.ID, &u.Username, &u.FoldedUsername, &u.Description, &u.Role,
+			&u.Email, &u.FirstName, &u.LastName, &u.Instances.ReadWrite.Size, &u.Instances.ReadScaling.Size} {
+			*p = unescapeNUL(*p)
+		}
+	}
 	u.CreatedAt = fromMicros(r.created)
 	u.Privileges = nil
 	if r.privileges.Valid {
@@ -99,7 +105,7 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.User
 		case err != nil:
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.q.countUser, u.Org, 1)
+		_, err = tx.ExecContext(ctx, s.q.changeUserCount, u.Org, 1)
 		return err
 	})
 	return failed("create user", err)
@@ -117,7 +123,7 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	if err != nil {
 		return storage.User{}, failed("get user", err)
 	}
-	u, err := r.user()
+	u, err := r.user(s.d)
 	return u, failed("get user", err)
 }
 
@@ -176,7 +182,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.Use
 		if err := tx.QueryRowContext(ctx, s.q.deleteUser, org, folded).Scan(r.dest()...); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q.countUser, org, -1)
+		_, err := tx.ExecContext(ctx, s.q.changeUserCount, org, -1)
 		return err
 	})
 	if errors.Is(err, sql.ErrNoRows) {
@@ -185,7 +191,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.Use
 	if err != nil {
 		return storage.User{}, failed("delete user", err)
 	}
-	u, err := r.user()
+	u, err := r.user(s.d)
 	return u, failed("delete user", err)
 }
 
@@ -231,7 +237,7 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 			page.More = true
 			break
 		}
-		u, err := r.user()
+		u, err := r.user(s.d)
 		if err != nil {
 			return storage.UserPage{}, failed("list users", err)
 		}
