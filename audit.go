@@ -277,14 +277,12 @@ func (q AuditQuery) query() (storage.EventQuery, issues) {
 		TargetKind:     q.TargetKind,
 		TargetID:       q.TargetID,
 		TargetUsername: q.TargetUsername,
-		Since:          q.Since.UTC(),
-		Until:          q.Until.UTC(),
 	}
-	if q.Since.IsZero() {
-		eq.Since = time.Time{}
+	if !q.Since.IsZero() {
+		eq.Since = q.Since.UTC()
 	}
-	if q.Until.IsZero() {
-		eq.Until = time.Time{}
+	if !q.Until.IsZero() {
+		eq.Until = q.Until.UTC()
 	}
 	if n, ok := q.Limit.Get(); ok && is.checkRange(int64(n), 1, MaxAuditPageSize, "limit") {
 		eq.Limit = n
@@ -348,6 +346,11 @@ func (s *Service) AuditEvents(ctx context.Context, a Auth, q AuditQuery) (AuditP
 	var c call
 	if err := s.begin(ctx, &c, a, opAuditEvents, nil, readNone, is); err != nil {
 		return AuditPage{}, err
+	}
+	// Events past the retention may linger in a store a while: never
+	// show them.
+	if oldest := s.clock().Add(-s.auditRetention); eq.Since.Before(oldest) {
+		eq.Since = oldest
 	}
 	out := AuditPage{}
 	if q.Actor == "" {

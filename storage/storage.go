@@ -171,14 +171,15 @@ type Store interface {
 // changes nothing, records nothing (CreateOrg for an existing org is
 // ErrAlreadyExists and records nothing).
 //
-// In the same step the store drops the events of the event's org that
-// are older than Audit.DropBefore and, when the org holds more than
-// Audit.MaxPerOrg events, the oldest beyond that bound. It may do part of
-// that work later (a bounded amount per write, or a cleanup), but the
-// events of an org never grow beyond MaxPerOrg plus a bounded slack, and
-// ListEvents never returns an event older than the DropBefore of the
-// latest write. The store mints nothing and reads no clock: the caller
-// gives the event's ID and At.
+// With each event the store drops events of the event's org that are
+// older than Audit.DropBefore and, when the org holds more than
+// Audit.MaxPerOrg events, the oldest beyond that bound. It may spread that
+// work over later writes (a bounded amount per write) or leave it to a
+// cleanup, but the events of an org never grow beyond MaxPerOrg plus a
+// bounded slack, nor do expired events pile up without bound; callers
+// filter out expired events that linger (EventQuery.Since). The store
+// mints nothing and reads no clock: the caller gives the event's ID and
+// At.
 
 // Event is one audit event: an administrative change, who made it and
 // when. It never holds a token or session value, digest or secret.

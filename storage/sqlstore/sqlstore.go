@@ -88,6 +88,7 @@ type Store struct {
 	timeout time.Duration
 	maxFB   int
 	q       queries
+	eq      eventQueries
 	stmts   sync.Map // prepKey → *sql.Stmt; see runner
 }
 
@@ -151,6 +152,7 @@ func open(dsn string, opts Options) (*Store, error) {
 	}
 	s.timeout, s.maxFB = opts.Timeout, opts.MaxFeedback
 	s.q = newQueries(s.d)
+	s.eq = newEventQueries(s.d)
 	return s, nil
 }
 
@@ -238,7 +240,10 @@ func fromNullMicros(n sql.NullInt64) time.Time {
 func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.wr().ExecContext(ctx, s.q.createOrg, o.ID, micros(o.CreatedAt))
+	err := s.writeAudited(ctx, func(r runner) error {
+		_, err := r.ExecContext(ctx, s.q.createOrg, o.ID, micros(o.CreatedAt))
+		return err
+	})
 	if s.d.isUnique(err) {
 		return storage.ErrAlreadyExists
 	}

@@ -81,8 +81,10 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 			return storage.ErrAlreadyExists
 		case s.d.isForeignKey(err):
 			return storage.ErrNotFound
+		case err != nil:
+			return err
 		}
-		return err
+		return s.recordEvent(ctx, tx)
 	})
 	return failed("create token", err)
 }
@@ -200,6 +202,9 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	res, err := s.wr().ExecContext(ctx, s.q.deleteToken, org, userID, id, micros(liveAt))
-	return failed("delete token", changedOne(res, err))
+	err := s.writeAudited(ctx, func(r runner) error {
+		res, err := r.ExecContext(ctx, s.q.deleteToken, org, userID, id, micros(liveAt))
+		return changedOne(res, err)
+	})
+	return failed("delete token", err)
 }
