@@ -243,7 +243,13 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	if err != nil {
 		return "", internal("mint session", err)
 	}
-	now := s.clock()
+	// The session is created at the time of its event (which a store
+	// without transactions compares, to tell whether it was made).
+	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionEmbedSessionCreate, kind: TargetEmbedSession, targetID: id, targetUsername: u.Username})
+	if err != nil {
+		return "", err
+	}
+	now := ev.At
 	rec := storage.EmbedSession{
 		Digest:    sha256.Sum256([]byte(value)),
 		Org:       c.org,
@@ -272,10 +278,6 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 		rec.AffinityKey = hex.EncodeToString(sum[:16])
 	} else {
 		rec.AffinityKey = hex.EncodeToString(rec.Digest[16:])
-	}
-	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionEmbedSessionCreate, kind: TargetEmbedSession, targetID: id, targetUsername: u.Username})
-	if err != nil {
-		return "", err
 	}
 	if err := s.store.CreateEmbedSession(actx, rec); err != nil {
 		return "", s.storeErr("create embed session", err, "user", "username")

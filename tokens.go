@@ -115,7 +115,11 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 	if err != nil {
 		return Token{}, err
 	}
-	now := s.clock()
+	actx, ev, err := s.audited(ctx, u.Org, who, change{action: action, kind: TargetToken, targetID: id, targetUsername: u.Username})
+	if err != nil {
+		return Token{}, err
+	}
+	now := ev.At
 	rec := storage.Token{
 		ID:          id,
 		Org:         u.Org,
@@ -128,10 +132,6 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 	}
 	if ttl, ok := in.TTL.Get(); ok {
 		rec.ExpiresAt = now.Add(ttl)
-	}
-	actx, ev, err := s.audited(ctx, u.Org, who, change{action: action, kind: TargetToken, targetID: id, targetUsername: u.Username})
-	if err != nil {
-		return Token{}, err
 	}
 	switch err := s.store.CreateToken(actx, rec, storage.TokenLimit{Max: s.maxTokens, LiveAt: now}); {
 	case errors.Is(err, storage.ErrLimitExceeded):

@@ -146,7 +146,6 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser, who ac
 		Email:            nu.Email,
 		FirstName:        nu.FirstName,
 		LastName:         nu.LastName,
-		CreatedAt:        s.clock(),
 		Instances:        s.defaults,
 	}
 	if nu.Instances != nil {
@@ -156,6 +155,7 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser, who ac
 	if err != nil {
 		return User{}, err
 	}
+	rec.CreatedAt = ev.At
 	switch err := s.store.CreateUser(actx, rec, storage.UserLimit{Max: s.maxUsers}); {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return User{}, badRequest(Issue{Message: "Username is already taken", Path: NewPath("username"), Code: IssueAlreadyExists})

@@ -263,7 +263,8 @@ type route struct {
 	handle  func(w http.ResponseWriter, r *http.Request, c credential) (answer, error)
 }
 
-// routes is the table of every /v1 operation.
+// routes is the table of every /v1 operation, and of the extensions
+// beside them (the audit trail).
 func (h *Handler) routes() []route {
 	return []route{
 		{"GET /v1/users/{username}/instances", h.getInstanceConfig},
@@ -276,6 +277,7 @@ func (h *Handler) routes() []route {
 		{"GET /v1/users/{username}/tokens", h.listTokens},
 		{"DELETE /v1/users/{username}/tokens/{token_id}", h.deleteToken},
 		{"POST /v1/dives/{dive_id}/embed-session", h.createEmbedSession},
+		{"GET " + AuditEventsPath, h.listAuditEvents},
 	}
 }
 
