@@ -28,11 +28,12 @@ import (
 // has its event and every event its change; until then a change whose
 // process died mid-way may be missing from listings, never the reverse.
 //
-// Retention: each event holds the instant it expires (exp: its At plus
-// the retention the Service gave) and its org's bound (max). Cleanup
-// removes expired events, and for each org with more than its bound, the
-// oldest beyond it. Listings filter out what has expired meanwhile (the
-// Service passes the retention as EventQuery.Since).
+// Retention: each event holds the retention (keep: its At less the
+// Audit's DropBefore) and its org's bound (max) it was written under.
+// Cleanup, in each org, removes the events older than now less the
+// retention of the org's newest event, and the oldest beyond its bound.
+// Listings filter out what has expired meanwhile (the Service passes the
+// retention as EventQuery.Since).
 
 // pendingGrace is how old a pending event must be for Cleanup to resolve
 // it: far beyond an operation's timeout, so its writer is done with it.
@@ -57,8 +58,9 @@ type eventDoc struct {
 	After          *string   `bson:"after,omitempty"`
 	// Pending is set until the change is made.
 	Pending bool `bson:"p,omitempty"`
-	// Expires is when the event is dropped; zero for never.
-	Expires time.Time `bson:"exp,omitempty"`
+	// Keep is how long, in milliseconds, the org's events are kept; zero
+	// for ever.
+	Keep int64 `bson:"keep,omitempty"`
 	// Max is the bound of the org's events the event was written under.
 	Max int `bson:"max,omitempty"`
 }
@@ -79,7 +81,7 @@ func eventToDoc(a storage.Audit) eventDoc {
 		d.After = &b
 	}
 	if !a.DropBefore.IsZero() {
-		d.Expires = e.At.Add(e.At.Sub(a.DropBefore))
+		d.Keep = max(e.At.Sub(a.DropBefore).Milliseconds(), 1)
 	}
 	return d
 }
@@ -213,37 +215,27 @@ func (s *Store) cleanupEvents(ctx context.Context, now time.Time) (int, error) {
 			return removed, fmt.Errorf("mongostore: cleanup: resolve event %s: %w", d.ID, err)
 		}
 	}
-	opCtx, cancel = s.op(ctx)
-	res, err := s.events.DeleteMany(opCtx, bson.D{{Key: "exp", Value: bson.D{{Key: "$lte", Value: now}}}})
-	cancel()
-	if err != nil {
-		return removed, fmt.Errorf("mongostore: cleanup: expired events: %w", err)
-	}
-	removed += int(res.DeletedCount)
-	n, err := s.trimEvents(ctx)
+	n, err := s.trimEvents(ctx, now)
 	return removed + n, err
 }
 
-// trimEvents removes, in every org, the oldest events beyond the bound
-// its newest event was written under.
-func (s *Store) trimEvents(ctx context.Context) (int, error) {
+// trimEvents removes, in every org, the events past the retention and
+// beyond the bound its newest event was written under.
+func (s *Store) trimEvents(ctx context.Context, now time.Time) (int, error) {
 	opCtx, cancel := s.op(ctx)
-	orgs, err := s.events.Distinct(opCtx, "org", bson.D{}).Raw()
+	cur, err := s.orgs.Find(opCtx, bson.D{}, options.Find().SetProjection(idOnly))
+	var orgs []orgDoc
+	if err == nil {
+		err = cur.All(opCtx, &orgs)
+	}
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("mongostore: cleanup: orgs of events: %w", err)
-	}
-	values, err := orgs.Values()
-	if err != nil {
-		return 0, fmt.Errorf("mongostore: cleanup: orgs of events: %w", err)
+		return 0, fmt.Errorf("mongostore: cleanup: orgs: %w", err)
 	}
 	removed := 0
-	for _, v := range values {
-		org, ok := v.StringValueOK()
-		if !ok {
-			continue
-		}
-		n, err := s.trimOrgEvents(ctx, org)
+	for _, o := range orgs {
+		org := o.ID
+		n, err := s.trimOrgEvents(ctx, org, now)
 		removed += n
 		if err != nil {
 			return removed, fmt.Errorf("mongostore: cleanup: trim events of %s: %w", org, err)
@@ -252,37 +244,49 @@ func (s *Store) trimEvents(ctx context.Context) (int, error) {
 	return removed, nil
 }
 
-// trimOrgEvents removes the oldest events of org beyond the bound of
-// its newest.
-func (s *Store) trimOrgEvents(ctx context.Context, org string) (int, error) {
+// trimOrgEvents removes the events of org older than now less the
+// retention of its newest, and the oldest beyond the bound of its newest.
+func (s *Store) trimOrgEvents(ctx context.Context, org string, now time.Time) (int, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	newestFirst := bson.D{{Key: "at", Value: -1}, {Key: "_id", Value: -1}}
 	var newest eventDoc
 	err := s.events.FindOne(ctx, bson.D{{Key: "org", Value: org}}, options.FindOne().SetSort(newestFirst)).Decode(&newest)
-	if errors.Is(err, mongo.ErrNoDocuments) || (err == nil && newest.Max <= 0) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, err
-	}
-	var edge eventDoc
-	err = s.events.FindOne(ctx, bson.D{{Key: "org", Value: org}},
-		options.FindOne().SetSort(newestFirst).SetSkip(int64(newest.Max)-1).SetProjection(bson.D{{Key: "at", Value: 1}})).Decode(&edge)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return 0, nil
 	}
 	if err != nil {
 		return 0, err
 	}
+	removed := 0
+	if newest.Keep > 0 {
+		res, err := s.events.DeleteMany(ctx, bson.D{{Key: "org", Value: org},
+			{Key: "at", Value: bson.D{{Key: "$lt", Value: now.Add(-time.Duration(newest.Keep) * time.Millisecond)}}}})
+		if err != nil {
+			return 0, err
+		}
+		removed += int(res.DeletedCount)
+	}
+	if newest.Max <= 0 {
+		return removed, nil
+	}
+	var edge eventDoc
+	err = s.events.FindOne(ctx, bson.D{{Key: "org", Value: org}},
+		options.FindOne().SetSort(newestFirst).SetSkip(int64(newest.Max)-1).SetProjection(bson.D{{Key: "at", Value: 1}})).Decode(&edge)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return removed, nil
+	}
+	if err != nil {
+		return removed, err
+	}
 	res, err := s.events.DeleteMany(ctx, bson.D{{Key: "org", Value: org}, {Key: "$or", Value: bson.A{
 		bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: edge.At}}}},
 		bson.D{{Key: "at", Value: edge.At}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: edge.ID}}}},
 	}}})
 	if err != nil {
-		return 0, err
+		return removed, err
 	}
-	return int(res.DeletedCount), nil
+	return removed + int(res.DeletedCount), nil
 }
 
 // resolveEvent reports whether the change of the pending event d

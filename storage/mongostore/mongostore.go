@@ -185,8 +185,6 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		{s.events, []indexSpec{
 			// Listings, newest first, and the per-org bound.
 			index("org_at_id", false, "org", "at", "_id"),
-			// Cleanup of expired events.
-			index("exp", false, "exp"),
 		}},
 	} {
 		if err := s.createIndexes(ctx, c.coll, c.indexes); err != nil {

@@ -19,11 +19,14 @@ import (
 //
 // Retention: each write deletes at most eventTrimBatch events of its org
 // older than the Audit's DropBefore (the oldest first); the Service
-// hides older ones from listings meanwhile. The per-org bound: one write
-// in eventCountEvery (chosen by the event id's hash) finds the org's
-// event at position MaxPerOrg, newest first, and deletes up to
-// eventTrimBatch events older than it; the org holds at most MaxPerOrg
-// plus about eventCountEvery events.
+// hides older ones from listings meanwhile. The per-org bound: about one
+// write in eventCountEvery (those whose event's millisecond, or its id's
+// hash, is a multiple of it) finds the org's event at position
+// MaxPerOrg, newest first, and deletes up to eventTrimBatch events older
+// than it; the org holds at most MaxPerOrg plus about eventCountEvery
+// events. (Counting the org's events at every write would cost as much
+// as the bound; a counter row would make every change of an org wait for
+// the one before it.)
 const (
 	eventTrimBatch  = 128
 	eventCountEvery = 64
@@ -63,7 +66,7 @@ func newEventQueries(d *dialect) eventQueries {
 		p := "$" + strconv.Itoa(i+2)
 		where.WriteString(" AND (" + p + " = '' OR " + f + " = " + p + ")")
 	}
-	where.WriteString(" AND ($8 = 0 OR at >= $8) AND ($9 = 0 OR at < $9)")
+	where.WriteString(" AND (CAST($8 AS BIGINT) = 0 OR at >= $8) AND (CAST($9 AS BIGINT) = 0 OR at < $9)")
 	for k := range 2 {
 		w := where.String()
 		limit := "$10"
@@ -116,7 +119,7 @@ func (s *Store) recordEvent(ctx context.Context, tx runner) error {
 	}
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(e.ID))
-	if h.Sum32()%eventCountEvery != 0 {
+	if h.Sum32()%eventCountEvery != 0 && e.At.UnixMilli()%eventCountEvery != 0 {
 		return nil
 	}
 	var at int64

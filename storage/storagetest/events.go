@@ -399,7 +399,7 @@ func testEventRetention(t *testing.T, s storage.Store) {
 // are the newest.
 func testEventBound(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
-	const bound, writes, slack = 10, 600, 300
+	const bound, writes, slack = 10, 200, 100
 	var es []storage.Event
 	for i := range writes {
 		e := newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Millisecond))
