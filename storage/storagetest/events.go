@@ -131,7 +131,9 @@ func testEventEachChange(t *testing.T, s storage.Store) {
 	do("user.grant_privilege", func(ctx context.Context) error { return s.UpdateUser(ctx, u) })
 	do("instances.set", func(ctx context.Context) error { return s.SetInstances(ctx, org.ID, u.FoldedUsername, configB) })
 	tok := newToken(u, t0, time.Time{})
-	do("token.create", func(ctx context.Context) error { return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0}) })
+	do("token.create", func(ctx context.Context) error {
+		return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0})
+	})
 	do("token.delete", func(ctx context.Context) error { return s.DeleteToken(ctx, org.ID, u.ID, tok.ID, t0) })
 	d := newDive(org.ID, "Sales")
 	do("dive.register", func(ctx context.Context) error { return s.PutDive(ctx, d) })
