@@ -24,8 +24,9 @@ import (
 // MaxPerOrg, the oldest beyond it (up to eventTrimBatch): each write
 // removes more than it adds, so the set never stays above the bound.
 
-// eventTrimBatch bounds the events one write drops.
-const eventTrimBatch = 128
+// eventTrimBatch bounds the events one write drops, in the Lua text of
+// auditScript.
+const eventTrimBatch = "128"
 
 // auditScript defines audit(b, i), which records the event of ARGV[i]
 // (the member; ” for none), dropping those older than the bound ARGV[i+1]
@@ -36,13 +37,13 @@ local function audit(b, i)
   local z = b..'events'
   redis.call('ZADD', z, 0, ARGV[i])
   if ARGV[i+1] ~= '' then
-    local old = redis.call('ZRANGE', z, '-', '('..ARGV[i+1], 'BYLEX', 'LIMIT', 0, 128)
+    local old = redis.call('ZRANGE', z, '-', '('..ARGV[i+1], 'BYLEX', 'LIMIT', 0, ` + eventTrimBatch + `)
     if #old > 0 then redis.call('ZREM', z, unpack(old)) end
   end
   local max = tonumber(ARGV[i+2])
   if max > 0 then
     local over = redis.call('ZCARD', z) - max
-    if over > 0 then redis.call('ZREMRANGEBYRANK', z, 0, math.min(over, 128) - 1) end
+    if over > 0 then redis.call('ZREMRANGEBYRANK', z, 0, math.min(over, ` + eventTrimBatch + `) - 1) end
   end
 end
 `
