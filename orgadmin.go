@@ -21,6 +21,11 @@
 // ErrorCode or errors.Is and the sentinels (ErrNotFound, ...), which see
 // through wrapping, and get at its issues with errors.As.
 //
+// Every change an operation makes is recorded, atomically with it, as an
+// audit event that Admins read with AuditEvents (and streamed to
+// Config.AuditLog): who, when, what, on which target, through which
+// request.
+//
 // Durations are time.Duration (whole seconds on the wire), enumerations
 // are defined types with constants, and an input field whose absence
 // differs from its zero value is an Optional, set with Some.

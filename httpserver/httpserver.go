@@ -1,8 +1,11 @@
 // Package httpserver serves an orgadmin.Service as the standard /v1 REST
-// API, with its OpenAPI document at /docs/specs, plus the optional
+// API, with its OpenAPI document at /docs/specs, plus an Admin's audit
+// trail at /ext/audit/events (an extension outside /v1), the optional
 // page-feedback endpoint and a health check. It mounts at the root, beside
 // other routes or under a prefix, takes request ids from upstream, and
 // measures itself when asked (Prometheus metrics, OpenTelemetry spans).
+// The request id reaches the Service in the request's context
+// (orgadmin.RequestIDKey), for the audit events of the changes it makes.
 //
 // Handlers are thin: decode the request, make one Service call with the
 // request's bearer token (or the Caller a host's authentication hook

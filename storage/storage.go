@@ -11,6 +11,9 @@
 // shares no memory with what the Store holds: mutating it, its slices or its
 // maps changes nothing stored.
 //
+// The mutating methods record, with their change and atomically, the
+// audit event their context carries (see "Audit events" below).
+//
 // Failures: a missing record is ErrNotFound, a uniqueness violation is
 // ErrAlreadyExists, a full quota (of tokens, of users) is
 // ErrLimitExceeded; compare with errors.Is. Any other error is a failure
