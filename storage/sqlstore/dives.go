@@ -45,7 +45,8 @@ func fromResources(s sql.NullString) ([]storage.Resource, error) {
 	return out, nil
 }
 
-// PutDive implements storage.Store: one INSERT … ON CONFLICT DO UPDATE.
+// PutDive implements storage.Store: one INSERT … ON CONFLICT DO UPDATE,
+// in a transaction with its audit event when it has one.
 func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()

@@ -37,6 +37,9 @@
 // survives kill -9 but may lose the last commits on a power cut, can be
 // chosen with sqlite:PATH?synchronous=normal).
 //
+// Each change is written in one transaction with the audit event it
+// records (events.go).
+//
 // Times are stored as microseconds since the Unix epoch (BIGINT), the same
 // on both engines; a zero time is NULL. Token and session values are never
 // stored, only their SHA-256 digests, as bytes. The schema is versioned and

@@ -198,7 +198,8 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 	return out, nil
 }
 
-// DeleteToken implements storage.Store: one DELETE of the token's row.
+// DeleteToken implements storage.Store: one DELETE of the token's row, in
+// a transaction with its audit event when it has one.
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()

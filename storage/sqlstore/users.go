@@ -123,7 +123,8 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	return u, failed("get user", err)
 }
 
-// UpdateUser implements storage.Store: one UPDATE of the user's row.
+// UpdateUser implements storage.Store: one UPDATE of the user's row, in a
+// transaction with its audit event when it has one.
 func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -138,7 +139,8 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	return failed("update user", err)
 }
 
-// SetInstances implements storage.Store: one UPDATE of the user's row.
+// SetInstances implements storage.Store: one UPDATE of the user's row, in
+// a transaction with its audit event when it has one.
 func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
