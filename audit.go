@@ -51,6 +51,12 @@ const (
 	DefaultMaxAuditEventsPerOrg = 100_000
 )
 
+// AuditSettleAfter is how old an event must be for a listing to settle
+// it when a store left it unconfirmed (a MongoDB write whose process died
+// between the event and its change; see storage.EventQuery.SettleBefore):
+// far longer than any store operation may take.
+const AuditSettleAfter = time.Minute
+
 // Bounds of an audit listing.
 const (
 	DefaultAuditPageSize = 100
@@ -349,9 +355,11 @@ func (s *Service) AuditEvents(ctx context.Context, a Auth, q AuditQuery) (AuditP
 	}
 	// Events past the retention may linger in a store a while: never
 	// show them.
-	if oldest := s.clock().Add(-s.auditRetention); eq.Since.Before(oldest) {
+	now := s.clock()
+	if oldest := now.Add(-s.auditRetention); eq.Since.Before(oldest) {
 		eq.Since = oldest
 	}
+	eq.SettleBefore = now.Add(-AuditSettleAfter)
 	out := AuditPage{}
 	if q.Actor == "" {
 		page, err := s.store.ListEvents(ctx, c.org, eq)

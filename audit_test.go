@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
 // allEvents returns every audit event of the caller's org, newest first.
@@ -295,4 +297,35 @@ func TestAuditLogStreamsEvents(t *testing.T) {
 	assert.Equal(t, "admin", rec["actor_username"])
 	assert.NotContains(t, buf.String(), tok.Value)
 	assert.NotContains(t, buf.String(), e.adminToken)
+}
+
+// queryRecorder is a store that keeps the EventQuery of each listing.
+type queryRecorder struct {
+	*memstore.Store
+	queries []storage.EventQuery
+}
+
+func (r *queryRecorder) ListEvents(ctx context.Context, org string, q storage.EventQuery) (storage.EventPage, error) {
+	r.queries = append(r.queries, q)
+	return r.Store.ListEvents(ctx, org, q)
+}
+
+// A listing asks the store to hide what is past the retention, and to
+// settle what a writer left unconfirmed more than AuditSettleAfter ago.
+func TestAuditEventsQueryTheStoreWithTheServiceClock(t *testing.T) {
+	clk := newFakeClock()
+	rec := &queryRecorder{Store: memstore.New()}
+	svc := orgadmin.New(rec, orgadmin.Config{Now: clk.Now, AuditRetention: time.Hour})
+	tok, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: testOrg, Username: "admin"})
+	require.NoError(t, err)
+	clk.Advance(10 * time.Minute)
+	_, err = svc.AuditEvents(context.Background(), orgadmin.Bearer(tok), orgadmin.AuditQuery{Since: t0.Add(-time.Hour), Action: "x"})
+	require.NoError(t, err)
+	require.Len(t, rec.queries, 1)
+	q := rec.queries[0]
+	now := t0.Add(10 * time.Minute)
+	assert.Equal(t, now.Add(-time.Hour), q.Since, "the retention, later than the asked since")
+	assert.Equal(t, now.Add(-orgadmin.AuditSettleAfter), q.SettleBefore)
+	assert.Equal(t, "x", q.Action)
+	assert.Equal(t, orgadmin.DefaultAuditPageSize, q.Limit)
 }

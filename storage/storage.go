@@ -262,6 +262,12 @@ type EventQuery struct {
 	// Since keeps events at or after it; Until events before it.
 	Since time.Time
 	Until time.Time
+	// SettleBefore, when not zero, is for a store that writes an event and
+	// its change in two steps (mongostore): as it lists, it first settles
+	// the org's events still unconfirmed that were recorded before this
+	// instant (their writer is long done or gone), keeping those whose
+	// change was made and dropping the others. Other stores ignore it.
+	SettleBefore time.Time
 	// Into is where the page goes (see UserQuery.Into).
 	Into []Event
 }

@@ -21,12 +21,14 @@ import (
 // marked pending (p: true); the change is made; the mark is removed. A
 // change that is refused (not found, already exists, limit) removes the
 // pending event instead. Readers never show a pending event. A crash, or
-// a failure whose outcome is unknown, leaves a pending event: Cleanup
-// resolves each one older than pendingGrace by looking at the store: if
-// its change happened (resolved in resolveEvent, per action), the mark
-// is removed, and otherwise the event is. So after Cleanup, every change
-// has its event and every event its change; until then a change whose
-// process died mid-way may be missing from listings, never the reverse.
+// a failure whose outcome is unknown, leaves a pending event, which is
+// settled by looking at the store: if its change happened (resolveEvent,
+// per action), the mark is removed, and otherwise the event is. A listing
+// settles the org's pending events recorded before its SettleBefore (the
+// Service passes a minute ago), and Cleanup those of every org older
+// than pendingGrace. So once settled, every change has its event and
+// every event its change; until then (a minute) a change whose process
+// died mid-way may be missing from listings, never the reverse.
 //
 // Retention: each event holds the retention (keep: its At less the
 // Audit's DropBefore) and its org's bound (max) it was written under.
@@ -37,7 +39,7 @@ import (
 
 // pendingGrace is how old a pending event must be for Cleanup to resolve
 // it: far beyond an operation's timeout, so its writer is done with it.
-const pendingGrace = 5 * time.Minute
+const pendingGrace = time.Minute
 
 const eventsColl = "audit_events"
 
@@ -135,6 +137,11 @@ const stepEventPending = "event pending"
 // ListEvents implements storage.Store: one query over the org's
 // confirmed events, newest first, a row more than asked.
 func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery) (storage.EventPage, error) {
+	if !q.SettleBefore.IsZero() {
+		if _, err := s.settleEvents(ctx, bson.D{{Key: "org", Value: org}}, q.SettleBefore); err != nil {
+			return storage.EventPage{}, err
+		}
+	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	filter := bson.D{{Key: "org", Value: org}, {Key: "p", Value: bson.D{{Key: "$exists", Value: false}}}}
@@ -186,17 +193,30 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 // removes the expired events, and trims each org beyond its bound. It
 // returns how many events it removed.
 func (s *Store) cleanupEvents(ctx context.Context, now time.Time) (int, error) {
+	removed, err := s.settleEvents(ctx, bson.D{}, now.Add(-pendingGrace))
+	if err != nil {
+		return removed, fmt.Errorf("mongostore: cleanup: %w", err)
+	}
+	n, err := s.trimEvents(ctx, now)
+	return removed + n, err
+}
+
+// settleEvents settles up to cleanupBatch pending events that match
+// filter and were recorded before the instant before: it keeps those
+// whose change was made and removes the others. It returns how many it
+// removed.
+func (s *Store) settleEvents(ctx context.Context, filter bson.D, before time.Time) (int, error) {
 	removed := 0
 	opCtx, cancel := s.op(ctx)
-	cur, err := s.events.Find(opCtx, bson.D{{Key: "p", Value: true}, {Key: "at", Value: bson.D{{Key: "$lt", Value: now.Add(-pendingGrace)}}}},
-		options.Find().SetLimit(cleanupBatch))
+	filter = append(filter, bson.E{Key: "p", Value: true}, bson.E{Key: "at", Value: bson.D{{Key: "$lt", Value: before}}})
+	cur, err := s.events.Find(opCtx, filter, options.Find().SetLimit(cleanupBatch))
 	var pending []eventDoc
 	if err == nil {
 		err = cur.All(opCtx, &pending)
 	}
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("mongostore: cleanup: pending events: %w", err)
+		return 0, fmt.Errorf("mongostore: settle events: %w", err)
 	}
 	for _, d := range pending {
 		opCtx, cancel := s.op(ctx)
@@ -212,11 +232,10 @@ func (s *Store) cleanupEvents(ctx context.Context, now time.Time) (int, error) {
 		}
 		cancel()
 		if err != nil {
-			return removed, fmt.Errorf("mongostore: cleanup: resolve event %s: %w", d.ID, err)
+			return removed, fmt.Errorf("mongostore: settle event %s: %w", d.ID, err)
 		}
 	}
-	n, err := s.trimEvents(ctx, now)
-	return removed + n, err
+	return removed, nil
 }
 
 // trimEvents removes, in every org, the events past the retention and

@@ -32,9 +32,9 @@ func listed(t *testing.T, s *Store, org string) []string {
 }
 
 // A change that stops at any of its crash points leaves its event pending,
-// which no listing shows; Cleanup, once the event is old enough, keeps it
-// exactly when the change was made: after it, every change has its event
-// and every event its change.
+// which no listing shows; once the event is old enough, a listing (with
+// SettleBefore) or Cleanup keeps it exactly when the change was made:
+// then every change has its event and every event its change.
 func TestEventCrashPoints(t *testing.T) {
 	later := t0.Add(pendingGrace + time.Second)
 	for _, c := range []struct {
@@ -55,44 +55,58 @@ func TestEventCrashPoints(t *testing.T) {
 			return err
 		}, "user.delete"},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			s := newTestStore(t)
-			ctx := t.Context()
-			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-			require.NoError(t, s.CreateOrg(ctx, org))
-			alice := crashUser(org.ID, "Alice")
-			require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
-
-			target := alice.ID
-			crashAfter(s, c.stop)
-			ectx, id := withEvent(ctx, org.ID, c.action, target)
-			if c.action == "user.create" {
-				carol := crashUser(org.ID, "Carol")
-				target = carol.ID
-				ectx, id = withEvent(ctx, org.ID, c.action, target)
-				err := s.CreateUser(ectx, carol, storage.UserLimit{})
-				require.ErrorIs(t, err, errCrash)
-			} else {
-				require.ErrorIs(t, c.run(ectx, s, org.ID, alice), errCrash)
+		for _, bySettling := range []bool{false, true} {
+			name := c.name + ", settled by Cleanup"
+			if bySettling {
+				name = c.name + ", settled by a listing"
 			}
-			s.afterStep = nil
-			require.Empty(t, listed(t, s, org.ID), "a pending event is not listed")
+			t.Run(name, func(t *testing.T) {
+				s := newTestStore(t)
+				ctx := t.Context()
+				org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+				require.NoError(t, s.CreateOrg(ctx, org))
+				alice := crashUser(org.ID, "Alice")
+				require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
 
-			// Too young to resolve: its writer may still be at work.
-			_, err := s.Cleanup(ctx, t0)
-			require.NoError(t, err)
-			require.Empty(t, listed(t, s, org.ID))
+				target := alice.ID
+				crashAfter(s, c.stop)
+				ectx, id := withEvent(ctx, org.ID, c.action, target)
+				if c.action == "user.create" {
+					carol := crashUser(org.ID, "Carol")
+					target = carol.ID
+					ectx, id = withEvent(ctx, org.ID, c.action, target)
+					err := s.CreateUser(ectx, carol, storage.UserLimit{})
+					require.ErrorIs(t, err, errCrash)
+				} else {
+					require.ErrorIs(t, c.run(ectx, s, org.ID, alice), errCrash)
+				}
+				s.afterStep = nil
+				require.Empty(t, listed(t, s, org.ID), "a pending event is not listed")
 
-			_, err = s.Cleanup(ctx, later)
-			require.NoError(t, err)
-			if c.made {
-				require.Equal(t, []string{id}, listed(t, s, org.ID), "the change was made: its event is kept")
-			} else {
-				require.Empty(t, listed(t, s, org.ID), "no change: no event")
-				n, err := s.events.CountDocuments(ctx, map[string]any{"_id": id})
+				// Too young to settle: its writer may still be at work.
+				_, err := s.Cleanup(ctx, t0)
 				require.NoError(t, err)
-				require.Zero(t, n, "the pending event is removed")
-			}
-		})
+				page, err := s.ListEvents(ctx, org.ID, storage.EventQuery{Limit: 10, SettleBefore: t0})
+				require.NoError(t, err)
+				require.Empty(t, page.Events)
+				require.Empty(t, listed(t, s, org.ID))
+
+				// Settled by a listing, or by Cleanup.
+				if bySettling {
+					_, err = s.ListEvents(ctx, org.ID, storage.EventQuery{Limit: 10, SettleBefore: later})
+				} else {
+					_, err = s.Cleanup(ctx, later)
+				}
+				require.NoError(t, err)
+				if c.made {
+					require.Equal(t, []string{id}, listed(t, s, org.ID), "the change was made: its event is kept")
+				} else {
+					require.Empty(t, listed(t, s, org.ID), "no change: no event")
+					n, err := s.events.CountDocuments(ctx, map[string]any{"_id": id})
+					require.NoError(t, err)
+					require.Zero(t, n, "the pending event is removed")
+				}
+			})
+		}
 	}
 }
