@@ -167,12 +167,14 @@ type Store interface {
 // CreateToken, DeleteToken, PutDive and CreateEmbedSession record the
 // audit event their context carries (WithAudit), if any: the store writes
 // it in the same atomic step as the change (one Lua script, one SQL
-// transaction, one lock, one document write or a write that cannot be
-// lost between the two, as each adapter documents), and only when the
-// method succeeds. After a crash there is never a change without its
-// event, nor an event without its change. A method that fails, or that
-// changes nothing, records nothing (CreateOrg for an existing org is
-// ErrAlreadyExists and records nothing).
+// transaction, one lock), or, without multi-document transactions, in
+// writes ordered so that none is lost between the two (mongostore: the
+// event first, unconfirmed, then the change, then the confirmation; an
+// event left unconfirmed is settled as EventQuery.SettleBefore says), and
+// only when the method succeeds. After a crash there is never a change
+// without its event, nor an event without its change (once settled). A
+// method that fails, or that changes nothing, records nothing (CreateOrg
+// for an existing org is ErrAlreadyExists and records nothing).
 //
 // With each event the store drops events of the event's org that are
 // older than Audit.DropBefore and, when the org holds more than
