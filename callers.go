@@ -214,6 +214,7 @@ const (
 	opListTokens
 	opDeleteToken
 	opCreateEmbedSession
+	opAuditEvents
 )
 
 // authorize decides what the caller's role alone decides about o on the
@@ -230,7 +231,7 @@ func authorize(c Caller, o op, t *target) error {
 	switch o {
 	case opGetInstances, opSetInstances, opCreateToken, opListTokens, opDeleteToken:
 		ok = admin || self
-	case opGetActiveAccounts, opCreateServiceAccount, opCreateEmbedSession, opDeleteUser:
+	case opGetActiveAccounts, opCreateServiceAccount, opCreateEmbedSession, opDeleteUser, opAuditEvents:
 		ok = admin
 	case opListUsers:
 		ok = c.has(PrivilegeViewAllMembers)

@@ -345,3 +345,53 @@ func ExampleService_ActAs() {
 	// as alice: <nil>
 	// as a hand-made Caller: UNAUTHORIZED
 }
+
+// The audit trail: every change, newest first, with who made it and
+// through which request; a Member may not read it.
+func ExampleService_AuditEvents() {
+	ctx := context.Background()
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	admin := orgadmin.Bearer(adminToken)
+
+	// httpserver puts each request's id in its context; a Go program may
+	// too.
+	reqCtx := orgadmin.WithRequestID(ctx, "req-1")
+	if _, err := svc.CreateServiceAccount(reqCtx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"}); err != nil {
+		log.Fatal(err)
+	}
+	if _, err := svc.SetInstanceConfig(reqCtx, admin, "robot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizePulse},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizeStandard, FlockSize: 1},
+	}}); err != nil {
+		log.Fatal(err)
+	}
+
+	for e, err := range svc.AllAuditEvents(ctx, admin, orgadmin.AuditQuery{}) {
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Printf("%s by %s on %s %q, request %q\n", e.Action, e.ActorUsername, e.TargetKind, e.TargetUsername, e.RequestID)
+		if e.After != nil {
+			fmt.Println("  after:", string(e.After))
+		}
+	}
+
+	tok, err := svc.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "ci"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = svc.AuditEvents(ctx, orgadmin.Bearer(tok.Value), orgadmin.AuditQuery{})
+	fmt.Println("as robot:", orgadmin.ErrorCode(err))
+	// Output:
+	// instances.set by admin on user "robot", request "req-1"
+	//   after: {"read_write":{"instance_size":"pulse"},"read_scaling":{"instance_size":"standard","flock_size":1,"cooldown_seconds":60}}
+	// user.create by admin on user "robot", request "req-1"
+	// token.create by system on token "admin", request ""
+	// user.create by system on user "admin", request ""
+	// org.create by system on org "", request ""
+	// as robot: FORBIDDEN
+}

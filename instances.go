@@ -173,15 +173,24 @@ func (s *Service) SetInstanceConfig(ctx context.Context, a Auth, username string
 	t := pathTarget(username)
 	rec, is := in.record()
 	var c call
-	if err := s.begin(ctx, &c, a, opSetInstances, &t, readNone, is); err != nil {
+	if err := s.begin(ctx, &c, a, opSetInstances, &t, readUser, is); err != nil {
 		return InstanceConfig{}, err
 	}
-	if !t.canExist {
+	u, ok := c.target()
+	if !t.canExist || !ok {
 		return InstanceConfig{}, notFound("user", "username")
 	}
-	if err := s.store.SetInstances(ctx, c.org, t.folded, rec); err != nil {
+	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{
+		action: ActionInstancesSet, kind: TargetUser, targetID: u.ID, targetUsername: u.Username,
+		before: configJSON(u.Instances), after: configJSON(rec),
+	})
+	if err != nil {
+		return InstanceConfig{}, err
+	}
+	if err := s.store.SetInstances(actx, c.org, t.folded, rec); err != nil {
 		return InstanceConfig{}, s.storeErr("set instances", err, "user", "username")
 	}
+	s.emit(ctx, ev)
 	return configFromRecord(rec), nil
 }
 

@@ -21,6 +21,11 @@
 // ErrorCode or errors.Is and the sentinels (ErrNotFound, ...), which see
 // through wrapping, and get at its issues with errors.As.
 //
+// Every change an operation makes is recorded, atomically with it, as an
+// audit event that Admins read with AuditEvents (and streamed to
+// Config.AuditLog): who, when, what, on which target, through which
+// request.
+//
 // Durations are time.Duration (whole seconds on the wire), enumerations
 // are defined types with constants, and an input field whose absence
 // differs from its zero value is an Optional, set with Some.
@@ -31,6 +36,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"io"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -86,6 +92,19 @@ type Config struct {
 	// DucklingLease is how long an activity report keeps a Duckling active
 	// without renewal. Zero means 10 minutes.
 	DucklingLease time.Duration
+	// AuditRetention is how long audit events are kept: each change drops
+	// the events of its org older than that. Zero means 90 days
+	// (DefaultAuditRetention).
+	AuditRetention time.Duration
+	// MaxAuditEventsPerOrg bounds the audit events kept for one
+	// organization: each change drops the oldest beyond it. Zero means
+	// 100 000 (DefaultMaxAuditEventsPerOrg); a negative value means no
+	// bound but the retention.
+	MaxAuditEventsPerOrg int
+	// AuditLog, when not nil, receives one record per audit event, at
+	// level Info with the message "audit", once the change and its event
+	// are stored: for shipping the trail elsewhere (a SIEM).
+	AuditLog *slog.Logger
 }
 
 // DefaultMaxUsersPerOrg is the limit of users of an organization when
@@ -105,6 +124,10 @@ type Service struct {
 	sessionTTL time.Duration
 	lease      time.Duration
 
+	auditRetention time.Duration
+	maxAuditEvents int // 0: no bound
+	auditLog       *slog.Logger
+
 	idMu   sync.Mutex
 	lastID uint64 // the time and sequence of the last id minted
 }
@@ -120,6 +143,19 @@ func New(store storage.Store, cfg Config) *Service {
 		maxUsers:   cfg.MaxUsersPerOrg,
 		sessionTTL: cfg.EmbedSessionTTL,
 		lease:      cfg.DucklingLease,
+
+		auditRetention: cfg.AuditRetention,
+		maxAuditEvents: cfg.MaxAuditEventsPerOrg,
+		auditLog:       cfg.AuditLog,
+	}
+	if s.auditRetention <= 0 {
+		s.auditRetention = DefaultAuditRetention
+	}
+	switch {
+	case s.maxAuditEvents == 0:
+		s.maxAuditEvents = DefaultMaxAuditEventsPerOrg
+	case s.maxAuditEvents < 0:
+		s.maxAuditEvents = 0
 	}
 	if s.now == nil {
 		s.now = time.Now

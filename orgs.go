@@ -31,10 +31,18 @@ func (s *Service) CreateOrg(ctx context.Context, id string) error {
 	if !validOrgID(id) {
 		return badRequest(Issue{Message: "Organization id must be 1 to 128 ASCII letters, digits, '.', '_', ':' or '-'", Path: NewPath("id"), Code: IssueInvalidString})
 	}
-	err := s.store.CreateOrg(ctx, storage.Org{ID: id, CreatedAt: s.clock()})
-	if err != nil && !errors.Is(err, storage.ErrAlreadyExists) {
+	actx, ev, err := s.audited(ctx, id, system, change{action: ActionOrgCreate, kind: TargetOrg, targetID: id})
+	if err != nil {
+		return err
+	}
+	err = s.store.CreateOrg(actx, storage.Org{ID: id, CreatedAt: ev.At})
+	switch {
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return nil
+	case err != nil:
 		return internal("create org", err)
 	}
+	s.emit(ctx, ev)
 	return nil
 }
 
@@ -109,7 +117,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 		t, err := s.SeedToken(ctx, in.Org, in.Username, SeedTokenInput{Value: in.Token, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}})
 		return t.Value, err
 	}
-	t, err := s.insertToken(ctx, &u, value, CreateTokenInput{Name: BootstrapTokenName})
+	t, err := s.insertToken(ctx, &u, value, CreateTokenInput{Name: BootstrapTokenName}, system, ActionTokenCreate)
 	return t.Value, err
 }
 
@@ -148,9 +156,16 @@ func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, ke
 		case t.Digest == keep:
 			kept = true
 		case t.Name == BootstrapTokenName:
-			err := s.store.DeleteToken(ctx, u.Org, u.ID, t.ID, now)
+			actx, ev, err := s.audited(ctx, u.Org, system, change{action: ActionTokenDelete, kind: TargetToken, targetID: t.ID, targetUsername: u.Username})
+			if err != nil {
+				return 0, false, err
+			}
+			err = s.store.DeleteToken(actx, u.Org, u.ID, t.ID, now)
 			if err != nil && !errors.Is(err, storage.ErrNotFound) { // gone already: as good
 				return 0, false, internal("revoke token", err)
+			}
+			if err == nil {
+				s.emit(ctx, ev)
 			}
 			held--
 		}

@@ -105,17 +105,21 @@ func (s *Service) CreateToken(ctx context.Context, a Auth, username string, in C
 	if err != nil {
 		return Token{}, internal("mint token", err)
 	}
-	return s.insertToken(ctx, u, value, in)
+	return s.insertToken(ctx, u, value, in, actorOf(c.Caller), ActionTokenCreate)
 }
 
 // insertToken stores a token of value for u, as described by in (already
 // validated).
-func (s *Service) insertToken(ctx context.Context, u *storage.User, value string, in CreateTokenInput) (Token, error) {
+func (s *Service) insertToken(ctx context.Context, u *storage.User, value string, in CreateTokenInput, who actor, action string) (Token, error) {
 	id, err := s.newID()
 	if err != nil {
 		return Token{}, err
 	}
-	now := s.clock()
+	actx, ev, err := s.audited(ctx, u.Org, who, change{action: action, kind: TargetToken, targetID: id, targetUsername: u.Username})
+	if err != nil {
+		return Token{}, err
+	}
+	now := ev.At
 	rec := storage.Token{
 		ID:          id,
 		Org:         u.Org,
@@ -129,7 +133,7 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 	if ttl, ok := in.TTL.Get(); ok {
 		rec.ExpiresAt = now.Add(ttl)
 	}
-	switch err := s.store.CreateToken(ctx, rec, storage.TokenLimit{Max: s.maxTokens, LiveAt: now}); {
+	switch err := s.store.CreateToken(actx, rec, storage.TokenLimit{Max: s.maxTokens, LiveAt: now}); {
 	case errors.Is(err, storage.ErrLimitExceeded):
 		return Token{}, badRequest(Issue{Message: "The user holds the maximum number of tokens", Path: Path{}, Code: IssueTooBig})
 	case errors.Is(err, storage.ErrAlreadyExists):
@@ -141,9 +145,10 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 		// lost on its way back). Its value is never shown, so such a token
 		// could only hold a place under the limit: take it out again, by
 		// its id, which no one else has.
-		s.withdrawToken(ctx, rec)
+		s.withdrawToken(ctx, rec, u.Username, who)
 		return Token{}, internal("create token", err)
 	}
+	s.emit(ctx, ev)
 	t := tokenFromRecord(rec)
 	t.Value = value
 	return t, nil
@@ -156,11 +161,18 @@ const withdrawTimeout = 5 * time.Second
 // withdrawToken deletes rec, a token whose creation failed and may have
 // been stored all the same. It is best effort: a store that failed may
 // fail again, and then the token stays listed, for its user or an Admin
-// to revoke.
-func (s *Service) withdrawToken(ctx context.Context, rec storage.Token) {
+// to revoke. When it finds the token, its deletion is an audit event of
+// the same actor, after the token's creation's own.
+func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, username string, who actor) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
-	_ = s.store.DeleteToken(ctx, rec.Org, rec.UserID, rec.ID, rec.CreatedAt)
+	actx, ev, err := s.audited(ctx, rec.Org, who, change{action: ActionTokenDelete, kind: TargetToken, targetID: rec.ID, targetUsername: username})
+	if err != nil {
+		return
+	}
+	if s.store.DeleteToken(actx, rec.Org, rec.UserID, rec.ID, rec.CreatedAt) == nil {
+		s.emit(ctx, ev)
+	}
 }
 
 // ListTokens returns the live tokens (neither expired nor invalidated) of
@@ -208,9 +220,14 @@ func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID str
 	if !ok {
 		return notFound("user", "username")
 	}
-	if err := s.store.DeleteToken(ctx, c.org, u.ID, tokenID, s.now()); err != nil {
+	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionTokenDelete, kind: TargetToken, targetID: tokenID, targetUsername: u.Username})
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeleteToken(actx, c.org, u.ID, tokenID, s.now()); err != nil {
 		return s.storeErr("delete token", err, "token", "token_id")
 	}
+	s.emit(ctx, ev)
 	return nil
 }
 
@@ -250,7 +267,7 @@ func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTo
 	if err != nil {
 		return Token{}, err
 	}
-	t, err := s.insertToken(ctx, &u, in.Value, in.CreateTokenInput)
+	t, err := s.insertToken(ctx, &u, in.Value, in.CreateTokenInput, system, ActionTokenSeed)
 	if ErrorCode(err) == CodeBadRequest {
 		a, lerr := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(in.Value))})
 		if lerr == nil && a.Credential.Token.UserID == u.ID {

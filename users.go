@@ -74,7 +74,7 @@ func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateSer
 		Description:      in.Description,
 		IsServiceAccount: true,
 		Role:             RoleMember,
-	})
+	}, actorOf(c.Caller))
 }
 
 // NewUser describes a user created through the Go API (CreateUser), which,
@@ -100,7 +100,7 @@ func (s *Service) CreateUser(ctx context.Context, org string, nu NewUser) (User,
 	if err := validateNewUser(nu); err != nil {
 		return User{}, err
 	}
-	return s.createUser(ctx, org, nu)
+	return s.createUser(ctx, org, nu, system)
 }
 
 func validateNewUser(nu NewUser) error {
@@ -125,7 +125,7 @@ func validateNewUser(nu NewUser) error {
 	return is.err()
 }
 
-func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User, error) {
+func (s *Service) createUser(ctx context.Context, org string, nu NewUser, who actor) (User, error) {
 	id, err := s.newID()
 	if err != nil {
 		return User{}, err
@@ -146,13 +146,17 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User,
 		Email:            nu.Email,
 		FirstName:        nu.FirstName,
 		LastName:         nu.LastName,
-		CreatedAt:        s.clock(),
 		Instances:        s.defaults,
 	}
 	if nu.Instances != nil {
 		rec.Instances = nu.Instances.record() // checked by validateNewUser
 	}
-	switch err := s.store.CreateUser(ctx, rec, storage.UserLimit{Max: s.maxUsers}); {
+	actx, ev, err := s.audited(ctx, org, who, change{action: ActionUserCreate, kind: TargetUser, targetID: id, targetUsername: rec.Username})
+	if err != nil {
+		return User{}, err
+	}
+	rec.CreatedAt = ev.At
+	switch err := s.store.CreateUser(actx, rec, storage.UserLimit{Max: s.maxUsers}); {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return User{}, badRequest(Issue{Message: "Username is already taken", Path: NewPath("username"), Code: IssueAlreadyExists})
 	case errors.Is(err, storage.ErrLimitExceeded):
@@ -162,6 +166,7 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser) (User,
 	case err != nil:
 		return User{}, internal("create user", err)
 	}
+	s.emit(ctx, ev)
 	return userFromRecord(rec), nil
 }
 
@@ -217,10 +222,19 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 	if contains(u.Privileges, privilege) {
 		return nil
 	}
+	before := privilegesJSON(u.Privileges)
 	u.Privileges = append(u.Privileges, privilege)
-	if err := s.store.UpdateUser(ctx, u); err != nil {
+	actx, ev, err := s.audited(ctx, org, system, change{
+		action: ActionUserGrant, kind: TargetUser, targetID: u.ID, targetUsername: u.Username,
+		before: before, after: privilegesJSON(u.Privileges),
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.store.UpdateUser(actx, u); err != nil {
 		return s.storeErr("grant privilege", err, "user", "username")
 	}
+	s.emit(ctx, ev)
 	return nil
 }
 
@@ -232,19 +246,25 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User, error) {
 	t := pathTarget(username)
 	var c call
-	if err := s.begin(ctx, &c, a, opDeleteUser, &t, readNone, nil); err != nil {
+	if err := s.begin(ctx, &c, a, opDeleteUser, &t, readUser, nil); err != nil {
 		return User{}, err
 	}
 	if c.isSelf(t.folded) {
 		return User{}, badRequest(Issue{Message: "Users cannot delete themselves", Path: NewPath("username"), Code: IssueNotAllowed})
 	}
-	if !t.canExist {
+	target, ok := c.target()
+	if !t.canExist || !ok {
 		return User{}, notFound("user", "username")
 	}
-	u, err := s.store.DeleteUser(ctx, c.org, t.folded)
+	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionUserDelete, kind: TargetUser, targetID: target.ID, targetUsername: target.Username})
+	if err != nil {
+		return User{}, err
+	}
+	u, err := s.store.DeleteUser(actx, c.org, t.folded)
 	if err != nil {
 		return User{}, s.storeErr("delete user", err, "user", "username")
 	}
+	s.emit(ctx, ev)
 	return userFromRecord(u), nil
 }
 

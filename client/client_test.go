@@ -427,3 +427,48 @@ func TestResponseSizeIsBounded(t *testing.T) {
 	_, err := client.New(srv.URL, "t").ListTokens(t.Context(), "x")
 	require.ErrorContains(t, err, "larger than")
 }
+
+// The audit trail, through the client against the fake: every change,
+// newest first, paged by the iterator, filtered, and refused to a
+// non-Admin.
+func TestAuditEventsAgainstTheFake(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	ctx := t.Context()
+	c := client.New(srv.URL(), srv.AdminToken())
+	_, err := c.CreateServiceAccount(ctx, client.CreateServiceAccountRequest{Username: "Reporter"})
+	require.NoError(t, err)
+	srv.FastForward(time.Second)
+	tok, err := c.CreateToken(ctx, "reporter", client.CreateTokenRequest{Name: "ci"})
+	require.NoError(t, err)
+	srv.FastForward(time.Second)
+	_, err = c.DeleteUser(ctx, "reporter")
+	require.NoError(t, err)
+
+	var got []client.AuditEvent
+	for e, err := range c.AllAuditEvents(ctx, client.AuditEventsOptions{Limit: 2}) {
+		require.NoError(t, err)
+		got = append(got, e)
+	}
+	want := srv.AuditEvents()
+	require.Len(t, got, len(want))
+	for i := range want {
+		want[i].Org = "" // the caller's, not shown
+	}
+	assert.Equal(t, want, got, "the client reads what the fake holds")
+	assert.Equal(t, []string{orgadmin.ActionUserDelete, orgadmin.ActionTokenCreate, orgadmin.ActionUserCreate}, []string{got[0].Action, got[1].Action, got[2].Action})
+	assert.Equal(t, tok.ID, got[1].TargetID)
+	assert.Equal(t, "Reporter", got[1].TargetUsername)
+	assert.NotEmpty(t, got[1].RequestID)
+
+	page, err := c.AuditEvents(ctx, client.AuditEventsOptions{Action: orgadmin.ActionTokenCreate, TargetUsername: "Reporter", Since: srv.Now().Add(-90 * time.Minute)})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+	assert.Equal(t, tok.ID, page.Events[0].TargetID)
+	assert.Empty(t, page.NextPageToken)
+
+	srv.CreateServiceAccount("bot")
+	_, err = client.New(srv.URL(), srv.CreateToken("bot", orgadmin.CreateTokenInput{Name: "b"})).AuditEvents(ctx, client.AuditEventsOptions{})
+	require.ErrorIs(t, err, client.ErrForbidden)
+	assert.Equal(t, http.StatusForbidden, apiError(t, err).StatusCode)
+}

@@ -1,8 +1,11 @@
 // Package httpserver serves an orgadmin.Service as the standard /v1 REST
-// API, with its OpenAPI document at /docs/specs, plus the optional
+// API, with its OpenAPI document at /docs/specs, plus an Admin's audit
+// trail at /ext/audit/events (an extension outside /v1), the optional
 // page-feedback endpoint and a health check. It mounts at the root, beside
 // other routes or under a prefix, takes request ids from upstream, and
 // measures itself when asked (Prometheus metrics, OpenTelemetry spans).
+// The request id reaches the Service in the request's context
+// (orgadmin.RequestIDKey), for the audit events of the changes it makes.
 //
 // Handlers are thin: decode the request, make one Service call with the
 // request's bearer token (or the Caller a host's authentication hook
@@ -263,7 +266,8 @@ type route struct {
 	handle  func(w http.ResponseWriter, r *http.Request, c credential) (answer, error)
 }
 
-// routes is the table of every /v1 operation.
+// routes is the table of every /v1 operation, and of the extensions
+// beside them (the audit trail).
 func (h *Handler) routes() []route {
 	return []route{
 		{"GET /v1/users/{username}/instances", h.getInstanceConfig},
@@ -276,6 +280,7 @@ func (h *Handler) routes() []route {
 		{"GET /v1/users/{username}/tokens", h.listTokens},
 		{"DELETE /v1/users/{username}/tokens/{token_id}", h.deleteToken},
 		{"POST /v1/dives/{dive_id}/embed-session", h.createEmbedSession},
+		{"GET " + AuditEventsPath, h.listAuditEvents},
 	}
 }
 

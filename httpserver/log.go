@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/orgadmin/orgadmin"
 )
 
 // LogRequests gives each request an id (in the X-Request-Id response header
@@ -251,8 +253,11 @@ type idContext struct {
 }
 
 func (c *idContext) Value(key any) any {
-	if key == (ctxKey{}) {
+	switch key {
+	case ctxKey{}:
 		return c
+	case orgadmin.RequestIDKey:
+		return c.id
 	}
 	return c.Context.Value(key)
 }

@@ -23,7 +23,8 @@ import (
 // never logged: after a run that mints, uses and revokes them over HTTP
 // and through the Go API, no value shows anywhere in what the store holds
 // or in what the Handler logged (its request lines, and through slog at
-// Debug level), in clear, hex or base64,
+// Debug level), nor in the audit trail (as read over HTTP and as
+// streamed to Config.AuditLog), in clear, hex or base64,
 // whole or as a run of everystore.MinLeak characters. It runs on every
 // store.
 func TestSecretsNeverStoredOrLogged(t *testing.T) {
@@ -32,9 +33,10 @@ func TestSecretsNeverStoredOrLogged(t *testing.T) {
 		store := k.Open(t)
 		// Request lines to a writer of their own, as the example server
 		// writes them; everything else through slog, at Debug.
-		var logs, lines syncBuffer
+		var logs, lines, audit syncBuffer
 		logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-		w := newWorldWith(t, orgadmin.Config{}, worldOptions{store: store.Store, logger: logger, requestLog: &lines})
+		auditLog := slog.New(slog.NewJSONHandler(&audit, nil))
+		w := newWorldWith(t, orgadmin.Config{AuditLog: auditLog}, worldOptions{store: store.Store, logger: logger, requestLog: &lines})
 		run := mintUseAndRevoke(t, w)
 
 		// The values are real: the live ones work, the others do not.
@@ -64,8 +66,15 @@ func TestSecretsNeverStoredOrLogged(t *testing.T) {
 		}
 		require.GreaterOrEqual(t, strings.Count(lines.String(), `"msg":"request"`), run.requests, "one log line per request")
 
+		// The audit trail of every change, as an Admin reads it and as it
+		// is streamed.
+		trail, bodies := readTrail(t, w, bearer(run.live[0]), nil, "1000")
+		require.NotEmpty(t, trail)
+		require.Greater(t, strings.Count(audit.String(), `"msg":"audit"`), len(trail), "the stream holds both orgs' events")
+
 		secrets := append(append(append([]string{}, run.live...), run.dead...), run.sessions...)
-		texts := append(contents, logs.String(), lines.String())
+		texts := append(contents, logs.String(), lines.String(), audit.String())
+		texts = append(texts, bodies...)
 		assert.Empty(t, everystore.Leaks(secrets, texts), "secret values in the store or the log")
 	})
 }

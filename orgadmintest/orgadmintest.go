@@ -435,6 +435,13 @@ func (s *Server) ActiveAccounts() []orgadmin.ActiveAccount {
 	return s.inOrg().ActiveAccounts()
 }
 
+// AuditEvents returns the audit trail of Org, newest first: what the
+// Server's GET /ext/audit/events shows an Admin.
+func (s *Server) AuditEvents() []orgadmin.AuditEvent {
+	s.tb.Helper()
+	return s.inOrg().AuditEvents()
+}
+
 // EmbedSession resolves an embed session value as a renderer would, and
 // reports false when it is unknown, expired or its user was deleted.
 func (s *Server) EmbedSession(value string) (orgadmin.EmbedSession, bool) {
@@ -556,6 +563,21 @@ func (o *Org) Users() []orgadmin.User {
 			return nil
 		}
 		out = append(out, u)
+	}
+	return out
+}
+
+// AuditEvents returns the audit trail, newest first.
+func (o *Org) AuditEvents() []orgadmin.AuditEvent {
+	o.s.tb.Helper()
+	var out []orgadmin.AuditEvent
+	q := orgadmin.AuditQuery{Limit: orgadmin.Some(orgadmin.MaxAuditPageSize)}
+	for e, err := range o.s.svc.AllAuditEvents(o.s.ctx(), o.s.svc.ActAsOrg(o.id), q) {
+		if err != nil {
+			o.s.fatal("list audit events", err)
+			return nil
+		}
+		out = append(out, e)
 	}
 	return out
 }

@@ -11,6 +11,9 @@
 // shares no memory with what the Store holds: mutating it, its slices or its
 // maps changes nothing stored.
 //
+// The mutating methods record, with their change and atomically, the
+// audit event their context carries (see "Audit events" below).
+//
 // Failures: a missing record is ErrNotFound, a uniqueness violation is
 // ErrAlreadyExists, a full quota (of tokens, of users) is
 // ErrLimitExceeded; compare with errors.Is. Any other error is a failure
@@ -150,8 +153,145 @@ type Store interface {
 	// submissions it keeps, dropping the oldest.
 	AddFeedback(ctx context.Context, f Feedback) error
 
+	// ListEvents returns the audit events of org that match q, newest
+	// first: ordered by At, then ID, both descending. See EventQuery.
+	ListEvents(ctx context.Context, org string, q EventQuery) (EventPage, error)
+
 	// Ping reports whether the store answers.
 	Ping(ctx context.Context) error
+}
+
+// Audit events.
+//
+// CreateOrg, CreateUser, UpdateUser, SetInstances, DeleteUser,
+// CreateToken, DeleteToken, PutDive and CreateEmbedSession record the
+// audit event their context carries (WithAudit), if any: the store writes
+// it in the same atomic step as the change (one Lua script, one SQL
+// transaction, one lock), or, without multi-document transactions, in
+// writes ordered so that none is lost between the two (mongostore: the
+// event first, unconfirmed, then the change, then the confirmation; an
+// event left unconfirmed is settled as EventQuery.SettleBefore says), and
+// only when the method succeeds. After a crash there is never a change
+// without its event, nor an event without its change (once settled). A
+// method that fails, or that changes nothing, records nothing (CreateOrg
+// for an existing org is ErrAlreadyExists and records nothing).
+//
+// With each event the store drops events of the event's org that are
+// older than Audit.DropBefore and, when the org holds more than
+// Audit.MaxPerOrg events, the oldest beyond that bound. It may spread that
+// work over later writes (a bounded amount per write) or leave it to a
+// cleanup, but the events of an org never grow beyond MaxPerOrg plus a
+// bounded slack, nor do expired events pile up without bound; callers
+// filter out expired events that linger (EventQuery.Since). The store
+// mints nothing and reads no clock: the caller gives the event's ID and
+// At.
+
+// Event is one audit event: an administrative change, who made it and
+// when. It never holds a token or session value, digest or secret.
+type Event struct {
+	// ID is unique (a UUID); with At it orders the events of an org.
+	ID  string
+	Org string
+	// At is when the change was made, to the millisecond.
+	At time.Time
+	// ActorID and ActorUsername name the user who made the change;
+	// ActorUsername is "system" and ActorID empty for a change made by the
+	// Go API on no user's behalf.
+	ActorID       string
+	ActorUsername string
+	// ActorTokenID is the id of the token the actor presented, when any.
+	ActorTokenID string
+	// Action is a stable dotted name, such as "token.create".
+	Action string
+	// TargetKind ("org", "user", "token", "dive", "embed_session"),
+	// TargetID and TargetUsername name what the change acts on.
+	TargetKind     string
+	TargetID       string
+	TargetUsername string
+	// RequestID is the id of the HTTP request that made the change, when
+	// one did.
+	RequestID string
+	// Before and After are JSON documents of a value the change replaced
+	// (an instance configuration), or nil.
+	Before []byte
+	After  []byte
+}
+
+// Audit is what a mutating method records with its change; see WithAudit.
+type Audit struct {
+	Event Event
+	// DropBefore: events of the org older than this are dropped.
+	DropBefore time.Time
+	// MaxPerOrg bounds the events kept for the org; zero means no bound.
+	MaxPerOrg int
+}
+
+type auditKey struct{}
+
+// WithAudit returns a copy of ctx that asks the mutating method it is
+// passed to to record a.Event with its change (see the Audit events
+// section above).
+func WithAudit(ctx context.Context, a Audit) context.Context {
+	return context.WithValue(ctx, auditKey{}, &a)
+}
+
+// AuditOf returns the Audit that WithAudit put in ctx, if any.
+func AuditOf(ctx context.Context) (Audit, bool) {
+	a, ok := ctx.Value(auditKey{}).(*Audit)
+	if !ok || a == nil {
+		return Audit{}, false
+	}
+	return *a, true
+}
+
+// EventQuery selects a page of audit events, newest first.
+type EventQuery struct {
+	// BeforeAt and BeforeID, when BeforeID is not empty, start the page
+	// after the event (BeforeAt, BeforeID) in the order: at the first
+	// event whose At is before BeforeAt, or equal with an ID that sorts
+	// before BeforeID (byte-wise). That event need not exist.
+	BeforeAt time.Time
+	BeforeID string
+	// Limit is the page size; the store returns at most Limit events.
+	Limit int
+	// The filters: an empty string or zero time matches every event.
+	Action         string
+	ActorID        string
+	ActorUsername  string
+	TargetKind     string
+	TargetID       string
+	TargetUsername string
+	// Since keeps events at or after it; Until events before it.
+	Since time.Time
+	Until time.Time
+	// SettleBefore, when not zero, is for a store that writes an event and
+	// its change in two steps (mongostore): as it lists, it first settles
+	// the org's events still unconfirmed that were recorded before this
+	// instant (their writer is long done or gone), keeping those whose
+	// change was made and dropping the others. Other stores ignore it.
+	SettleBefore time.Time
+	// Into is where the page goes (see UserQuery.Into).
+	Into []Event
+}
+
+// Matches reports whether e passes q's filters (not its cursor): a helper
+// for adapters that filter as they read.
+func (q EventQuery) Matches(e Event) bool {
+	return (q.Action == "" || e.Action == q.Action) &&
+		(q.ActorID == "" || e.ActorID == q.ActorID) &&
+		(q.ActorUsername == "" || e.ActorUsername == q.ActorUsername) &&
+		(q.TargetKind == "" || e.TargetKind == q.TargetKind) &&
+		(q.TargetID == "" || e.TargetID == q.TargetID) &&
+		(q.TargetUsername == "" || e.TargetUsername == q.TargetUsername) &&
+		(q.Since.IsZero() || !e.At.Before(q.Since)) &&
+		(q.Until.IsZero() || e.At.Before(q.Until))
+}
+
+// EventPage is one page of audit events.
+type EventPage struct {
+	Events []Event
+	// More reports whether matching events follow the last one returned.
+	More bool
 }
 
 // Digest is a SHA-256 digest. Secrets (token values, embed session values)

@@ -71,6 +71,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
 	pprofAddr := fs.String("pprof", "", "loopback address to serve the runtime profiles at /debug/pprof/ (off when empty)")
 	metricsAddr := fs.String("metrics-addr", "", "address to serve the Prometheus metrics at /metrics, such as 127.0.0.1:9090 (off when empty)")
+	auditLog := fs.Bool("audit-log", false, "also log each audit event on standard error, as a JSON line with \"msg\":\"audit\" (for shipping to a SIEM)")
 	maxUsers := fs.Int("max-users-per-org", 0, fmt.Sprintf("most users an organization holds; one more is a 400 (0: %d; negative: no limit; the same on every server sharing a store)", orgadmin.DefaultMaxUsersPerOrg))
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -106,7 +107,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 	}
-	svc := orgadmin.New(store, orgadmin.Config{MaxUsersPerOrg: *maxUsers})
+	cfg := orgadmin.Config{MaxUsersPerOrg: *maxUsers}
+	if *auditLog {
+		cfg.AuditLog = log
+	}
+	svc := orgadmin.New(store, cfg)
 
 	// Listen first: a start that cannot serve changes nothing in the
 	// store.

@@ -351,6 +351,33 @@ func TestMaxUsersPerOrgFlag(t *testing.T) {
 	require.ErrorContains(t, err, "-max-users-per-org")
 }
 
+// -audit-log writes each audit event as a JSON line on standard error;
+// without it, none is written.
+func TestAuditLogFlag(t *testing.T) {
+	const tok = "env-supplied-admin-token"
+	base, stderr := startServer(t, map[string]string{"ORGADMIN_ADMIN_TOKEN": tok}, "-audit-log")
+	st, body := call(t, "POST", base+"/v1/users", tok, `{"username": "robot"}`)
+	require.Equal(t, 200, st, body)
+	st, body = call(t, "GET", base+"/ext/audit/events?action=user.create&target_username=robot", tok, "")
+	require.Equal(t, 200, st, body)
+	events := body["events"].([]any)
+	require.Len(t, events, 1)
+	id := events[0].(map[string]any)["id"].(string)
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), `"id":"`+id+`"`) }, 10*time.Second, 10*time.Millisecond,
+		"the event is logged: %s", stderr)
+	assert.Contains(t, stderr.String(), `"msg":"audit"`)
+	assert.NotContains(t, stderr.String(), tok)
+
+	base, stderr = startServer(t, map[string]string{"ORGADMIN_ADMIN_TOKEN": tok})
+	st, body = call(t, "POST", base+"/v1/users", tok, `{"username": "robot"}`)
+	require.Equal(t, 200, st, body)
+	st, _ = call(t, "GET", base+"/healthz", "", "")
+	require.Equal(t, 200, st)
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), `"path":"/healthz"`) }, 10*time.Second, 10*time.Millisecond,
+		"the lines before are written: %s", stderr)
+	assert.NotContains(t, stderr.String(), `"msg":"audit"`)
+}
+
 func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "cassandra://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")

@@ -21,7 +21,8 @@ import (
 // see each other's revocations and deletions at once; restarts (Bootstrap
 // again) and loading a seed again from either process change nothing and
 // bring back nothing revoked, expired or deleted; creations through both
-// keep one limit of users. newStores makes each
+// keep one limit of users; changes through both are each in the one audit
+// trail both read, once. newStores makes each
 // pair: two Stores of one fresh database, as two processes would hold
 // them (for the memory store, one Store twice). Every adapter runs it from
 // its tests.
@@ -31,6 +32,7 @@ func RunShared(t *testing.T, newStores func(t testing.TB) (storage.Store, storag
 	t.Run("Restarts", func(t *testing.T) { testRestarts(t, newStores) })
 	t.Run("Reseeding", func(t *testing.T) { testReseeding(t, newStores) })
 	t.Run("UserLimit", func(t *testing.T) { testSharedUserLimit(t, newStores) })
+	t.Run("AuditTrail", func(t *testing.T) { testSharedAuditTrail(t, services(newStores(t))) })
 }
 
 func services(a, b storage.Store) [2]*orgadmin.Service {

@@ -77,7 +77,7 @@ func TestMetricsAndSpansPerOperation(t *testing.T) {
 			}
 		}
 	}
-	assert.Len(t, errs, 23, "a series per storage.Store method, from the start")
+	assert.Len(t, errs, 24, "a series per storage.Store method, from the start")
 	assert.Equal(t, 0.0, errs["GetOrg"], "not found is an answer")
 	assert.Equal(t, 1.0, errs["Ping"])
 

@@ -35,6 +35,7 @@ const (
 	opMarkSeeded
 	opSeedMarks
 	opAddFeedback
+	opListEvents
 	opPing
 
 	numOps
@@ -43,6 +44,7 @@ const (
 // opNames are the operations' names, as the metrics and spans give them.
 var opNames = [numOps]string{
 	opCreateOrg:            "CreateOrg",
+	opListEvents:           "ListEvents",
 	opGetOrg:               "GetOrg",
 	opCreateUser:           "CreateUser",
 	opGetUser:              "GetUser",
@@ -241,6 +243,14 @@ func (s *Store) AddFeedback(ctx context.Context, f storage.Feedback) error {
 	err := s.next.AddFeedback(ctx, f)
 	s.end(c, err)
 	return err
+}
+
+// ListEvents implements storage.Store.
+func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery) (storage.EventPage, error) {
+	ctx, c := s.begin(ctx, opListEvents)
+	v, err := s.next.ListEvents(ctx, org, q)
+	s.end(c, err)
+	return v, err
 }
 
 // Ping implements storage.Store.

@@ -70,6 +70,8 @@ type org struct {
 	// ducklings are the Duckling records of the users that have any.
 	ducklings map[ref]map[string]storage.Duckling
 	dives     map[string]storage.Dive
+	// events are the org's audit events, oldest first (by At, then ID).
+	events []storage.Event
 }
 
 // New returns an empty Store.
@@ -95,7 +97,7 @@ func (s *Store) userID(r ref) string     { return s.users.at(r).str(uID) }
 func (s *Store) tokenID(r ref) string    { return s.tokens.at(r).str(tID) }
 
 // CreateOrg implements storage.Store.
-func (s *Store) CreateOrg(_ context.Context, o storage.Org) error {
+func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.orgs[o.ID]; ok {
@@ -114,6 +116,7 @@ func (s *Store) CreateOrg(_ context.Context, o storage.Org) error {
 	}
 	s.orgs[o.ID] = e
 	s.orgList = append(s.orgList, e)
+	s.record(ctx, e)
 	return nil
 }
 
@@ -130,7 +133,7 @@ func (s *Store) GetOrg(_ context.Context, id string) (storage.Org, error) {
 
 // CreateUser implements storage.Store. The org's users are counted under
 // the lock, so the limit is exact.
-func (s *Store) CreateUser(_ context.Context, u storage.User, lim storage.UserLimit) error {
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.orgs[u.Org]
@@ -152,6 +155,7 @@ func (s *Store) CreateUser(_ context.Context, u storage.User, lim storage.UserLi
 	o.ids.add(u.ID, r)
 	o.all.Insert(r)
 	o.kindIndex(u.IsServiceAccount).Insert(r)
+	s.record(ctx, o)
 	return nil
 }
 
@@ -214,7 +218,7 @@ func (s *Store) GetUser(_ context.Context, orgID, folded string) (storage.User, 
 }
 
 // UpdateUser implements storage.Store.
-func (s *Store) UpdateUser(_ context.Context, u storage.User) error {
+func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, r := s.lookupID(u.Org, u.ID)
@@ -228,11 +232,12 @@ func (s *Store) UpdateUser(_ context.Context, u storage.User) error {
 	}
 	e.set(u, e.str(uUsername), e.str(uFolded))
 	s.setPrivileges(r, u.Privileges)
+	s.record(ctx, o)
 	return nil
 }
 
 // SetInstances implements storage.Store.
-func (s *Store) SetInstances(_ context.Context, orgID, folded string, c storage.InstanceConfig) error {
+func (s *Store) SetInstances(ctx context.Context, orgID, folded string, c storage.InstanceConfig) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, r := s.lookup(orgID, folded)
@@ -243,11 +248,12 @@ func (s *Store) SetInstances(_ context.Context, orgID, folded string, c storage.
 	u := e.record(o.rec.ID) // less its privileges, which set leaves alone
 	u.Instances = c
 	e.set(u, u.Username, u.FoldedUsername)
+	s.record(ctx, o)
 	return nil
 }
 
 // DeleteUser implements storage.Store.
-func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, orgID, folded string) (storage.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, r := s.lookup(orgID, folded)
@@ -273,6 +279,7 @@ func (s *Store) DeleteUser(_ context.Context, orgID, folded string) (storage.Use
 	o.all.Delete(u.FoldedUsername)
 	o.kindIndex(u.IsServiceAccount).Delete(u.FoldedUsername)
 	s.users.remove(r)
+	s.record(ctx, o)
 	return u, nil
 }
 
@@ -307,10 +314,10 @@ func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) 
 }
 
 // CreateToken implements storage.Store.
-func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.TokenLimit) error {
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ur := s.lookupID(t.Org, t.UserID)
+	o, ur := s.lookupID(t.Org, t.UserID)
 	if ur == 0 {
 		return storage.ErrNotFound
 	}
@@ -334,6 +341,7 @@ func (s *Store) CreateToken(_ context.Context, t storage.Token, lim storage.Toke
 	s.link(u, tr)
 	s.digests[t.Digest] = tr
 	s.tokenIDs.add(t.ID, tr)
+	s.record(ctx, o)
 	return nil
 }
 
@@ -459,10 +467,10 @@ func (s *Store) liveTokens(dst []storage.Token, u *userRec, liveAt time.Time) []
 }
 
 // DeleteToken implements storage.Store.
-func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt time.Time) error {
+func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, liveAt time.Time) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ur := s.lookupID(orgID, userID)
+	o, ur := s.lookupID(orgID, userID)
 	if ur == 0 {
 		return storage.ErrNotFound
 	}
@@ -487,6 +495,7 @@ func (s *Store) DeleteToken(_ context.Context, orgID, userID, id string, liveAt 
 	}
 	u.ntokens--
 	s.dropToken(tr)
+	s.record(ctx, o)
 	return nil
 }
 
@@ -530,7 +539,7 @@ func (s *Store) ListActivity(_ context.Context, orgID string) ([]storage.Activit
 }
 
 // PutDive implements storage.Store.
-func (s *Store) PutDive(_ context.Context, d storage.Dive) error {
+func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.orgs[d.Org]
@@ -539,6 +548,7 @@ func (s *Store) PutDive(_ context.Context, d storage.Dive) error {
 	}
 	d.RequiredResources = slices.Clone(d.RequiredResources)
 	o.dives[d.ID] = d
+	s.record(ctx, o)
 	return nil
 }
 
@@ -578,10 +588,10 @@ func (s *Store) GetEmbedTarget(_ context.Context, orgID, diveID, folded string) 
 }
 
 // CreateEmbedSession implements storage.Store.
-func (s *Store) CreateEmbedSession(_ context.Context, es storage.EmbedSession) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, ur := s.lookupID(es.Org, es.UserID)
+	o, ur := s.lookupID(es.Org, es.UserID)
 	if ur == 0 {
 		return storage.ErrNotFound
 	}
@@ -602,6 +612,7 @@ func (s *Store) CreateEmbedSession(_ context.Context, es storage.EmbedSession) e
 	*se = cloneSession(es)
 	s.userSessions[ur] = append(kept, se)
 	s.sessions[es.Digest] = se
+	s.record(ctx, o)
 	return nil
 }
 

@@ -14,8 +14,10 @@ const cleanupBatch = 100
 
 // Cleanup removes what no read can see any more: it finishes the deletes
 // of users that stopped part-way (a crash, a timeout), and removes the
-// tokens and embed sessions that are no longer live at now. It returns how
-// many deletes it finished plus how many tokens and sessions it removed. The caller's clock decides, as
+// tokens and embed sessions that are no longer live at now; it resolves
+// the audit events left pending and removes those expired or beyond their
+// org's bound (events.go). It returns how many deletes it finished plus
+// how many tokens, sessions and events it removed. The caller's clock decides, as
 // everywhere; a deployment's TTL indexes, if any, are not needed. It is
 // safe to run at any time, in any number of processes; each step is
 // bounded by the per-operation timeout.
@@ -53,7 +55,8 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
 			return removed, fmt.Errorf("mongostore: cleanup: expired %s: %w", st.what, err)
 		}
 	}
-	return removed, nil
+	n, err := s.cleanupEvents(ctx, now)
+	return removed + n, err
 }
 
 // finishDeletes finishes up to cleanupBatch deletes of users that stopped

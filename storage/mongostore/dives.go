@@ -73,9 +73,14 @@ func (d diveDoc) record() storage.Dive {
 }
 
 // PutDive implements storage.Store.
-func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
+func (s *Store) PutDive(ctx context.Context, d storage.Dive) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	switch ok, err := s.orgExists(ctx, d.Org); {
 	case err != nil:
 		return wrap("put dive", err)
@@ -189,9 +194,14 @@ func (d sessionDoc) record() (storage.EmbedSession, error) {
 // the user before and after the insert, and removes a session that lost
 // the race with DeleteUser. It deletes the user's sessions that expired
 // before es.CreatedAt.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	if _, err := s.liveUser(ctx, es.Org, es.UserID); err != nil {
 		return wrap("create embed session: user", err)
 	}

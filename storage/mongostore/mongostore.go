@@ -109,6 +109,7 @@ type Store struct {
 	feedback  *mongo.Collection
 	names     *mongo.Collection
 	seedMarks *mongo.Collection
+	events    *mongo.Collection
 
 	// byPointer is set on a server that scans a collection for every
 	// filter but a bare {_id: X}: users are then found by name through
@@ -138,6 +139,7 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		feedback:  db.Collection(feedbackColl),
 		names:     db.Collection(namesColl),
 		seedMarks: db.Collection(seedMarksColl),
+		events:    db.Collection(eventsColl),
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
@@ -179,6 +181,10 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		}},
 		{s.ducklings, []indexSpec{
 			index("org_uid", false, "org", "uid"),
+		}},
+		{s.events, []indexSpec{
+			// Listings, newest first, and the per-org bound.
+			index("org_at_id", false, "org", "at", "_id"),
 		}},
 	} {
 		if err := s.createIndexes(ctx, c.coll, c.indexes); err != nil {

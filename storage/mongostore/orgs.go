@@ -19,10 +19,15 @@ type orgDoc struct {
 }
 
 // CreateOrg implements storage.Store.
-func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
+func (s *Store) CreateOrg(ctx context.Context, o storage.Org) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.orgs.InsertOne(ctx, orgDoc{ID: o.ID, Created: o.CreatedAt})
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
+	_, err = s.orgs.InsertOne(ctx, orgDoc{ID: o.ID, Created: o.CreatedAt})
 	return wrap("create org", err)
 }
 

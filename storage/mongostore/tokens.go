@@ -91,9 +91,14 @@ const maxSlotAttempts = 1000
 // first, freeing their slots. The user is checked before the insert (while
 // the slots are read, concurrently) and again after it: a token that lost
 // the race with DeleteUser is removed and the call fails with ErrNotFound.
-func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	doc := tokenToDoc(t)
 	slot, err := s.checkUserAndFreeSlot(ctx, t.Org, t.UserID, lim)
 	if err != nil {
@@ -307,9 +312,14 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, at time.Time
 }
 
 // DeleteToken implements storage.Store.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, at time.Time) error {
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, at time.Time) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	filter := bson.D{{Key: "tid", Value: id}, {Key: "org", Value: org}, {Key: "uid", Value: userID}, liveAt(at)}
 	res, err := s.tokens.DeleteOne(ctx, filter)
 	if err != nil {

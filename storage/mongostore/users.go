@@ -408,9 +408,14 @@ const (
 // it counts against a later limit but holds no place below it. A
 // tombstone's slot is its document id, so a user being deleted frees its
 // place at once.
-func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	doc := slottedUser{User: userToDoc(u), Slot: u.ID}
 	if err := s.checkOrgAndRoom(ctx, doc.User, lim); err != nil {
 		return fmt.Errorf("mongostore: create user: %w", err)
@@ -423,7 +428,6 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.User
 			return fmt.Errorf("mongostore: create user: %w", err)
 		}
 	}
-	var err error
 	if lim.Max > 0 {
 		err = s.insertInSlot(ctx, &doc, lim.Max)
 	} else {
@@ -571,9 +575,14 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 
 // UpdateUser implements storage.Store. It replaces every field but the
 // username in one update of the user's document.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
+func (s *Store) UpdateUser(ctx context.Context, u storage.User) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	d := userToDoc(u)
 	set := bson.D{
 		{Key: "desc", Value: d.Desc},
@@ -599,9 +608,14 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 
 // SetInstances implements storage.Store, in one update of the user's
 // document.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
+func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}}}}
 	if s.byPointer {
 		_, err := s.updateByName(ctx, org, folded, func(string) bson.D { return update })
@@ -633,9 +647,14 @@ const (
 // tokens, embed sessions, Duckling reports and name pointer, and last the
 // tombstone. A delete that stops part-way is ignored by every read and
 // finished by Cleanup.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, folded string) (_ storage.User, err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	end, err := s.beginEvent(ctx)
+	if err != nil {
+		return storage.User{}, err
+	}
+	defer func() { end(err) }()
 	// The tombstone's fkey and slot are its document id, unique among
 	// tombstones.
 	tombstone := func(docID string) bson.D {

@@ -57,6 +57,29 @@ func (w *crashWorld) token(value string, expires time.Time) storage.Token {
 	}
 }
 
+// audited is ctx carrying the audit event of action on the target id.
+func audited(ctx context.Context, action, id string) context.Context {
+	return storage.WithAudit(ctx, storage.Audit{Event: storage.Event{
+		ID: uuid.NewString(), Org: "acme", At: crashT0, ActorUsername: "system", Action: action, TargetID: id,
+	}})
+}
+
+// requireEvents asserts that the org's audit trail holds exactly the
+// events "action target" given, in any order.
+func (w *crashWorld) requireEvents(t *testing.T, want ...string) {
+	t.Helper()
+	page, err := w.s.ListEvents(t.Context(), "acme", storage.EventQuery{Limit: 100})
+	require.NoError(t, err)
+	got := []string{}
+	for _, e := range page.Events {
+		got = append(got, e.Action+" "+e.TargetID)
+	}
+	if want == nil {
+		want = []string{}
+	}
+	require.ElementsMatch(t, want, got, "every change has its event, every event its change")
+}
+
 // requireUnusable asserts that tok neither authenticates nor is listed.
 func (w *crashWorld) requireUnusable(t *testing.T, tok storage.Token) {
 	t.Helper()
@@ -78,11 +101,13 @@ func TestCrashCreateTokenAfterReserve(t *testing.T) {
 		ctx := t.Context()
 		w.stopAt(t, "create token: reserved")
 		lost := w.token("lost-token-value", expires)
-		require.ErrorIs(t, w.s.CreateToken(ctx, lost, storage.TokenLimit{Max: 1, LiveAt: crashT0}), errStop)
+		require.ErrorIs(t, w.s.CreateToken(audited(ctx, "token.create", lost.ID), lost, storage.TokenLimit{Max: 1, LiveAt: crashT0}), errStop)
 		w.requireUnusable(t, lost)
+		w.requireEvents(t)
 
 		next := w.token("next-token-value", expires)
-		require.NoError(t, w.s.CreateToken(ctx, next, storage.TokenLimit{Max: 1, LiveAt: crashT0}))
+		require.NoError(t, w.s.CreateToken(audited(ctx, "token.create", next.ID), next, storage.TokenLimit{Max: 1, LiveAt: crashT0}))
+		w.requireEvents(t, "token.create "+next.ID)
 		a, err := w.s.ReadAccess(ctx, storage.AccessQuery{Digest: next.Digest})
 		require.NoError(t, err)
 		assert.Equal(t, next.ID, a.Credential.Token.ID)
@@ -102,8 +127,9 @@ func TestCrashDeleteTokenBeforePointers(t *testing.T) {
 	tok := w.token("doomed-token-value", time.Time{})
 	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}))
 	w.stopAt(t, "delete token: pointers")
-	require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, crashT0))
+	require.NoError(t, w.s.DeleteToken(audited(ctx, "token.delete", tok.ID), "acme", w.user.ID, tok.ID, crashT0))
 	w.requireUnusable(t, tok)
+	w.requireEvents(t, "token.delete "+tok.ID)
 	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, crashT0), storage.ErrNotFound)
 }
 
@@ -122,9 +148,10 @@ func TestCrashDeleteUserBeforePointers(t *testing.T) {
 	require.NoError(t, w.s.CreateEmbedSession(ctx, ses))
 
 	w.stopAt(t, "delete user: pointers")
-	_, err := w.s.DeleteUser(ctx, "acme", "robot")
+	_, err := w.s.DeleteUser(audited(ctx, "user.delete", w.user.ID), "acme", "robot")
 	require.NoError(t, err)
 	w.requireUnusable(t, tok)
+	w.requireEvents(t, "user.delete "+w.user.ID)
 	_, err = w.s.EmbedSessionByDigest(ctx, ses.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = w.s.GetUser(ctx, "acme", "robot")
@@ -148,7 +175,8 @@ func TestCrashCreateEmbedSessionAfterReserve(t *testing.T) {
 		Digest: sha256.Sum256([]byte("lost-session")), Org: "acme", DiveID: uuid.NewString(), Version: 1,
 		UserID: w.user.ID, Username: w.user.Username, AffinityKey: "k", CreatedAt: crashT0, ExpiresAt: crashT0.Add(time.Hour),
 	}
-	require.ErrorIs(t, w.s.CreateEmbedSession(ctx, ses), errStop)
+	require.ErrorIs(t, w.s.CreateEmbedSession(audited(ctx, "embed_session.create", ses.DiveID), ses), errStop)
 	_, err := w.s.EmbedSessionByDigest(ctx, ses.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
+	w.requireEvents(t)
 }

@@ -17,7 +17,7 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	doc := diveDoc{Title: d.Title, Version: d.Version, Resources: toResourceDocs(d.RequiredResources)}
-	v, err := s.run(ctx, putDiveScript, d.Org, d.ID, encode(doc)).Result()
+	v, err := s.run(ctx, putDiveScript, d.Org, withAudit(ctx, d.ID, encode(doc))...).Result()
 	return status("put dive", v, err)
 }
 
@@ -76,7 +76,7 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 		Resources: toResourceDocs(es.Resources), InitialState: string(es.InitialState),
 		Affinity: es.AffinityKey, Created: millis(es.CreatedAt), Expires: millis(es.ExpiresAt),
 	}
-	args := []any{es.UserID, hex, encode(doc), ttl, single(s.single), s.prefix, pointer}
+	args := withAudit(ctx, es.UserID, hex, encode(doc), ttl, single(s.single), s.prefix, pointer)
 	if s.single {
 		v, err := s.run(ctx, createSessionScript, es.Org, args...).Result()
 		return status("create embed session", v, err)

@@ -245,7 +245,12 @@ func (s *Store) ttl(created, expires time.Time) int64 {
 func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	ok, err := s.c.SetNX(ctx, s.orgKey(o.ID), encode(orgDoc{ID: o.ID, Created: millis(o.CreatedAt)}), 0).Result()
+	rec := encode(orgDoc{ID: o.ID, Created: millis(o.CreatedAt)})
+	if _, ok := storage.AuditOf(ctx); ok {
+		v, err := s.run(ctx, createOrgScript, o.ID, withAudit(ctx, rec)...).Result()
+		return status("create org", v, err)
+	}
+	ok, err := s.c.SetNX(ctx, s.orgKey(o.ID), rec, 0).Result()
 	if err != nil {
 		return failed("create org", err)
 	}

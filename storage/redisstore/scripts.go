@@ -31,6 +31,7 @@ import "github.com/redis/go-redis/v9"
 //	active         sorted set (score 0) of "<folded>\0<uid>" with reports
 //	dives          hash: Dive id -> Dive record
 //	seeded         set of seed marks (MarkSeeded)
+//	events         sorted set (score 0) of audit events (events.go)
 //
 // Global keys (their own slots), after "<prefix>":
 //
@@ -68,7 +69,7 @@ end
 // createUserScript adds a user to its org unless the org holds max users
 // (max 0: no limit), counted by the users hash, which holds exactly the
 // org's users: the check and the write are one step.
-var createUserScript = redis.NewScript(orgBase + `
+var createUserScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: folded, id, user, inst, kind ("sa" or "hu"), max
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOTFOUND' end
 if redis.call('HEXISTS', b..'users', ARGV[1]) == 1 or redis.call('HEXISTS', b..'uid', ARGV[2]) == 1 then
@@ -82,6 +83,7 @@ redis.call('SET', b..'user:'..ARGV[2], ARGV[3]..'\n'..ARGV[4])
 redis.call('HSET', b..'uid', ARGV[2], ARGV[1])
 redis.call('ZADD', b..'ix:all', 0, ARGV[1])
 redis.call('ZADD', b..'ix:'..ARGV[5], 0, ARGV[1])
+audit(b, 7)
 return 'OK'
 `)
 
@@ -92,7 +94,7 @@ if not u then return false end
 return {u, redis.call('HGET', b..'inst', ARGV[1])}
 `)
 
-var updateUserScript = redis.NewScript(orgBase + `
+var updateUserScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: id, user, inst, kind
 local f = redis.call('HGET', b..'uid', ARGV[1])
 if not f then return 'NOTFOUND' end
@@ -102,22 +104,24 @@ redis.call('SET', b..'user:'..ARGV[1], ARGV[2]..'\n'..ARGV[3])
 redis.call('ZREM', b..'ix:sa', f)
 redis.call('ZREM', b..'ix:hu', f)
 redis.call('ZADD', b..'ix:'..ARGV[4], 0, f)
+audit(b, 5)
 return 'OK'
 `)
 
-var setInstancesScript = redis.NewScript(orgBase + `
+var setInstancesScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: folded, inst
 local u = redis.call('HGET', b..'users', ARGV[1])
 if not u then return 'NOTFOUND' end
 redis.call('HSET', b..'inst', ARGV[1], ARGV[2])
 redis.call('SET', b..'user:'..cjson.decode(u).id, u..'\n'..ARGV[2])
+audit(b, 3)
 return 'OK'
 `)
 
 // deleteUserScript removes the user and everything of it in the org's slot
 // at once and returns {user, inst, global keys (without prefix)}. With
 // single = "1" it removes those global keys too, and returns none.
-var deleteUserScript = redis.NewScript(orgBase + `
+var deleteUserScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: folded, single, prefix
 local f = ARGV[1]
 local u = redis.call('HGET', b..'users', f)
@@ -148,6 +152,7 @@ if ARGV[2] == '1' then
   for _, k in ipairs(gone) do redis.call('DEL', ARGV[3]..k) end
   gone = {}
 end
+audit(b, 4)
 return {u, i or '', gone}
 `)
 
@@ -270,7 +275,7 @@ return {org, uid, tid, f, u, i or '', t, tu, ti, recs, v, redis.call('EXISTS', b
 // createTokenScript adds a token to its user, counting the user's live
 // tokens against the limit and dropping those no longer live when the
 // count is at the limit (or, without one, now and then).
-var createTokenScript = redis.NewScript(orgBase + relist + `
+var createTokenScript = redis.NewScript(orgBase + relist + auditScript + `
 -- ARGV: uid, tid, token, max, liveAt (ms), single, prefix, hex, org, ttl (ms, 0 = none)
 local P = ARGV[7]
 local single = ARGV[6] == '1'
@@ -322,11 +327,12 @@ if single then
     redis.call('SET', P..'tid:'..ARGV[2], ARGV[8])
   end
 end
+audit(b, 11)
 return 'OK'
 `)
 
 // deleteTokenScript removes a live token and returns {status, digest hex}.
-var deleteTokenScript = redis.NewScript(orgBase + relist + `
+var deleteTokenScript = redis.NewScript(orgBase + relist + auditScript + `
 -- ARGV: uid, tid, liveAt (ms), single, prefix
 local tk = b..'tok:'..ARGV[1]
 local v = redis.call('HGET', tk, ARGV[2])
@@ -336,6 +342,7 @@ if t.e ~= 0 and t.e <= tonumber(ARGV[3]) then return {'NOTFOUND'} end
 redis.call('HDEL', tk, ARGV[2])
 relist(b, ARGV[1])
 if ARGV[4] == '1' then redis.call('DEL', ARGV[5]..'tok:'..t.d, ARGV[5]..'tid:'..t.id) end
+audit(b, 6)
 return {'OK', t.d}
 `)
 
@@ -369,10 +376,11 @@ end
 return out
 `)
 
-var putDiveScript = redis.NewScript(orgBase + `
+var putDiveScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: id, dive
 if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOTFOUND' end
 redis.call('HSET', b..'dives', ARGV[1], ARGV[2])
+audit(b, 3)
 return 'OK'
 `)
 
@@ -384,7 +392,7 @@ return {redis.call('HGET', b..'dives', ARGV[1]), redis.call('HGET', b..'users', 
 
 // createSessionScript stores a session of a user that exists and prunes
 // the user's set of sessions of those Redis has expired.
-var createSessionScript = redis.NewScript(orgBase + `
+var createSessionScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: uid, hex, session, ttl (ms), single, prefix, pointer
 local single = ARGV[5] == '1'
 if single and redis.call('EXISTS', ARGV[6]..'ses:'..ARGV[2]) == 1 then return 'EXISTS' end
@@ -400,6 +408,7 @@ end
 redis.call('SET', sk..ARGV[2], ARGV[3], 'PX', ARGV[4])
 redis.call('SADD', ss, ARGV[2])
 if single then redis.call('SET', ARGV[6]..'ses:'..ARGV[2], ARGV[7], 'PX', ARGV[4]) end
+audit(b, 8)
 return 'OK'
 `)
 

@@ -32,7 +32,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	if !t.ExpiresAt.IsZero() {
 		ttl = s.ttl(t.CreatedAt, t.ExpiresAt)
 	}
-	args := []any{t.UserID, t.ID, encode(toTokenDoc(t)), lim.Max, millis(lim.LiveAt), single(s.single), s.prefix, hex, t.Org, ttl}
+	args := withAudit(ctx, t.UserID, t.ID, encode(toTokenDoc(t)), lim.Max, millis(lim.LiveAt), single(s.single), s.prefix, hex, t.Org, ttl)
 	if s.single {
 		v, err := s.run(ctx, createTokenScript, t.Org, args...).Result()
 		return status("create token", v, err)
@@ -370,7 +370,7 @@ func byCreation(a, b storage.Token) int {
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, deleteTokenScript, org, userID, id, millis(liveAt), single(s.single), s.prefix).Slice()
+	v, err := s.run(ctx, deleteTokenScript, org, withAudit(ctx, userID, id, millis(liveAt), single(s.single), s.prefix)...).Slice()
 	if err != nil {
 		return failed("delete token", err)
 	}

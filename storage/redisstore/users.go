@@ -26,8 +26,8 @@ func kind(serviceAccount bool) string {
 func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, createUserScript, u.Org, u.FoldedUsername, u.ID,
-		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount), lim.Max).Result()
+	v, err := s.run(ctx, createUserScript, u.Org, withAudit(ctx, u.FoldedUsername, u.ID,
+		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount), lim.Max)...).Result()
 	return status("create user", v, err)
 }
 
@@ -49,8 +49,8 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, updateUserScript, u.Org, u.ID,
-		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount)).Result()
+	v, err := s.run(ctx, updateUserScript, u.Org, withAudit(ctx, u.ID,
+		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount))...).Result()
 	return status("update user", v, err)
 }
 
@@ -58,7 +58,7 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, setInstancesScript, org, folded, encode(toInstDoc(c))).Result()
+	v, err := s.run(ctx, setInstancesScript, org, withAudit(ctx, folded, encode(toInstDoc(c)))...).Result()
 	return status("set instances", v, err)
 }
 
@@ -70,7 +70,7 @@ func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.
 func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, deleteUserScript, org, folded, single(s.single), s.prefix).Slice()
+	v, err := s.run(ctx, deleteUserScript, org, withAudit(ctx, folded, single(s.single), s.prefix)...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return storage.User{}, storage.ErrNotFound
 	}

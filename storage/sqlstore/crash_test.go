@@ -30,8 +30,9 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// crashWriter creates tokens from four goroutines, each printing the id of
-// a token once CreateToken has returned, until the process is killed.
+// crashWriter creates tokens from four goroutines, each with its audit
+// event, each printing the id of a token once CreateToken has returned,
+// until the process is killed.
 func crashWriter(dsn string) {
 	ctx := context.Background()
 	s, err := Open(ctx, dsn, Options{Timeout: testdb.Timeout})
@@ -46,7 +47,11 @@ func crashWriter(dsn string) {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("p%d-w%d-%d", os.Getpid(), w, i)
 				t := storage.Token{ID: id, Org: "crash", UserID: "u", Digest: sha256.Sum256([]byte(id)), Name: id, Type: "read_write", CreatedAt: time.UnixMilli(int64(i))}
-				if err := s.CreateToken(ctx, t, storage.TokenLimit{}); err != nil {
+				actx := storage.WithAudit(ctx, storage.Audit{Event: storage.Event{
+					ID: "e-" + id, Org: "crash", At: time.UnixMilli(int64(i)), ActorUsername: "system",
+					Action: "token.create", TargetKind: "token", TargetID: id,
+				}})
+				if err := s.CreateToken(actx, t, storage.TokenLimit{}); err != nil {
 					fmt.Println("create token:", err)
 					return
 				}
@@ -61,7 +66,8 @@ func crashWriter(dsn string) {
 
 // A process killed with SIGKILL while it writes to a SQLite file loses
 // nothing it was told was written: every token whose CreateToken returned
-// is there when the file is opened again, and the file is whole.
+// is there when the file is opened again, and the file is whole. Every
+// token there has its audit event, and every event its token.
 func TestKilledWriterLosesNoAcknowledgedWrite(t *testing.T) {
 	dsn := testdb.SQLite(t)
 	s := openTest(t, dsn)
@@ -105,6 +111,17 @@ func TestKilledWriterLosesNoAcknowledgedWrite(t *testing.T) {
 		for _, id := range acked {
 			require.True(t, have[id], "round %d: token %s was acknowledged, then lost", round, id)
 		}
+		page, err := s.ListEvents(ctx, "crash", storage.EventQuery{Limit: 1 << 20})
+		require.NoError(t, err)
+		events := make(map[string]bool, len(page.Events))
+		for _, e := range page.Events {
+			require.True(t, have[e.TargetID], "round %d: event %s of a token that is not there", round, e.ID)
+			events[e.TargetID] = true
+		}
+		for id := range have {
+			require.True(t, events[id], "round %d: token %s without its event", round, id)
+		}
+		require.Len(t, page.Events, len(toks), "round %d: one event per token", round)
 		s.Close()
 	}
 }

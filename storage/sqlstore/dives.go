@@ -45,11 +45,15 @@ func fromResources(s sql.NullString) ([]storage.Resource, error) {
 	return out, nil
 }
 
-// PutDive implements storage.Store: one INSERT … ON CONFLICT DO UPDATE.
+// PutDive implements storage.Store: one INSERT … ON CONFLICT DO UPDATE,
+// in a transaction with its audit event when it has one.
 func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.wr().ExecContext(ctx, s.q.putDive, d.Org, d.ID, d.Title, d.Version, resources(d.RequiredResources))
+	err := s.writeAudited(ctx, func(r runner) error {
+		_, err := r.ExecContext(ctx, s.q.putDive, d.Org, d.ID, d.Title, d.Version, resources(d.RequiredResources))
+		return err
+	})
 	if s.d.isForeignKey(err) {
 		return storage.ErrNotFound
 	}
@@ -128,8 +132,10 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 			return storage.ErrNotFound
 		case s.d.isUnique(err):
 			return storage.ErrAlreadyExists
+		case err != nil:
+			return err
 		}
-		return err
+		return s.recordEvent(ctx, tx)
 	})
 	return failed("create embed session", err)
 }

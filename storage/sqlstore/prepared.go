@@ -106,6 +106,8 @@ func (s *Store) prepareWrites(ctx context.Context) error {
 		s.q.lockOrg, s.q.userTaken, s.q.insertUser, s.q.changeUserCount, s.q.deleteUser,
 		s.q.lockUser, s.q.dropExpiredTokens, s.q.countTokens, s.q.tokenTaken, s.q.insertToken,
 		s.q.dropExpiredSessions, s.q.insertSession, s.q.addFeedback, s.q.trimFeedback,
+		s.q.createOrg, s.q.updateUser, s.q.setInstances, s.q.deleteToken, s.q.putDive,
+		s.eq.insert, s.eq.dropExpired, s.eq.boundary, s.eq.dropBeyond,
 	} {
 		if _, err := s.wr().stmt(ctx, q); err != nil {
 			return fmt.Errorf("sqlstore: prepare %q: %w", q, err)

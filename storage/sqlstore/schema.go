@@ -11,7 +11,8 @@ import (
 // spelling and rewritten for SQLite.
 //
 // Version 1 holds every table. Version 2 adds the index that listings
-// filtered on service accounts read their keyset pages from.
+// filtered on service accounts read their keyset pages from. Version 3
+// adds the audit events (events.go).
 var migrations = []string{
 	// 1
 	`CREATE TABLE orgs (
@@ -102,6 +103,23 @@ CREATE TABLE feedback (
 )`,
 	// 2
 	`CREATE INDEX users_by_kind ON users (org, service_account, folded)`,
+	// 3
+	`CREATE TABLE audit_events (
+	org TEXT NOT NULL,
+	at BIGINT NOT NULL,
+	id TEXT COLLATE "C" NOT NULL,
+	actor_id TEXT NOT NULL,
+	actor_username TEXT NOT NULL,
+	actor_token_id TEXT NOT NULL,
+	action TEXT NOT NULL,
+	target_kind TEXT NOT NULL,
+	target_id TEXT NOT NULL,
+	target_username TEXT NOT NULL,
+	request_id TEXT NOT NULL,
+	before_value TEXT,
+	after_value TEXT,
+	PRIMARY KEY (org, at, id)
+)`,
 }
 
 // migration returns the statements of migration i (0-based) for the

@@ -37,6 +37,9 @@
 // survives kill -9 but may lose the last commits on a power cut, can be
 // chosen with sqlite:PATH?synchronous=normal).
 //
+// Each change is written in one transaction with the audit event it
+// records (events.go).
+//
 // Times are stored as microseconds since the Unix epoch (BIGINT), the same
 // on both engines; a zero time is NULL. Token and session values are never
 // stored, only their SHA-256 digests, as bytes. The schema is versioned and
@@ -88,6 +91,7 @@ type Store struct {
 	timeout time.Duration
 	maxFB   int
 	q       queries
+	eq      eventQueries
 	stmts   sync.Map // prepKey → *sql.Stmt; see runner
 }
 
@@ -151,6 +155,7 @@ func open(dsn string, opts Options) (*Store, error) {
 	}
 	s.timeout, s.maxFB = opts.Timeout, opts.MaxFeedback
 	s.q = newQueries(s.d)
+	s.eq = newEventQueries(s.d)
 	return s, nil
 }
 
@@ -235,7 +240,10 @@ func fromNullMicros(n sql.NullInt64) time.Time {
 func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.wr().ExecContext(ctx, s.q.createOrg, o.ID, micros(o.CreatedAt))
+	err := s.writeAudited(ctx, func(r runner) error {
+		_, err := r.ExecContext(ctx, s.q.createOrg, o.ID, micros(o.CreatedAt))
+		return err
+	})
 	if s.d.isUnique(err) {
 		return storage.ErrAlreadyExists
 	}

@@ -86,8 +86,10 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 			return storage.ErrAlreadyExists
 		case s.d.isForeignKey(err):
 			return storage.ErrNotFound
+		case err != nil:
+			return err
 		}
-		return err
+		return s.recordEvent(ctx, tx)
 	})
 	return failed("create token", err)
 }
@@ -215,10 +217,14 @@ func (s *Store) liveTokens(ctx context.Context, dst []storage.Token, org, userID
 	return dst, nil
 }
 
-// DeleteToken implements storage.Store: one DELETE of the token's row.
+// DeleteToken implements storage.Store: one DELETE of the token's row, in
+// a transaction with its audit event when it has one.
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	res, err := s.wr().ExecContext(ctx, s.q.deleteToken, org, userID, id, micros(liveAt))
-	return failed("delete token", changedOne(res, err))
+	err := s.writeAudited(ctx, func(r runner) error {
+		res, err := r.ExecContext(ctx, s.q.deleteToken, org, userID, id, micros(liveAt))
+		return changedOne(res, err)
+	})
+	return failed("delete token", err)
 }

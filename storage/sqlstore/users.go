@@ -105,8 +105,10 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.User
 		case err != nil:
 			return err
 		}
-		_, err = tx.ExecContext(ctx, s.q.changeUserCount, u.Org, 1)
-		return err
+		if _, err = tx.ExecContext(ctx, s.q.changeUserCount, u.Org, 1); err != nil {
+			return err
+		}
+		return s.recordEvent(ctx, tx)
 	})
 	return failed("create user", err)
 }
@@ -127,26 +129,34 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	return u, failed("get user", err)
 }
 
-// UpdateUser implements storage.Store: one UPDATE of the user's row.
+// UpdateUser implements storage.Store: one UPDATE of the user's row, in a
+// transaction with its audit event when it has one.
 func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rw, rs := u.Instances.ReadWrite, u.Instances.ReadScaling
-	res, err := s.wr().ExecContext(ctx, s.q.updateUser, u.Org, u.ID,
-		u.Description, u.IsServiceAccount, u.Role, privileges(u.Privileges),
-		u.Email, u.FirstName, u.LastName, micros(u.CreatedAt),
-		rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
-	return failed("update user", changedOne(res, err))
+	err := s.writeAudited(ctx, func(r runner) error {
+		res, err := r.ExecContext(ctx, s.q.updateUser, u.Org, u.ID,
+			u.Description, u.IsServiceAccount, u.Role, privileges(u.Privileges),
+			u.Email, u.FirstName, u.LastName, micros(u.CreatedAt),
+			rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
+		return changedOne(res, err)
+	})
+	return failed("update user", err)
 }
 
-// SetInstances implements storage.Store: one UPDATE of the user's row.
+// SetInstances implements storage.Store: one UPDATE of the user's row, in
+// a transaction with its audit event when it has one.
 func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rw, rs := c.ReadWrite, c.ReadScaling
-	res, err := s.wr().ExecContext(ctx, s.q.setInstances, org, folded,
-		rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
-	return failed("set instances", changedOne(res, err))
+	err := s.writeAudited(ctx, func(r runner) error {
+		res, err := r.ExecContext(ctx, s.q.setInstances, org, folded,
+			rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
+		return changedOne(res, err)
+	})
+	return failed("set instances", err)
 }
 
 // changedOne returns the error of an UPDATE or DELETE, or ErrNotFound when
@@ -182,8 +192,10 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.Use
 		if err := tx.QueryRowContext(ctx, s.q.deleteUser, org, folded).Scan(r.dest()...); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, s.q.changeUserCount, org, -1)
-		return err
+		if _, err := tx.ExecContext(ctx, s.q.changeUserCount, org, -1); err != nil {
+			return err
+		}
+		return s.recordEvent(ctx, tx)
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.User{}, storage.ErrNotFound

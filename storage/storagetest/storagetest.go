@@ -51,6 +51,7 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store) {
 		{"Feedback", feedbackTests},
 		{"SeedMarks", seedMarkTests},
 		{"Ping", pingTests},
+		{"Events", eventTests},
 		{"Concurrency", concurrencyTests},
 	}
 	for _, g := range groups {

@@ -1,0 +1,472 @@
+package orgadmin
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"iter"
+	"log/slog"
+	"time"
+	"unicode/utf8"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// The actions of audit events: stable dotted names.
+const (
+	ActionOrgCreate          = "org.create"
+	ActionUserCreate         = "user.create"
+	ActionUserDelete         = "user.delete"
+	ActionUserGrant          = "user.grant_privilege"
+	ActionInstancesSet       = "instances.set"
+	ActionTokenCreate        = "token.create"
+	ActionTokenSeed          = "token.seed"
+	ActionTokenDelete        = "token.delete"
+	ActionDiveRegister       = "dive.register"
+	ActionEmbedSessionCreate = "embed_session.create"
+)
+
+// The kinds of the targets of audit events.
+const (
+	TargetOrg          = "org"
+	TargetUser         = "user"
+	TargetToken        = "token"
+	TargetDive         = "dive"
+	TargetEmbedSession = "embed_session"
+)
+
+// SystemActor is the ActorUsername of an event of a change made through
+// the Go API on no user's behalf (CreateOrg, CreateUser, Bootstrap,
+// seeding, RegisterDive, GrantPrivilege).
+const SystemActor = "system"
+
+// Defaults of the audit trail.
+const (
+	// DefaultAuditRetention is how long events are kept when
+	// Config.AuditRetention is zero: 90 days.
+	DefaultAuditRetention = 90 * 24 * time.Hour
+	// DefaultMaxAuditEventsPerOrg bounds the events kept for one
+	// organization when Config.MaxAuditEventsPerOrg is zero.
+	DefaultMaxAuditEventsPerOrg = 100_000
+)
+
+// AuditSettleAfter is how old an event must be for a listing to settle
+// it when a store left it unconfirmed (a MongoDB write whose process died
+// between the event and its change; see storage.EventQuery.SettleBefore):
+// far longer than any store operation may take.
+const AuditSettleAfter = time.Minute
+
+// Bounds of an audit listing.
+const (
+	DefaultAuditPageSize = 100
+	MaxAuditPageSize     = 1000
+)
+
+// AuditEvent is one administrative change: who made it, when, to what.
+// It never holds a token or session value, digest or secret.
+type AuditEvent struct {
+	ID  string
+	Org string
+	// At is when the change was made (the Service's clock, to the
+	// millisecond).
+	At time.Time
+	// ActorID and ActorUsername name the user who made the change;
+	// ActorUsername is SystemActor, and ActorID empty, for a change made
+	// by the Go API on no user's behalf (or by ActAsOrg's Caller, which
+	// is no user).
+	ActorID       string
+	ActorUsername string
+	// ActorTokenID is the id of the token the actor presented, if any.
+	ActorTokenID string
+	// Action is one of the Action constants.
+	Action string
+	// TargetKind is one of the Target constants; TargetID and
+	// TargetUsername name the target (for an embed session: the Dive's
+	// id and the service account's username).
+	TargetKind     string
+	TargetID       string
+	TargetUsername string
+	// RequestID is the id of the HTTP request that made the change (see
+	// WithRequestID), if any.
+	RequestID string
+	// Before and After are, for a change of an instance configuration,
+	// the configuration before and after it, as JSON shaped like the
+	// API's (effective cooldowns shown); nil otherwise. Before is the
+	// configuration the operation read as it began.
+	Before json.RawMessage
+	After  json.RawMessage
+}
+
+// AuditQuery selects a page of audit events. Unset fields take their
+// defaults; every filter set must match.
+type AuditQuery struct {
+	// Limit is the page size, 1 to 1000; unset means 100.
+	Limit Optional[int]
+	// PageToken is the NextPageToken of a previous page.
+	PageToken string
+	// Action keeps events of that action.
+	Action string
+	// Actor keeps events whose actor has that user id or username
+	// (as spelled when the event was recorded, or SystemActor).
+	Actor string
+	// TargetKind, TargetID and TargetUsername keep events of that target.
+	TargetKind     string
+	TargetID       string
+	TargetUsername string
+	// Since keeps events at or after it; Until events before it.
+	Since time.Time
+	Until time.Time
+	// DecodeIssues are the problems found while decoding the query from
+	// its wire form; see CreateTokenInput.DecodeIssues.
+	DecodeIssues []Issue
+}
+
+// AuditPage is one page of audit events, newest first.
+type AuditPage struct {
+	Events []AuditEvent
+	// NextPageToken resumes after the last event; "" on the last page.
+	NextPageToken string
+}
+
+type requestIDKey struct{}
+
+// RequestIDKey is the context key of the id of the HTTP request a context
+// serves: ctx.Value(RequestIDKey) is that id, a string. The audit events
+// of the changes made under the context record it. WithRequestID sets it;
+// a server with a context type of its own (the httpserver package's) may
+// answer it from its Value method instead, sparing an allocation.
+var RequestIDKey any = requestIDKey{}
+
+// WithRequestID returns a copy of ctx that carries the id of the HTTP
+// request it serves (see RequestIDKey).
+func WithRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// RequestIDOf returns the id WithRequestID put in ctx, or "".
+func RequestIDOf(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// actor is who makes a change.
+type actor struct {
+	id, username, tokenID string
+}
+
+// system is the actor of the Go API's changes.
+var system = actor{username: SystemActor}
+
+// actorOf is the actor of c: its user, or the system for ActAsOrg's
+// Caller.
+func actorOf(c Caller) actor {
+	if c.userID == "" {
+		return system
+	}
+	return actor{id: c.userID, username: c.username, tokenID: c.tokenID}
+}
+
+// change is an audit event under way: what a store method records with
+// its change.
+type change struct {
+	action, kind, targetID, targetUsername string
+	before, after                          []byte
+}
+
+// audited returns ctx carrying the audit event of ch, made by who in org,
+// for the store method that makes the change, and the event for emit.
+func (s *Service) audited(ctx context.Context, org string, who actor, ch change) (context.Context, storage.Event, error) {
+	id, err := s.newID()
+	if err != nil {
+		return ctx, storage.Event{}, err
+	}
+	now := s.clock()
+	ev := storage.Event{
+		ID:             id,
+		Org:            org,
+		At:             now,
+		ActorID:        who.id,
+		ActorUsername:  who.username,
+		ActorTokenID:   who.tokenID,
+		Action:         ch.action,
+		TargetKind:     ch.kind,
+		TargetID:       ch.targetID,
+		TargetUsername: ch.targetUsername,
+		RequestID:      RequestIDOf(ctx),
+		Before:         ch.before,
+		After:          ch.after,
+	}
+	return storage.WithAudit(ctx, storage.Audit{
+		Event:      ev,
+		DropBefore: now.Add(-s.auditRetention),
+		MaxPerOrg:  s.maxAuditEvents,
+	}), ev, nil
+}
+
+// emit sends ev, stored with its change, to Config.AuditLog.
+func (s *Service) emit(ctx context.Context, ev storage.Event) {
+	if s.auditLog == nil {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String("id", ev.ID),
+		slog.String("org", ev.Org),
+		slog.Time("at", ev.At),
+		slog.String("action", ev.Action),
+		slog.String("actor_username", ev.ActorUsername),
+	}
+	add := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, slog.String(k, v))
+		}
+	}
+	add("actor_id", ev.ActorID)
+	add("actor_token_id", ev.ActorTokenID)
+	add("target_kind", ev.TargetKind)
+	add("target_id", ev.TargetID)
+	add("target_username", ev.TargetUsername)
+	add("request_id", ev.RequestID)
+	add("before", string(ev.Before))
+	add("after", string(ev.After))
+	s.auditLog.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, "audit", attrs...)
+}
+
+// configJSON is an instance configuration in the API's shape, for the
+// before and after of an event.
+func configJSON(c storage.InstanceConfig) []byte {
+	type side struct {
+		Size      Size   `json:"instance_size"`
+		FlockSize *int   `json:"flock_size,omitempty"`
+		Cooldown  *int64 `json:"cooldown_seconds,omitempty"`
+	}
+	conv := func(s InstanceSide, scaling bool) side {
+		out := side{Size: s.Size}
+		if scaling {
+			out.FlockSize = &s.FlockSize
+		}
+		if d, ok := s.Cooldown.Get(); ok {
+			secs := int64(d / time.Second)
+			out.Cooldown = &secs
+		}
+		return out
+	}
+	cfg := configFromRecord(c)
+	b, _ := json.Marshal(struct {
+		ReadWrite   side `json:"read_write"`
+		ReadScaling side `json:"read_scaling"`
+	}{conv(cfg.ReadWrite, false), conv(cfg.ReadScaling, true)}) // cannot fail
+	return b
+}
+
+// privilegesJSON is a user's privileges, for the before and after of an
+// event.
+func privilegesJSON(ps []string) []byte {
+	if ps == nil {
+		ps = []string{}
+	}
+	b, _ := json.Marshal(struct {
+		Privileges []string `json:"privileges"`
+	}{ps}) // cannot fail
+	return b
+}
+
+// maxAuditFilterLen bounds each string filter of an audit query.
+const maxAuditFilterLen = 255
+
+// query turns q into a store query, with every problem of q.
+func (q AuditQuery) query() (storage.EventQuery, issues) {
+	var is issues
+	eq := storage.EventQuery{
+		Limit:          DefaultAuditPageSize,
+		Action:         q.Action,
+		TargetKind:     q.TargetKind,
+		TargetID:       q.TargetID,
+		TargetUsername: q.TargetUsername,
+	}
+	if !q.Since.IsZero() {
+		eq.Since = q.Since.UTC()
+	}
+	if !q.Until.IsZero() {
+		eq.Until = q.Until.UTC()
+	}
+	if n, ok := q.Limit.Get(); ok && is.checkRange(int64(n), 1, MaxAuditPageSize, "limit") {
+		eq.Limit = n
+	}
+	for _, f := range []struct{ v, name string }{
+		{q.Action, "action"}, {q.Actor, "actor"}, {q.TargetKind, "target_kind"},
+		{q.TargetID, "target_id"}, {q.TargetUsername, "target_username"},
+	} {
+		is.checkString(f.v, 0, maxAuditFilterLen, f.name)
+	}
+	if !eq.Since.IsZero() && !eq.Until.IsZero() && !eq.Since.Before(eq.Until) {
+		is.add(IssueInvalidString, "until must be after since", "until")
+	}
+	if q.PageToken != "" {
+		at, id, ok := decodeAuditToken(q.PageToken)
+		if !ok {
+			is.add(IssueInvalidString, "Invalid page token", "page_token")
+		}
+		eq.BeforeAt, eq.BeforeID = at, id
+	}
+	return eq, is.withDecoded(q.DecodeIssues)
+}
+
+// auditTokenVersion prefixes every audit page token.
+const auditTokenVersion = 'a'
+
+// encodeAuditToken makes the opaque cursor that resumes after the event
+// (at, id), newest first.
+func encodeAuditToken(at time.Time, id string) string {
+	b := make([]byte, 1, 9+len(id))
+	b[0] = auditTokenVersion
+	b = binary.BigEndian.AppendUint64(b, uint64(at.UnixMilli())) // #nosec G115 -- times of events, after 1970
+	return base64.RawURLEncoding.EncodeToString(append(b, id...))
+}
+
+// decodeAuditToken reverses encodeAuditToken; it reports false for
+// anything encodeAuditToken cannot have made.
+func decodeAuditToken(tok string) (time.Time, string, bool) {
+	if len(tok) > 512 {
+		return time.Time{}, "", false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) < 10 || b[0] != auditTokenVersion || !utf8.Valid(b[9:]) {
+		return time.Time{}, "", false
+	}
+	ms := binary.BigEndian.Uint64(b[1:9])
+	if ms > 1<<47 {
+		return time.Time{}, "", false
+	}
+	return time.UnixMilli(int64(ms)).UTC(), string(b[9:]), true // #nosec G115 -- bounded above
+}
+
+// AuditEvents returns a page of the audit events of the caller's org,
+// newest first (by time, then id), filtered as q says. Paging with
+// NextPageToken neither skips nor repeats an event while changes go on.
+// It fails with FORBIDDEN unless the caller is an Admin, and with
+// BAD_REQUEST for an out-of-range limit, a malformed page token or a
+// filter that is too long.
+func (s *Service) AuditEvents(ctx context.Context, a Auth, q AuditQuery) (AuditPage, error) {
+	eq, is := q.query()
+	var c call
+	if err := s.begin(ctx, &c, a, opAuditEvents, nil, readNone, is); err != nil {
+		return AuditPage{}, err
+	}
+	// Events past the retention may linger in a store a while: never
+	// show them.
+	now := s.clock()
+	if oldest := now.Add(-s.auditRetention); eq.Since.Before(oldest) {
+		eq.Since = oldest
+	}
+	eq.SettleBefore = now.Add(-AuditSettleAfter)
+	out := AuditPage{}
+	if q.Actor == "" {
+		page, err := s.store.ListEvents(ctx, c.org, eq)
+		if err != nil {
+			return AuditPage{}, internal("list events", err)
+		}
+		out.Events = eventsFromRecords(page.Events)
+		if n := len(page.Events); page.More && n > 0 {
+			out.NextPageToken = encodeAuditToken(page.Events[n-1].At, page.Events[n-1].ID)
+		}
+		return out, nil
+	}
+	// The actor is a user id or a username: read the page under each
+	// filter and merge them, newest first.
+	byID, byName := eq, eq
+	byID.ActorID, byName.ActorUsername = q.Actor, q.Actor
+	p1, err := s.store.ListEvents(ctx, c.org, byID)
+	if err != nil {
+		return AuditPage{}, internal("list events", err)
+	}
+	p2, err := s.store.ListEvents(ctx, c.org, byName)
+	if err != nil {
+		return AuditPage{}, internal("list events", err)
+	}
+	merged := mergeEvents(p1.Events, p2.Events)
+	more := p1.More || p2.More
+	if len(merged) > eq.Limit {
+		merged, more = merged[:eq.Limit], true
+	}
+	out.Events = eventsFromRecords(merged)
+	if n := len(merged); more && n > 0 {
+		out.NextPageToken = encodeAuditToken(merged[n-1].At, merged[n-1].ID)
+	}
+	return out, nil
+}
+
+// mergeEvents merges two lists of events, each newest first, into one,
+// each event once.
+func mergeEvents(a, b []storage.Event) []storage.Event {
+	out := make([]storage.Event, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0:
+			out, a = append(out, a[0]), a[1:]
+		case len(a) == 0:
+			out, b = append(out, b[0]), b[1:]
+		case a[0].ID == b[0].ID && a[0].At.Equal(b[0].At):
+			out, a, b = append(out, a[0]), a[1:], b[1:]
+		case newer(a[0], b[0]):
+			out, a = append(out, a[0]), a[1:]
+		default:
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return out
+}
+
+// newer reports whether a comes before b, newest first.
+func newer(a, b storage.Event) bool {
+	if !a.At.Equal(b.At) {
+		return a.At.After(b.At)
+	}
+	return a.ID > b.ID
+}
+
+// AllAuditEvents iterates over every audit event AuditEvents selects with
+// q, newest first, reading pages as the loop needs them. A failure is
+// yielded once, with a zero AuditEvent, and ends the iteration.
+func (s *Service) AllAuditEvents(ctx context.Context, a Auth, q AuditQuery) iter.Seq2[AuditEvent, error] {
+	return func(yield func(AuditEvent, error) bool) {
+		for {
+			page, err := s.AuditEvents(ctx, a, q)
+			if err != nil {
+				yield(AuditEvent{}, err)
+				return
+			}
+			for _, e := range page.Events {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if page.NextPageToken == "" || len(page.Events) == 0 {
+				return
+			}
+			q.PageToken = page.NextPageToken
+		}
+	}
+}
+
+func eventsFromRecords(recs []storage.Event) []AuditEvent {
+	out := make([]AuditEvent, len(recs))
+	for i, e := range recs {
+		out[i] = AuditEvent{
+			ID:             e.ID,
+			Org:            e.Org,
+			At:             e.At,
+			ActorID:        e.ActorID,
+			ActorUsername:  e.ActorUsername,
+			ActorTokenID:   e.ActorTokenID,
+			Action:         e.Action,
+			TargetKind:     e.TargetKind,
+			TargetID:       e.TargetID,
+			TargetUsername: e.TargetUsername,
+			RequestID:      e.RequestID,
+			Before:         json.RawMessage(e.Before),
+			After:          json.RawMessage(e.After),
+		}
+	}
+	return out
+}

@@ -1,0 +1,331 @@
+package orgadmin_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
+)
+
+// allEvents returns every audit event of the caller's org, newest first.
+func allEvents(t testing.TB, svc *orgadmin.Service, a orgadmin.Auth, q orgadmin.AuditQuery) []orgadmin.AuditEvent {
+	t.Helper()
+	var out []orgadmin.AuditEvent
+	for e, err := range svc.AllAuditEvents(context.Background(), a, q) {
+		require.NoError(t, err)
+		out = append(out, e)
+	}
+	return out
+}
+
+func actions(es []orgadmin.AuditEvent) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.Action
+	}
+	return out
+}
+
+// Every mutating operation records exactly one event with who, what,
+// when and the request id; the oldest are bootstrap's, by the system.
+func TestAuditEveryChangeRecordsOneEvent(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := orgadmin.WithRequestID(context.Background(), "req-42")
+	bootstrap := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{})
+	require.Equal(t, []string{orgadmin.ActionTokenCreate, orgadmin.ActionUserCreate, orgadmin.ActionOrgCreate}, actions(bootstrap))
+	for _, ev := range bootstrap {
+		assert.Equal(t, orgadmin.SystemActor, ev.ActorUsername)
+		assert.Empty(t, ev.ActorID)
+		assert.Empty(t, ev.RequestID)
+		assert.Equal(t, testOrg, ev.Org)
+	}
+	assert.Equal(t, e.admin.UserID(), bootstrap[1].TargetID)
+	assert.Equal(t, "admin", bootstrap[1].TargetUsername)
+
+	type want struct {
+		action, kind, targetUsername string
+		actor                        string // username
+	}
+	var wants []want
+	step := func(w want, f func() error) {
+		t.Helper()
+		e.clk.Advance(time.Second)
+		require.NoError(t, f(), w.action)
+		wants = append(wants, w)
+		got := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{})
+		require.Len(t, got, len(bootstrap)+len(wants), "one event for %s", w.action)
+		ev := got[0]
+		assert.Equal(t, w.action, ev.Action)
+		assert.Equal(t, w.kind, ev.TargetKind)
+		assert.Equal(t, w.targetUsername, ev.TargetUsername)
+		assert.Equal(t, w.actor, ev.ActorUsername)
+		assert.Equal(t, e.clk.Now(), ev.At, "the service's clock")
+		if w.actor == "admin" {
+			assert.Equal(t, e.admin.UserID(), ev.ActorID)
+			assert.Equal(t, "req-42", ev.RequestID)
+		}
+	}
+	var sa orgadmin.User
+	step(want{orgadmin.ActionUserCreate, orgadmin.TargetUser, "Bot", "admin"}, func() (err error) {
+		sa, err = e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "Bot"})
+		return err
+	})
+	var tok orgadmin.Token
+	step(want{orgadmin.ActionTokenCreate, orgadmin.TargetToken, "Bot", "admin"}, func() (err error) {
+		tok, err = e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "ci"})
+		return err
+	})
+	newCfg := orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeJumbo},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizePulse, FlockSize: 2},
+	}
+	step(want{orgadmin.ActionInstancesSet, orgadmin.TargetUser, "Bot", "admin"}, func() error {
+		_, err := e.svc.SetInstanceConfig(ctx, e.admin, "BOT", orgadmin.SetInstanceConfigInput{Config: newCfg})
+		return err
+	})
+	dive := "0b0d2f7e-4c1a-4b8e-9a55-7d1f3c2b9e10"
+	step(want{orgadmin.ActionDiveRegister, orgadmin.TargetDive, "", orgadmin.SystemActor}, func() error {
+		return e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: dive, Title: "Sales"})
+	})
+	step(want{orgadmin.ActionEmbedSessionCreate, orgadmin.TargetEmbedSession, "Bot", "admin"}, func() error {
+		_, err := e.svc.CreateEmbedSession(ctx, e.admin, dive, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+		return err
+	})
+	step(want{orgadmin.ActionTokenDelete, orgadmin.TargetToken, "Bot", "admin"}, func() error {
+		return e.svc.DeleteToken(ctx, e.admin, "bot", tok.ID)
+	})
+	step(want{orgadmin.ActionUserCreate, orgadmin.TargetUser, "Carol", orgadmin.SystemActor}, func() error {
+		_, err := e.svc.CreateUser(ctx, testOrg, orgadmin.NewUser{Username: "Carol"})
+		return err
+	})
+	step(want{orgadmin.ActionUserGrant, orgadmin.TargetUser, "Carol", orgadmin.SystemActor}, func() error {
+		return e.svc.GrantPrivilege(ctx, testOrg, "carol", orgadmin.PrivilegeViewAllMembers)
+	})
+	step(want{orgadmin.ActionTokenSeed, orgadmin.TargetToken, "Carol", orgadmin.SystemActor}, func() error {
+		_, err := e.svc.SeedToken(ctx, testOrg, "carol", orgadmin.SeedTokenInput{Value: "a-seeded-token-of-carol", CreateTokenInput: orgadmin.CreateTokenInput{Name: "s"}})
+		return err
+	})
+	require.NoError(t, e.svc.CreateOrg(ctx, testOrg+"-two")) // another org's event
+	step(want{orgadmin.ActionUserDelete, orgadmin.TargetUser, "Bot", "admin"}, func() error {
+		_, err := e.svc.DeleteUser(ctx, e.admin, "bot")
+		return err
+	})
+
+	got := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{})
+	byAction := map[string]orgadmin.AuditEvent{}
+	for _, ev := range got[:len(got)-len(bootstrap)] {
+		byAction[ev.Action+" "+ev.TargetUsername] = ev
+	}
+	assert.Equal(t, sa.ID, byAction["user.create Bot"].TargetID)
+	assert.Equal(t, sa.ID, byAction["user.delete Bot"].TargetID)
+	assert.Equal(t, tok.ID, byAction["token.create Bot"].TargetID)
+	assert.Equal(t, tok.ID, byAction["token.delete Bot"].TargetID)
+	assert.Equal(t, e.admin.TokenID(), byAction["token.create Bot"].ActorTokenID)
+	assert.Equal(t, dive, byAction["embed_session.create Bot"].TargetID)
+	set := byAction["instances.set Bot"]
+	assert.JSONEq(t, `{"read_write":{"instance_size":"standard","cooldown_seconds":60},"read_scaling":{"instance_size":"standard","flock_size":4,"cooldown_seconds":60}}`, string(set.Before))
+	assert.JSONEq(t, `{"read_write":{"instance_size":"jumbo","cooldown_seconds":60},"read_scaling":{"instance_size":"pulse","flock_size":2}}`, string(set.After))
+	grant := byAction["user.grant_privilege Carol"]
+	assert.JSONEq(t, `{"privileges":[]}`, string(grant.Before))
+	assert.JSONEq(t, `{"privileges":["member_management.view_all_members"]}`, string(grant.After))
+
+	// The other org's trail holds its creation only.
+	other := allEvents(t, e.svc, e.svc.ActAsOrg(testOrg+"-two"), orgadmin.AuditQuery{})
+	assert.Equal(t, []string{orgadmin.ActionOrgCreate}, actions(other))
+}
+
+// A refused or failed operation records nothing; neither do operations
+// that change nothing.
+func TestAuditFailedOperationsRecordNothing(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{MaxTokensPerUser: 2})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	e.token(t, "bot", orgadmin.CreateTokenInput{})
+	member, _ := e.login(t, "bot")
+	require.NoError(t, e.svc.GrantPrivilege(ctx, testOrg, "admin", orgadmin.PrivilegeViewAllMembers))
+	before := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{})
+
+	for _, op := range allOps {
+		_ = e.call(t, member, op, "admin") // refused: a Member
+	}
+	_, err := e.svc.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: "BOT"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	_, err = e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "x"})
+	requireCode(t, err, orgadmin.ErrBadRequest) // the user holds the maximum
+	_, err = e.svc.DeleteUser(ctx, e.admin, "nobody")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	requireCode(t, e.svc.DeleteToken(ctx, e.admin, "bot", "00000000-0000-4000-8000-000000000000"), orgadmin.ErrNotFound)
+	_, err = e.svc.SetInstanceConfig(ctx, e.admin, "nobody", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite: orgadmin.InstanceSide{Size: orgadmin.SizeStandard}, ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizeStandard},
+	}})
+	requireCode(t, err, orgadmin.ErrNotFound)
+	require.NoError(t, e.svc.CreateOrg(ctx, testOrg))                                                 // exists: no change
+	require.NoError(t, e.svc.GrantPrivilege(ctx, testOrg, "admin", orgadmin.PrivilegeViewAllMembers)) // held: no change
+
+	assert.Equal(t, before, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{}))
+}
+
+// Only Admins read the trail: FORBIDDEN for anyone else.
+func TestAuditEventsAdminOnly(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	e.human(t, orgadmin.NewUser{Username: "viewer", Privileges: []string{orgadmin.PrivilegeViewAllMembers}})
+	for _, name := range []string{"bot", "viewer"} {
+		c, value := e.login(t, name)
+		_, err := e.svc.AuditEvents(ctx, c, orgadmin.AuditQuery{})
+		requireCode(t, err, orgadmin.ErrForbidden)
+		_, err = e.svc.AuditEvents(ctx, orgadmin.Bearer(value), orgadmin.AuditQuery{})
+		requireCode(t, err, orgadmin.ErrForbidden)
+	}
+	_, err := e.svc.AuditEvents(ctx, orgadmin.Bearer("nope"), orgadmin.AuditQuery{})
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+	_, err = e.svc.AuditEvents(ctx, orgadmin.Caller{}, orgadmin.AuditQuery{})
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+	// A read_scaling token of an Admin may not either.
+	tok, err := e.svc.CreateToken(ctx, e.admin, "admin", orgadmin.CreateTokenInput{Name: "rs", Type: orgadmin.Some(orgadmin.TokenReadScaling)})
+	require.NoError(t, err)
+	_, err = e.svc.AuditEvents(ctx, orgadmin.Bearer(tok.Value), orgadmin.AuditQuery{})
+	requireCode(t, err, orgadmin.ErrForbidden)
+	_, err = e.svc.AuditEvents(ctx, orgadmin.Bearer(e.adminToken), orgadmin.AuditQuery{})
+	require.NoError(t, err)
+}
+
+// An Admin sees the events of its own org only.
+func TestAuditEventsCrossOrgInvisible(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	tok, err := e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "other", Username: "boss"})
+	require.NoError(t, err)
+	for _, ev := range allEvents(t, e.svc, orgadmin.Bearer(tok), orgadmin.AuditQuery{}) {
+		assert.Equal(t, "other", ev.Org)
+	}
+	for _, ev := range allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{}) {
+		assert.Equal(t, testOrg, ev.Org)
+		assert.NotEqual(t, "boss", ev.TargetUsername)
+	}
+	assert.Len(t, allEvents(t, e.svc, orgadmin.Bearer(tok), orgadmin.AuditQuery{}), 3)
+}
+
+// Pages, filters and a malformed query.
+func TestAuditEventsPagingAndFilters(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	for i := range 7 {
+		e.clk.Advance(time.Second)
+		e.serviceAccount(t, "bot"+string(rune('a'+i)))
+	}
+	all := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{})
+	require.Len(t, all, 10)
+	var paged []orgadmin.AuditEvent
+	q := orgadmin.AuditQuery{Limit: orgadmin.Some(3)}
+	for {
+		page, err := e.svc.AuditEvents(ctx, e.admin, q)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(page.Events), 3)
+		paged = append(paged, page.Events...)
+		if page.NextPageToken == "" {
+			break
+		}
+		q.PageToken = page.NextPageToken
+	}
+	assert.Equal(t, all, paged)
+
+	byActor := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Actor: "admin"})
+	assert.Len(t, byActor, 7)
+	assert.Equal(t, byActor, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Actor: e.admin.UserID()}), "by username or id")
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Actor: orgadmin.SystemActor}), 3)
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Action: orgadmin.ActionUserCreate}), 8)
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{TargetKind: orgadmin.TargetToken}), 1)
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{TargetUsername: "botc"}), 1)
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Since: t0.Add(3 * time.Second)}), 5)
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Since: t0.Add(time.Second), Until: t0.Add(3 * time.Second)}), 2)
+	// The actor filter pages too.
+	var pagedActor []orgadmin.AuditEvent
+	q = orgadmin.AuditQuery{Limit: orgadmin.Some(2), Actor: "admin"}
+	for {
+		page, err := e.svc.AuditEvents(ctx, e.admin, q)
+		require.NoError(t, err)
+		pagedActor = append(pagedActor, page.Events...)
+		if page.NextPageToken == "" {
+			break
+		}
+		q.PageToken = page.NextPageToken
+	}
+	assert.Equal(t, byActor, pagedActor)
+
+	_, err := e.svc.AuditEvents(ctx, e.admin, orgadmin.AuditQuery{PageToken: "garbage", Limit: orgadmin.Some(0), Action: strings.Repeat("x", 300), Since: t0, Until: t0})
+	assert.Equal(t, [][]any{{"limit"}, {"action"}, {"until"}, {"page_token"}}, issuePaths(t, err))
+}
+
+// Events past the retention are not shown, and the org's trail is bound.
+func TestAuditRetentionAndBound(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{AuditRetention: time.Hour, MaxAuditEventsPerOrg: 5})
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{}), 3)
+	e.clk.Advance(2 * time.Hour)
+	assert.Empty(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{}), "past the retention")
+	for i := range 8 {
+		e.serviceAccount(t, "bot"+string(rune('a'+i)))
+	}
+	got := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{})
+	require.Len(t, got, 5, "the bound")
+	assert.Equal(t, "both", got[0].TargetUsername)
+}
+
+// Config.AuditLog receives one record per event, with no secret.
+func TestAuditLogStreamsEvents(t *testing.T) {
+	var buf bytes.Buffer
+	e := newEnv(t, orgadmin.Config{AuditLog: slog.New(slog.NewJSONHandler(&buf, nil))})
+	tok := e.token(t, "admin", orgadmin.CreateTokenInput{Name: "x"})
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 4, "bootstrap's three events and the token's")
+	var rec map[string]any
+	require.NoError(t, json.Unmarshal([]byte(lines[3]), &rec))
+	assert.Equal(t, "audit", rec["msg"])
+	assert.Equal(t, orgadmin.ActionTokenCreate, rec["action"])
+	assert.Equal(t, tok.ID, rec["target_id"])
+	assert.Equal(t, "admin", rec["actor_username"])
+	assert.NotContains(t, buf.String(), tok.Value)
+	assert.NotContains(t, buf.String(), e.adminToken)
+}
+
+// queryRecorder is a store that keeps the EventQuery of each listing.
+type queryRecorder struct {
+	*memstore.Store
+	queries []storage.EventQuery
+}
+
+func (r *queryRecorder) ListEvents(ctx context.Context, org string, q storage.EventQuery) (storage.EventPage, error) {
+	r.queries = append(r.queries, q)
+	return r.Store.ListEvents(ctx, org, q)
+}
+
+// A listing asks the store to hide what is past the retention, and to
+// settle what a writer left unconfirmed more than AuditSettleAfter ago.
+func TestAuditEventsQueryTheStoreWithTheServiceClock(t *testing.T) {
+	clk := newFakeClock()
+	rec := &queryRecorder{Store: memstore.New()}
+	svc := orgadmin.New(rec, orgadmin.Config{Now: clk.Now, AuditRetention: time.Hour})
+	tok, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: testOrg, Username: "admin"})
+	require.NoError(t, err)
+	clk.Advance(10 * time.Minute)
+	_, err = svc.AuditEvents(context.Background(), orgadmin.Bearer(tok), orgadmin.AuditQuery{Since: t0.Add(-time.Hour), Action: "x"})
+	require.NoError(t, err)
+	require.Len(t, rec.queries, 1)
+	q := rec.queries[0]
+	now := t0.Add(10 * time.Minute)
+	assert.Equal(t, now.Add(-time.Hour), q.Since, "the retention, later than the asked since")
+	assert.Equal(t, now.Add(-orgadmin.AuditSettleAfter), q.SettleBefore)
+	assert.Equal(t, "x", q.Action)
+	assert.Equal(t, orgadmin.DefaultAuditPageSize, q.Limit)
+}

@@ -1,0 +1,417 @@
+package storagetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+var eventTests = []subtest{
+	{"EachChangeRecordsItsEvent", testEventEachChange},
+	{"RefusedChangeRecordsNothing", testEventRefused},
+	{"NoAuditNoEvent", testEventNoAudit},
+	{"NewestFirstWithCursor", testEventOrder},
+	{"Filters", testEventFilters},
+	{"OtherOrg", testEventOtherOrg},
+	{"Copies", testEventCopies},
+	{"CursorUnderConcurrentWrites", testEventConcurrentCursor},
+	{"Retention", testEventRetention},
+	{"PerOrgBound", testEventBound},
+}
+
+// cleaner is a store that leaves part of its trimming to a cleanup
+// (mongostore); the suite runs it where the contract allows the delay.
+type cleaner interface {
+	Cleanup(ctx context.Context, now time.Time) (int, error)
+}
+
+// clean runs s's cleanup at now, if it has one.
+func clean(t testing.TB, s storage.Store, now time.Time) {
+	t.Helper()
+	if c, ok := s.(cleaner); ok {
+		_, err := c.Cleanup(t.Context(), now)
+		require.NoError(t, err)
+	}
+}
+
+// newEvent builds an event of org at the instant when.
+func newEvent(org, action string, when time.Time) storage.Event {
+	return storage.Event{
+		ID:             uuid.NewString(),
+		Org:            org,
+		At:             when,
+		ActorID:        "actor-id",
+		ActorUsername:  "Alice",
+		ActorTokenID:   "token-id",
+		Action:         action,
+		TargetKind:     "user",
+		TargetID:       "target-id",
+		TargetUsername: "Bob",
+		RequestID:      "req-1",
+	}
+}
+
+// audit returns ctx carrying e, with no retention and no bound.
+func audit(ctx context.Context, e storage.Event) context.Context {
+	return storage.WithAudit(ctx, storage.Audit{Event: e})
+}
+
+// listEvents returns every event of org, newest first, in one page.
+func listEvents(t testing.TB, s storage.Store, org string) []storage.Event {
+	t.Helper()
+	page, err := s.ListEvents(t.Context(), org, storage.EventQuery{Limit: 100_000})
+	require.NoError(t, err)
+	require.False(t, page.More)
+	return page.Events
+}
+
+// normEvent makes empty Before and After nil, as stores may give them.
+func normEvent(e storage.Event) storage.Event {
+	if len(e.Before) == 0 {
+		e.Before = nil
+	}
+	if len(e.After) == 0 {
+		e.After = nil
+	}
+	return e
+}
+
+func ids(es []storage.Event) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ID
+	}
+	return out
+}
+
+// newestFirst sorts es as ListEvents orders them.
+func newestFirst(es []storage.Event) []storage.Event {
+	es = slices.Clone(es)
+	slices.SortFunc(es, func(a, b storage.Event) int {
+		if c := b.At.Compare(a.At); c != 0 {
+			return c
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	return es
+}
+
+// Each mutating method records the event its context carries, once,
+// with every field as given, when it succeeds.
+func testEventEachChange(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	var want []storage.Event
+	step := 0
+	do := func(action string, f func(ctx context.Context) error) {
+		t.Helper()
+		step++
+		e := newEvent(org.ID, action, at(time.Duration(step)*time.Second))
+		if action == "instances.set" {
+			e.Before, e.After = []byte(`{"before":1}`), []byte(`{"after":2}`)
+		}
+		require.NoError(t, f(audit(ctx, e)), action)
+		want = append(want, e)
+		assert.Equal(t, ids(newestFirst(want)), ids(listEvents(t, s, org.ID)), "after %s: one event per change", action)
+	}
+	do("org.create", func(ctx context.Context) error { return s.CreateOrg(ctx, org) })
+	u := newUser(org.ID, "Bob", true)
+	do("user.create", func(ctx context.Context) error { return s.CreateUser(ctx, u, storage.UserLimit{Max: 10}) })
+	u.Privileges = append(u.Privileges, "more")
+	do("user.grant_privilege", func(ctx context.Context) error { return s.UpdateUser(ctx, u) })
+	do("instances.set", func(ctx context.Context) error { return s.SetInstances(ctx, org.ID, u.FoldedUsername, configB) })
+	tok := newToken(u, t0, time.Time{})
+	do("token.create", func(ctx context.Context) error {
+		return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0})
+	})
+	do("token.delete", func(ctx context.Context) error { return s.DeleteToken(ctx, org.ID, u.ID, tok.ID, t0) })
+	d := newDive(org.ID, "Sales")
+	do("dive.register", func(ctx context.Context) error { return s.PutDive(ctx, d) })
+	do("embed_session.create", func(ctx context.Context) error { return s.CreateEmbedSession(ctx, newSession(u, "one")) })
+	do("user.delete", func(ctx context.Context) error {
+		_, err := s.DeleteUser(ctx, org.ID, u.FoldedUsername)
+		return err
+	})
+
+	got := listEvents(t, s, org.ID)
+	require.Len(t, got, len(want))
+	for i, e := range newestFirst(want) {
+		assert.Equal(t, normEvent(e), normEvent(got[i]), "event %d (%s) read back whole", i, e.Action)
+	}
+	// The changes were made too.
+	_, err := s.GetUser(ctx, org.ID, u.FoldedUsername)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	getDive(t, s, org.ID, d.ID)
+}
+
+// A method that fails records nothing.
+func testEventRefused(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	u := createUser(t, s, org.ID, "Bob", true)
+	tok := createToken(t, s, u, t0, time.Time{})
+	refused := func(what string, want error, f func(ctx context.Context) error) {
+		t.Helper()
+		err := f(audit(ctx, newEvent(org.ID, what, t0)))
+		require.ErrorIs(t, err, want, what)
+	}
+	refused("org exists", storage.ErrAlreadyExists, func(ctx context.Context) error { return s.CreateOrg(ctx, org) })
+	refused("user exists", storage.ErrAlreadyExists, func(ctx context.Context) error {
+		return s.CreateUser(ctx, newUser(org.ID, "bob", true), storage.UserLimit{})
+	})
+	refused("users full", storage.ErrLimitExceeded, func(ctx context.Context) error {
+		return s.CreateUser(ctx, newUser(org.ID, "Carol", true), storage.UserLimit{Max: 1})
+	})
+	refused("update missing", storage.ErrNotFound, func(ctx context.Context) error {
+		return s.UpdateUser(ctx, newUser(org.ID, "Nobody", true))
+	})
+	refused("set missing", storage.ErrNotFound, func(ctx context.Context) error {
+		return s.SetInstances(ctx, org.ID, "nobody", configB)
+	})
+	refused("delete missing", storage.ErrNotFound, func(ctx context.Context) error {
+		_, err := s.DeleteUser(ctx, org.ID, "nobody")
+		return err
+	})
+	refused("token exists", storage.ErrAlreadyExists, func(ctx context.Context) error {
+		return s.CreateToken(ctx, tok, storage.TokenLimit{})
+	})
+	refused("tokens full", storage.ErrLimitExceeded, func(ctx context.Context) error {
+		return s.CreateToken(ctx, newToken(u, t0, time.Time{}), storage.TokenLimit{Max: 1, LiveAt: t0})
+	})
+	refused("token of nobody", storage.ErrNotFound, func(ctx context.Context) error {
+		return s.CreateToken(ctx, newToken(newUser(org.ID, "Nobody", true), t0, time.Time{}), storage.TokenLimit{})
+	})
+	refused("delete missing token", storage.ErrNotFound, func(ctx context.Context) error {
+		return s.DeleteToken(ctx, org.ID, u.ID, uuid.NewString(), t0)
+	})
+	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context) error {
+		return s.PutDive(ctx, newDive(uuid.NewString(), "x"))
+	})
+	refused("session of nobody", storage.ErrNotFound, func(ctx context.Context) error {
+		return s.CreateEmbedSession(ctx, newSession(newUser(org.ID, "Nobody", true), "x"))
+	})
+	clean(t, s, at(time.Hour))
+	assert.Empty(t, listEvents(t, s, org.ID), "no event of a refused change")
+}
+
+// Without an audit in the context, a change records nothing.
+func testEventNoAudit(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	u := createUser(t, s, org.ID, "Bob", true)
+	createToken(t, s, u, t0, time.Time{})
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, u.FoldedUsername, configB))
+	assert.Empty(t, listEvents(t, s, org.ID))
+}
+
+// writeEvents records each event with a change of its own (a Dive put).
+func writeEvents(t testing.TB, s storage.Store, es []storage.Event) {
+	t.Helper()
+	for _, e := range es {
+		require.NoError(t, s.PutDive(audit(t.Context(), e), newDive(e.Org, "d")))
+	}
+}
+
+// Events are listed newest first, by time then id; a cursor resumes
+// after the last one, neither skipping nor repeating.
+func testEventOrder(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	var es []storage.Event
+	for i := range 23 {
+		// Three events per millisecond, written out of order.
+		es = append(es, newEvent(org.ID, "dive.register", at(time.Duration((i*7)%8)*time.Millisecond)))
+	}
+	writeEvents(t, s, es)
+	want := newestFirst(es)
+	assert.Equal(t, ids(want), ids(listEvents(t, s, org.ID)))
+
+	for _, limit := range []int{1, 5, 23, 30} {
+		var got []string
+		q := storage.EventQuery{Limit: limit}
+		for range 30 {
+			page, err := s.ListEvents(t.Context(), org.ID, q)
+			require.NoError(t, err)
+			require.LessOrEqual(t, len(page.Events), limit)
+			got = append(got, ids(page.Events)...)
+			if !page.More {
+				break
+			}
+			last := page.Events[len(page.Events)-1]
+			q.BeforeAt, q.BeforeID = last.At, last.ID
+		}
+		assert.Equal(t, ids(want), got, "pages of %d", limit)
+	}
+	// A cursor of an event that does not exist works as well.
+	page, err := s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: 100, BeforeAt: want[5].At, BeforeID: want[5].ID + "0"})
+	require.NoError(t, err)
+	assert.Equal(t, ids(want[5:]), ids(page.Events))
+}
+
+// Every filter keeps exactly the events that match it.
+func testEventFilters(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	var es []storage.Event
+	for i := range 12 {
+		e := newEvent(org.ID, []string{"token.create", "token.delete", "user.create"}[i%3], at(time.Duration(i)*time.Second))
+		e.ActorID, e.ActorUsername = fmt.Sprintf("actor-%d", i%2), fmt.Sprintf("Actor%d", i%4)
+		e.TargetKind, e.TargetID, e.TargetUsername = []string{"token", "user"}[i%2], fmt.Sprintf("target-%d", i%5), fmt.Sprintf("T%d", i%3)
+		es = append(es, e)
+	}
+	writeEvents(t, s, es)
+	for _, q := range []storage.EventQuery{
+		{Action: "token.delete"},
+		{ActorID: "actor-1"},
+		{ActorUsername: "Actor2"},
+		{TargetKind: "token"},
+		{TargetID: "target-3"},
+		{TargetUsername: "T0"},
+		{Since: at(4 * time.Second)},
+		{Until: at(4 * time.Second)},
+		{Since: at(3 * time.Second), Until: at(9 * time.Second), Action: "token.create"},
+		{Action: "nothing"},
+	} {
+		var want []storage.Event
+		for _, e := range es {
+			if q.Matches(e) {
+				want = append(want, e)
+			}
+		}
+		q.Limit = 100
+		page, err := s.ListEvents(t.Context(), org.ID, q)
+		require.NoError(t, err)
+		assert.Equal(t, ids(newestFirst(want)), ids(page.Events), "%+v", q)
+		// And by pages of two.
+		q.Limit = 2
+		got := []string{}
+		for {
+			page, err := s.ListEvents(t.Context(), org.ID, q)
+			require.NoError(t, err)
+			got = append(got, ids(page.Events)...)
+			if !page.More {
+				break
+			}
+			last := page.Events[len(page.Events)-1]
+			q.BeforeAt, q.BeforeID = last.At, last.ID
+		}
+		assert.Equal(t, ids(newestFirst(want)), got, "pages of %+v", q)
+	}
+}
+
+// An org's events are its own.
+func testEventOtherOrg(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	writeEvents(t, s, []storage.Event{newEvent(a.ID, "dive.register", t0)})
+	assert.Empty(t, listEvents(t, s, b.ID))
+	assert.Empty(t, listEvents(t, s, uuid.NewString()))
+	assert.Len(t, listEvents(t, s, a.ID), 1)
+}
+
+// Events read share no memory with the store, nor with what was written.
+func testEventCopies(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	e := newEvent(org.ID, "instances.set", t0)
+	e.Before, e.After = []byte(`{"a":1}`), []byte(`{"b":2}`)
+	written := storage.Event(e)
+	written.Before, written.After = slices.Clone(e.Before), slices.Clone(e.After)
+	writeEvents(t, s, []storage.Event{written})
+	written.Before[2], written.After[2] = 'X', 'X'
+	got := listEvents(t, s, org.ID)
+	require.Len(t, got, 1)
+	got[0].Before[2], got[0].After[2] = 'Y', 'Y'
+	assert.Equal(t, e, listEvents(t, s, org.ID)[0])
+}
+
+// A cursor taken while events are written goes on to exactly the events
+// older than it, whatever is written meanwhile.
+func testEventConcurrentCursor(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	var old []storage.Event
+	for i := range 40 {
+		old = append(old, newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Millisecond)))
+	}
+	writeEvents(t, s, old)
+	want := ids(newestFirst(old))
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 15 {
+				e := newEvent(org.ID, "dive.register", at(time.Second+time.Duration(w*100+i)*time.Millisecond))
+				if err := s.PutDive(audit(t.Context(), e), newDive(org.ID, "d")); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	// Page through from the newest of the old events while they write.
+	first := newestFirst(old)[0]
+	q := storage.EventQuery{Limit: 3, BeforeAt: first.At, BeforeID: first.ID}
+	got := []string{first.ID}
+	for {
+		page, err := s.ListEvents(t.Context(), org.ID, q)
+		require.NoError(t, err)
+		got = append(got, ids(page.Events)...)
+		if !page.More {
+			break
+		}
+		last := page.Events[len(page.Events)-1]
+		q.BeforeAt, q.BeforeID = last.At, last.ID
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Equal(t, want, got, "no event skipped or repeated")
+	assert.Len(t, listEvents(t, s, org.ID), 40+60)
+}
+
+// A write drops the events of its org older than its DropBefore (at
+// once, or through the store's cleanup).
+func testEventRetention(t *testing.T, s storage.Store) {
+	org, other := newOrg(t, s), newOrg(t, s)
+	var es []storage.Event
+	for i := range 10 {
+		es = append(es, newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Hour)))
+	}
+	writeEvents(t, s, es)
+	writeEvents(t, s, []storage.Event{newEvent(other.ID, "dive.register", t0)})
+	last := newEvent(org.ID, "dive.register", at(20*time.Hour))
+	ctx := storage.WithAudit(t.Context(), storage.Audit{Event: last, DropBefore: at(5 * time.Hour)})
+	require.NoError(t, s.PutDive(ctx, newDive(org.ID, "d")))
+	clean(t, s, at(20*time.Hour))
+	assert.Equal(t, ids(newestFirst(append(es[5:], last))), ids(listEvents(t, s, org.ID)), "events before DropBefore dropped")
+	assert.Len(t, listEvents(t, s, other.ID), 1, "another org's events are its own")
+}
+
+// An org never holds many more than MaxPerOrg events, and those it keeps
+// are the newest.
+func testEventBound(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	const bound, writes, slack = 10, 200, 100
+	var es []storage.Event
+	for i := range writes {
+		e := newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Millisecond))
+		es = append(es, e)
+		ctx := storage.WithAudit(t.Context(), storage.Audit{Event: e, MaxPerOrg: bound})
+		require.NoError(t, s.PutDive(ctx, newDive(org.ID, "d")))
+	}
+	clean(t, s, at(time.Hour))
+	got := listEvents(t, s, org.ID)
+	assert.GreaterOrEqual(t, len(got), bound, "at least the bound is kept")
+	assert.LessOrEqual(t, len(got), bound+slack, "the bound holds, give or take a bounded slack")
+	assert.Equal(t, ids(newestFirst(es)[:len(got)]), ids(got), "the newest are kept")
+}
