@@ -10,9 +10,12 @@ import (
 )
 
 // Caller is an authenticated principal: the user a bearer token belongs
-// to. Only the Service makes one (Authenticate, ActAs); its fields are
-// read through its methods. A Caller built any other way, such as the
-// zero Caller{}, is nobody: every operation refuses it with UNAUTHORIZED.
+// to. Only the Service makes one (Authenticate, ActAs, ActAsOrg); its
+// fields are read through its methods. A Caller built any other way, such
+// as the zero Caller{}, is nobody: every operation refuses it with
+// UNAUTHORIZED. A Caller is checked again by every operation it is given
+// to: it stops working when its token is invalidated or expires, or its
+// user is deleted.
 type Caller struct {
 	org              string
 	userID           string
@@ -24,6 +27,11 @@ type Caller struct {
 	tokenType        TokenType
 	folded           string
 	minted           bool // made by the Service
+	// digest is the SHA-256 of the token Authenticate was given, and
+	// hasDigest says there is one: each operation authenticates it again,
+	// so a Caller outlives neither its token nor its user.
+	digest    storage.Digest
+	hasDigest bool
 }
 
 // Why an operation fails with UNAUTHORIZED: errors.Is finds one of these
@@ -41,6 +49,9 @@ var (
 	// ErrCallerNotIssued: a Caller passed to an operation was not made by
 	// the Service (Authenticate, ActAs, ActAsOrg), such as Caller{}.
 	ErrCallerNotIssued = errors.New("caller not issued by the service")
+	// ErrCallerGone: the user of a Caller that ActAs made was deleted
+	// since (and perhaps created anew: a new user is another user).
+	ErrCallerGone = errors.New("caller's user deleted")
 )
 
 // unauthorized is an UNAUTHORIZED error for the reason why.
@@ -81,8 +92,8 @@ func (c Caller) valid() bool { return c.minted }
 
 // Auth says who calls an operation: Bearer(token), the access token a
 // request presents, which the operation authenticates in the same store
-// read as the rest of what it needs; or a Caller that Authenticate or
-// ActAs returned.
+// read as the rest of what it needs; or a Caller that Authenticate, ActAs
+// or ActAsOrg returned.
 type Auth interface{ isAuth() }
 
 // Bearer is an access token presented as the credential of an operation,
@@ -120,9 +131,25 @@ func digestOf(value string) [sha256.Size]byte {
 // UNAUTHORIZED when the token is unknown, invalidated, expired or belongs to
 // a deleted user, and with INTERNAL_SERVER_ERROR when the store fails.
 // Read-scaling tokens authenticate; the operations refuse them.
+//
+// The Caller keeps the token's digest (never its value), and every
+// operation given it authenticates that digest again, in the store read it
+// makes anyway: once the token is invalidated or expires, or its user is
+// deleted, the Caller is UNAUTHORIZED, as the token is.
 func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error) {
+	if len(token) == 0 {
+		return Caller{}, unauthorized(ErrNoCredential)
+	}
+	if len(token) > maxTokenLen {
+		return Caller{}, unauthorized(ErrUnknownToken)
+	}
 	var a storage.Access
-	return s.authenticate(ctx, token, storage.AccessQuery{}, &a)
+	c, err := s.authenticateDigest(ctx, digestOf(token), storage.AccessQuery{}, &a)
+	if err != nil {
+		return Caller{}, err
+	}
+	c.digest, c.hasDigest = digestOf(token), true
+	return c, nil
 }
 
 // authenticate reads into a the credential of token and, with it, what q
@@ -136,8 +163,13 @@ func (s *Service) authenticate(ctx context.Context, token string, q storage.Acce
 	if len(token) > maxTokenLen {
 		return Caller{}, unauthorized(ErrUnknownToken)
 	}
+	return s.authenticateDigest(ctx, digestOf(token), q, a)
+}
+
+// authenticateDigest is authenticate for the token whose digest is d.
+func (s *Service) authenticateDigest(ctx context.Context, d storage.Digest, q storage.AccessQuery, a *storage.Access) (Caller, error) {
 	now := s.now()
-	q.Digest, q.LiveAt = digestOf(token), now
+	q.Digest, q.LiveAt = d, now
 	var err error
 	*a, err = s.store.ReadAccess(ctx, q)
 	if errors.Is(err, storage.ErrNotFound) {
@@ -166,6 +198,10 @@ func (s *Service) authenticate(ctx context.Context, token string, q storage.Acce
 // presented one of its read_write tokens, for Go programs that act on
 // behalf of a user they have authenticated themselves. It fails with
 // NOT_FOUND when the user does not exist.
+//
+// Every operation given the Caller reads its user again: once the user is
+// deleted the Caller is UNAUTHORIZED (ErrCallerGone), and a privilege
+// granted since counts.
 func (s *Service) ActAs(ctx context.Context, org, username string) (Caller, error) {
 	u, err := s.resolveUser(ctx, org, username)
 	if err != nil {
@@ -323,7 +359,28 @@ func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r
 		if !a.valid() {
 			return unauthorized(ErrCallerNotIssued)
 		}
+		if a.hasDigest { // Authenticate's: the token is read again
+			var q storage.AccessQuery
+			if want {
+				q.Username, q.Tokens = t.folded, r == readTokens
+			}
+			if q.Tokens {
+				q.Into = c.access.Tokens[:0]
+			}
+			var err error
+			if c.Caller, err = s.authenticateDigest(ctx, a.digest, q, &c.access); err != nil {
+				return err
+			}
+			c.digest, c.hasDigest = a.digest, true
+			want = false
+			break
+		}
 		c.Caller = a
+		if a.userID != "" { // ActAs's: its user must still be the same
+			if err := s.refreshCaller(ctx, &c.Caller); err != nil {
+				return err
+			}
+		}
 	default:
 		return unauthorized(ErrNoCredential)
 	}
@@ -341,6 +398,21 @@ func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r
 		// the checks allow it.
 		return s.readTarget(ctx, &c.access, c.org, t.folded, r == readTokens)
 	}
+	return nil
+}
+
+// refreshCaller reads c's user again: UNAUTHORIZED (ErrCallerGone) when it
+// was deleted since, else c with the user's role and privileges as they
+// are now.
+func (s *Service) refreshCaller(ctx context.Context, c *Caller) error {
+	u, err := s.store.GetUser(ctx, c.org, c.folded)
+	if errors.Is(err, storage.ErrNotFound) || err == nil && u.ID != c.userID {
+		return unauthorized(ErrCallerGone)
+	}
+	if err != nil {
+		return internal("get user", err)
+	}
+	c.role, c.privileges, c.isServiceAccount = Role(u.Role), u.Privileges, u.IsServiceAccount
 	return nil
 }
 

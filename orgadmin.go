@@ -4,7 +4,8 @@
 // and Dive embed sessions.
 //
 // A Service holds every rule of the API and runs on any storage.Store (see
-// the storage/memstore, storage/redisstore and storage/mongostore packages).
+// the storage/memstore, storage/redisstore, storage/mongostore and
+// storage/sqlstore packages).
 // The httpserver package serves it as the standard /v1 REST API; Go programs
 // can also call it directly.
 //

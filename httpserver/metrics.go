@@ -129,7 +129,7 @@ func (m *metrics) end(method, route string, status int, d time.Duration) {
 // authenticated counts the outcome of authenticating a request by scheme,
 // from the error of its operation. An operation that failed with a 5xx
 // is not counted: the failure may have come before the credential was
-// checked or after.
+// checked or after. (A hook that fails is counted by hookFailed.)
 func (m *metrics) authenticated(scheme string, err error) {
 	outcome := outcomeSuccess
 	switch orgadmin.ErrorCode(err) {

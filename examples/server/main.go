@@ -123,6 +123,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if *seedFile != "" {
+		if getenv("ORGADMIN_ADMIN_TOKEN") != "" {
+			log.Warn("ORGADMIN_ADMIN_TOKEN is ignored with -seed: the fixture's tokens are the credentials")
+		}
 		if err := loadSeed(setupCtx, svc, *seedFile); err != nil {
 			return err
 		}

@@ -417,3 +417,21 @@ func TestHelpPrintsFlags(t *testing.T) {
 	assert.Contains(t, stderr.String(), "-addr")
 	assert.Contains(t, stderr.String(), "-store")
 }
+
+// ORGADMIN_ADMIN_TOKEN names the bootstrap Admin's token, which -seed
+// does not make: the server says so rather than ignore it silently.
+func TestAdminTokenIgnoredWithSeedIsSaid(t *testing.T) {
+	tok := "oa_ignored_with_seed_0123456789"
+	base, stderr := startServer(t, map[string]string{"ORGADMIN_ADMIN_TOKEN": tok}, "-seed", "../seed.json")
+	req, err := http.NewRequest(http.MethodGet, base+"/v1/users", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+tok)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	// Log lines are written within logFlushDelay.
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), "ORGADMIN_ADMIN_TOKEN is ignored with -seed") },
+		10*time.Second, 10*time.Millisecond, "the warning")
+	assert.NotContains(t, stderr.String(), tok)
+}
