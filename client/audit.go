@@ -19,9 +19,9 @@ const AuditEventsPath = "/ext/audit/events"
 // AuditEventsOptions selects a page of audit events; zero fields take
 // the server's defaults, and every filter set must match.
 type AuditEventsOptions struct {
-	// Limit is the page size, 1 to 1000; 0 means the server's default
-	// (100).
-	Limit int
+	// Limit is the page size, 1 to 1000; unset means the server's
+	// default (100).
+	Limit Optional[int]
 	// PageToken is the NextPageToken of a previous page.
 	PageToken string
 	// Action keeps events of that action (orgadmin.ActionTokenCreate...).
@@ -40,8 +40,8 @@ type AuditEventsOptions struct {
 
 func (o AuditEventsOptions) query() url.Values {
 	q := url.Values{}
-	if o.Limit != 0 {
-		q.Set("limit", strconv.Itoa(o.Limit))
+	if o.Limit.Set {
+		q.Set("limit", strconv.Itoa(o.Limit.Value))
 	}
 	for k, v := range map[string]string{
 		"page_token": o.PageToken, "action": o.Action, "actor": o.Actor,

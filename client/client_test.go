@@ -232,25 +232,25 @@ func TestAllUsersWalksEveryPage(t *testing.T) {
 	}
 	c := client.New(srv.URL(), srv.AdminToken())
 
-	page, err := c.ListUsers(t.Context(), client.ListUsersOptions{Limit: 4})
+	page, err := c.ListUsers(t.Context(), client.ListUsersOptions{Limit: client.Some(4)})
 	require.NoError(t, err)
 	assert.Equal(t, 6, page.TotalCount)
 	assert.Len(t, page.Users, 4)
 	assert.NotEmpty(t, page.NextPageToken)
-	last, err := c.ListUsers(t.Context(), client.ListUsersOptions{Limit: 4, PageToken: page.NextPageToken})
+	last, err := c.ListUsers(t.Context(), client.ListUsersOptions{Limit: client.Some(4), PageToken: page.NextPageToken})
 	require.NoError(t, err)
 	assert.Len(t, last.Users, 2)
 	assert.Empty(t, last.NextPageToken, "null on the last page")
 
 	var names []string
-	for u, err := range c.AllUsers(t.Context(), client.ListUsersOptions{Limit: 2}) {
+	for u, err := range c.AllUsers(t.Context(), client.ListUsersOptions{Limit: client.Some(2)}) {
 		require.NoError(t, err)
 		names = append(names, u.Username)
 	}
 	assert.Equal(t, []string{"admin", "b", "C", "d", "e", "f"}, names)
 
 	var sas []string
-	for u, err := range c.AllUsers(t.Context(), client.ListUsersOptions{Limit: 1, ServiceAccount: client.Some(true)}) {
+	for u, err := range c.AllUsers(t.Context(), client.ListUsersOptions{Limit: client.Some(1), ServiceAccount: client.Some(true)}) {
 		require.NoError(t, err)
 		sas = append(sas, u.Username)
 		if len(sas) == 3 {
@@ -446,7 +446,7 @@ func TestAuditEventsAgainstTheFake(t *testing.T) {
 	require.NoError(t, err)
 
 	var got []client.AuditEvent
-	for e, err := range c.AllAuditEvents(ctx, client.AuditEventsOptions{Limit: 2}) {
+	for e, err := range c.AllAuditEvents(ctx, client.AuditEventsOptions{Limit: client.Some(2)}) {
 		require.NoError(t, err)
 		got = append(got, e)
 	}

@@ -50,7 +50,7 @@ func ExampleClient_AllUsers() {
 
 	c := client.New(srv.URL(), srv.AdminToken())
 	// Two users per request; the iterator follows next_page_token.
-	for u, err := range c.AllUsers(context.Background(), client.ListUsersOptions{Limit: 2}) {
+	for u, err := range c.AllUsers(context.Background(), client.ListUsersOptions{Limit: client.Some(2)}) {
 		if err != nil {
 			log.Fatal(err)
 		}

@@ -80,11 +80,12 @@ func (c *Client) CreateServiceAccount(ctx context.Context, in CreateServiceAccou
 // ListUsersOptions selects a page of users. Zero fields take the server's
 // defaults.
 type ListUsersOptions struct {
-	// Limit is the page size, 1 to 1000; zero means the server's default
-	// (100).
-	Limit int
-	// Offset skips that many users; PageToken takes precedence.
-	Offset int
+	// Limit is the page size, 1 to 1000; unset means the server's
+	// default (100).
+	Limit Optional[int]
+	// Offset skips that many users, 0 or more; unset means 0. PageToken
+	// takes precedence.
+	Offset Optional[int]
 	// PageToken is the NextPageToken of a previous page.
 	PageToken string
 	// ServiceAccount, when set, keeps only service accounts (true) or only
@@ -94,11 +95,11 @@ type ListUsersOptions struct {
 
 func (o ListUsersOptions) query() url.Values {
 	q := url.Values{}
-	if o.Limit != 0 {
-		q.Set("limit", strconv.Itoa(o.Limit))
+	if o.Limit.Set {
+		q.Set("limit", strconv.Itoa(o.Limit.Value))
 	}
-	if o.Offset != 0 {
-		q.Set("offset", strconv.Itoa(o.Offset))
+	if o.Offset.Set {
+		q.Set("offset", strconv.Itoa(o.Offset.Value))
 	}
 	if o.PageToken != "" {
 		q.Set("page_token", o.PageToken)
@@ -164,7 +165,7 @@ func (c *Client) AllUsers(ctx context.Context, opts ListUsersOptions) iter.Seq2[
 			if page.NextPageToken == "" || len(page.Users) == 0 {
 				return
 			}
-			opts.PageToken, opts.Offset = page.NextPageToken, 0
+			opts.PageToken, opts.Offset = page.NextPageToken, Optional[int]{}
 		}
 	}
 }
