@@ -12,11 +12,13 @@ import (
 // cleanupBatch bounds how many unfinished deletes one Cleanup reads at once.
 const cleanupBatch = 100
 
-// Cleanup removes what no read can see any more: it finishes the deletes
-// of users that stopped part-way (a crash, a timeout), and removes the
-// tokens and embed sessions that are no longer live at now; it resolves
-// the audit events left pending and removes those expired or beyond their
-// org's bound (events.go). It returns how many deletes it finished plus
+// Cleanup removes what no read can see any more: it first settles the
+// audit events left pending (confirming those whose change is made,
+// removing those whose change is not made that are older than a minute;
+// events.go), then finishes the deletes of users that stopped part-way
+// (a crash, a timeout), removes the tokens and embed sessions that are
+// no longer live at now, and the audit events expired or beyond their
+// org's bound. It returns how many deletes it finished plus
 // how many tokens, sessions and events it removed. The caller's clock decides, as
 // everywhere; a deployment's TTL indexes, if any, are not needed. It is
 // safe to run at any time, in any number of processes; each step is

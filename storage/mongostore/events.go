@@ -22,13 +22,47 @@ import (
 // change that is refused (not found, already exists, limit) removes the
 // pending event instead. Readers never show a pending event. A crash, or
 // a failure whose outcome is unknown, leaves a pending event, which is
-// settled by looking at the store: if its change happened (resolveEvent,
-// per action), the mark is removed, and otherwise the event is. A listing
-// settles the org's pending events recorded before its SettleBefore (the
-// Service passes a minute ago), and Cleanup those of every org older
-// than pendingGrace. So once settled, every change has its event and
-// every event its change; until then (a minute) a change whose process
-// died mid-way may be missing from listings, never the reverse.
+// settled by looking at the store (resolveEvent, per action): an event
+// whose change is made is confirmed, at any age, since a change made
+// stays made; one whose change is not made is removed once older than a
+// minute, as until then its writer may still be about to make it.
+//
+// What says that a change is made: the documents an audited change
+// writes (users, Dives, orgs, embed sessions) hold the id of its event
+// (ev), set in the same document write as the change. An audited change
+// of a user or a Dive first reads the id the document holds, confirms
+// that event (its change is made, and its record is about to be
+// overwritten), then writes only if the document still holds that id
+// (changeUser, replaceAudited); the removal of a tombstone confirms the
+// deletion's event first, and the removal of tokens and sessions (with
+// their user, or expired) the events of their creations. So a document's
+// ev moves on only from a confirmed event, and a pending event is made
+// exactly when its document holds its id (or, for a token or a user,
+// whose ids are minted for one creation, when the record exists): an
+// equal value written by another change, or the record of a later
+// change, never confirms it.
+//
+// When: a listing first settles up to listSettleBatch (16) of its org's
+// pending events, the oldest, confirming the made ones and removing the
+// unmade ones recorded before its SettleBefore (the Service passes a
+// minute ago); Cleanup settles every pending event, removing the unmade
+// ones older than pendingGrace, before it removes anything expired. So
+// after a process is killed mid-write, the next listing of the org shows
+// every change it made with its event (unless more than 16 events of the
+// org are pending: then the following listings, or Cleanup, show the
+// rest), and never an event whose change was not made; such an event is
+// removed by the first listing or Cleanup after it is a minute old.
+//
+// Limits of the check: a token's deletion counts as made when no token
+// has its id, so a deletion left pending by a crash counts as made if
+// the token went another way meanwhile (expired and removed, its user
+// deleted, another deletion of it). On a server whose conditional write
+// is a read and then a write by id (FerretDB v1), two audited changes of
+// one user or Dive at the same instant can both pass the check of the
+// id; the one overwritten first then counts as not made if its process
+// also dies before confirming it. Every process sharing a database must
+// run a version that records event ids: an older one neither records
+// them nor confirms what it overwrites.
 //
 // Retention: each event holds the retention (keep: its At less the
 // Audit's DropBefore) and its org's bound (max) it was written under.
@@ -37,8 +71,9 @@ import (
 // Listings filter out what has expired meanwhile (the Service passes the
 // retention as EventQuery.Since).
 
-// pendingGrace is how old a pending event must be for Cleanup to resolve
-// it: far beyond an operation's timeout, so its writer is done with it.
+// pendingGrace is how old a pending event whose change is not made must
+// be for Cleanup to remove it: far beyond an operation's timeout, so its
+// writer is done with it.
 const pendingGrace = time.Minute
 
 const eventsColl = "audit_events"
