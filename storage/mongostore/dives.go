@@ -92,9 +92,7 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive) (err error) {
 		return fmt.Errorf("mongostore: put dive: org: %w", storage.ErrNotFound)
 	}
 	doc := diveToDoc(d)
-	if doc.Ev = eventID(ctx); doc.Ev == "" {
-		return wrap("put dive", replace(ctx, s.dives, doc.ID, doc))
-	}
+	doc.Ev = eventID(ctx)
 	return wrap("put dive", s.replaceAudited(ctx, s.dives, doc.ID, doc))
 }
 
@@ -103,9 +101,9 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive) (err error) {
 // write.
 const maxChangeAttempts = 100
 
-// replaceAudited stores doc, which holds its change's event id (ev),
-// under id in coll, replacing any document there, for an audited change:
-// it reads the event id the document there holds, confirms that event
+// replaceAudited stores doc, which holds its change's event id (ev; none
+// for a change without an event), under id in coll, replacing any
+// document there: it reads the event id the document there holds, confirms that event
 // (its change is made, and the record of it is about to go), then
 // replaces the document only if it still holds that id, or inserts it if
 // there was none, and tries again when another change came between.

@@ -225,35 +225,46 @@ func TestEventOverwrittenLater(t *testing.T) {
 			continue
 		}
 		for _, made := range []bool{true, false} {
-			name := c.action + "/made, then overwritten"
-			if !made {
-				name = c.action + "/not made, then overwritten"
-			}
-			t.Run(name, func(t *testing.T) {
-				s := newTestStore(t)
-				w := newCrashWorld(t, s)
-				ch := c.change(s, w)
-				ectx, first := withEvent(t.Context(), ch.org, c.action, ch.target)
-				stop := stepEventPending
-				if made {
-					stop = c.changed
+			for _, laterAudited := range []bool{true, false} {
+				name := c.action + "/made, then overwritten"
+				if !made {
+					name = c.action + "/not made, then overwritten"
 				}
-				crashAfter(s, stop)
-				_ = ch.call(ectx)
-				s.afterStep = nil
+				if !laterAudited {
+					name += " by a change without an event"
+				}
+				t.Run(name, func(t *testing.T) {
+					s := newTestStore(t)
+					w := newCrashWorld(t, s)
+					ch := c.change(s, w)
+					ectx, first := withEvent(t.Context(), ch.org, c.action, ch.target)
+					stop := stepEventPending
+					if made {
+						stop = c.changed
+					}
+					crashAfter(s, stop)
+					_ = ch.call(ectx)
+					s.afterStep = nil
 
-				ectx, second := withEvent(t.Context(), ch.org, c.action, ch.target)
-				require.NoError(t, ch.call(ectx), "the later change")
-				settle(t, s, ch.org, t0, true)
-				if made {
-					require.ElementsMatch(t, []string{first, second}, listed(t, s, ch.org))
-					return
-				}
-				require.Equal(t, []string{second}, listed(t, s, ch.org))
-				settle(t, s, ch.org, later, true)
-				require.Equal(t, []string{second}, listed(t, s, ch.org))
-				require.Zero(t, eventCount(t, s, first, false), "the event of the change never made is removed")
-			})
+					ectx, second := withEvent(t.Context(), ch.org, c.action, ch.target)
+					want := []string{}
+					if laterAudited {
+						want = append(want, second)
+					} else {
+						ectx = t.Context()
+					}
+					require.NoError(t, ch.call(ectx), "the later change")
+					settle(t, s, ch.org, t0, true)
+					if made {
+						require.ElementsMatch(t, append(want, first), listed(t, s, ch.org))
+						return
+					}
+					require.Equal(t, want, listed(t, s, ch.org))
+					settle(t, s, ch.org, later, true)
+					require.Equal(t, want, listed(t, s, ch.org))
+					require.Zero(t, eventCount(t, s, first, false), "the event of the change never made is removed")
+				})
+			}
 		}
 	}
 }
@@ -269,37 +280,48 @@ func TestEventOfDeletedUser(t *testing.T) {
 			continue
 		}
 		for _, made := range []bool{true, false} {
-			name := c.action + "/made, then the user deleted"
-			if !made {
-				name = c.action + "/not made, then the user deleted"
-			}
-			t.Run(name, func(t *testing.T) {
-				s := newTestStore(t)
-				w := newCrashWorld(t, s)
-				ch := c.change(s, w)
-				ectx, first := withEvent(t.Context(), ch.org, c.action, ch.target)
-				stop := stepEventPending
-				if made {
-					stop = c.changed
+			for _, deletionAudited := range []bool{true, false} {
+				name := c.action + "/made, then the user deleted"
+				if !made {
+					name = c.action + "/not made, then the user deleted"
 				}
-				crashAfter(s, stop)
-				_ = ch.call(ectx)
-				s.afterStep = nil
+				if !deletionAudited {
+					name += " without an event"
+				}
+				t.Run(name, func(t *testing.T) {
+					s := newTestStore(t)
+					w := newCrashWorld(t, s)
+					ch := c.change(s, w)
+					ectx, first := withEvent(t.Context(), ch.org, c.action, ch.target)
+					stop := stepEventPending
+					if made {
+						stop = c.changed
+					}
+					crashAfter(s, stop)
+					_ = ch.call(ectx)
+					s.afterStep = nil
 
-				ectx, deletion := withEvent(t.Context(), w.org, "user.delete", w.alice.ID)
-				_, err := s.DeleteUser(ectx, w.org, w.alice.FoldedUsername)
-				require.NoError(t, err)
-				n, err := s.users.CountDocuments(t.Context(), bson.D{{Key: "uid", Value: w.alice.ID}})
-				require.NoError(t, err)
-				require.Zero(t, n, "nothing of the user is left")
-				settle(t, s, w.org, later, true)
-				if made {
-					require.ElementsMatch(t, []string{first, deletion}, listed(t, s, w.org))
-				} else {
-					require.Equal(t, []string{deletion}, listed(t, s, w.org))
-					require.Zero(t, eventCount(t, s, first, false))
-				}
-			})
+					ectx, deletion := withEvent(t.Context(), w.org, "user.delete", w.alice.ID)
+					want := []string{}
+					if deletionAudited {
+						want = append(want, deletion)
+					} else {
+						ectx = t.Context()
+					}
+					_, err := s.DeleteUser(ectx, w.org, w.alice.FoldedUsername)
+					require.NoError(t, err)
+					n, err := s.users.CountDocuments(t.Context(), bson.D{{Key: "uid", Value: w.alice.ID}})
+					require.NoError(t, err)
+					require.Zero(t, n, "nothing of the user is left")
+					settle(t, s, w.org, later, true)
+					if made {
+						require.ElementsMatch(t, append(want, first), listed(t, s, w.org))
+					} else {
+						require.Equal(t, want, listed(t, s, w.org))
+						require.Zero(t, eventCount(t, s, first, false))
+					}
+				})
+			}
 		}
 	}
 }

@@ -742,6 +742,9 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (_ storage.U
 	if err := s.step(stepTombstone); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
+	if ev == "" {
+		ev = d.Ev // the tombstone keeps the user's
+	}
 	if err := s.removeUser(ctx, org, d.UID, d.ID, folded, ev); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
@@ -751,9 +754,10 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (_ storage.U
 // removeUser removes what belongs to the user id of org, then the name
 // pointer of folded if it still names that user (folded is empty for a
 // tombstone older than name pointers), then the tombstone docID, after
-// confirming the event of the deletion, ev, which the tombstone holds
-// ("" for none): once the tombstone is gone nothing shows that the
-// deletion was made. Each step is idempotent.
+// confirming the event the tombstone holds, ev ("" for none): that of
+// the deletion, or of the user's last audited change when the deletion
+// has none. Once the tombstone is gone nothing shows that its change was
+// made. Each step is idempotent.
 func (s *Store) removeUser(ctx context.Context, org, id, docID, folded, ev string) error {
 	owned := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}}
 	for _, st := range []struct {
