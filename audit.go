@@ -51,10 +51,12 @@ const (
 	DefaultMaxAuditEventsPerOrg = 100_000
 )
 
-// AuditSettleAfter is how old an event must be for a listing to settle
-// it when a store left it unconfirmed (a MongoDB write whose process died
-// between the event and its change; see storage.EventQuery.SettleBefore):
-// far longer than any store operation may take.
+// AuditSettleAfter is how old an event that a store left unconfirmed
+// (a MongoDB write whose process died between the event and its change;
+// see storage.EventQuery.SettleBefore) must be for a listing to drop it
+// when its change was not made: far longer than any store operation may
+// take. One whose change was made is shown at the next listing, at any
+// age.
 const AuditSettleAfter = time.Minute
 
 // Bounds of an audit listing.

@@ -266,9 +266,11 @@ type EventQuery struct {
 	Until time.Time
 	// SettleBefore, when not zero, is for a store that writes an event and
 	// its change in two steps (mongostore): as it lists, it first settles
-	// the org's events still unconfirmed that were recorded before this
-	// instant (their writer is long done or gone), keeping those whose
-	// change was made and dropping the others. Other stores ignore it.
+	// a bounded number of the org's events still unconfirmed, confirming
+	// at once those whose change was made, whatever their age, and
+	// dropping those whose change was not made if they were recorded
+	// before this instant (their writer is long done or gone; a younger
+	// one's writer may still be about to make it). Other stores ignore it.
 	SettleBefore time.Time
 	// Into is where the page goes (see UserQuery.Into).
 	Into []Event

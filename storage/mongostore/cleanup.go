@@ -12,17 +12,24 @@ import (
 // cleanupBatch bounds how many unfinished deletes one Cleanup reads at once.
 const cleanupBatch = 100
 
-// Cleanup removes what no read can see any more: it finishes the deletes
-// of users that stopped part-way (a crash, a timeout), and removes the
-// tokens and embed sessions that are no longer live at now; it resolves
-// the audit events left pending and removes those expired or beyond their
-// org's bound (events.go). It returns how many deletes it finished plus
+// Cleanup removes what no read can see any more: it first settles the
+// audit events left pending (confirming those whose change is made,
+// removing those whose change is not made that are older than a minute;
+// events.go), then finishes the deletes of users that stopped part-way
+// (a crash, a timeout), removes the tokens and embed sessions that are
+// no longer live at now, and the audit events expired or beyond their
+// org's bound. It returns how many deletes it finished plus
 // how many tokens, sessions and events it removed. The caller's clock decides, as
 // everywhere; a deployment's TTL indexes, if any, are not needed. It is
 // safe to run at any time, in any number of processes; each step is
 // bounded by the per-operation timeout.
 func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
-	removed := 0
+	// Pending events first: a change made is confirmed before what it
+	// wrote (a token, a session) expires and is removed below.
+	removed, err := s.settleAllEvents(ctx, now.Add(-pendingGrace))
+	if err != nil {
+		return removed, fmt.Errorf("mongostore: cleanup: %w", err)
+	}
 	for {
 		n, err := s.finishDeletes(ctx)
 		removed += n
@@ -65,7 +72,7 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
 func (s *Store) finishDeletes(ctx context.Context) (int, error) {
 	opCtx, cancel := s.op(ctx)
 	defer cancel()
-	proj := bson.D{{Key: "_id", Value: 1}, {Key: "uid", Value: 1}, {Key: "dorg", Value: 1}, {Key: "dfkey", Value: 1}}
+	proj := bson.D{{Key: "_id", Value: 1}, {Key: "uid", Value: 1}, {Key: "dorg", Value: 1}, {Key: "dfkey", Value: 1}, {Key: "ev", Value: 1}}
 	cur, err := s.users.Find(opCtx, bson.D{{Key: "org", Value: nil}}, options.Find().SetProjection(proj).SetLimit(cleanupBatch))
 	if err != nil {
 		return 0, fmt.Errorf("mongostore: cleanup: find unfinished deletes: %w", err)
@@ -76,7 +83,7 @@ func (s *Store) finishDeletes(ctx context.Context) (int, error) {
 	}
 	for i, d := range stones {
 		opCtx, cancel := s.op(ctx)
-		err := s.removeUser(opCtx, d.DeletedOrg, d.UID, d.ID, d.DeletedFKey)
+		err := s.removeUser(opCtx, d.DeletedOrg, d.UID, d.ID, d.DeletedFKey, d.Ev)
 		cancel()
 		if err != nil {
 			return i, fmt.Errorf("mongostore: cleanup: finish delete of user %s: %w", d.UID, err)

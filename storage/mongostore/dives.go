@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/orgadmin/orgadmin/storage"
 )
@@ -22,6 +23,9 @@ type diveDoc struct {
 	Title     string        `bson:"title"`
 	Version   int           `bson:"version"`
 	Resources []resourceDoc `bson:"res,omitempty"`
+	// Ev is the id of the event of the last audited change that wrote
+	// the Dive (see resolveEvent).
+	Ev string `bson:"ev,omitempty"`
 }
 
 type resourceDoc struct {
@@ -88,7 +92,57 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive) (err error) {
 		return fmt.Errorf("mongostore: put dive: org: %w", storage.ErrNotFound)
 	}
 	doc := diveToDoc(d)
-	return wrap("put dive", replace(ctx, s.dives, doc.ID, doc))
+	doc.Ev = eventID(ctx)
+	return wrap("put dive", s.replaceAudited(ctx, s.dives, doc.ID, doc))
+}
+
+// maxChangeAttempts bounds how often an audited change reads its
+// document again after another change wrote it between its read and its
+// write.
+const maxChangeAttempts = 100
+
+// replaceAudited stores doc, which holds its change's event id (ev; none
+// for a change without an event), under id in coll, replacing any
+// document there: it reads the event id the document there holds, confirms that event
+// (its change is made, and the record of it is about to go), then
+// replaces the document only if it still holds that id, or inserts it if
+// there was none, and tries again when another change came between.
+func (s *Store) replaceAudited(ctx context.Context, coll *mongo.Collection, id string, doc any) error {
+	for attempt := 1; ; attempt++ {
+		var old struct {
+			Ev string `bson:"ev"`
+		}
+		err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: "ev", Value: 1}})).Decode(&old)
+		found := err == nil
+		if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return err
+		}
+		if old.Ev != "" {
+			if err := s.confirmEvent(ctx, old.Ev); err != nil {
+				return fmt.Errorf("confirm event %s: %w", old.Ev, err)
+			}
+		}
+		done := false
+		if found {
+			var res *mongo.UpdateResult
+			res, err = coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}, lastEvent(old.Ev)}, doc)
+			done = err == nil && res.MatchedCount == 1
+		} else {
+			_, err = coll.InsertOne(ctx, doc)
+			done = err == nil
+			if mongo.IsDuplicateKeyError(err) {
+				err = nil
+			}
+		}
+		switch {
+		case err != nil:
+			return err
+		case done:
+			return nil
+		case attempt == maxChangeAttempts:
+			return fmt.Errorf("written concurrently %d times", attempt)
+		}
+	}
 }
 
 // GetDive implements storage.Store.
@@ -149,6 +203,8 @@ type sessionDoc struct {
 	Affinity  string        `bson:"aff"`
 	Created   time.Time     `bson:"created"`
 	Expires   time.Time     `bson:"exp"`
+	// Ev is the id of the event of its creation, if audited.
+	Ev string `bson:"ev,omitempty"`
 }
 
 func sessionToDoc(es storage.EmbedSession) sessionDoc {
@@ -214,6 +270,7 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 		return wrap("create embed session: delete expired", err)
 	}
 	doc := sessionToDoc(es)
+	doc.Ev = eventID(ctx)
 	if _, err := s.sessions.InsertOne(ctx, doc); err != nil {
 		return wrap("create embed session", err)
 	}

@@ -22,13 +22,47 @@ import (
 // change that is refused (not found, already exists, limit) removes the
 // pending event instead. Readers never show a pending event. A crash, or
 // a failure whose outcome is unknown, leaves a pending event, which is
-// settled by looking at the store: if its change happened (resolveEvent,
-// per action), the mark is removed, and otherwise the event is. A listing
-// settles the org's pending events recorded before its SettleBefore (the
-// Service passes a minute ago), and Cleanup those of every org older
-// than pendingGrace. So once settled, every change has its event and
-// every event its change; until then (a minute) a change whose process
-// died mid-way may be missing from listings, never the reverse.
+// settled by looking at the store (resolveEvent, per action): an event
+// whose change is made is confirmed, at any age, since a change made
+// stays made; one whose change is not made is removed once older than a
+// minute, as until then its writer may still be about to make it.
+//
+// What says that a change is made: the documents an audited change
+// writes (users, Dives, orgs, embed sessions) hold the id of its event
+// (ev), set in the same document write as the change. An audited change
+// of a user or a Dive first reads the id the document holds, confirms
+// that event (its change is made, and its record is about to be
+// overwritten), then writes only if the document still holds that id
+// (changeUser, replaceAudited); the removal of a tombstone confirms the
+// deletion's event first, and the removal of tokens and sessions (with
+// their user, or expired) the events of their creations. So a document's
+// ev moves on only from a confirmed event, and a pending event is made
+// exactly when its document holds its id (or, for a token or a user,
+// whose ids are minted for one creation, when the record exists): an
+// equal value written by another change, or the record of a later
+// change, never confirms it.
+//
+// When: a listing first settles up to listSettleBatch (16) of its org's
+// pending events, the oldest, confirming the made ones and removing the
+// unmade ones recorded before its SettleBefore (the Service passes a
+// minute ago); Cleanup settles every pending event, removing the unmade
+// ones older than pendingGrace, before it removes anything expired. So
+// after a process is killed mid-write, the next listing of the org shows
+// every change it made with its event (unless more than 16 events of the
+// org are pending: then the following listings, or Cleanup, show the
+// rest), and never an event whose change was not made; such an event is
+// removed by the first listing or Cleanup after it is a minute old.
+//
+// Limits of the check: a token's deletion counts as made when no token
+// has its id, so a deletion left pending by a crash counts as made if
+// the token went another way meanwhile (expired and removed, its user
+// deleted, another deletion of it). On a server whose conditional write
+// is a read and then a write by id (FerretDB v1), two audited changes of
+// one user or Dive at the same instant can both pass the check of the
+// id; the one overwritten first then counts as not made if its process
+// also dies before confirming it. Every process sharing a database must
+// run a version that records event ids: an older one neither records
+// them nor confirms what it overwrites.
 //
 // Retention: each event holds the retention (keep: its At less the
 // Audit's DropBefore) and its org's bound (max) it was written under.
@@ -37,8 +71,9 @@ import (
 // Listings filter out what has expired meanwhile (the Service passes the
 // retention as EventQuery.Since).
 
-// pendingGrace is how old a pending event must be for Cleanup to resolve
-// it: far beyond an operation's timeout, so its writer is done with it.
+// pendingGrace is how old a pending event whose change is not made must
+// be for Cleanup to remove it: far beyond an operation's timeout, so its
+// writer is done with it.
 const pendingGrace = time.Minute
 
 const eventsColl = "audit_events"
@@ -121,8 +156,11 @@ func (s *Store) beginEvent(ctx context.Context) (end func(error), err error) {
 	return func(err error) {
 		switch {
 		case err == nil:
-			// Should this fail, Cleanup confirms the event later.
-			_, _ = s.events.UpdateOne(ctx, id, bson.D{{Key: "$unset", Value: bson.D{{Key: "p", Value: ""}}}})
+			if s.step(stepEventChanged) != nil {
+				return
+			}
+			// Should this fail, the next listing or Cleanup confirms it.
+			_ = s.confirmEvent(ctx, a.Event.ID)
 		case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrAlreadyExists), errors.Is(err, storage.ErrLimitExceeded):
 			// Should this fail, Cleanup finds no change and removes it.
 			_, _ = s.events.DeleteOne(ctx, id)
@@ -130,15 +168,96 @@ func (s *Store) beginEvent(ctx context.Context) (end func(error), err error) {
 	}, nil
 }
 
-// stepEventPending is the step, for the test hook, after a pending event
-// is written and before its change.
-const stepEventPending = "event pending"
+// Steps of every audited change, named for the test hook: after its
+// pending event is written and before the change; after the change and
+// before the event is confirmed.
+const (
+	stepEventPending = "event pending"
+	stepEventChanged = "event changed"
+)
+
+// confirmEvent removes the pending mark of the event id, by id alone (the
+// cheapest write on every server). It is safe whenever the event's change
+// is known to be made, by anyone, any number of times.
+func (s *Store) confirmEvent(ctx context.Context, id string) error {
+	_, err := s.events.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "p", Value: ""}}}})
+	return err
+}
+
+// confirmCreations confirms the pending events of the creation of the
+// tokens or embed sessions (coll) of org that match filter, before they
+// are removed: they exist, so their creations were made, and once they
+// are gone nothing would show it (see resolveEvent). A token's creation
+// is found by its id, which is minted for it; a session's by the event
+// id it holds.
+func (s *Store) confirmCreations(ctx context.Context, coll *mongo.Collection, org string, filter bson.D) error {
+	field := "tid"
+	if coll == s.sessions {
+		field = "ev"
+	}
+	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: field, Value: 1}}))
+	var docs []bson.M
+	if err == nil {
+		err = cur.All(ctx, &docs)
+	}
+	if err != nil {
+		return fmt.Errorf("read what is removed: %w", err)
+	}
+	var ids bson.A
+	for _, d := range docs {
+		if id, ok := d[field].(string); ok && id != "" {
+			ids = append(ids, id)
+		}
+	}
+	return s.confirmEventsOf(ctx, coll, org, ids)
+}
+
+// confirmEventsOf confirms the pending events of the creation of the
+// tokens of org whose ids are ids, or, for embed sessions (coll), the
+// events whose ids are ids.
+func (s *Store) confirmEventsOf(ctx context.Context, coll *mongo.Collection, org string, ids bson.A) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
+	if coll == s.tokens {
+		filter = bson.D{
+			{Key: "org", Value: org},
+			{Key: "tid", Value: bson.D{{Key: "$in", Value: ids}}},
+			{Key: "act", Value: bson.D{{Key: "$in", Value: bson.A{"token.create", "token.seed"}}}},
+		}
+	}
+	filter = append(filter, bson.E{Key: "p", Value: true})
+	if _, err := s.events.UpdateMany(ctx, filter, bson.D{{Key: "$unset", Value: bson.D{{Key: "p", Value: ""}}}}); err != nil {
+		return fmt.Errorf("confirm events: %w", err)
+	}
+	return nil
+}
+
+// eventID is the id of the event ctx carries, "" when none.
+func eventID(ctx context.Context) string {
+	a, _ := storage.AuditOf(ctx)
+	return a.Event.ID
+}
+
+// noEvent is the filter of a document no audited change has written.
+var noEvent = bson.D{{Key: "$exists", Value: false}}
+
+// lastEvent is the filter of a document whose last audited change is the
+// event id ("" for none).
+func lastEvent(id string) bson.E {
+	if id == "" {
+		return bson.E{Key: "ev", Value: noEvent}
+	}
+	return bson.E{Key: "ev", Value: id}
+}
 
 // ListEvents implements storage.Store: one query over the org's
 // confirmed events, newest first, a row more than asked.
 func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery) (storage.EventPage, error) {
 	if !q.SettleBefore.IsZero() {
-		if _, err := s.settleEvents(ctx, bson.D{{Key: "org", Value: org}}, q.SettleBefore); err != nil {
+		oldestFirst := bson.D{{Key: "at", Value: 1}, {Key: "_id", Value: 1}}
+		if _, err := s.settleEvents(ctx, bson.D{{Key: "org", Value: org}}, oldestFirst, listSettleBatch, q.SettleBefore); err != nil {
 			return storage.EventPage{}, err
 		}
 	}
@@ -189,53 +308,82 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 	return page, nil
 }
 
-// cleanupEvents resolves the pending events older than pendingGrace,
-// removes the expired events, and trims each org beyond its bound. It
-// returns how many events it removed.
-func (s *Store) cleanupEvents(ctx context.Context, now time.Time) (int, error) {
-	removed, err := s.settleEvents(ctx, bson.D{}, now.Add(-pendingGrace))
-	if err != nil {
-		return removed, fmt.Errorf("mongostore: cleanup: %w", err)
+// listSettleBatch bounds how many pending events a listing settles
+// before it reads its page: the oldest of its org. The rest wait for the
+// next listing or Cleanup.
+const listSettleBatch = 16
+
+// settleAllEvents settles every pending event, in batches of
+// cleanupBatch by id, for Cleanup; those recorded before the instant
+// before that are not made are removed. It returns how many it removed.
+func (s *Store) settleAllEvents(ctx context.Context, before time.Time) (int, error) {
+	removed, last := 0, ""
+	for {
+		filter := bson.D{}
+		if last != "" {
+			filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$gt", Value: last}}})
+		}
+		batch, err := s.settleEvents(ctx, filter, bson.D{{Key: "_id", Value: 1}}, cleanupBatch, before)
+		removed += batch.removed
+		if err != nil || batch.read < cleanupBatch {
+			return removed, err
+		}
+		last = batch.last
 	}
-	n, err := s.trimEvents(ctx, now)
-	return removed + n, err
 }
 
-// settleEvents settles up to cleanupBatch pending events that match
-// filter and were recorded before the instant before: it keeps those
-// whose change was made and removes the others. It returns how many it
-// removed.
-func (s *Store) settleEvents(ctx context.Context, filter bson.D, before time.Time) (int, error) {
-	removed := 0
+// cleanupEvents removes the expired events and trims each org beyond its
+// bound. It returns how many events it removed.
+func (s *Store) cleanupEvents(ctx context.Context, now time.Time) (int, error) {
+	return s.trimEvents(ctx, now)
+}
+
+// settled is what one settleEvents did: how many pending events it read,
+// the id of the last, and how many it removed.
+type settled struct {
+	read, removed int
+	last          string
+}
+
+// settleEvents settles up to limit pending events that match filter, in
+// the order sort: it confirms those whose change is made (resolveEvent),
+// whatever their age, since a change made stays made; it removes those
+// whose change is not made only when they were recorded before the
+// instant before, as until then their writer may be about to make it;
+// the others it leaves pending.
+func (s *Store) settleEvents(ctx context.Context, filter, sort bson.D, limit int, before time.Time) (settled, error) {
+	var out settled
 	opCtx, cancel := s.op(ctx)
-	filter = append(filter, bson.E{Key: "p", Value: true}, bson.E{Key: "at", Value: bson.D{{Key: "$lt", Value: before}}})
-	cur, err := s.events.Find(opCtx, filter, options.Find().SetLimit(cleanupBatch))
+	filter = append(filter, bson.E{Key: "p", Value: true})
+	cur, err := s.events.Find(opCtx, filter, options.Find().SetSort(sort).SetLimit(int64(limit)))
 	var pending []eventDoc
 	if err == nil {
 		err = cur.All(opCtx, &pending)
 	}
 	cancel()
 	if err != nil {
-		return 0, fmt.Errorf("mongostore: settle events: %w", err)
+		return out, fmt.Errorf("mongostore: settle events: %w", err)
 	}
+	out.read = len(pending)
 	for _, d := range pending {
+		out.last = d.ID
 		opCtx, cancel := s.op(ctx)
-		happened, err := s.resolveEvent(opCtx, d)
-		if err == nil {
-			id := bson.D{{Key: "_id", Value: d.ID}}
-			if happened {
-				_, err = s.events.UpdateOne(opCtx, id, bson.D{{Key: "$unset", Value: bson.D{{Key: "p", Value: ""}}}})
-			} else {
-				_, err = s.events.DeleteOne(opCtx, id)
-				removed++
+		made, err := s.resolveEvent(opCtx, d)
+		switch {
+		case err != nil:
+		case made:
+			err = s.confirmEvent(opCtx, d.ID)
+		case d.At.Before(before):
+			if _, err = s.events.DeleteOne(opCtx, bson.D{{Key: "_id", Value: d.ID}}); err == nil {
+				out.removed++
 			}
 		}
 		cancel()
 		if err != nil {
-			return removed, fmt.Errorf("mongostore: settle event %s: %w", d.ID, err)
+			return out, fmt.Errorf("mongostore: settle event %s: %w", d.ID, err)
 		}
 	}
-	return removed, nil
+	return out, nil
 }
 
 // trimEvents removes, in every org, the events past the retention and
@@ -308,26 +456,38 @@ func (s *Store) trimOrgEvents(ctx context.Context, org string, now time.Time) (i
 	return removed + int(res.DeletedCount), nil
 }
 
-// resolveEvent reports whether the change of the pending event d
-// happened, from what the store holds now:
+// resolveEvent reports whether the change of the pending event d is
+// made, from what the store holds now. Users, Dives, orgs and embed
+// sessions record the id of the event of the last audited change that
+// wrote them (ev), in the same document write as the change; a writer
+// confirms that event before an audited change of its own overwrites it
+// (changeUser, PutDive), and removeUser confirms a tombstone's before it
+// removes it. So a pending event named by no document was never made:
 //
-//   - org.create: the org exists, created at the event's time;
-//   - user.create: the user exists (alive or being deleted), or an event
-//     records its deletion;
-//   - user.delete: no live user has the id;
-//   - token.create, token.seed: the token exists, or an event records
-//     its deletion;
+//   - org.create: the org's document holds the event's id;
+//   - user.create: the user's document exists (live or a tombstone; the
+//     id is minted for one creation), or an event records its deletion;
+//   - user.delete: the user's document is a tombstone holding the id;
+//   - user.grant_privilege, instances.set: the user's document holds the
+//     id (an equal value written by another change does not count);
+//   - dive.register: the Dive's document holds the id;
+//   - token.create, token.seed: the token exists (its id is minted for
+//     one creation), or an event records its deletion;
 //   - token.delete: no token has the id;
-//   - instances.set, user.grant_privilege: the user exists (a value,
-//     once later changes came, cannot tell whether this one was made
-//     before them: a pending change of a user that exists is taken as
-//     made);
-//   - dive.register: the Dive exists;
-//   - embed_session.create: a session of the org, the Dive and the user
-//     created at the event's time exists.
+//   - embed_session.create: a session of the org and the Dive holds the
+//     id.
 func (s *Store) resolveEvent(ctx context.Context, d eventDoc) (bool, error) {
 	exists := func(coll *mongo.Collection, filter bson.D) (bool, error) {
 		err := coll.FindOne(ctx, filter, options.FindOne().SetProjection(idOnly)).Err()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	// byID reads the document id of coll, by id alone, into v; false
+	// when there is none.
+	byID := func(coll *mongo.Collection, id string, v any) (bool, error) {
+		err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(v)
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return false, nil
 		}
@@ -338,16 +498,28 @@ func (s *Store) resolveEvent(ctx context.Context, d eventDoc) (bool, error) {
 	}
 	switch d.Action {
 	case "org.create":
-		return exists(s.orgs, bson.D{{Key: "_id", Value: d.Org}, {Key: "created", Value: d.At}})
+		var o orgDoc
+		ok, err := byID(s.orgs, d.Org, &o)
+		return ok && o.Ev == d.ID, err
 	case "user.create":
-		ok, err := exists(s.users, bson.D{{Key: "uid", Value: d.TargetID}})
+		var u userDoc
+		ok, err := byID(s.users, key(d.Org, d.TargetID), &u)
 		if ok || err != nil {
 			return ok, err
 		}
 		return deletedLater("user.delete")
 	case "user.delete":
-		ok, err := exists(s.users, bson.D{{Key: "uid", Value: d.TargetID}, {Key: "org", Value: d.Org}})
-		return !ok, err
+		var u userDoc
+		ok, err := byID(s.users, key(d.Org, d.TargetID), &u)
+		return ok && u.Org == nil && u.Ev == d.ID, err
+	case "instances.set", "user.grant_privilege":
+		var u userDoc
+		ok, err := byID(s.users, key(d.Org, d.TargetID), &u)
+		return ok && u.Ev == d.ID, err
+	case "dive.register":
+		var v diveDoc
+		ok, err := byID(s.dives, key(d.Org, d.TargetID), &v)
+		return ok && v.Ev == d.ID, err
 	case "token.create", "token.seed":
 		ok, err := exists(s.tokens, bson.D{{Key: "tid", Value: d.TargetID}})
 		if ok || err != nil {
@@ -357,12 +529,8 @@ func (s *Store) resolveEvent(ctx context.Context, d eventDoc) (bool, error) {
 	case "token.delete":
 		ok, err := exists(s.tokens, bson.D{{Key: "tid", Value: d.TargetID}})
 		return !ok, err
-	case "instances.set", "user.grant_privilege":
-		return exists(s.users, bson.D{{Key: "uid", Value: d.TargetID}, {Key: "org", Value: d.Org}})
-	case "dive.register":
-		return exists(s.dives, bson.D{{Key: "org", Value: d.Org}, {Key: "did", Value: d.TargetID}})
 	case "embed_session.create":
-		return exists(s.sessions, bson.D{{Key: "org", Value: d.Org}, {Key: "dive", Value: d.TargetID}, {Key: "created", Value: d.At}})
+		return exists(s.sessions, bson.D{{Key: "org", Value: d.Org}, {Key: "dive", Value: d.TargetID}, {Key: "ev", Value: d.ID}})
 	}
 	return false, nil
 }

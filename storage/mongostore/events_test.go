@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/orgadmin/orgadmin/storage"
 )
@@ -31,82 +32,422 @@ func listed(t *testing.T, s *Store, org string) []string {
 	return ids
 }
 
-// A change that stops at any of its crash points leaves its event pending,
-// which no listing shows; once the event is old enough, a listing (with
-// SettleBefore) or Cleanup keeps it exactly when the change was made:
-// then every change has its event and every event its change.
+// crashWorld is what each crash test starts from: an org with the user
+// Alice, a token of hers and a Dive, written without events.
+type crashWorld struct {
+	org   string
+	alice storage.User
+	token storage.Token
+	dive  storage.Dive
+}
+
+func newCrashWorld(t *testing.T, s *Store) crashWorld {
+	t.Helper()
+	ctx := t.Context()
+	w := crashWorld{org: uuid.NewString()}
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: w.org, CreatedAt: t0}))
+	w.alice = crashUser(w.org, "Alice")
+	require.NoError(t, s.CreateUser(ctx, w.alice, storage.UserLimit{}))
+	w.token = crashToken(w.alice, time.Time{})
+	require.NoError(t, s.CreateToken(ctx, w.token, storage.TokenLimit{}))
+	w.dive = storage.Dive{ID: uuid.NewString(), Org: w.org, Title: "Sales", Version: 1}
+	require.NoError(t, s.PutDive(ctx, w.dive))
+	return w
+}
+
+// auditedChange is one audited change of a crashWorld: the org and
+// target of its event and the call that makes it.
+type auditedChange struct {
+	org, target string
+	call        func(ctx context.Context) error
+}
+
+// crashCases are the audited changes of every action: each makes its
+// change over the crashWorld and names the step after its change and
+// before its event is confirmed. The changes that can write what is
+// there already do (instances.set writes Alice's configuration, and
+// dive.register the Dive as it is), so that a value alone cannot tell
+// whether the change was made.
+var crashCases = []struct {
+	action  string
+	changed string
+	change  func(s *Store, w crashWorld) auditedChange
+}{
+	{"org.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		id := uuid.NewString()
+		return auditedChange{id, id, func(ctx context.Context) error {
+			return s.CreateOrg(ctx, storage.Org{ID: id, CreatedAt: t0})
+		}}
+	}},
+	{"user.create", stepCreateUser, func(s *Store, w crashWorld) auditedChange {
+		carol := crashUser(w.org, "Carol")
+		return auditedChange{w.org, carol.ID, func(ctx context.Context) error {
+			return s.CreateUser(ctx, carol, storage.UserLimit{})
+		}}
+	}},
+	{"user.delete", stepTombstone, func(s *Store, w crashWorld) auditedChange {
+		return auditedChange{w.org, w.alice.ID, func(ctx context.Context) error {
+			_, err := s.DeleteUser(ctx, w.org, w.alice.FoldedUsername)
+			return err
+		}}
+	}},
+	{"user.grant_privilege", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		u := w.alice
+		u.Privileges = []string{"member_management.view_all_members"}
+		return auditedChange{w.org, u.ID, func(ctx context.Context) error { return s.UpdateUser(ctx, u) }}
+	}},
+	{"instances.set", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		return auditedChange{w.org, w.alice.ID, func(ctx context.Context) error {
+			return s.SetInstances(ctx, w.org, w.alice.FoldedUsername, w.alice.Instances)
+		}}
+	}},
+	{"token.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		tok := crashToken(w.alice, time.Time{})
+		return auditedChange{w.org, tok.ID, func(ctx context.Context) error {
+			return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0})
+		}}
+	}},
+	{"token.seed", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		tok := crashToken(w.alice, t0.Add(time.Hour))
+		return auditedChange{w.org, tok.ID, func(ctx context.Context) error {
+			return s.CreateToken(ctx, tok, storage.TokenLimit{})
+		}}
+	}},
+	{"token.delete", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		return auditedChange{w.org, w.token.ID, func(ctx context.Context) error {
+			return s.DeleteToken(ctx, w.org, w.alice.ID, w.token.ID, t0)
+		}}
+	}},
+	{"dive.register", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		return auditedChange{w.org, w.dive.ID, func(ctx context.Context) error { return s.PutDive(ctx, w.dive) }}
+	}},
+	{"embed_session.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		es := crashSession(w.alice)
+		es.DiveID = w.dive.ID
+		return auditedChange{w.org, w.dive.ID, func(ctx context.Context) error { return s.CreateEmbedSession(ctx, es) }}
+	}},
+}
+
+// pendingCount is how many events with the id s holds, pending or not
+// (all), or pending only.
+func eventCount(t *testing.T, s *Store, id string, pendingOnly bool) int64 {
+	t.Helper()
+	filter := bson.D{{Key: "_id", Value: id}}
+	if pendingOnly {
+		filter = append(filter, bson.E{Key: "p", Value: true})
+	}
+	n, err := s.events.CountDocuments(t.Context(), filter)
+	require.NoError(t, err)
+	return n
+}
+
+// settle settles s's pending events as a listing of org at the instant
+// now would (SettleBefore a minute before it), or as Cleanup at now.
+func settle(t *testing.T, s *Store, org string, now time.Time, byListing bool) {
+	t.Helper()
+	var err error
+	if byListing {
+		_, err = s.ListEvents(t.Context(), org, storage.EventQuery{Limit: 10, SettleBefore: now.Add(-pendingGrace)})
+	} else {
+		_, err = s.Cleanup(t.Context(), now)
+	}
+	require.NoError(t, err)
+}
+
+// For every action, a call that stops, as a crash would, after its
+// change and before its event is confirmed leaves the event pending, and
+// the very next listing (or Cleanup) shows it, however young; a call
+// that stops after writing its pending event and before its change
+// leaves an event that no listing shows, and that the first listing or
+// Cleanup after it is a minute old removes. No value that a change
+// writes and another could have written confirms an event: only the
+// record of the event's id, written with the change.
 func TestEventCrashPoints(t *testing.T) {
 	later := t0.Add(pendingGrace + time.Second)
-	for _, c := range []struct {
-		name, stop string
-		made       bool // whether the change is made when the call stops
-		// run makes the change (a deletion of u); nil creates a user.
-		run    func(ctx context.Context, s *Store, org string, u storage.User) error
-		action string
-	}{
-		{"user created, not yet confirmed", stepCreateUser, true, nil, "user.create"},
-		{"before the user is created", stepEventPending, false, nil, "user.create"},
-		{"user tombstoned", stepTombstone, true, func(ctx context.Context, s *Store, org string, u storage.User) error {
-			_, err := s.DeleteUser(ctx, org, u.FoldedUsername)
-			return err
-		}, "user.delete"},
-		{"before the user is deleted", stepEventPending, false, func(ctx context.Context, s *Store, org string, u storage.User) error {
-			_, err := s.DeleteUser(ctx, org, u.FoldedUsername)
-			return err
-		}, "user.delete"},
-	} {
-		for _, bySettling := range []bool{false, true} {
-			name := c.name + ", settled by Cleanup"
-			if bySettling {
-				name = c.name + ", settled by a listing"
+	for _, c := range crashCases {
+		for _, made := range []bool{true, false} {
+			for _, byListing := range []bool{true, false} {
+				name := c.action + "/before the change"
+				if made {
+					name = c.action + "/after the change"
+				}
+				if byListing {
+					name += ", settled by a listing"
+				} else {
+					name += ", settled by Cleanup"
+				}
+				t.Run(name, func(t *testing.T) {
+					s := newTestStore(t)
+					w := newCrashWorld(t, s)
+					ch := c.change(s, w)
+					ectx, id := withEvent(t.Context(), ch.org, c.action, ch.target)
+					stop := stepEventPending
+					if made {
+						stop = c.changed
+					}
+					crashAfter(s, stop)
+					err := ch.call(ectx)
+					s.afterStep = nil
+					if stop == stepEventChanged {
+						require.NoError(t, err, "the change is made; only its confirmation is lost")
+					} else {
+						require.ErrorIs(t, err, errCrash)
+					}
+					require.Equal(t, int64(1), eventCount(t, s, id, true), "the event is left pending")
+					require.Empty(t, listed(t, s, ch.org), "a pending event is not listed")
+
+					// At once: the event is as young as can be.
+					settle(t, s, ch.org, t0, byListing)
+					if made {
+						require.Equal(t, []string{id}, listed(t, s, ch.org), "the change was made: its event shows at once")
+						return
+					}
+					require.Empty(t, listed(t, s, ch.org), "no change: no event")
+					require.Equal(t, int64(1), eventCount(t, s, id, true), "too young to remove: its writer may be at work")
+
+					settle(t, s, ch.org, later, byListing)
+					require.Empty(t, listed(t, s, ch.org), "no change: no event")
+					require.Zero(t, eventCount(t, s, id, false), "the pending event is removed once a minute old")
+				})
 			}
-			t.Run(name, func(t *testing.T) {
-				s := newTestStore(t)
-				ctx := t.Context()
-				org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-				require.NoError(t, s.CreateOrg(ctx, org))
-				alice := crashUser(org.ID, "Alice")
-				require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
-
-				target := alice.ID
-				crashAfter(s, c.stop)
-				ectx, id := withEvent(ctx, org.ID, c.action, target)
-				if c.action == "user.create" {
-					carol := crashUser(org.ID, "Carol")
-					target = carol.ID
-					ectx, id = withEvent(ctx, org.ID, c.action, target)
-					err := s.CreateUser(ectx, carol, storage.UserLimit{})
-					require.ErrorIs(t, err, errCrash)
-				} else {
-					require.ErrorIs(t, c.run(ectx, s, org.ID, alice), errCrash)
-				}
-				s.afterStep = nil
-				require.Empty(t, listed(t, s, org.ID), "a pending event is not listed")
-
-				// Too young to settle: its writer may still be at work.
-				_, err := s.Cleanup(ctx, t0)
-				require.NoError(t, err)
-				page, err := s.ListEvents(ctx, org.ID, storage.EventQuery{Limit: 10, SettleBefore: t0})
-				require.NoError(t, err)
-				require.Empty(t, page.Events)
-				require.Empty(t, listed(t, s, org.ID))
-
-				// Settled by a listing, or by Cleanup.
-				if bySettling {
-					_, err = s.ListEvents(ctx, org.ID, storage.EventQuery{Limit: 10, SettleBefore: later})
-				} else {
-					_, err = s.Cleanup(ctx, later)
-				}
-				require.NoError(t, err)
-				if c.made {
-					require.Equal(t, []string{id}, listed(t, s, org.ID), "the change was made: its event is kept")
-				} else {
-					require.Empty(t, listed(t, s, org.ID), "no change: no event")
-					n, err := s.events.CountDocuments(ctx, map[string]any{"_id": id})
-					require.NoError(t, err)
-					require.Zero(t, n, "the pending event is removed")
-				}
-			})
 		}
 	}
+}
+
+// A change whose event was left pending and that a later audited change
+// overwrote is still told apart from one never made: the later change
+// confirms the event it overwrites, so the first shows, with its own, at
+// the next listing, and the second's event is removed once old enough.
+func TestEventOverwrittenLater(t *testing.T) {
+	later := t0.Add(pendingGrace + time.Second)
+	for _, c := range crashCases {
+		if c.action != "instances.set" && c.action != "user.grant_privilege" && c.action != "dive.register" {
+			continue
+		}
+		for _, made := range []bool{true, false} {
+			for _, laterAudited := range []bool{true, false} {
+				name := c.action + "/made, then overwritten"
+				if !made {
+					name = c.action + "/not made, then overwritten"
+				}
+				if !laterAudited {
+					name += " by a change without an event"
+				}
+				t.Run(name, func(t *testing.T) {
+					s := newTestStore(t)
+					w := newCrashWorld(t, s)
+					ch := c.change(s, w)
+					ectx, first := withEvent(t.Context(), ch.org, c.action, ch.target)
+					stop := stepEventPending
+					if made {
+						stop = c.changed
+					}
+					crashAfter(s, stop)
+					_ = ch.call(ectx)
+					s.afterStep = nil
+
+					ectx, second := withEvent(t.Context(), ch.org, c.action, ch.target)
+					want := []string{}
+					if laterAudited {
+						want = append(want, second)
+					} else {
+						ectx = t.Context()
+					}
+					require.NoError(t, ch.call(ectx), "the later change")
+					settle(t, s, ch.org, t0, true)
+					if made {
+						require.ElementsMatch(t, append(want, first), listed(t, s, ch.org))
+						return
+					}
+					require.Equal(t, want, listed(t, s, ch.org))
+					settle(t, s, ch.org, later, true)
+					require.Equal(t, want, listed(t, s, ch.org))
+					require.Zero(t, eventCount(t, s, first, false), "the event of the change never made is removed")
+				})
+			}
+		}
+	}
+}
+
+// A change of a user whose event was left pending is told apart from
+// one never made after the user is deleted too: the deletion confirms
+// the event it overwrites in the user's document, and confirms its own
+// before it removes the last of the user.
+func TestEventOfDeletedUser(t *testing.T) {
+	later := t0.Add(pendingGrace + time.Second)
+	for _, c := range crashCases {
+		if c.action != "instances.set" && c.action != "user.grant_privilege" {
+			continue
+		}
+		for _, made := range []bool{true, false} {
+			for _, deletionAudited := range []bool{true, false} {
+				name := c.action + "/made, then the user deleted"
+				if !made {
+					name = c.action + "/not made, then the user deleted"
+				}
+				if !deletionAudited {
+					name += " without an event"
+				}
+				t.Run(name, func(t *testing.T) {
+					s := newTestStore(t)
+					w := newCrashWorld(t, s)
+					ch := c.change(s, w)
+					ectx, first := withEvent(t.Context(), ch.org, c.action, ch.target)
+					stop := stepEventPending
+					if made {
+						stop = c.changed
+					}
+					crashAfter(s, stop)
+					_ = ch.call(ectx)
+					s.afterStep = nil
+
+					ectx, deletion := withEvent(t.Context(), w.org, "user.delete", w.alice.ID)
+					want := []string{}
+					if deletionAudited {
+						want = append(want, deletion)
+					} else {
+						ectx = t.Context()
+					}
+					_, err := s.DeleteUser(ectx, w.org, w.alice.FoldedUsername)
+					require.NoError(t, err)
+					n, err := s.users.CountDocuments(t.Context(), bson.D{{Key: "uid", Value: w.alice.ID}})
+					require.NoError(t, err)
+					require.Zero(t, n, "nothing of the user is left")
+					settle(t, s, w.org, later, true)
+					if made {
+						require.ElementsMatch(t, append(want, first), listed(t, s, w.org))
+					} else {
+						require.Equal(t, want, listed(t, s, w.org))
+						require.Zero(t, eventCount(t, s, first, false))
+					}
+				})
+			}
+		}
+	}
+}
+
+// A token or embed session whose creation's event was left pending, and
+// which is removed before any listing or Cleanup came (with its user, or
+// by a later creation once expired), still has its creation shown: the
+// removal confirms the event first.
+func TestEventOfRemovedRecord(t *testing.T) {
+	later := t0.Add(2 * time.Hour)
+	for _, c := range []struct {
+		name, action string
+		create       func(s *Store, w crashWorld) (target string, call func(ctx context.Context) error)
+		remove       func(t *testing.T, s *Store, w crashWorld)
+	}{
+		{"a token, its user deleted", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context) error) {
+			tok := crashToken(w.alice, time.Time{})
+			return tok.ID, func(ctx context.Context) error { return s.CreateToken(ctx, tok, storage.TokenLimit{}) }
+		}, func(t *testing.T, s *Store, w crashWorld) {
+			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername)
+			require.NoError(t, err)
+		}},
+		{"a session, its user deleted", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context) error) {
+			es := crashSession(w.alice)
+			es.DiveID = w.dive.ID
+			return w.dive.ID, func(ctx context.Context) error { return s.CreateEmbedSession(ctx, es) }
+		}, func(t *testing.T, s *Store, w crashWorld) {
+			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername)
+			require.NoError(t, err)
+		}},
+		{"a token, expired and removed by the next creation", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context) error) {
+			tok := crashToken(w.alice, t0.Add(10*time.Minute))
+			return tok.ID, func(ctx context.Context) error { return s.CreateToken(ctx, tok, storage.TokenLimit{}) }
+		}, func(t *testing.T, s *Store, w crashWorld) {
+			require.NoError(t, s.CreateToken(t.Context(), crashToken(w.alice, time.Time{}), storage.TokenLimit{Max: 10, LiveAt: t0.Add(time.Hour)}))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newTestStore(t)
+			w := newCrashWorld(t, s)
+			target, call := c.create(s, w)
+			ectx, id := withEvent(t.Context(), w.org, c.action, target)
+			crashAfter(s, stepEventChanged)
+			require.NoError(t, call(ectx))
+			s.afterStep = nil
+			require.Equal(t, int64(1), eventCount(t, s, id, true))
+
+			c.remove(t, s, w)
+			settle(t, s, w.org, later, true)
+			require.Equal(t, []string{id}, listed(t, s, w.org), "the creation was made")
+		})
+	}
+}
+
+// The pending event of a write still under way (its change not made yet)
+// is left alone by listings and Cleanup, however often they run, until
+// it is a minute old: the write then makes its change and confirms its
+// event, which shows.
+func TestEventInFlightNotRemoved(t *testing.T) {
+	for _, c := range crashCases {
+		t.Run(c.action, func(t *testing.T) {
+			s := newTestStore(t)
+			w := newCrashWorld(t, s)
+			ch := c.change(s, w)
+			ectx, id := withEvent(t.Context(), ch.org, c.action, ch.target)
+			pending, resume := make(chan struct{}), make(chan struct{})
+			s.afterStep = func(step string) error {
+				if step == stepEventPending {
+					close(pending)
+					<-resume
+				}
+				return nil
+			}
+			done := make(chan error, 1)
+			go func() { done <- ch.call(ectx) }()
+			<-pending
+			for _, byListing := range []bool{true, false, true} {
+				settle(t, s, ch.org, t0.Add(pendingGrace-time.Millisecond), byListing)
+				require.Empty(t, listed(t, s, ch.org))
+				require.Equal(t, int64(1), eventCount(t, s, id, true), "the write under way keeps its event")
+			}
+			close(resume)
+			require.NoError(t, <-done)
+			require.Equal(t, []string{id}, listed(t, s, ch.org))
+		})
+	}
+}
+
+// A listing settles at most listSettleBatch pending events, the oldest
+// of its org; the next listing goes on with the rest.
+func TestEventListingSettlesBoundedBatch(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	w := newCrashWorld(t, s)
+	var ids []string
+	crashAfter(s, stepEventChanged)
+	for i := range listSettleBatch + 1 {
+		ectx, id := withEvent(ctx, w.org, "instances.set", w.alice.ID)
+		a, _ := storage.AuditOf(ectx)
+		a.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
+		require.NoError(t, s.SetInstances(storage.WithAudit(ctx, a), w.org, w.alice.FoldedUsername, w.alice.Instances))
+		ids = append(ids, id)
+	}
+	s.afterStep = nil
+	settle(t, s, w.org, t0, true)
+	// Each change confirmed the one it overwrote; the last is pending.
+	require.Len(t, listed(t, s, w.org), listSettleBatch+1)
+	require.Zero(t, eventCount(t, s, ids[listSettleBatch], true))
+
+	// Pending events whose changes are not made, more than a batch.
+	crashAfter(s, stepEventPending)
+	var pendingIDs []string
+	for i := range listSettleBatch + 1 {
+		ectx, id := withEvent(ctx, w.org, "instances.set", w.alice.ID)
+		a, _ := storage.AuditOf(ectx)
+		a.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
+		require.ErrorIs(t, s.SetInstances(storage.WithAudit(ctx, a), w.org, w.alice.FoldedUsername, w.alice.Instances), errCrash)
+		pendingIDs = append(pendingIDs, id)
+	}
+	s.afterStep = nil
+	later := t0.Add(time.Hour)
+	settle(t, s, w.org, later, true)
+	for i, id := range pendingIDs {
+		require.Equal(t, int64(min(i/listSettleBatch, 1)), eventCount(t, s, id, false), "event %d", i)
+	}
+	settle(t, s, w.org, later, true)
+	require.Zero(t, eventCount(t, s, pendingIDs[listSettleBatch], false))
+	require.Len(t, listed(t, s, w.org), listSettleBatch+1)
 }

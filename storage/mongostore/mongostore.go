@@ -36,6 +36,14 @@
 //     deletion of its user is written first and the user checked after; if
 //     the user is gone the writer removes what it wrote and reports
 //     storage.ErrNotFound.
+//   - An audit event is written pending before its change and confirmed
+//     after it; the change's document records the event's id, so a
+//     pending event left by a crash is confirmed at the next listing of
+//     its org (or Cleanup) when its change was made, at once, and
+//     removed once a minute old when not (see events.go). After a
+//     process is killed mid-write, a reader sees each change it made
+//     with its event at the org's next listing, and never an event
+//     without its change.
 //   - The live-token quota is kept by slots: each token of a user holds a
 //     distinct slot number (a unique index), and a token created under a
 //     quota of Max takes a free slot below Max, so concurrent creations

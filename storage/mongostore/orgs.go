@@ -16,6 +16,8 @@ import (
 type orgDoc struct {
 	ID      string    `bson:"_id"`
 	Created time.Time `bson:"created"`
+	// Ev is the id of the event of its creation, if audited.
+	Ev string `bson:"ev,omitempty"`
 }
 
 // CreateOrg implements storage.Store.
@@ -27,7 +29,7 @@ func (s *Store) CreateOrg(ctx context.Context, o storage.Org) (err error) {
 		return err
 	}
 	defer func() { end(err) }()
-	_, err = s.orgs.InsertOne(ctx, orgDoc{ID: o.ID, Created: o.CreatedAt})
+	_, err = s.orgs.InsertOne(ctx, orgDoc{ID: o.ID, Created: o.CreatedAt, Ev: eventID(ctx)})
 	return wrap("create org", err)
 }
 

@@ -138,7 +138,9 @@ func testCommandsByName(t *testing.T, pointers bool) {
 	assert.Equal(t, want, sent.take(), "SetInstances")
 
 	owned := `{"org": "acme","uid": "a1"}`
-	removal := []string{"delete tokens " + owned, "delete embed_sessions " + owned, "delete ducklings " + owned}
+	// The tokens and sessions are read first, for the events of their
+	// creations to confirm (none here).
+	removal := []string{"find tokens " + owned, "delete tokens " + owned, "find embed_sessions " + owned, "delete embed_sessions " + owned, "delete ducklings " + owned}
 	if pointers {
 		want = append([]string{"find user_names " + aliceName, "find users " + aliceID, "findAndModify users " + aliceID}, removal...)
 		want = append(want, `delete user_names {"_id": "4:acme5:alice","uid": "a1"}`)

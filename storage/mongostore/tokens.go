@@ -177,7 +177,7 @@ func (s *Store) withLiveUser(ctx context.Context, org, id string, read func() er
 // returns ErrLimitExceeded when lim.Max live tokens hold slots.
 func (s *Store) freeSlot(ctx context.Context, org, id string, lim storage.TokenLimit) (int, error) {
 	cur, err := s.tokens.Find(ctx, bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}},
-		options.Find().SetProjection(bson.D{{Key: "slot", Value: 1}, {Key: "exp", Value: 1}}))
+		options.Find().SetProjection(bson.D{{Key: "slot", Value: 1}, {Key: "exp", Value: 1}, {Key: "tid", Value: 1}}))
 	if err != nil {
 		return 0, err
 	}
@@ -186,15 +186,20 @@ func (s *Store) freeSlot(ctx context.Context, org, id string, lim storage.TokenL
 		return 0, err
 	}
 	used := make(map[int]bool, len(held))
-	var dead bson.A
+	var dead, deadIDs bson.A
 	for _, d := range held {
 		if !lim.LiveAt.IsZero() && d.Expires != nil && !d.Expires.After(lim.LiveAt) {
 			dead = append(dead, d.Digest)
+			deadIDs = append(deadIDs, d.ID)
 			continue
 		}
 		used[d.Slot] = true
 	}
 	if len(dead) > 0 {
+		// Their creations were made; once they are gone nothing shows it.
+		if err := s.confirmEventsOf(ctx, s.tokens, org, deadIDs); err != nil {
+			return 0, err
+		}
 		filter := bson.D{
 			{Key: "_id", Value: bson.D{{Key: "$in", Value: dead}}},
 			{Key: "exp", Value: bson.D{{Key: "$lte", Value: lim.LiveAt}}},

@@ -40,6 +40,9 @@ type userDoc struct {
 	Last        string       `bson:"last,omitempty"`
 	Created     time.Time    `bson:"created"`
 	Instances   instancesDoc `bson:"inst"`
+	// Ev is the id of the event of the last audited change that wrote
+	// the user (see changeUser and resolveEvent).
+	Ev string `bson:"ev,omitempty"`
 }
 
 type instancesDoc struct {
@@ -265,6 +268,50 @@ func (s *Store) updateByName(ctx context.Context, org, folded string, update fun
 	return d, nil
 }
 
+// changeUserByName makes the audited change update to the live user of
+// org named folded; see changeUser.
+func (s *Store) changeUserByName(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, error) {
+	return s.changeUser(ctx, func() (userDoc, error) { return s.userByName(ctx, org, folded) },
+		func(d userDoc) bson.D {
+			return bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
+		}, update)
+}
+
+// changeUser makes an audited change of a user, update, which sets ev to
+// its event's id, in one atomic update of the user's document, and
+// returns the document as it was before, or mongo.ErrNoDocuments. It
+// reads the user (find), confirms the event of the last audited change
+// the document records (that change is made, and its record is about to
+// be overwritten), then updates the document if it still matches filter
+// and still records that event; when another change came between, it
+// reads again. So a document's ev moves on only from a confirmed event,
+// and a pending event that no document records was never made (see
+// resolveEvent).
+func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), filter func(userDoc) bson.D, update func(docID string) bson.D) (userDoc, error) {
+	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+	for attempt := 1; ; attempt++ {
+		d, err := find()
+		if err != nil {
+			return userDoc{}, err
+		}
+		if d.Ev != "" {
+			if err := s.confirmEvent(ctx, d.Ev); err != nil {
+				return userDoc{}, fmt.Errorf("confirm event %s: %w", d.Ev, err)
+			}
+		}
+		f := append(filter(d), lastEvent(d.Ev))
+		err = s.users.FindOneAndUpdate(ctx, f, update(d.ID), before).Decode(&d)
+		switch {
+		case err == nil:
+			return d, nil
+		case !errors.Is(err, mongo.ErrNoDocuments):
+			return userDoc{}, err
+		case attempt == maxChangeAttempts:
+			return userDoc{}, fmt.Errorf("written concurrently %d times", attempt)
+		}
+	}
+}
+
 // backfillNames writes the name pointer of every live user that has none:
 // users created before the store kept pointers, or while a server that
 // needs none served the database, so that lookups of them need no search.
@@ -417,6 +464,7 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.User
 	}
 	defer func() { end(err) }()
 	doc := slottedUser{User: userToDoc(u), Slot: u.ID}
+	doc.User.Ev = eventID(ctx)
 	if err := s.checkOrgAndRoom(ctx, doc.User, lim); err != nil {
 		return fmt.Errorf("mongostore: create user: %w", err)
 	}
@@ -596,6 +644,12 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) (err error) {
 		{Key: "inst", Value: d.Instances},
 	}
 	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: u.Org}}
+	if ev := eventID(ctx); ev != "" {
+		set = append(set, bson.E{Key: "ev", Value: ev})
+		_, err := s.changeUser(ctx, func() (userDoc, error) { return s.liveUser(ctx, u.Org, u.ID) },
+			func(userDoc) bson.D { return filter }, func(string) bson.D { return bson.D{{Key: "$set", Value: set}} })
+		return wrap("update user", err)
+	}
 	res, err := s.users.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	if err != nil {
 		return wrap("update user", err)
@@ -617,6 +671,11 @@ func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.
 	}
 	defer func() { end(err) }()
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}}}}
+	if ev := eventID(ctx); ev != "" {
+		update = bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}, {Key: "ev", Value: ev}}}}
+		_, err := s.changeUserByName(ctx, org, folded, func(string) bson.D { return update })
+		return wrap("set instances", err)
+	}
 	if s.byPointer {
 		_, err := s.updateByName(ctx, org, folded, func(string) bson.D { return update })
 		return wrap("set instances", err)
@@ -657,23 +716,36 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (_ storage.U
 	defer func() { end(err) }()
 	// The tombstone's fkey and slot are its document id, unique among
 	// tombstones.
+	ev := eventID(ctx)
 	tombstone := func(docID string) bson.D {
-		return bson.D{{Key: "$set", Value: bson.D{
+		set := bson.D{
 			{Key: "org", Value: nil},
 			{Key: "dorg", Value: org},
 			{Key: "fkey", Value: docID},
 			{Key: "slot", Value: docID},
 			{Key: "dfkey", Value: folded},
-		}}}
+		}
+		if ev != "" {
+			set = append(set, bson.E{Key: "ev", Value: ev})
+		}
+		return bson.D{{Key: "$set", Value: set}}
 	}
-	d, err := s.updateByName(ctx, org, folded, tombstone)
+	var d userDoc
+	if ev != "" {
+		d, err = s.changeUserByName(ctx, org, folded, tombstone)
+	} else {
+		d, err = s.updateByName(ctx, org, folded, tombstone)
+	}
 	if err != nil {
 		return storage.User{}, wrap("delete user", err)
 	}
 	if err := s.step(stepTombstone); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
-	if err := s.removeUser(ctx, org, d.UID, d.ID, folded); err != nil {
+	if ev == "" {
+		ev = d.Ev // the tombstone keeps the user's
+	}
+	if err := s.removeUser(ctx, org, d.UID, d.ID, folded, ev); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
 	return d.record(), nil
@@ -681,14 +753,22 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (_ storage.U
 
 // removeUser removes what belongs to the user id of org, then the name
 // pointer of folded if it still names that user (folded is empty for a
-// tombstone older than name pointers), then the tombstone docID. Each step
-// is idempotent.
-func (s *Store) removeUser(ctx context.Context, org, id, docID, folded string) error {
+// tombstone older than name pointers), then the tombstone docID, after
+// confirming the event the tombstone holds, ev ("" for none): that of
+// the deletion, or of the user's last audited change when the deletion
+// has none. Once the tombstone is gone nothing shows that its change was
+// made. Each step is idempotent.
+func (s *Store) removeUser(ctx context.Context, org, id, docID, folded, ev string) error {
 	owned := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}}
 	for _, st := range []struct {
 		name string
 		coll *mongo.Collection
 	}{{stepTokens, s.tokens}, {stepSessions, s.sessions}, {stepDucklings, s.ducklings}} {
+		if st.coll != s.ducklings {
+			if err := s.confirmCreations(ctx, st.coll, org, owned); err != nil {
+				return fmt.Errorf("remove %s: %w", st.name, err)
+			}
+		}
 		if _, err := st.coll.DeleteMany(ctx, owned); err != nil {
 			return fmt.Errorf("remove %s: %w", st.name, err)
 		}
@@ -703,6 +783,11 @@ func (s *Store) removeUser(ctx context.Context, org, id, docID, folded string) e
 		}
 		if err := s.step(stepName); err != nil {
 			return err
+		}
+	}
+	if ev != "" {
+		if err := s.confirmEvent(ctx, ev); err != nil {
+			return fmt.Errorf("confirm event %s: %w", ev, err)
 		}
 	}
 	filter := bson.D{{Key: "_id", Value: docID}, {Key: "org", Value: nil}}
