@@ -255,6 +255,9 @@ func testReseeding(t *testing.T, newStores func(t testing.TB) (storage.Store, st
 			require.NoError(t, services[1].DeleteToken(ctx, alice, "alice", tok.ID))
 		}
 	}
+	// alice's Caller went with the token it was authenticated by.
+	alice, err = services[1].ActAs(ctx, "acme", "alice")
+	require.NoError(t, err)
 	_, err = services[1].DeleteUser(ctx, alice, "robot")
 	require.NoError(t, err)
 	clock.Advance(301 * time.Second)
