@@ -44,6 +44,8 @@ type Store struct {
 	tokens   table[tokenRec]
 	digests  map[storage.Digest]ref // tokens by digest
 	tokenIDs strIndex               // tokens by ID
+	// revoked are the tombstones of revoked tokens, by digest.
+	revoked map[storage.Digest]tombstone
 
 	// privileges are the Privileges of the users whose Privileges are not
 	// nil, few: a role holds most of what users may do.
@@ -80,6 +82,7 @@ func New() *Store {
 		seed:         maphash.MakeSeed(),
 		orgs:         make(map[string]*org),
 		digests:      make(map[storage.Digest]ref),
+		revoked:      make(map[storage.Digest]tombstone),
 		privileges:   make(map[ref][]string),
 		sessions:     make(map[storage.Digest]*storage.EmbedSession),
 		userSessions: make(map[ref][]*storage.EmbedSession),
@@ -327,6 +330,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	if s.tokenIDs.find(t.ID, s.tokenID) != 0 {
 		return storage.ErrAlreadyExists
 	}
+	s.sweepRevoked(lim.LiveAt)
 	u := s.users.at(ur)
 	// Drop the user's tokens that are no longer live when they might count
 	// against the limit (or, without one, now and then), then count.
@@ -340,6 +344,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	*s.tokens.at(tr) = newTokenRec(t, ur)
 	s.link(u, tr)
 	s.digests[t.Digest] = tr
+	delete(s.revoked, t.Digest)
 	s.tokenIDs.add(t.ID, tr)
 	s.record(ctx, o)
 	return nil
@@ -415,6 +420,9 @@ func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (a storage.
 	defer s.mu.RUnlock()
 	tr, ok := s.digests[q.Digest]
 	if !ok {
+		if ts, ok := s.revoked[q.Digest]; ok && q.LiveAt.Before(ts.until) {
+			return storage.Access{}, storage.ErrRevoked
+		}
 		return storage.Access{}, storage.ErrNotFound
 	}
 	cr := s.tokens.at(tr).user
@@ -467,7 +475,7 @@ func (s *Store) liveTokens(dst []storage.Token, u *userRec, liveAt time.Time) []
 }
 
 // DeleteToken implements storage.Store.
-func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, liveAt time.Time) error {
+func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, rev storage.Revocation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ur := s.lookupID(orgID, userID)
@@ -475,9 +483,12 @@ func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, liveA
 		return storage.ErrNotFound
 	}
 	tr := s.tokenIDs.find(id, s.tokenID)
-	if tr == 0 || s.tokens.at(tr).user != ur || !s.tokens.at(tr).liveAt(liveAt) {
+	if tr == 0 || s.tokens.at(tr).user != ur || !s.tokens.at(tr).liveAt(rev.At) {
 		return storage.ErrNotFound
 	}
+	s.sweepRevoked(rev.At)
+	t := s.token(tr)
+	s.revoked[t.Digest] = tombstone{org: orgID, userID: userID, tokenID: id, at: rev.At, until: rev.Until(t)}
 	u := s.users.at(ur)
 	next := s.tokens.at(tr).next
 	var prev ref
@@ -497,6 +508,32 @@ func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, liveA
 	s.dropToken(tr)
 	s.record(ctx, o)
 	return nil
+}
+
+// tombstone is what the Store keeps of a revoked token: never its value.
+type tombstone struct {
+	org, userID, tokenID string
+	at, until            time.Time
+}
+
+// sweepBatch bounds the tombstones a write looks at to drop those past
+// their time.
+const sweepBatch = 8
+
+// sweepRevoked drops, of up to sweepBatch tombstones (those the map's
+// iteration, which starts at random, gives first), the ones past their time
+// at at: each write that may add one looks at several, so they never pile
+// up.
+func (s *Store) sweepRevoked(at time.Time) {
+	n := 0
+	for d, ts := range s.revoked {
+		if !at.Before(ts.until) {
+			delete(s.revoked, d)
+		}
+		if n++; n == sweepBatch {
+			return
+		}
+	}
 }
 
 // SetDuckling implements storage.Store.

@@ -14,10 +14,11 @@ const cleanupBatch = 100
 
 // Cleanup removes what no read can see any more: it finishes the deletes
 // of users that stopped part-way (a crash, a timeout), and removes the
-// tokens and embed sessions that are no longer live at now; it resolves
+// tokens and embed sessions that are no longer live at now, and the
+// tombstones of revoked tokens past their time at now; it resolves
 // the audit events left pending and removes those expired or beyond their
 // org's bound (events.go). It returns how many deletes it finished plus
-// how many tokens, sessions and events it removed. The caller's clock decides, as
+// how many tokens, sessions, tombstones and events it removed. The caller's clock decides, as
 // everywhere; a deployment's TTL indexes, if any, are not needed. It is
 // safe to run at any time, in any number of processes; each step is
 // bounded by the per-operation timeout.
@@ -44,6 +45,10 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
 		}},
 		{"embed sessions", func(ctx context.Context) (int64, error) {
 			res, err := s.sessions.DeleteMany(ctx, expired)
+			return res.DeletedCount, err
+		}},
+		{"revoked tokens", func(ctx context.Context) (int64, error) {
+			res, err := s.revoked.DeleteMany(ctx, bson.D{{Key: "until", Value: bson.D{{Key: "$lte", Value: now}}}})
 			return res.DeletedCount, err
 		}},
 	} {
