@@ -16,6 +16,7 @@
 package memstore
 
 import (
+	"container/heap"
 	"context"
 	"hash/maphash"
 	"maps"
@@ -44,8 +45,10 @@ type Store struct {
 	tokens   table[tokenRec]
 	digests  map[storage.Digest]ref // tokens by digest
 	tokenIDs strIndex               // tokens by ID
-	// revoked are the tombstones of revoked tokens, by digest.
-	revoked map[storage.Digest]tombstone
+	// revoked are the tombstones of revoked tokens, by digest, and
+	// revokedEnds when they end.
+	revoked     map[storage.Digest]tombstone
+	revokedEnds revokedQueue
 
 	// privileges are the Privileges of the users whose Privileges are not
 	// nil, few: a role holds most of what users may do.
@@ -488,7 +491,9 @@ func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, rev s
 	}
 	s.sweepRevoked(rev.At)
 	t := s.token(tr)
-	s.revoked[t.Digest] = tombstone{org: orgID, userID: userID, tokenID: id, at: rev.At, until: rev.Until(t)}
+	if until := rev.Until(t); until.After(rev.At) {
+		s.revoke(t.Digest, tombstone{org: orgID, userID: userID, tokenID: id, at: rev.At, until: until})
+	}
 	u := s.users.at(ur)
 	next := s.tokens.at(tr).next
 	var prev ref
@@ -516,22 +521,48 @@ type tombstone struct {
 	at, until            time.Time
 }
 
-// sweepBatch bounds the tombstones a write looks at to drop those past
-// their time.
+// sweepBatch bounds the tombstones a write drops.
 const sweepBatch = 8
 
-// sweepRevoked drops, of up to sweepBatch tombstones (those the map's
-// iteration, which starts at random, gives first), the ones past their time
-// at at: each write that may add one looks at several, so they never pile
-// up.
+// revokedQueue orders the tombstones by their time: a min-heap of their
+// ends, which may hold ends of tombstones gone since (a digest created
+// again), dropped as they come up.
+type revokedQueue []revokedEnd
+
+// revokedEnd is when the tombstone of digest ends.
+type revokedEnd struct {
+	until  time.Time
+	digest storage.Digest
+}
+
+func (q revokedQueue) Len() int           { return len(q) }
+func (q revokedQueue) Less(i, j int) bool { return q[i].until.Before(q[j].until) }
+func (q revokedQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *revokedQueue) Push(x any)        { *q = append(*q, x.(revokedEnd)) }
+func (q *revokedQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// revoke keeps the tombstone ts of the digest d.
+func (s *Store) revoke(d storage.Digest, ts tombstone) {
+	s.revoked[d] = ts
+	heap.Push(&s.revokedEnds, revokedEnd{until: ts.until, digest: d})
+}
+
+// sweepRevoked drops up to sweepBatch tombstones past their time at at,
+// the oldest first: each write that may add one drops several, so they
+// never pile up.
 func (s *Store) sweepRevoked(at time.Time) {
-	n := 0
-	for d, ts := range s.revoked {
-		if !at.Before(ts.until) {
-			delete(s.revoked, d)
-		}
-		if n++; n == sweepBatch {
+	for range sweepBatch {
+		if len(s.revokedEnds) == 0 || at.Before(s.revokedEnds[0].until) {
 			return
+		}
+		e := heap.Pop(&s.revokedEnds).(revokedEnd)
+		if ts, ok := s.revoked[e.digest]; ok && !at.Before(ts.until) {
+			delete(s.revoked, e.digest)
 		}
 	}
 }
