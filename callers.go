@@ -42,8 +42,14 @@ var (
 	// Authorization header, several, or one that is not "Bearer <token>").
 	ErrNoCredential = errors.New("no credential")
 	// ErrUnknownToken: no live record has the token. It was never issued,
-	// or was invalidated (which removes it), or its user was deleted.
+	// or its user was deleted, or it was invalidated so long ago that the
+	// store has forgotten it (see ErrRevokedToken).
 	ErrUnknownToken = errors.New("unknown token")
+	// ErrRevokedToken: the token was invalidated (DeleteToken, or a
+	// bootstrap replacing it). The store remembers its digest until it
+	// would have expired, or for Config.RevokedTokenRetention when it
+	// never expires; afterwards it is ErrUnknownToken.
+	ErrRevokedToken = errors.New("revoked token")
 	// ErrExpiredToken: the token is known, and its expiry has passed.
 	ErrExpiredToken = errors.New("expired token")
 	// ErrCallerNotIssued: a Caller passed to an operation was not made by
@@ -172,6 +178,9 @@ func (s *Service) authenticateDigest(ctx context.Context, d storage.Digest, q st
 	q.Digest, q.LiveAt = d, now
 	var err error
 	*a, err = s.store.ReadAccess(ctx, q)
+	if errors.Is(err, storage.ErrRevoked) {
+		return Caller{}, unauthorized(ErrRevokedToken)
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return Caller{}, unauthorized(ErrUnknownToken)
 	}

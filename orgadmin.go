@@ -102,11 +102,20 @@ type Config struct {
 	// 100 000 (DefaultMaxAuditEventsPerOrg); a negative value means no
 	// bound but the retention.
 	MaxAuditEventsPerOrg int
+	// RevokedTokenRetention is how long the store remembers the digest of
+	// an invalidated token that never expires, so that presenting it again
+	// is told apart (ErrRevokedToken) from a token never issued; a token
+	// with an expiry is remembered until it would have expired. Zero means
+	// 30 days (DefaultRevokedTokenRetention).
+	RevokedTokenRetention time.Duration
 	// AuditLog, when not nil, receives one record per audit event, at
 	// level Info with the message "audit", once the change and its event
 	// are stored: for shipping the trail elsewhere (a SIEM).
 	AuditLog *slog.Logger
 }
+
+// DefaultRevokedTokenRetention is Config.RevokedTokenRetention's default.
+const DefaultRevokedTokenRetention = 30 * 24 * time.Hour
 
 // DefaultMaxUsersPerOrg is the limit of users of an organization when
 // Config.MaxUsersPerOrg is zero.
@@ -129,6 +138,8 @@ type Service struct {
 	maxAuditEvents int // 0: no bound
 	auditLog       *slog.Logger
 
+	revokedRetention time.Duration
+
 	idMu   sync.Mutex
 	lastID uint64 // the time and sequence of the last id minted
 }
@@ -148,6 +159,11 @@ func New(store storage.Store, cfg Config) *Service {
 		auditRetention: cfg.AuditRetention,
 		maxAuditEvents: cfg.MaxAuditEventsPerOrg,
 		auditLog:       cfg.AuditLog,
+
+		revokedRetention: cfg.RevokedTokenRetention,
+	}
+	if s.revokedRetention <= 0 {
+		s.revokedRetention = DefaultRevokedTokenRetention
 	}
 	if s.auditRetention <= 0 {
 		s.auditRetention = DefaultAuditRetention

@@ -160,7 +160,7 @@ func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, ke
 			if err != nil {
 				return 0, false, err
 			}
-			err = s.store.DeleteToken(actx, u.Org, u.ID, t.ID, now)
+			err = s.store.DeleteToken(actx, u.Org, u.ID, t.ID, s.revocation(now))
 			if err != nil && !errors.Is(err, storage.ErrNotFound) { // gone already: as good
 				return 0, false, internal("revoke token", err)
 			}

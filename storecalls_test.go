@@ -54,9 +54,9 @@ func (c *countingStore) ListTokens(ctx context.Context, org, userID string, at t
 	c.calls.Add(1)
 	return c.Store.ListTokens(ctx, org, userID, at)
 }
-func (c *countingStore) DeleteToken(ctx context.Context, org, userID, id string, at time.Time) error {
+func (c *countingStore) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
 	c.calls.Add(1)
-	return c.Store.DeleteToken(ctx, org, userID, id, at)
+	return c.Store.DeleteToken(ctx, org, userID, id, r)
 }
 func (c *countingStore) ListActivity(ctx context.Context, org string) ([]storage.Activity, error) {
 	c.calls.Add(1)

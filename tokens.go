@@ -170,9 +170,15 @@ func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, username
 	if err != nil {
 		return
 	}
-	if s.store.DeleteToken(actx, rec.Org, rec.UserID, rec.ID, rec.CreatedAt) == nil {
+	if s.store.DeleteToken(actx, rec.Org, rec.UserID, rec.ID, s.revocation(rec.CreatedAt)) == nil {
 		s.emit(ctx, ev)
 	}
+}
+
+// revocation is the storage.Revocation of a token revoked at at: its
+// tombstone lasts until it would have expired, or revokedRetention.
+func (s *Service) revocation(at time.Time) storage.Revocation {
+	return storage.Revocation{At: at, KeepUntil: at.Add(s.revokedRetention)}
 }
 
 // ListTokens returns the live tokens (neither expired nor invalidated) of
@@ -224,7 +230,7 @@ func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID str
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteToken(actx, c.org, u.ID, tokenID, s.now()); err != nil {
+	if err := s.store.DeleteToken(actx, c.org, u.ID, tokenID, s.revocation(s.now())); err != nil {
 		return s.storeErr("delete token", err, "token", "token_id")
 	}
 	s.emit(ctx, ev)

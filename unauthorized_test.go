@@ -59,7 +59,7 @@ func TestCallerDoesNotOutliveItsTokenOrUser(t *testing.T) {
 	require.NoError(t, err)
 	_, err = e.svc.CreateServiceAccount(ctx, viaToken, orgadmin.CreateServiceAccountInput{Username: "late"})
 	requireCode(t, err, orgadmin.ErrUnauthorized)
-	assert.ErrorIs(t, err, orgadmin.ErrUnknownToken)
+	assert.ErrorIs(t, err, orgadmin.ErrRevokedToken)
 	_, err = e.svc.GetUser(ctx, testOrg, "late")
 	requireCode(t, err, orgadmin.ErrNotFound)
 
@@ -100,4 +100,86 @@ func TestCallerDoesNotOutliveItsTokenOrUser(t *testing.T) {
 	require.NoError(t, e.svc.GrantPrivilege(ctx, testOrg, "mia", orgadmin.PrivilegeViewAllMembers))
 	_, err = e.svc.ListUsers(ctx, mia, orgadmin.ListUsersOptions{})
 	require.NoError(t, err)
+}
+
+// A token invalidated with DeleteToken and presented again is
+// UNAUTHORIZED for ErrRevokedToken, not ErrUnknownToken, through Bearer
+// and through a Caller that Authenticate made with it, with no issue that
+// tells the client; until it would have expired, or for
+// Config.RevokedTokenRetention when it never expires, after which it is
+// unknown. A deleted user's tokens are unknown, and a value seeded again
+// after its revocation authenticates.
+func TestUnauthorizedSaysRevoked(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, orgadmin.Config{RevokedTokenRetention: 48 * time.Hour})
+	e.serviceAccount(t, "bot")
+	forever := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "forever"})
+	hourly := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "hourly", TTL: orgadmin.Some(time.Hour)})
+	viaCaller, err := e.svc.Authenticate(ctx, forever.Value)
+	require.NoError(t, err)
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", forever.ID))
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", hourly.ID))
+
+	revoked := func(a orgadmin.Auth, why error) {
+		t.Helper()
+		_, err := e.svc.GetInstanceConfig(ctx, a, "bot")
+		requireCode(t, err, orgadmin.ErrUnauthorized)
+		assert.ErrorIs(t, err, why)
+		if why == orgadmin.ErrRevokedToken {
+			assert.NotErrorIs(t, err, orgadmin.ErrUnknownToken)
+		}
+		var oe *orgadmin.Error
+		require.ErrorAs(t, err, &oe)
+		assert.Empty(t, oe.Issues, "the reason is not for the client")
+	}
+	revoked(orgadmin.Bearer(forever.Value), orgadmin.ErrRevokedToken)
+	revoked(viaCaller, orgadmin.ErrRevokedToken)
+	revoked(orgadmin.Bearer(hourly.Value), orgadmin.ErrRevokedToken)
+	_, err = e.svc.Authenticate(ctx, forever.Value)
+	assert.ErrorIs(t, err, orgadmin.ErrRevokedToken)
+
+	// The hourly token would have expired: from then on it is unknown.
+	e.clk.Advance(time.Hour)
+	revoked(orgadmin.Bearer(hourly.Value), orgadmin.ErrUnknownToken)
+	revoked(orgadmin.Bearer(forever.Value), orgadmin.ErrRevokedToken)
+	// The other is kept for the retention.
+	e.clk.Advance(47 * time.Hour)
+	revoked(orgadmin.Bearer(forever.Value), orgadmin.ErrUnknownToken)
+	revoked(viaCaller, orgadmin.ErrUnknownToken)
+
+	// A deleted user's token is unknown, not revoked.
+	e.serviceAccount(t, "gone")
+	goneTok := e.token(t, "gone", orgadmin.CreateTokenInput{Name: "t"})
+	_, err = e.svc.DeleteUser(ctx, e.admin, "gone")
+	require.NoError(t, err)
+	_, err = e.svc.Authenticate(ctx, goneTok.Value)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+	assert.ErrorIs(t, err, orgadmin.ErrUnknownToken)
+
+	// A seeded value revoked, then seeded again, authenticates.
+	seed := orgadmin.SeedTokenInput{Value: "seeded-value-0001", CreateTokenInput: orgadmin.CreateTokenInput{Name: "seed"}}
+	st, err := e.svc.SeedToken(ctx, testOrg, "bot", seed)
+	require.NoError(t, err)
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", st.ID))
+	revoked(orgadmin.Bearer(seed.Value), orgadmin.ErrRevokedToken)
+	_, err = e.svc.SeedToken(ctx, testOrg, "bot", seed)
+	require.NoError(t, err)
+	_, err = e.svc.GetInstanceConfig(ctx, orgadmin.Bearer(seed.Value), "bot")
+	require.NoError(t, err)
+}
+
+// The default retention of a revoked token without expiry is 30 days.
+func TestRevokedTokenRetentionDefault(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, orgadmin.Config{})
+	e.serviceAccount(t, "bot")
+	tok := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "t"})
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", tok.ID))
+	assert.Equal(t, 30*24*time.Hour, orgadmin.DefaultRevokedTokenRetention)
+	e.clk.Advance(orgadmin.DefaultRevokedTokenRetention - time.Millisecond)
+	_, err := e.svc.Authenticate(ctx, tok.Value)
+	assert.ErrorIs(t, err, orgadmin.ErrRevokedToken)
+	e.clk.Advance(time.Millisecond)
+	_, err = e.svc.Authenticate(ctx, tok.Value)
+	assert.ErrorIs(t, err, orgadmin.ErrUnknownToken)
 }

@@ -34,6 +34,7 @@ const (
 	outcomeMissing = "missing"
 	outcomeUnknown = "unknown"
 	outcomeExpired = "expired"
+	outcomeRevoked = "revoked"
 	outcomeRefused = "refused"
 	outcomeError   = "error"
 )
@@ -64,6 +65,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}, []string{"scheme", "outcome"})
 	for _, o := range []authOutcome{
 		{schemeBearer, outcomeSuccess}, {schemeBearer, outcomeMissing}, {schemeBearer, outcomeUnknown}, {schemeBearer, outcomeExpired},
+		{schemeBearer, outcomeRevoked},
 		{schemeHook, outcomeSuccess}, {schemeHook, outcomeUnknown}, {schemeHook, outcomeRefused}, {schemeHook, outcomeError},
 	} {
 		m.auth[o] = auth.WithLabelValues(o.scheme, o.outcome)
@@ -141,6 +143,8 @@ func (m *metrics) authenticated(scheme string, err error) {
 			outcome = outcomeUnknown
 		case errors.Is(err, orgadmin.ErrExpiredToken):
 			outcome = outcomeExpired
+		case errors.Is(err, orgadmin.ErrRevokedToken):
+			outcome = outcomeRevoked
 		case errors.Is(err, orgadmin.ErrNoCredential):
 			outcome = outcomeMissing
 		default:

@@ -2,6 +2,7 @@ package httpserver_test
 
 import (
 	"net/http"
+	"net/http/httptest"
 	"sort"
 	"strings"
 	"testing"
@@ -98,6 +99,7 @@ func TestRequestMetrics(t *testing.T) {
 		"outcome=missing,scheme=bearer": 1,
 		"outcome=unknown,scheme=bearer": 1,
 		"outcome=expired,scheme=bearer": 0,
+		"outcome=revoked,scheme=bearer": 0,
 		"outcome=success,scheme=hook":   1,
 		"outcome=unknown,scheme=hook":   1,
 		"outcome=refused,scheme=hook":   0,
@@ -154,6 +156,40 @@ func TestAuthMetricsExpired(t *testing.T) {
 	resp, _ := get(t, h, "/v1/users", "Authorization", "Bearer "+short.Value)
 	assert.Equal(t, 401, resp.StatusCode)
 	assert.Equal(t, 1.0, series(t, reg, "orgadmin_auth_attempts_total")["outcome=expired,scheme=bearer"])
+}
+
+// A revoked token is counted as revoked, once, and answered exactly as an
+// unknown one is: the body says nothing of why.
+func TestAuthMetricsRevoked(t *testing.T) {
+	a := newAPI(t)
+	reg := prometheus.NewRegistry()
+	h := httpserver.New(a.svc, httpserver.Config{Logger: discardLogger(), Metrics: reg})
+	admin, err := a.svc.Authenticate(t.Context(), a.token)
+	require.NoError(t, err)
+	tok, err := a.svc.CreateToken(t.Context(), admin, "admin", orgadmin.CreateTokenInput{Name: "gone"})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, srv.URL+"/v1/users/admin/tokens/"+tok.ID, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+a.token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	require.Equal(t, 200, resp.StatusCode)
+
+	var revokedBody string
+	resp, revokedBody = get(t, h, "/v1/users", "Authorization", "Bearer "+tok.Value)
+	assert.Equal(t, 401, resp.StatusCode)
+	resp, unknownBody := get(t, h, "/v1/users", "Authorization", "Bearer oat_never-issued-never-issued")
+	assert.Equal(t, 401, resp.StatusCode)
+	assert.Equal(t, `{"message":"Invalid Credentials","code":"UNAUTHORIZED"}`, strings.TrimSpace(revokedBody))
+	assert.Equal(t, unknownBody, revokedBody, "a revoked token is answered as an unknown one")
+
+	s := series(t, reg, "orgadmin_auth_attempts_total")
+	assert.Equal(t, 1.0, s["outcome=revoked,scheme=bearer"])
+	assert.Equal(t, 1.0, s["outcome=unknown,scheme=bearer"])
+	assert.Equal(t, 1.0, s["outcome=success,scheme=bearer"], "the revocation itself")
 }
 
 // A hook that fails, or whose Caller the Service did not issue, is

@@ -23,6 +23,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -34,6 +35,11 @@ var (
 	ErrAlreadyExists = errors.New("storage: already exists")
 	// ErrLimitExceeded means a quota passed to the Store would be exceeded.
 	ErrLimitExceeded = errors.New("storage: limit exceeded")
+	// ErrRevoked means ReadAccess found no token with the digest but the
+	// tombstone DeleteToken left of one (see Revocation). It wraps
+	// ErrNotFound: errors.Is(err, ErrNotFound) holds for it too, so a
+	// caller that does not tell the two apart need not know of it.
+	ErrRevoked = fmt.Errorf("storage: revoked: %w", ErrNotFound)
 )
 
 // Store is the persistence contract. Implementations must be safe for
@@ -95,18 +101,24 @@ type Store interface {
 	// and its user) and, when q.Username is not empty, the user of the
 	// token's org whose FoldedUsername it is (the request's target), with,
 	// when q.Tokens is set, the target's tokens live at q.LiveAt. It
-	// returns ErrNotFound when no token has the digest or the token's user
-	// is gone; a missing target is reported by Access.TargetFound, not by
-	// an error. The credential's expiry is not checked.
+	// returns ErrRevoked when no token has the digest but a tombstone of
+	// it lasts beyond q.LiveAt (see Revocation), found in the same round
+	// trip where the store allows and otherwise with one more only when
+	// no token has the digest; ErrNotFound when neither has it, or the
+	// token's user is gone; a missing target is reported by
+	// Access.TargetFound, not by an error. The credential's expiry is not
+	// checked.
 	ReadAccess(ctx context.Context, q AccessQuery) (Access, error)
 	// ListTokens returns the tokens of the user userID of org that are live
 	// at liveAt, ordered by CreatedAt, then ID. A user without tokens yields
 	// an empty slice and no error.
 	ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]Token, error)
 	// DeleteToken removes the token id of the user userID of org if it is
-	// live at liveAt. It returns ErrNotFound otherwise. Once it returns,
-	// ReadAccess no longer finds the token.
-	DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error
+	// live at r.At, and keeps in the same atomic step a tombstone of its
+	// digest (see Revocation). It returns ErrNotFound otherwise. Once it
+	// returns, ReadAccess no longer finds the token, and answers
+	// ErrRevoked for its digest while the tombstone lasts.
+	DeleteToken(ctx context.Context, org, userID, id string, r Revocation) error
 
 	// SetDuckling records the latest activity report of one Duckling,
 	// replacing any earlier one for the same (Org, UserID, ID). It returns
@@ -399,6 +411,34 @@ func (t Token) LiveAt(at time.Time) bool {
 type TokenLimit struct {
 	Max    int
 	LiveAt time.Time
+}
+
+// Revocation is what DeleteToken is told about a revocation.
+//
+// The tombstone DeleteToken keeps holds the token's digest (never a
+// value), org, user id, token id and r.At. It lasts until the token's
+// ExpiresAt, or until r.KeepUntil for a token without expiry: ReadAccess
+// reports it (ErrRevoked) only for a LiveAt before that instant. The store
+// removes tombstones past their time (by key TTL, or in a bounded amount
+// of work on later writes, or in its cleanup), so they never pile up
+// without bound. CreateToken of a token with the digest of a tombstone
+// removes the tombstone. DeleteUser neither makes its tokens' tombstones
+// nor removes those of tokens revoked before: a token of a deleted user
+// reads as ErrNotFound, unless it was revoked before the deletion.
+type Revocation struct {
+	// At is the instant of the revocation: the token must be live at At.
+	At time.Time
+	// KeepUntil is how long the tombstone of a token without expiry
+	// lasts.
+	KeepUntil time.Time
+}
+
+// Until returns when the tombstone of t, revoked under r, stops counting.
+func (r Revocation) Until(t Token) time.Time {
+	if t.ExpiresAt.IsZero() {
+		return r.KeepUntil
+	}
+	return t.ExpiresAt
 }
 
 // Credential is a token together with the user it authenticates.

@@ -69,8 +69,8 @@ func (c *Counter) CreateToken(ctx context.Context, t storage.Token, lim storage.
 }
 
 // DeleteToken implements storage.Store.
-func (c *Counter) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
-	return c.count(c.Store.DeleteToken(ctx, org, userID, id, liveAt))
+func (c *Counter) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
+	return c.count(c.Store.DeleteToken(ctx, org, userID, id, r))
 }
 
 // SetDuckling implements storage.Store.

@@ -158,9 +158,9 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 }
 
 // DeleteToken implements storage.Store.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
 	ctx, c := s.begin(ctx, opDeleteToken)
-	err := s.next.DeleteToken(ctx, org, userID, id, liveAt)
+	err := s.next.DeleteToken(ctx, org, userID, id, r)
 	s.end(c, err)
 	return err
 }

@@ -16,6 +16,7 @@
 package memstore
 
 import (
+	"container/heap"
 	"context"
 	"hash/maphash"
 	"maps"
@@ -44,6 +45,10 @@ type Store struct {
 	tokens   table[tokenRec]
 	digests  map[storage.Digest]ref // tokens by digest
 	tokenIDs strIndex               // tokens by ID
+	// revoked are the tombstones of revoked tokens, by digest, and
+	// revokedEnds when they end.
+	revoked     map[storage.Digest]tombstone
+	revokedEnds revokedQueue
 
 	// privileges are the Privileges of the users whose Privileges are not
 	// nil, few: a role holds most of what users may do.
@@ -80,6 +85,7 @@ func New() *Store {
 		seed:         maphash.MakeSeed(),
 		orgs:         make(map[string]*org),
 		digests:      make(map[storage.Digest]ref),
+		revoked:      make(map[storage.Digest]tombstone),
 		privileges:   make(map[ref][]string),
 		sessions:     make(map[storage.Digest]*storage.EmbedSession),
 		userSessions: make(map[ref][]*storage.EmbedSession),
@@ -327,6 +333,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	if s.tokenIDs.find(t.ID, s.tokenID) != 0 {
 		return storage.ErrAlreadyExists
 	}
+	s.sweepRevoked(lim.LiveAt)
 	u := s.users.at(ur)
 	// Drop the user's tokens that are no longer live when they might count
 	// against the limit (or, without one, now and then), then count.
@@ -340,6 +347,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	*s.tokens.at(tr) = newTokenRec(t, ur)
 	s.link(u, tr)
 	s.digests[t.Digest] = tr
+	delete(s.revoked, t.Digest)
 	s.tokenIDs.add(t.ID, tr)
 	s.record(ctx, o)
 	return nil
@@ -415,6 +423,9 @@ func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (a storage.
 	defer s.mu.RUnlock()
 	tr, ok := s.digests[q.Digest]
 	if !ok {
+		if ts, ok := s.revoked[q.Digest]; ok && q.LiveAt.Before(ts.until) {
+			return storage.Access{}, storage.ErrRevoked
+		}
 		return storage.Access{}, storage.ErrNotFound
 	}
 	cr := s.tokens.at(tr).user
@@ -467,7 +478,7 @@ func (s *Store) liveTokens(dst []storage.Token, u *userRec, liveAt time.Time) []
 }
 
 // DeleteToken implements storage.Store.
-func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, liveAt time.Time) error {
+func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, rev storage.Revocation) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ur := s.lookupID(orgID, userID)
@@ -475,8 +486,13 @@ func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, liveA
 		return storage.ErrNotFound
 	}
 	tr := s.tokenIDs.find(id, s.tokenID)
-	if tr == 0 || s.tokens.at(tr).user != ur || !s.tokens.at(tr).liveAt(liveAt) {
+	if tr == 0 || s.tokens.at(tr).user != ur || !s.tokens.at(tr).liveAt(rev.At) {
 		return storage.ErrNotFound
+	}
+	s.sweepRevoked(rev.At)
+	t := s.token(tr)
+	if until := rev.Until(t); until.After(rev.At) {
+		s.revoke(t.Digest, tombstone{org: orgID, userID: userID, tokenID: id, at: rev.At, until: until})
 	}
 	u := s.users.at(ur)
 	next := s.tokens.at(tr).next
@@ -497,6 +513,58 @@ func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, liveA
 	s.dropToken(tr)
 	s.record(ctx, o)
 	return nil
+}
+
+// tombstone is what the Store keeps of a revoked token: never its value.
+type tombstone struct {
+	org, userID, tokenID string
+	at, until            time.Time
+}
+
+// sweepBatch bounds the tombstones a write drops.
+const sweepBatch = 8
+
+// revokedQueue orders the tombstones by their time: a min-heap of their
+// ends, which may hold ends of tombstones gone since (a digest created
+// again), dropped as they come up.
+type revokedQueue []revokedEnd
+
+// revokedEnd is when the tombstone of digest ends.
+type revokedEnd struct {
+	until  time.Time
+	digest storage.Digest
+}
+
+func (q revokedQueue) Len() int           { return len(q) }
+func (q revokedQueue) Less(i, j int) bool { return q[i].until.Before(q[j].until) }
+func (q revokedQueue) Swap(i, j int)      { q[i], q[j] = q[j], q[i] }
+func (q *revokedQueue) Push(x any)        { *q = append(*q, x.(revokedEnd)) }
+func (q *revokedQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+// revoke keeps the tombstone ts of the digest d.
+func (s *Store) revoke(d storage.Digest, ts tombstone) {
+	s.revoked[d] = ts
+	heap.Push(&s.revokedEnds, revokedEnd{until: ts.until, digest: d})
+}
+
+// sweepRevoked drops up to sweepBatch tombstones past their time at at,
+// the oldest first: each write that may add one drops several, so they
+// never pile up.
+func (s *Store) sweepRevoked(at time.Time) {
+	for range sweepBatch {
+		if len(s.revokedEnds) == 0 || at.Before(s.revokedEnds[0].until) {
+			return
+		}
+		e := heap.Pop(&s.revokedEnds).(revokedEnd)
+		if ts, ok := s.revoked[e.digest]; ok && !at.Before(ts.until) {
+			delete(s.revoked, e.digest)
+		}
+	}
 }
 
 // SetDuckling implements storage.Store.

@@ -165,7 +165,7 @@ func TestTokenListsMatchModel(t *testing.T) {
 		case op < 8 && len(u.tokens) > 0: // delete one of its tokens
 			i := rng.IntN(len(u.tokens))
 			x := u.tokens[i]
-			err := s.DeleteToken(ctx, "o", u.rec.ID, x.ID, at(now))
+			err := s.DeleteToken(ctx, "o", u.rec.ID, x.ID, storage.Revocation{At: at(now)})
 			if !x.LiveAt(at(now)) {
 				if !errors.Is(err, storage.ErrNotFound) {
 					t.Fatalf("step %d: delete of an expired token: %v", step, err)

@@ -17,9 +17,10 @@ const cleanupBatch = 100
 // removing those whose change is not made that are older than a minute;
 // events.go), then finishes the deletes of users that stopped part-way
 // (a crash, a timeout), removes the tokens and embed sessions that are
-// no longer live at now, and the audit events expired or beyond their
-// org's bound. It returns how many deletes it finished plus
-// how many tokens, sessions and events it removed. The caller's clock decides, as
+// no longer live at now, the tombstones of revoked tokens past their time
+// at now, and the audit events expired or beyond their org's bound. It
+// returns how many deletes it finished plus how many tokens, sessions,
+// tombstones and events it removed. The caller's clock decides, as
 // everywhere; a deployment's TTL indexes, if any, are not needed. It is
 // safe to run at any time, in any number of processes; each step is
 // bounded by the per-operation timeout.
@@ -51,6 +52,10 @@ func (s *Store) Cleanup(ctx context.Context, now time.Time) (int, error) {
 		}},
 		{"embed sessions", func(ctx context.Context) (int64, error) {
 			res, err := s.sessions.DeleteMany(ctx, expired)
+			return res.DeletedCount, err
+		}},
+		{"revoked tokens", func(ctx context.Context) (int64, error) {
+			res, err := s.revoked.DeleteMany(ctx, bson.D{{Key: "until", Value: bson.D{{Key: "$lte", Value: now}}}})
 			return res.DeletedCount, err
 		}},
 	} {

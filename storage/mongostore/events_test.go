@@ -115,7 +115,7 @@ var crashCases = []struct {
 	}},
 	{"token.delete", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		return auditedChange{w.org, w.token.ID, func(ctx context.Context) error {
-			return s.DeleteToken(ctx, w.org, w.alice.ID, w.token.ID, t0)
+			return s.DeleteToken(ctx, w.org, w.alice.ID, w.token.ID, storage.Revocation{At: t0})
 		}}
 	}},
 	{"dive.register", stepEventChanged, func(s *Store, w crashWorld) auditedChange {

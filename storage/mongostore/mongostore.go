@@ -101,6 +101,7 @@ const (
 	feedbackColl  = "feedback"
 	namesColl     = "user_names"
 	seedMarksColl = "seed_marks"
+	revokedColl   = "revoked_tokens"
 )
 
 // Store is a storage.Store on a MongoDB database. The zero value is not
@@ -118,6 +119,7 @@ type Store struct {
 	names     *mongo.Collection
 	seedMarks *mongo.Collection
 	events    *mongo.Collection
+	revoked   *mongo.Collection // tombstones of revoked tokens (tokens.go)
 
 	// byPointer is set on a server that scans a collection for every
 	// filter but a bare {_id: X}: users are then found by name through
@@ -148,6 +150,7 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		names:     db.Collection(namesColl),
 		seedMarks: db.Collection(seedMarksColl),
 		events:    db.Collection(eventsColl),
+		revoked:   db.Collection(revokedColl),
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
@@ -186,6 +189,10 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		{s.sessions, []indexSpec{
 			index("org_uid_exp", false, "org", "uid", "exp"),
 			index("exp", false, "exp"),
+		}},
+		{s.revoked, []indexSpec{
+			// Cleanup of tombstones past their time.
+			index("until", false, "until"),
 		}},
 		{s.ducklings, []indexSpec{
 			index("org_uid", false, "org", "uid"),

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
@@ -242,4 +243,52 @@ func TestFerretDBv1(t *testing.T) {
 	for v, want := range map[string]bool{"": false, "v1.24.2": true, "1.0.0": true, "v2.1.0": false, "v10.0": false, "unknown": true} {
 		assert.Equal(t, want, ferretDBv1(v), "%q", v)
 	}
+}
+
+// ReadAccess of a live token sends what it sent before tombstones; a
+// digest no token has costs one more find by _id, in revoked_tokens,
+// whether it was revoked or never issued. A revocation deletes the token
+// and writes its tombstone.
+func TestCommandsOfRevokedTokens(t *testing.T) {
+	sent := &commands{}
+	c, err := mongo.Connect(options.Client().ApplyURI(testURI(t)).SetTimeout(testTimeout).
+		SetMonitor(&event.CommandMonitor{Started: sent.started}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	s, err := New(t.Context(), newDB(t, c), Options{Timeout: testTimeout})
+	require.NoError(t, err)
+	ctx := t.Context()
+	org := storage.Org{ID: "acme", CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	alice := crashUser(org.ID, "alice")
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
+	tok := storage.Token{ID: uuid.NewString(), Org: org.ID, UserID: alice.ID, Digest: storage.Digest{1}, Name: "t", Type: "read_write", CreatedAt: t0}
+	require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}))
+	sent.take()
+
+	names := func() []string {
+		var out []string
+		for _, c := range sent.take() {
+			f := strings.Fields(c)
+			out = append(out, f[0]+" "+f[1])
+		}
+		return out
+	}
+	q := storage.AccessQuery{Digest: tok.Digest, LiveAt: t0}
+	_, err = s.ReadAccess(ctx, q)
+	require.NoError(t, err)
+	live := names()
+	assert.NotContains(t, live, "find "+revokedColl, "the success path reads no tombstone")
+
+	require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, storage.Revocation{At: t0, KeepUntil: t0.Add(time.Hour)}))
+	assert.Equal(t, []string{"findAndModify " + tokensColl, "update " + revokedColl}, names(), "DeleteToken")
+
+	_, err = s.ReadAccess(ctx, q)
+	require.ErrorIs(t, err, storage.ErrRevoked)
+	assert.Equal(t, []string{"find " + tokensColl, "find " + revokedColl}, names(), "a revoked digest")
+	q.Digest = storage.Digest{2}
+	_, err = s.ReadAccess(ctx, q)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NotErrorIs(t, err, storage.ErrRevoked)
+	assert.Equal(t, []string{"find " + tokensColl, "find " + revokedColl}, names(), "an unknown digest")
 }

@@ -130,14 +130,31 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 			return fmt.Errorf("mongostore: create token: %w", err)
 		}
 	}
-	if _, err := s.liveUser(ctx, t.Org, t.UserID); err != nil {
+	// With the check of the user, the tombstone of the digest, if any
+	// (a value seeded again after its revocation), goes.
+	userErr, err := s.withLiveUser(ctx, t.Org, t.UserID, func() error {
+		_, err := s.revoked.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.Digest}})
+		return err
+	})
+	if userErr != nil {
 		// Deleted meanwhile (or unreadable): the token must not outlive
 		// the user. Should this removal fail too, ReadAccess still
 		// refuses a token whose user is gone.
 		_, derr := s.tokens.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.Digest}, {Key: "tid", Value: doc.ID}})
-		return wrap("create token: user", cmp.Or(err, derr))
+		return wrap("create token: user", cmp.Or(userErr, derr))
 	}
-	return nil
+	return wrap("create token: tombstone", err)
+}
+
+// revokedDoc is the tombstone of a revoked token (storage.Revocation): its
+// digest, never its value.
+type revokedDoc struct {
+	Digest  string    `bson:"_id"`
+	ID      string    `bson:"tid"`
+	Org     string    `bson:"org"`
+	UID     string    `bson:"uid"`
+	Revoked time.Time `bson:"at"`
+	Until   time.Time `bson:"until"`
 }
 
 // checkUserAndFreeSlot checks that the user id of org is alive while it
@@ -236,6 +253,9 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	defer cancel()
 	var td tokenDoc
 	if err := s.tokens.FindOne(ctx, bson.D{{Key: "_id", Value: digestKey(q.Digest)}}).Decode(&td); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return storage.Access{}, s.revokedAt(ctx, q.Digest, q.LiveAt)
+		}
 		return storage.Access{}, wrap("read access", err)
 	}
 	u, err := s.liveUser(ctx, td.Org, td.UID)
@@ -316,8 +336,28 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, at time.Time
 	return ts, nil
 }
 
-// DeleteToken implements storage.Store.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, at time.Time) (err error) {
+// revokedAt is ReadAccess's answer for a digest no token has: ErrRevoked
+// when its tombstone lasts beyond liveAt, else ErrNotFound. It is one more
+// find by _id, on that rare path only.
+func (s *Store) revokedAt(ctx context.Context, d storage.Digest, liveAt time.Time) error {
+	filter := bson.D{{Key: "_id", Value: digestKey(d)}, {Key: "until", Value: bson.D{{Key: "$gt", Value: liveAt}}}}
+	err := s.revoked.FindOne(ctx, filter, options.FindOne().SetProjection(idOnly)).Err()
+	switch {
+	case err == nil:
+		return fmt.Errorf("mongostore: read access: %w", storage.ErrRevoked)
+	case errors.Is(err, mongo.ErrNoDocuments):
+		return fmt.Errorf("mongostore: read access: %w", storage.ErrNotFound)
+	default:
+		return wrap("read access: tombstone", err)
+	}
+}
+
+// DeleteToken implements storage.Store: the token's document goes
+// (findAndModify, which returns it), then its tombstone is written, both
+// between the event's two writes (events.go). A stop between the two, or
+// a tombstone that fails to be written, leaves no tombstone: the token
+// reads as unknown rather than revoked, and the revocation stands.
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	end, err := s.beginEvent(ctx)
@@ -325,13 +365,26 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, at time
 		return err
 	}
 	defer func() { end(err) }()
-	filter := bson.D{{Key: "tid", Value: id}, {Key: "org", Value: org}, {Key: "uid", Value: userID}, liveAt(at)}
-	res, err := s.tokens.DeleteOne(ctx, filter)
+	filter := bson.D{{Key: "tid", Value: id}, {Key: "org", Value: org}, {Key: "uid", Value: userID}, liveAt(r.At)}
+	var td tokenDoc
+	err = s.tokens.FindOneAndDelete(ctx, filter).Decode(&td)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return fmt.Errorf("mongostore: delete token: %w", storage.ErrNotFound)
+	}
 	if err != nil {
 		return wrap("delete token", err)
 	}
-	if res.DeletedCount == 0 {
-		return fmt.Errorf("mongostore: delete token: %w", storage.ErrNotFound)
+	var t storage.Token
+	if td.Expires != nil {
+		t.ExpiresAt = *td.Expires
 	}
+	until := r.Until(t)
+	if !until.After(r.At) {
+		return nil
+	}
+	// The token is gone, and its event must say so: a tombstone that
+	// fails to be written is not the revocation's failure.
+	doc := revokedDoc{Digest: td.Digest, ID: id, Org: org, UID: userID, Revoked: r.At, Until: until}
+	_, _ = s.revoked.ReplaceOne(ctx, bson.D{{Key: "_id", Value: td.Digest}}, doc, options.Replace().SetUpsert(true))
 	return nil
 }

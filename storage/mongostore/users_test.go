@@ -492,3 +492,34 @@ func crashAfter(s *Store, stop string) *[]string {
 	}
 	return &steps
 }
+
+// Cleanup removes the tombstones of revoked tokens past their time at the
+// instant given, and keeps the others.
+func TestCleanupRemovesTombstones(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org))
+	alice := crashUser(org.ID, "alice")
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
+	short, long := crashToken(alice, time.Time{}), crashToken(alice, time.Time{})
+	for i, tok := range []storage.Token{short, long} {
+		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}))
+		r := storage.Revocation{At: t0, KeepUntil: t0.Add(time.Duration(i+1) * time.Hour)}
+		require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, r))
+	}
+	count := func() int64 {
+		n, err := s.revoked.CountDocuments(ctx, bson.D{})
+		require.NoError(t, err)
+		return n
+	}
+	require.EqualValues(t, 2, count())
+	n, err := s.Cleanup(ctx, t0.Add(time.Hour))
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	assert.EqualValues(t, 1, count())
+	_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: long.Digest, LiveAt: t0.Add(time.Hour)})
+	require.ErrorIs(t, err, storage.ErrRevoked)
+	_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: short.Digest, LiveAt: t0})
+	require.NotErrorIs(t, err, storage.ErrRevoked, "removed, though asked about a time it lasted")
+}

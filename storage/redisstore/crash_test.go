@@ -127,10 +127,10 @@ func TestCrashDeleteTokenBeforePointers(t *testing.T) {
 	tok := w.token("doomed-token-value", time.Time{})
 	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}))
 	w.stopAt(t, "delete token: pointers")
-	require.NoError(t, w.s.DeleteToken(audited(ctx, "token.delete", tok.ID), "acme", w.user.ID, tok.ID, crashT0))
+	require.NoError(t, w.s.DeleteToken(audited(ctx, "token.delete", tok.ID), "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}))
 	w.requireUnusable(t, tok)
 	w.requireEvents(t, "token.delete "+tok.ID)
-	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, crashT0), storage.ErrNotFound)
+	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}), storage.ErrNotFound)
 }
 
 // A stop after the user left the org's slot, before the pointers of its

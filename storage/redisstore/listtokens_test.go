@@ -51,7 +51,7 @@ func TestListTokensReadsAfresh(t *testing.T) {
 	after, err := s.ListTokens(ctx, "acme", u.ID, t0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"t0", "t1", "t2"}, ids(after), "a new record is read")
-	require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, third.ID, t0))
+	require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, third.ID, storage.Revocation{At: t0}))
 	after, err = s.ListTokens(ctx, "acme", u.ID, t0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"t0", "t1"}, ids(after), "a deleted record is gone")

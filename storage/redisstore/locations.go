@@ -53,11 +53,16 @@ func (s *Store) newLocation(pointer, org, uid, folded, tid string) location {
 // pointer is not (data written before user:<uid> existed).
 var errMoved = errors.New("redisstore: token pointer changed")
 
+// errTombstone says that a token's pointer is its tombstone, which
+// credentialAt returns in place of the user.
+var errTombstone = errors.New("redisstore: token revoked")
+
 // credentialAt reads, at one moment, the pointer of a token whose records
 // are at loc, its user's record and instance configuration and, when list
 // is true, the user's token records, else its own. It returns the parts
 // the authentication script returns, ErrNotFound when the pointer or the
-// token is gone, and errMoved when the script must read them.
+// token is gone, errTombstone with the tombstone (as user) when the token
+// was revoked, and errMoved when the script must read them.
 func (s *Store) credentialAt(ctx context.Context, key string, loc location, list bool) (user, inst, recs string, err error) {
 	var pointer, both string
 	if list {
@@ -92,6 +97,8 @@ func (s *Store) credentialAt(ctx context.Context, key string, loc location, list
 	switch {
 	case pointer == "":
 		return "", "", "", storage.ErrNotFound
+	case isTombstone(pointer):
+		return pointer, "", "", errTombstone
 	case pointer != loc.pointer:
 		return "", "", "", errMoved
 	case !list && recs == "":

@@ -198,7 +198,7 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 	require.NoError(t, err, "the token was created, and authenticates")
 	assert.Equal(t, tok.ID, a.Credential.Token.ID)
 
-	lost("DeleteToken", tok.ID, func() error { return s.DeleteToken(ctx, "acme", u.ID, tok.ID, crashT0) })
+	lost("DeleteToken", tok.ID, func() error { return s.DeleteToken(ctx, "acme", u.ID, tok.ID, storage.Revocation{At: crashT0}) })
 	_, err = direct.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 	require.ErrorIs(t, err, storage.ErrNotFound, "the token was deleted")
 

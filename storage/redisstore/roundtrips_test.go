@@ -181,4 +181,32 @@ func testRoundTrips(t *testing.T, c redis.UniversalClient, single bool) {
 			t.Logf("%s: %d round trips", op.name, counter.trips.Load())
 		}
 	}
+
+	// A revoked token is told from an unknown one in the read that finds
+	// no token: one round trip, on a Cluster too, whether this process
+	// knew where the token's records were (warm) or not.
+	warm, err := svc.CreateToken(ctx, bearer, "admin", orgadmin.CreateTokenInput{Name: "warm"})
+	require.NoError(t, err)
+	_, err = svc.Authenticate(ctx, warm.Value)
+	require.NoError(t, err)
+	cold, err := svc.CreateToken(ctx, bearer, "admin", orgadmin.CreateTokenInput{Name: "cold"})
+	require.NoError(t, err)
+	for _, tok := range []orgadmin.Token{warm, cold} {
+		require.NoError(t, svc.DeleteToken(ctx, bearer, "admin", tok.ID))
+	}
+	for _, c := range []struct {
+		name, value string
+		why         error
+	}{
+		{"revoked, warm", warm.Value, orgadmin.ErrRevokedToken},
+		{"revoked, cold", cold.Value, orgadmin.ErrRevokedToken},
+		{"unknown", "never-issued-0123456789", orgadmin.ErrUnknownToken},
+	} {
+		for range 2 {
+			counter.trips.Store(0)
+			_, err := svc.Authenticate(ctx, c.value)
+			require.ErrorIs(t, err, c.why, c.name)
+			assert.EqualValues(t, 1, counter.trips.Load(), c.name)
+		}
+	}
 }

@@ -38,6 +38,9 @@ import "github.com/redis/go-redis/v9"
 //	tok:<hex>      token digest -> "<org>\n<uid>\n<token id>" on a Cluster,
 //	               "<org>\n<uid>\n<folded username>\n<token id>" on a
 //	               single server (a user's folded username never changes)
+//	               or, once the token is revoked, its tombstone
+//	               "\0rev\n<until ms>\n<revoked at ms>\n<org>\n<uid>\n<token id>"
+//	               (tombstone.go), which expires at <until>
 //	tid:<id>       token id -> digest hex (keeps ids unique in the store)
 //	ses:<hex>      session digest -> "<org>\n<uid>"
 //	{fb}:h {fb}:q  feedback records and their order
@@ -244,6 +247,7 @@ var authenticateScript = redis.NewScript(targetRecords + `
 -- ARGV: prefix, target folded ('' for none), tokens ('1' or '0')
 local v = redis.call('GET', KEYS[1])
 if not v then return false end
+if string.byte(v, 1) == 0 then return {v} end
 local org, uid, f, tid = string.match(v, '^([^\n]*)\n([^\n]*)\n([^\n]*)\n(.*)$')
 local b
 if org then
@@ -280,7 +284,8 @@ var createTokenScript = redis.NewScript(orgBase + relist + auditScript + `
 local P = ARGV[7]
 local single = ARGV[6] == '1'
 if single then
-  if redis.call('EXISTS', P..'tok:'..ARGV[8]) == 1 or redis.call('EXISTS', P..'tid:'..ARGV[2]) == 1 then
+  local pv = redis.call('GET', P..'tok:'..ARGV[8])
+  if (pv and string.byte(pv, 1) ~= 0) or redis.call('EXISTS', P..'tid:'..ARGV[2]) == 1 then
     return 'EXISTS'
   end
 end
@@ -331,19 +336,37 @@ audit(b, 11)
 return 'OK'
 `)
 
-// deleteTokenScript removes a live token and returns {status, digest hex}.
+// deleteTokenScript removes a live token and returns {status, digest hex,
+// expiry (ms, 0 for none)}. With single = "1" it also replaces the
+// token's pointer with its tombstone (of the org ARGV[6]; see
+// tombstone.go), and removes its id's pointer.
 var deleteTokenScript = redis.NewScript(orgBase + relist + auditScript + `
--- ARGV: uid, tid, liveAt (ms), single, prefix
+-- ARGV: uid, tid, liveAt (ms), single, prefix, org, tombstone life (ms) of a token without expiry, grace (ms)
 local tk = b..'tok:'..ARGV[1]
 local v = redis.call('HGET', tk, ARGV[2])
 if not v then return {'NOTFOUND'} end
 local t = cjson.decode(v)
-if t.e ~= 0 and t.e <= tonumber(ARGV[3]) then return {'NOTFOUND'} end
+local at = tonumber(ARGV[3])
+if t.e ~= 0 and t.e <= at then return {'NOTFOUND'} end
 redis.call('HDEL', tk, ARGV[2])
 relist(b, ARGV[1])
-if ARGV[4] == '1' then redis.call('DEL', ARGV[5]..'tok:'..t.d, ARGV[5]..'tid:'..t.id) end
-audit(b, 6)
-return {'OK', t.d}
+if ARGV[4] == '1' then
+  local P = ARGV[5]
+  local ttl = tonumber(ARGV[7])
+  local upto = at + ttl
+  if t.e ~= 0 then
+    upto, ttl = t.e, t.e - at
+  end
+  if ttl > 0 then
+    local tomb = '\0rev\n'..string.format('%d', upto)..'\n'..ARGV[3]..'\n'..ARGV[6]..'\n'..ARGV[1]..'\n'..ARGV[2]
+    redis.call('SET', P..'tok:'..t.d, tomb, 'PX', ttl + tonumber(ARGV[8]))
+  else
+    redis.call('DEL', P..'tok:'..t.d)
+  end
+  redis.call('DEL', P..'tid:'..t.id)
+end
+audit(b, 9)
+return {'OK', t.d, t.e}
 `)
 
 // releaseScript deletes KEYS[1] if it still holds ARGV[1]: the undo of a

@@ -100,7 +100,7 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 			require.NoError(t, err, "two expired tokens make room")
 			requireMirror("created after dropping the expired")
 
-			require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, toks[1].ID, later))
+			require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, toks[1].ID, storage.Revocation{At: later}))
 			requireMirror("one deleted")
 			listed, err := s.ListTokens(ctx, "acme", u.ID, later)
 			require.NoError(t, err)

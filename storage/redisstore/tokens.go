@@ -84,6 +84,25 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 	if len(held) == 0 {
 		return nil
 	}
+	// A digest's tombstone is no token: the key is claimed over it.
+	claims := make(map[string]*redis.Cmd, len(held))
+	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k := range held {
+			claims[k] = claimScript.Eval(ctx, p, []string{k}, keys[k], life.Milliseconds())
+		}
+		return nil
+	})
+	if err != nil {
+		return failed("reserve", err)
+	}
+	for k, c := range claims {
+		if n, _ := c.Val().(int64); n == 1 {
+			delete(held, k)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
 	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k := range held {
 			held[k] = p.Get(ctx, k)
@@ -157,6 +176,9 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	if errors.Is(err, redis.Nil) {
 		return storage.Access{}, storage.ErrNotFound
 	}
+	if errors.Is(err, storage.ErrRevoked) {
+		return storage.Access{}, storage.ErrRevoked
+	}
 	if err != nil {
 		return storage.Access{}, failed("read access", err)
 	}
@@ -194,6 +216,9 @@ func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQu
 		switch {
 		case errors.Is(err, errMoved):
 			s.locs.Forget(d)
+		case errors.Is(err, errTombstone):
+			s.locs.Forget(d)
+			return accessRecords{}, nil, revokedAt(user, q.LiveAt)
 		case errors.Is(err, storage.ErrNotFound):
 			s.locs.Forget(d)
 			return accessRecords{}, nil, redis.Nil
@@ -213,6 +238,9 @@ func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQu
 	if err != nil {
 		return accessRecords{}, nil, err
 	}
+	if len(v) == 1 { // the digest's tombstone
+		return accessRecords{}, nil, revokedAt(str(v[0]), q.LiveAt)
+	}
 	r = accessRecords{
 		org: str(v[0]), uid: str(v[1]), tid: str(v[2]), folded: str(v[3]),
 		user: str(v[4]), inst: str(v[5]), token: str(v[6]),
@@ -231,6 +259,9 @@ func (s *Store) accessCluster(ctx context.Context, key string, q storage.AccessQ
 	pointer, err := s.c.Get(ctx, key).Result()
 	if err != nil {
 		return accessRecords{}, err
+	}
+	if isTombstone(pointer) {
+		return accessRecords{}, revokedAt(pointer, q.LiveAt)
 	}
 	parts := strings.SplitN(unmark(pointer), "\n", 3)
 	if len(parts) != 3 {
@@ -365,12 +396,16 @@ func byCreation(a, b storage.Token) int {
 }
 
 // DeleteToken implements storage.Store. The token leaves its user's records
-// first, which ends its use at once; on a Cluster its pointer keys are
-// removed afterwards.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
+// first, which ends its use at once; on a single server the script turns
+// its digest's pointer into its tombstone (tombstone.go); on a Cluster
+// that, and removing its id's pointer, are done afterwards. A stop in
+// between leaves a pointer to no token: unknown rather than revoked.
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, deleteTokenScript, org, withAudit(ctx, userID, id, millis(liveAt), single(s.single), s.prefix)...).Slice()
+	keep := millis(r.KeepUntil) - millis(r.At) // the tombstone's life without expiry
+	v, err := s.run(ctx, deleteTokenScript, org, withAudit(ctx, userID, id, millis(r.At), single(s.single), s.prefix,
+		org, max(keep, 0), s.grace.Milliseconds())...).Slice()
 	if err != nil {
 		return failed("delete token", err)
 	}
@@ -380,6 +415,17 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt 
 	if err := s.stepped("delete token: pointers"); err != nil {
 		return nil
 	}
-	_ = s.delKeys(ctx, []string{s.prefix + "tok:" + str(v[1]), s.prefix + "tid:" + id})
+	expires, _ := v[2].(int64)
+	until := r.Until(storage.Token{ExpiresAt: fromMillis(expires)})
+	key := s.prefix + "tok:" + str(v[1])
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		if life := until.Sub(r.At); life > 0 {
+			p.Set(ctx, key, tombstone(org, userID, id, r.At, until), life+s.grace)
+		} else {
+			p.Del(ctx, key)
+		}
+		p.Del(ctx, s.prefix+"tid:"+id)
+		return nil
+	})
 	return nil
 }

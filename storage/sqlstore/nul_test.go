@@ -52,7 +52,7 @@ func TestControlCharactersRoundTrip(t *testing.T) {
 		toks, err := s.ListTokens(ctx, org, u.ID, time.UnixMilli(9))
 		require.NoError(t, err)
 		assert.Equal(t, []storage.Token{tok}, toks)
-		require.NoError(t, s.DeleteToken(ctx, org, u.ID, tok.ID, time.UnixMilli(9)))
+		require.NoError(t, s.DeleteToken(ctx, org, u.ID, tok.ID, storage.Revocation{At: time.UnixMilli(9)}))
 
 		for _, id := range []string{"rw" + odd, "rs.0" + odd} {
 			require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org, UserID: u.ID, ID: id, Active: true, At: time.UnixMilli(3).UTC()}))

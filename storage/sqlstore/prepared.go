@@ -107,6 +107,7 @@ func (s *Store) prepareWrites(ctx context.Context) error {
 		s.q.lockUser, s.q.dropExpiredTokens, s.q.countTokens, s.q.tokenTaken, s.q.insertToken,
 		s.q.dropExpiredSessions, s.q.insertSession, s.q.addFeedback, s.q.trimFeedback,
 		s.q.createOrg, s.q.updateUser, s.q.setInstances, s.q.deleteToken, s.q.putDive,
+		s.q.revoke, s.q.unrevoke, s.q.dropRevoked,
 		s.eq.insert, s.eq.dropExpired, s.eq.boundary, s.eq.dropBeyond,
 	} {
 		if _, err := s.wr().stmt(ctx, q); err != nil {

@@ -83,6 +83,8 @@ type queries struct {
 
 	lockUser, dropExpiredTokens, countTokens, tokenTaken, insertToken string
 	credential, targetTokens, listTokens, deleteToken                 string
+	// The tombstones of revoked tokens.
+	revoke, unrevoke, dropRevoked, revoked string
 
 	setDuckling, listActivity string
 
@@ -122,8 +124,16 @@ func newQueries(d *dialect) queries {
 		targetTokens: "SELECT " + u + ", " + cols("t", tokenColumns, true) +
 			" FROM users u LEFT JOIN tokens t ON t.org = u.org AND t.user_id = u.id AND " + liveAt("t", "$3") +
 			" WHERE u.org = $1 AND u.folded = $2 ORDER BY t.created_at, t.id",
-		listTokens:  "SELECT " + t + " FROM tokens t WHERE t.org = $1 AND t.user_id = $2 AND " + liveAt("t", "$3") + " ORDER BY t.created_at, t.id",
-		deleteToken: "DELETE FROM tokens AS t WHERE t.id = $3 AND t.org = $1 AND t.user_id = $2 AND " + liveAt("t", "$4"),
+		listTokens: "SELECT " + t + " FROM tokens t WHERE t.org = $1 AND t.user_id = $2 AND " + liveAt("t", "$3") + " ORDER BY t.created_at, t.id",
+		deleteToken: "DELETE FROM tokens AS t WHERE t.id = $3 AND t.org = $1 AND t.user_id = $2 AND " + liveAt("t", "$4") +
+			" RETURNING digest, expires_at",
+		revoke: `INSERT INTO revoked_tokens (digest, org, user_id, token_id, revoked_at, until) VALUES ($1, $2, $3, $4, $5, $6)
+	ON CONFLICT (digest) DO UPDATE SET org = excluded.org, user_id = excluded.user_id, token_id = excluded.token_id,
+	revoked_at = excluded.revoked_at, until = excluded.until`,
+		unrevoke: "DELETE FROM revoked_tokens WHERE digest = $1",
+		dropRevoked: "DELETE FROM revoked_tokens WHERE digest IN" +
+			" (SELECT digest FROM revoked_tokens WHERE until <= $1 ORDER BY until LIMIT " + strconv.Itoa(revokedTrimBatch) + ")",
+		revoked: "SELECT count(*) FROM revoked_tokens WHERE digest = $1 AND until > $2",
 
 		setDuckling: `INSERT INTO ducklings (org, user_id, id, active, at) VALUES ($1, $2, $3, $4, $5)
 	ON CONFLICT (org, user_id, id) DO UPDATE SET active = excluded.active, at = excluded.at`,
@@ -173,6 +183,7 @@ func newQueries(d *dialect) queries {
 		&q.listUsers[0][0], &q.listUsers[0][1], &q.listUsers[1][0], &q.listUsers[1][1], &q.totalUsers[0], &q.totalUsers[1],
 		&q.lockUser, &q.dropExpiredTokens, &q.countTokens, &q.tokenTaken, &q.insertToken,
 		&q.credential, &q.targetTokens, &q.listTokens, &q.deleteToken,
+		&q.revoke, &q.unrevoke, &q.dropRevoked, &q.revoked,
 		&q.setDuckling, &q.listActivity,
 		&q.putDive, &q.getDive, &q.embedTarget,
 		&q.dropExpiredSessions, &q.insertSession, &q.sessionByDigest,

@@ -12,7 +12,8 @@ import (
 //
 // Version 1 holds every table. Version 2 adds the index that listings
 // filtered on service accounts read their keyset pages from. Version 3
-// adds the audit events (events.go).
+// adds the audit events (events.go). Version 4 adds the tombstones of
+// revoked tokens (tokens.go).
 var migrations = []string{
 	// 1
 	`CREATE TABLE orgs (
@@ -120,6 +121,16 @@ CREATE TABLE feedback (
 	after_value TEXT,
 	PRIMARY KEY (org, at, id)
 )`,
+	// 4
+	`CREATE TABLE revoked_tokens (
+	digest BYTEA PRIMARY KEY,
+	org TEXT NOT NULL,
+	user_id TEXT NOT NULL,
+	token_id TEXT NOT NULL,
+	revoked_at BIGINT NOT NULL,
+	until BIGINT NOT NULL
+);
+CREATE INDEX revoked_tokens_by_until ON revoked_tokens (until)`,
 }
 
 // migration returns the statements of migration i (0-based) for the

@@ -89,6 +89,10 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 		case err != nil:
 			return err
 		}
+		// A value seeded again after its revocation is live again.
+		if _, err := tx.ExecContext(ctx, s.q.unrevoke, t.Digest[:]); err != nil {
+			return err
+		}
 		return s.recordEvent(ctx, tx)
 	})
 	return failed("create token", err)
@@ -109,6 +113,14 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	)
 	err := s.rd().QueryRowContext(ctx, s.q.credential, q.Digest[:]).Scan(append(tr.dest(), ur.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
+		// The rare path: one more statement, for the tombstone.
+		var n int
+		if err := s.rd().QueryRowContext(ctx, s.q.revoked, q.Digest[:], micros(q.LiveAt)).Scan(&n); err != nil {
+			return storage.Access{}, failed("read access", err)
+		}
+		if n > 0 {
+			return storage.Access{}, storage.ErrRevoked
+		}
 		return storage.Access{}, storage.ErrNotFound
 	}
 	if err != nil {
@@ -217,14 +229,36 @@ func (s *Store) liveTokens(ctx context.Context, dst []storage.Token, org, userID
 	return dst, nil
 }
 
-// DeleteToken implements storage.Store: one DELETE of the token's row, in
-// a transaction with its audit event when it has one.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, liveAt time.Time) error {
+// revokedTrimBatch bounds the tombstones past their time that one
+// DeleteToken deletes.
+const revokedTrimBatch = 16
+
+// DeleteToken implements storage.Store: in one transaction, the DELETE of
+// the token's row, the tombstone of its digest, a bounded batch of
+// tombstones past their time at r.At, and its audit event.
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.writeAudited(ctx, func(r runner) error {
-		res, err := r.ExecContext(ctx, s.q.deleteToken, org, userID, id, micros(liveAt))
-		return changedOne(res, err)
+	err := s.inTx(ctx, func(tx runner) error {
+		var (
+			digest  []byte
+			expires sql.NullInt64
+		)
+		err := tx.QueryRowContext(ctx, s.q.deleteToken, org, userID, id, micros(r.At)).Scan(&digest, &expires)
+		if errors.Is(err, sql.ErrNoRows) {
+			return storage.ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		until := r.Until(storage.Token{ExpiresAt: fromNullMicros(expires)})
+		if _, err := tx.ExecContext(ctx, s.q.dropRevoked, micros(r.At)); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, s.q.revoke, digest, org, userID, id, micros(r.At), micros(until)); err != nil {
+			return err
+		}
+		return s.recordEvent(ctx, tx)
 	})
 	return failed("delete token", err)
 }

@@ -143,7 +143,7 @@ func testAccessDeletedUser(t *testing.T, s storage.Store) {
 	aliceTok := createToken(t, s, alice, t0, time.Time{})
 	bobTok := createToken(t, s, bob, t0, time.Time{})
 	revoked := createToken(t, s, alice, t0, time.Time{})
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, revoked.ID, t0))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, revoked.ID, storage.Revocation{At: t0}))
 	_, err := s.ReadAccess(t.Context(), storage.AccessQuery{Digest: revoked.Digest, Username: "alice", Tokens: true, LiveAt: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 

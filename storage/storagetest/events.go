@@ -134,7 +134,9 @@ func testEventEachChange(t *testing.T, s storage.Store) {
 	do("token.create", func(ctx context.Context) error {
 		return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0})
 	})
-	do("token.delete", func(ctx context.Context) error { return s.DeleteToken(ctx, org.ID, u.ID, tok.ID, t0) })
+	do("token.delete", func(ctx context.Context) error {
+		return s.DeleteToken(ctx, org.ID, u.ID, tok.ID, storage.Revocation{At: t0})
+	})
 	d := newDive(org.ID, "Sales")
 	do("dive.register", func(ctx context.Context) error { return s.PutDive(ctx, d) })
 	do("embed_session.create", func(ctx context.Context) error { return s.CreateEmbedSession(ctx, newSession(u, "one")) })
@@ -192,7 +194,7 @@ func testEventRefused(t *testing.T, s storage.Store) {
 		return s.CreateToken(ctx, newToken(newUser(org.ID, "Nobody", true), t0, time.Time{}), storage.TokenLimit{})
 	})
 	refused("delete missing token", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.DeleteToken(ctx, org.ID, u.ID, uuid.NewString(), t0)
+		return s.DeleteToken(ctx, org.ID, u.ID, uuid.NewString(), storage.Revocation{At: t0})
 	})
 	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context) error {
 		return s.PutDive(ctx, newDive(uuid.NewString(), "x"))

@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store) {
 		{"ListTokens", listTokensTests},
 		{"DeleteToken", deleteTokenTests},
 		{"ReadAccess", accessTests},
+		{"Revoked", revokedTests},
 		{"Ducklings", ducklingTests},
 		{"Dives", diveTests},
 		{"EmbedSessions", embedSessionTests},

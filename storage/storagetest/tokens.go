@@ -213,7 +213,7 @@ func testTokenLimitExceeded(t *testing.T, s storage.Store) {
 	require.ErrorIs(t, s.CreateToken(t.Context(), fifth, lim), storage.ErrLimitExceeded)
 	requireTokenGone(t, s, fifth)
 
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, later.ID, lim.LiveAt))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, later.ID, storage.Revocation{At: lim.LiveAt}))
 	require.NoError(t, s.CreateToken(t.Context(), fifth, lim))
 	requireTokenFound(t, s, fifth, alice)
 }
@@ -370,14 +370,14 @@ func testDeleteToken(t *testing.T, s storage.Store) {
 	gone := createToken(t, s, alice, t0, at(time.Hour))
 	kept := createToken(t, s, alice, at(time.Second), time.Time{})
 
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, t0))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, storage.Revocation{At: t0}))
 	requireTokenGone(t, s, gone)
 	requireTokenFound(t, s, kept, alice)
 	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
 	require.NoError(t, err)
 	assertTokens(t, []storage.Token{kept}, toks)
 
-	err = s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, t0)
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, storage.Revocation{At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	// Its ID and digest are free again.
@@ -392,7 +392,7 @@ func testDeleteTokenOtherUsersToken(t *testing.T, s storage.Store) {
 	bob := createUser(t, s, org.ID, "bob", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
 
-	err := s.DeleteToken(t.Context(), org.ID, bob.ID, tok.ID, t0)
+	err := s.DeleteToken(t.Context(), org.ID, bob.ID, tok.ID, storage.Revocation{At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireTokenFound(t, s, tok, alice)
 	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
@@ -406,15 +406,15 @@ func testDeleteTokenExpired(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, at(-time.Hour), t0)
-	err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, t0)
+	err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, at(time.Hour))
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: at(time.Hour)})
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, at(-time.Millisecond)))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: at(-time.Millisecond)}))
 	requireTokenGone(t, s, tok)
 
 	old := createToken(t, s, alice, past, past.Add(time.Hour))
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, old.ID, past))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, old.ID, storage.Revocation{At: past}))
 	requireTokenGone(t, s, old)
 }
 
@@ -422,15 +422,15 @@ func testDeleteTokenExpired(t *testing.T, s storage.Store) {
 func testDeleteTokenMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
-	err := s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), t0)
+	err := s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), storage.Revocation{At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	tok := createToken(t, s, alice, t0, time.Time{})
-	err = s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), t0)
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), storage.Revocation{At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.DeleteToken(t.Context(), org.ID, uuid.NewString(), tok.ID, t0)
+	err = s.DeleteToken(t.Context(), org.ID, uuid.NewString(), tok.ID, storage.Revocation{At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.DeleteToken(t.Context(), uuid.NewString(), alice.ID, tok.ID, t0)
+	err = s.DeleteToken(t.Context(), uuid.NewString(), alice.ID, tok.ID, storage.Revocation{At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireTokenFound(t, s, tok, alice)
 }
@@ -442,7 +442,7 @@ func testDeleteTokenOtherOrg(t *testing.T, s storage.Store) {
 	createUser(t, s, b.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
 
-	err := s.DeleteToken(t.Context(), b.ID, alice.ID, tok.ID, t0)
+	err := s.DeleteToken(t.Context(), b.ID, alice.ID, tok.ID, storage.Revocation{At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireTokenFound(t, s, tok, alice)
 }

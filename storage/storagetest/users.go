@@ -349,7 +349,7 @@ func testDeleteUserRemovesTokens(t *testing.T, s storage.Store) {
 
 	for _, tok := range aliceTokens {
 		requireTokenGone(t, s, tok)
-		err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, past)
+		err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: past})
 		require.ErrorIs(t, err, storage.ErrNotFound)
 	}
 	requireNoTokens(t, s, org.ID, alice.ID)

@@ -1,0 +1,64 @@
+package redisstore
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// A revoked token's digest pointer, tok:<hex>, is not removed but becomes
+// its tombstone (storage.Revocation):
+//
+//	"\0rev\n<until ms>\n<revoked at ms>\n<org>\n<uid>\n<token id>"
+//
+// with a key TTL of its remaining life plus the expiry grace, so Redis
+// drops it by itself. ReadAccess reads it where it reads the pointer, in
+// the same command, so telling a revoked token from an unknown one costs
+// no round trip; a token created with the digest replaces it, as it would
+// a missing pointer. The leading NUL tells it from a pointer, whose org id
+// never starts with one.
+
+// tombstonePrefix starts every tombstone.
+const tombstonePrefix = "\x00rev\n"
+
+// isTombstone reports whether the value of a digest pointer is a tombstone.
+func isTombstone(v string) bool { return strings.HasPrefix(v, tombstonePrefix) }
+
+// tombstone returns the value of the tombstone of the token id of the user
+// uid of org, revoked at at, lasting until until.
+func tombstone(org, uid, id string, at, until time.Time) string {
+	return tombstonePrefix + strconv.FormatInt(millis(until), 10) + "\n" + strconv.FormatInt(millis(at), 10) +
+		"\n" + org + "\n" + uid + "\n" + id
+}
+
+// revokedAt returns storage.ErrRevoked when the tombstone v lasts beyond
+// liveAt, and redis.Nil (no token) when it does not.
+func revokedAt(v string, liveAt time.Time) error {
+	until, _, ok := strings.Cut(strings.TrimPrefix(v, tombstonePrefix), "\n")
+	ms, err := strconv.ParseInt(until, 10, 64)
+	if !ok || err != nil {
+		return fmt.Errorf("corrupt token tombstone")
+	}
+	if liveAt.UnixMilli() < ms {
+		return storage.ErrRevoked
+	}
+	return redis.Nil
+}
+
+// claimScript sets KEYS[1] to ARGV[1] (for ARGV[2] ms, none when 0) if it
+// holds a tombstone: a token created anew with a revoked digest.
+var claimScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if not v or string.byte(v, 1) ~= 0 then return 0 end
+if tonumber(ARGV[2]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+else
+  redis.call('SET', KEYS[1], ARGV[1])
+end
+return 1
+`)

@@ -1,0 +1,168 @@
+package storagetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// revokedTests check the tombstones DeleteToken keeps (storage.Revocation)
+// and how ReadAccess reports them.
+var revokedTests = []subtest{
+	{"Reported", testRevokedReported},
+	{"UnknownIsNotRevoked", testRevokedUnknownIsNot},
+	{"UntilExpiry", testRevokedUntilExpiry},
+	{"UntilKeepUntil", testRevokedUntilKeepUntil},
+	{"DeletedUserIsNotRevoked", testRevokedDeletedUserIsNot},
+	{"RecreatedClears", testRevokedRecreatedClears},
+	{"Audited", testRevokedAudited},
+}
+
+// revocation revokes at at, keeping a tombstone of a token without expiry
+// for a day.
+func revocation(at time.Time) storage.Revocation {
+	return storage.Revocation{At: at, KeepUntil: at.Add(24 * time.Hour)}
+}
+
+// readErr returns the error of ReadAccess of d at liveAt, with a target
+// and its tokens asked for, as a request would.
+func readErr(t *testing.T, s storage.Store, d storage.Digest, liveAt time.Time) error {
+	t.Helper()
+	_, err := s.ReadAccess(t.Context(), storage.AccessQuery{Digest: d, Username: "alice", Tokens: true, LiveAt: liveAt})
+	return err
+}
+
+// A revoked token's digest is ErrRevoked, which errors.Is also finds to be
+// ErrNotFound; the user's other tokens are untouched.
+func testRevokedReported(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+	other := createToken(t, s, alice, t0, time.Time{})
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute))))
+	err := readErr(t, s, tok.Digest, at(time.Minute))
+	require.ErrorIs(t, err, storage.ErrRevoked)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	readAccess(t, s, other, alice, "alice", at(time.Minute), alice, []storage.Token{other})
+	// Revoking it again finds no token, and keeps it revoked.
+	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute))), storage.ErrNotFound)
+	require.ErrorIs(t, readErr(t, s, tok.Digest, at(time.Minute)), storage.ErrRevoked)
+}
+
+// A digest never stored, and one of a token that failed to revoke, are
+// ErrNotFound, not ErrRevoked.
+func testRevokedUnknownIsNot(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0)))
+	err := readErr(t, s, digest("never issued"), t0)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NotErrorIs(t, err, storage.ErrRevoked)
+
+	// An expired token is not revoked: DeleteToken refuses it.
+	old := createToken(t, s, alice, t0, at(time.Hour))
+	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, old.ID, revocation(at(time.Hour))), storage.ErrNotFound)
+	_, err = s.ReadAccess(t.Context(), storage.AccessQuery{Digest: old.Digest, LiveAt: at(time.Hour)})
+	require.NoError(t, err, "the expired token is still stored, and its expiry is the caller's to check")
+}
+
+// The tombstone of a token with an expiry lasts until that expiry: at its
+// ExpiresAt, and after, the digest is ErrNotFound, whatever KeepUntil
+// says, and a write past that time may drop it.
+func testRevokedUntilExpiry(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, at(time.Hour))
+	r := storage.Revocation{At: at(time.Minute), KeepUntil: at(48 * time.Hour)}
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, r))
+	require.ErrorIs(t, readErr(t, s, tok.Digest, at(time.Hour-time.Millisecond)), storage.ErrRevoked)
+	for _, when := range []time.Time{at(time.Hour), at(2 * time.Hour)} {
+		err := readErr(t, s, tok.Digest, when)
+		require.ErrorIs(t, err, storage.ErrNotFound)
+		require.NotErrorIs(t, err, storage.ErrRevoked, "at %v", when)
+	}
+	// Writes past its time (which may sweep it) leave it gone.
+	for range 20 {
+		more := createToken(t, s, alice, at(3*time.Hour), time.Time{})
+		require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, more.ID, revocation(at(3*time.Hour))))
+	}
+	require.NotErrorIs(t, readErr(t, s, tok.Digest, at(2*time.Hour)), storage.ErrRevoked)
+}
+
+// The tombstone of a token without expiry lasts until KeepUntil.
+func testRevokedUntilKeepUntil(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0)))
+	require.ErrorIs(t, readErr(t, s, tok.Digest, at(24*time.Hour-time.Millisecond)), storage.ErrRevoked)
+	err := readErr(t, s, tok.Digest, at(24*time.Hour))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NotErrorIs(t, err, storage.ErrRevoked)
+}
+
+// Deleting a user makes no tombstone of its tokens: they are ErrNotFound.
+func testRevokedDeletedUserIsNot(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	tok := createToken(t, s, bob, t0, time.Time{})
+	expiring := createToken(t, s, bob, t0, at(time.Hour))
+	_, err := s.DeleteUser(t.Context(), org.ID, "bob")
+	require.NoError(t, err)
+	for _, d := range []storage.Digest{tok.Digest, expiring.Digest} {
+		err := readErr(t, s, d, at(time.Minute))
+		require.ErrorIs(t, err, storage.ErrNotFound)
+		require.NotErrorIs(t, err, storage.ErrRevoked)
+	}
+	_ = alice
+}
+
+// A token created with the digest of a tombstone (a seeded value seeded
+// again) removes the tombstone: it authenticates, and once deleted with
+// its user it is not revoked.
+func testRevokedRecreatedClears(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0)))
+	again := newToken(alice, at(time.Minute), time.Time{})
+	again.Digest = tok.Digest
+	require.NoError(t, s.CreateToken(t.Context(), again, storage.TokenLimit{Max: 10, LiveAt: at(time.Minute)}))
+	readAccess(t, s, again, alice, "alice", at(time.Minute), alice, []storage.Token{again})
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	require.NoError(t, err)
+	err = readErr(t, s, tok.Digest, at(time.Minute))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NotErrorIs(t, err, storage.ErrRevoked)
+}
+
+// A revocation records its audit event, as any DeleteToken does, and a
+// refused one neither an event nor a tombstone.
+func testRevokedAudited(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	tok := createToken(t, s, alice, t0, time.Time{})
+	ev := storage.Event{ID: "0198f3a2-0000-7000-8000-000000000001", Org: org.ID, At: at(time.Minute), ActorUsername: "system",
+		Action: "token.delete", TargetKind: "token", TargetID: tok.ID, TargetUsername: "alice"}
+	// Bob does not hold the token: refused, nothing recorded.
+	refused := storage.WithAudit(t.Context(), storage.Audit{Event: storage.Event{ID: "0198f3a2-0000-7000-8000-000000000002",
+		Org: org.ID, At: at(time.Minute), ActorUsername: "system", Action: "token.delete", TargetKind: "token", TargetID: tok.ID}})
+	require.ErrorIs(t, s.DeleteToken(refused, org.ID, bob.ID, tok.ID, revocation(at(time.Minute))), storage.ErrNotFound)
+	readAccess(t, s, tok, alice, "alice", at(time.Minute), alice, []storage.Token{tok})
+
+	ctx := storage.WithAudit(t.Context(), storage.Audit{Event: ev})
+	require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, revocation(at(time.Minute))))
+	require.ErrorIs(t, readErr(t, s, tok.Digest, at(time.Minute)), storage.ErrRevoked)
+	page, err := s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: 10, Action: "token.delete"})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1)
+	assert.Equal(t, ev.ID, page.Events[0].ID)
+	assert.Equal(t, tok.ID, page.Events[0].TargetID)
+}
