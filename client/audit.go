@@ -120,22 +120,14 @@ func (c *Client) AuditEvents(ctx context.Context, opts AuditEventsOptions) (*Aud
 // failure is yielded once, with a zero AuditEvent, and ends the
 // iteration.
 func (c *Client) AllAuditEvents(ctx context.Context, opts AuditEventsOptions) iter.Seq2[AuditEvent, error] {
-	return func(yield func(AuditEvent, error) bool) {
-		for {
-			page, err := c.AuditEvents(ctx, opts)
-			if err != nil {
-				yield(AuditEvent{}, err)
-				return
-			}
-			for _, e := range page.Events {
-				if !yield(e, nil) {
-					return
-				}
-			}
-			if page.NextPageToken == "" || len(page.Events) == 0 {
-				return
-			}
-			opts.PageToken = page.NextPageToken
+	return all(func(next string) ([]AuditEvent, string, error) {
+		if next != "" {
+			opts.PageToken = next
 		}
-	}
+		page, err := c.AuditEvents(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return page.Events, page.NextPageToken, nil
+	})
 }

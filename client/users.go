@@ -150,22 +150,40 @@ func (c *Client) ListUsers(ctx context.Context, opts ListUsersOptions) (*UserPag
 //		fmt.Println(u.Username)
 //	}
 func (c *Client) AllUsers(ctx context.Context, opts ListUsersOptions) iter.Seq2[User, error] {
-	return func(yield func(User, error) bool) {
+	return all(func(next string) ([]User, string, error) {
+		if next != "" {
+			opts.PageToken, opts.Offset = next, Optional[int]{}
+		}
+		page, err := c.ListUsers(ctx, opts)
+		if err != nil {
+			return nil, "", err
+		}
+		return page.Users, page.NextPageToken, nil
+	})
+}
+
+// all iterates over the items of the pages fetch returns, from the first
+// (next "") to the one whose next page token is "" or that is empty. A
+// failure is yielded once, with a zero item, and ends the iteration.
+func all[T any](fetch func(next string) (items []T, nextToken string, err error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		next := ""
 		for {
-			page, err := c.ListUsers(ctx, opts)
+			items, token, err := fetch(next)
 			if err != nil {
-				yield(User{}, err)
+				var zero T
+				yield(zero, err)
 				return
 			}
-			for _, u := range page.Users {
-				if !yield(u, nil) {
+			for _, it := range items {
+				if !yield(it, nil) {
 					return
 				}
 			}
-			if page.NextPageToken == "" || len(page.Users) == 0 {
+			if token == "" || len(items) == 0 {
 				return
 			}
-			opts.PageToken, opts.Offset = page.NextPageToken, Optional[int]{}
+			next = token
 		}
 	}
 }
