@@ -83,10 +83,10 @@ func appendAuditEvent(b []byte, e orgadmin.AuditEvent) []byte {
 	b = appendOptField(b, "username", e.TargetUsername)
 	b = append(b, '}')
 	b = appendOptField(b, "request_id", e.RequestID)
-	if e.Before != nil {
+	if len(e.Before) > 0 {
 		b = append(appendKey(b, "before"), e.Before...)
 	}
-	if e.After != nil {
+	if len(e.After) > 0 {
 		b = append(appendKey(b, "after"), e.After...)
 	}
 	return append(b, '}')

@@ -148,29 +148,36 @@ func (o *observer) serve(rw http.ResponseWriter, r *http.Request, next http.Hand
 		o.metrics.begin(r.Method)
 	}
 	start := time.Now()
+	measured := func() {
+		if o.metrics == nil && span == nil {
+			return
+		}
+		route := routeOf(r.Pattern)
+		if o.metrics != nil {
+			o.metrics.end(r.Method, route, rec.status, time.Since(start))
+		}
+		if span != nil && route != "" {
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(semconv.HTTPRoute(route))
+			if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
+				l.Add(semconv.HTTPRoute(route)) // for spanName
+			}
+		}
+	}
 	defer func() {
 		// A panic is a bug; the client still gets the JSON envelope.
 		if v := recover(); v != nil {
 			if v == http.ErrAbortHandler {
+				// The request ends here too: out of the gauge, into the
+				// histogram, before the abort goes on to net/http.
+				measured()
 				panic(v)
 			}
 			if !rec.wrote {
 				writeError(rec, r, o.log, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
 			}
 		}
-		if o.metrics != nil || span != nil {
-			route := routeOf(r.Pattern)
-			if o.metrics != nil {
-				o.metrics.end(r.Method, route, rec.status, time.Since(start))
-			}
-			if span != nil && route != "" {
-				span.SetName(r.Method + " " + route)
-				span.SetAttributes(semconv.HTTPRoute(route))
-				if l, ok := otelhttp.LabelerFromContext(r.Context()); ok {
-					l.Add(semconv.HTTPRoute(route)) // for spanName
-				}
-			}
-		}
+		measured()
 		if !lines {
 			return
 		}
