@@ -143,18 +143,12 @@ func digestOf(value string) [sha256.Size]byte {
 // makes anyway: once the token is invalidated or expires, or its user is
 // deleted, the Caller is UNAUTHORIZED, as the token is.
 func (s *Service) Authenticate(ctx context.Context, token string) (Caller, error) {
-	if len(token) == 0 {
-		return Caller{}, unauthorized(ErrNoCredential)
-	}
-	if len(token) > maxTokenLen {
-		return Caller{}, unauthorized(ErrUnknownToken)
-	}
 	var a storage.Access
-	c, err := s.authenticateDigest(ctx, digestOf(token), storage.AccessQuery{}, &a)
+	c, err := s.authenticate(ctx, token, storage.AccessQuery{}, &a)
 	if err != nil {
 		return Caller{}, err
 	}
-	c.digest, c.hasDigest = digestOf(token), true
+	c.digest, c.hasDigest = a.Credential.Token.Digest, true
 	return c, nil
 }
 
@@ -350,15 +344,17 @@ func (c *call) target() (*storage.User, bool) {
 // what depends on it.
 func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r read, is issues) error {
 	want := t != nil && t.canExist && r != readNone
+	// What is read with a credential: the target, with its tokens when r
+	// asks for them, into the array the operation gave.
+	var q storage.AccessQuery
+	if want {
+		q.Username, q.Tokens = t.folded, r == readTokens
+	}
+	if q.Tokens {
+		q.Into = c.access.Tokens[:0]
+	}
 	switch a := a.(type) {
 	case Bearer:
-		var q storage.AccessQuery
-		if want {
-			q.Username, q.Tokens = t.folded, r == readTokens
-		}
-		if q.Tokens {
-			q.Into = c.access.Tokens[:0] // the array the operation gave
-		}
 		var err error
 		if c.Caller, err = s.authenticate(ctx, string(a), q, &c.access); err != nil {
 			return err
@@ -369,13 +365,6 @@ func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r
 			return unauthorized(ErrCallerNotIssued)
 		}
 		if a.hasDigest { // Authenticate's: the token is read again
-			var q storage.AccessQuery
-			if want {
-				q.Username, q.Tokens = t.folded, r == readTokens
-			}
-			if q.Tokens {
-				q.Into = c.access.Tokens[:0]
-			}
 			var err error
 			if c.Caller, err = s.authenticateDigest(ctx, a.digest, q, &c.access); err != nil {
 				return err
