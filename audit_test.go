@@ -329,3 +329,51 @@ func TestAuditEventsQueryTheStoreWithTheServiceClock(t *testing.T) {
 	assert.Equal(t, "x", q.Action)
 	assert.Equal(t, orgadmin.DefaultAuditPageSize, q.Limit)
 }
+
+// The actor filter takes a user id or a username: a username names the
+// events of every user that bore it, an id those of one user; pages of
+// the merged listing hold each event once, newest first. A change made
+// through ActAsOrg is the system's.
+func TestAuditActorFilterMergesIDAndUsername(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	first, err := e.svc.ActAs(ctx, testOrg, "bot")
+	require.NoError(t, err)
+	_, err = e.svc.CreateToken(ctx, first, "bot", orgadmin.CreateTokenInput{Name: "old"})
+	require.NoError(t, err)
+	_, err = e.svc.DeleteUser(ctx, e.admin, "bot")
+	require.NoError(t, err)
+	e.serviceAccount(t, "bot")
+	second, err := e.svc.ActAs(ctx, testOrg, "bot")
+	require.NoError(t, err)
+	for _, name := range []string{"a", "b"} {
+		_, err = e.svc.CreateToken(ctx, second, "bot", orgadmin.CreateTokenInput{Name: name})
+		require.NoError(t, err)
+	}
+	org := e.svc.ActAsOrg(testOrg)
+	_, err = e.svc.CreateServiceAccount(ctx, org, orgadmin.CreateServiceAccountInput{Username: "by_platform"})
+	require.NoError(t, err)
+
+	byName := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Actor: "bot", Limit: orgadmin.Some(1)})
+	require.Len(t, byName, 3, "both bots' tokens, one page at a time, each once")
+	ids := map[string]bool{}
+	for i, ev := range byName {
+		assert.Equal(t, orgadmin.ActionTokenCreate, ev.Action)
+		assert.False(t, ids[ev.ID], "repeated")
+		ids[ev.ID] = true
+		if i > 0 {
+			assert.False(t, ev.At.After(byName[i-1].At), "newest first")
+		}
+	}
+	byID := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Actor: second.UserID(), Limit: orgadmin.Some(1)})
+	require.Len(t, byID, 2, "the second bot's tokens only")
+	for _, ev := range byID {
+		assert.Equal(t, second.UserID(), ev.ActorID)
+	}
+
+	platform := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Action: orgadmin.ActionUserCreate, TargetUsername: "by_platform"})
+	require.Len(t, platform, 1)
+	assert.Equal(t, orgadmin.SystemActor, platform[0].ActorUsername)
+	assert.Empty(t, platform[0].ActorID)
+}
