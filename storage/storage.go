@@ -202,7 +202,9 @@ type Store interface {
 // when. It never holds a token or session value, digest or secret.
 type Event struct {
 	// ID is unique (a UUID); with At it orders the events of an org.
-	ID  string
+	ID string
+	// Seq is the store's sequence number of the event in its org.
+	Seq int64
 	Org string
 	// At is when the change was made, to the millisecond.
 	At time.Time
