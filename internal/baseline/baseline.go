@@ -1,7 +1,12 @@
 // Package baseline holds the bare net/http handlers that the benchmarks
-// and the load harness compare the server with: the least a handler of the
-// token-listing route can do, with a map, with one Redis GET, or with one
-// SQL lookup by primary key.
+// and the load harness compare the server with: the least a handler can
+// do for the same answer. Bare and OneGet answer the token listing of the
+// Go benchmarks on any path, after a map lookup or one Redis GET. Floor
+// serves the route of each workload of the load harness with that
+// workload's answer, captured from the server, after one lookup of the
+// bearer's digest: in a map (MapLookup), with one Redis GET
+// (RedisLookup), one MongoDB find by _id (MongoLookup) or one SQL query
+// by primary key (SQLLookup).
 package baseline
 
 import (
