@@ -334,15 +334,17 @@ func checkFloor(ctx context.Context, base, token string, scripts map[string]scri
 			return err
 		}
 		want := answers[w]
+		// Not the bodies: a creation answer holds a token value.
 		if got.Status != want.Status || got.ContentType != want.ContentType || !bytes.Equal(got.Body, want.Body) {
-			return fmt.Errorf("%s %s: answered %d %q %q, want %d %q %q", r.Method, r.Path, got.Status, got.ContentType, got.Body, want.Status, want.ContentType, want.Body)
+			return fmt.Errorf("%s %s: answered %d %q with %d other bytes, want %d %q with the %d bytes captured",
+				r.Method, r.Path, got.Status, got.ContentType, len(got.Body), want.Status, want.ContentType, len(want.Body))
 		}
 		st, body, err := get(ctx, r.Method, base+r.Path, "not-"+token, r.Body)
 		if err != nil {
 			return err
 		}
 		if st != 401 {
-			return fmt.Errorf("%s %s with another bearer: answered %d %q, want 401", r.Method, r.Path, st, body)
+			return fmt.Errorf("%s %s with another bearer: answered %d with %d bytes, want 401", r.Method, r.Path, st, len(body))
 		}
 	}
 	return nil
