@@ -3,9 +3,9 @@
 # a PostgreSQL server of its own: starts them on free loopback ports through
 # scripts/services.sh (or uses ORGADMIN_REDIS_ADDR, ORGADMIN_MONGO_URI and
 # ORGADMIN_POSTGRES_URL when set), pins them to
-# the servers' CPU, has the harness wait after each run until they are
-# idle, and stops them at the end. Every argument goes to the
-# harness, for example:
+# the servers' CPU, has the harness count their CPU time per request (the
+# db cpu/req column) and wait after each run until they are idle, and
+# stops them at the end. Every argument goes to the harness, for example:
 #
 #   scripts/loadharness.sh -duration 10s -repeats 5 -prism -svg bench/throughput.svg -markdown BENCHMARKS.md
 set -euo pipefail
@@ -37,7 +37,9 @@ if [ -n "$server_cpu" ] && command -v taskset >/dev/null && [ "$(nproc)" -ge 2 ]
   done
 fi
 
-# After each run the harness waits until these are idle: a database can
+# The harness counts the CPU time of these, and of their children
+# (PostgreSQL's backends), during each run of a target that uses a
+# database, and after each run waits until they are idle: a database can
 # still be working through requests a server gave up on.
 export LOADHARNESS_DATABASE_PIDS="${database_pids[*]}"
 export LOADHARNESS_COMMAND="scripts/loadharness.sh $*"

@@ -1,6 +1,6 @@
 // Command loadharness measures the orgadmin server under HTTP load, in one
 // run on one machine, beside the least a server could do for the same
-// request.
+// request on the same store: its floor.
 //
 // From the repository root:
 //
@@ -9,25 +9,40 @@
 // or scripts/loadharness.sh, which starts Redis, FerretDB and PostgreSQL
 // first. It builds examples/server and starts it once per store, as a
 // process of its own, seeded with one organization (an Admin with -tokens
-// tokens and -users service accounts). Beside it run bare net/http
-// baselines, processes of this program: one parses the bearer, hashes it,
-// makes one map lookup and writes the same JSON body the server answers
-// for the Admin's tokens; the others do the same with one Redis GET, or
-// one lookup by primary key on PostgreSQL or on a SQLite file (the floor
-// of each SQL store), instead of the map. With
-// -prism it also starts the Prism mock server of the OpenAPI document.
+// tokens and -users service accounts). Five workloads (list tokens, get
+// and set an instance configuration, create tokens, list users by page)
+// run on every store.
+//
+// Beside the servers run the floors, processes of this program
+// (baseline.Floor): bare net/http servers that route each workload's
+// method and path, read and discard the body, parse the bearer, SHA-256
+// it, look the digest up once and write that workload's answer, whose
+// status, Content-Type and bytes the harness captured from the first
+// server it started (a page of 100 users; the answer to the PUT sent; one
+// creation answer, written again each time). Each store has its own
+// floor: bare (a map lookup) for memory, bare+redis-get (one GET) for
+// Redis, bare+mongo-find (one find by _id, in a database of its own) for
+// MongoDB, and one lookup by primary key on PostgreSQL or on a SQLite
+// file for the SQL stores. With -prism it also starts the Prism mock
+// server of the OpenAPI document.
 //
 // wrk drives every target with the same threads, connections and
 // duration, pinned with taskset to one CPU while the servers (and, through
 // scripts/loadharness.sh, the databases) have the other, and the runs are
 // interleaved: each repeat runs every target once, each store next to its
-// baseline (see runOrder). After each run the
-// harness waits until the target, and the database processes listed in
+// floor on every workload (see runOrder). After each run the harness
+// waits until the target, and the database processes listed in
 // $LOADHARNESS_DATABASE_PIDS (scripts/loadharness.sh lists those it
 // started), are idle, so that requests a slow database still works through
 // do not eat into the next run. Every run meets a store that holds its
 // seed and no more: after token creation, the store is started afresh
-// (see schedule). The table shows the median of the repeats and each figure's ratio to its baseline. The Redis
+// (see schedule). The table shows the median of the repeats: requests/s,
+// p50, p99, the CPU time per request of the target's processes and, for a
+// target that uses a database process, of the database processes (those
+// of $LOADHARNESS_DATABASE_PIDS and their children, from /proc); and each
+// figure's ratio to the target's floor on the same workload in the same
+// repeat. A goals table holds each store's requests/s ratio, workload by
+// workload, to the goal it must reach, with no failed answer. The Redis
 // store is found at $ORGADMIN_REDIS_ADDR (-redis) and MongoDB at
 // $ORGADMIN_MONGO_URI (-mongo); a store whose address is unset is skipped
 // and the table says so.
@@ -41,7 +56,7 @@
 // own). Each store and its @before run one right after the other in every
 // repeat, each first in turn, and a second table, after ÷ before, gives
 // the working tree's req/s and cpu/req over the before build's, taken
-// within each repeat, and both builds' ratios to their baseline.
+// within each repeat, and both builds' ratios to their floor.
 package main
 
 import (
@@ -67,12 +82,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/orgadmin/orgadmin/internal/baseline"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "baseline" {
-		if err := runBaseline(os.Args[2:]); err != nil {
-			fmt.Fprintln(os.Stderr, "loadharness baseline:", err)
+	if len(os.Args) > 1 && os.Args[1] == "floor" {
+		if err := runFloor(os.Args[2:], os.Stdin); err != nil {
+			fmt.Fprintln(os.Stderr, "loadharness floor:", err)
 			os.Exit(1)
 		}
 		return
@@ -200,11 +217,15 @@ type harness struct {
 	beforeBin    string // the -before build of the server, or ""
 	beforeCommit string // the commit -before names
 
-	listBody  []byte // the list-tokens answer the baselines write
-	listToken string // the token they accept
-	redisKey  string
+	// What the floors serve: the answer of each workload, captured from
+	// the first server started; the token they accept, its Admin's; and
+	// the requests that server's scripts send, which the floors get too.
+	answers      map[string]baseline.Answer
+	floorToken   string
+	floorScripts map[string]script
+	redisKey     string
 
-	redis       *redis.Client // -redis-db: the Redis store's and the Redis baseline's
+	redis       *redis.Client // -redis-db: the Redis store's and the Redis floor's
 	redisBefore *redis.Client // the Redis store's of the -before build
 	mongo       *mongo.Client
 	mongoDBs    []string
@@ -316,7 +337,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if opt.svg != "" {
-		if err := os.WriteFile(opt.svg, []byte(chartSVG(rows, "orgadmin server beside bare net/http baselines")), 0o600); err != nil {
+		if err := os.WriteFile(opt.svg, []byte(chartSVG(rows, goals, "orgadmin server beside the floor of each store")), 0o600); err != nil {
 			return err
 		}
 		logf("wrote %s", opt.svg)
@@ -330,11 +351,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// startTargets starts every store's server, then the baselines (which
-// answer the body the first server answered: the working tree's build,
-// which starts before its @before), then Prism.
+// startTargets starts every store's server, then the floors of the
+// stores in the run (which answer what the first server answered: the
+// working tree's build, which starts before its @before), then Prism.
 func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) error {
-	if h.opt.redisAddr != "" {
+	if h.opt.redisAddr != "" && slices.Contains(h.opt.stores, "redis") {
 		var err error
 		if h.redis, err = h.openRedis(ctx, h.opt.redisDB); err != nil {
 			return err
@@ -382,6 +403,7 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 			case "sqlite":
 				t = h.storeTarget(name, b.bin, h.sqliteStoreURI(name))
 			}
+			t.db = s == "redis" || s == "mongodb" || s == "postgres"
 			if name == h.opt.profileStore && h.opt.cpuProfile != "" {
 				addr, err := freeAddr()
 				if err != nil {
@@ -400,58 +422,81 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 			}
 		}
 	}
-	if h.listBody == nil {
-		return errors.New("no store ran, so there is no answer for the baselines to copy")
+	if h.answers == nil {
+		return errors.New("no store ran, so there are no answers for the floors to copy")
 	}
-	var base []*target
-	if slices.Contains(h.workloads, listTokens) {
-		logf("baselines: starting")
-		bare, err := h.baselineTarget(ctx, bareName)
+	logf("floors: starting")
+	bare, err := h.floorTarget(ctx, bareName, false)
+	if err != nil {
+		return err
+	}
+	floors := []*target{bare}
+	if slices.Contains(h.opt.stores, "redis") {
+		if h.redis != nil {
+			if err := h.redis.Set(ctx, h.redisKey+digestHex(h.floorToken), "admin", 0).Err(); err != nil {
+				return fmt.Errorf("redis: %w", err)
+			}
+			rt, err := h.floorTarget(ctx, redisName, true, "-redis", h.opt.redisAddr, "-redis-db", fmt.Sprint(h.opt.redisDB), "-key", h.redisKey)
+			if err != nil {
+				return err
+			}
+			floors = append(floors, rt)
+		} else {
+			floors = append(floors, &target{Name: redisName, Kind: kindFloor, Skip: "no Redis: set ORGADMIN_REDIS_ADDR or -redis"})
+		}
+	}
+	if slices.Contains(h.opt.stores, "mongodb") {
+		if h.mongo != nil {
+			mt, err := h.mongoFloor(ctx)
+			if err != nil {
+				return err
+			}
+			floors = append(floors, mt)
+		} else {
+			floors = append(floors, &target{Name: mongoName, Kind: kindFloor, Skip: "no MongoDB: set ORGADMIN_MONGO_URI or -mongo"})
+		}
+	}
+	if h.pg != nil {
+		pt, err := h.sqlFloor(ctx, pgName, "postgres")
 		if err != nil {
 			return err
 		}
-		base = append(base, bare)
-		if h.redis != nil {
-			if err := h.redis.Set(ctx, h.redisKey+digestHex(h.listToken), h.listBody, 0).Err(); err != nil {
-				return fmt.Errorf("redis: %w", err)
-			}
-			rt, err := h.baselineTarget(ctx, redisName, "-redis", h.opt.redisAddr, "-redis-db", fmt.Sprint(h.opt.redisDB), "-key", h.redisKey)
-			if err != nil {
-				return err
-			}
-			base = append(base, rt)
+		floors = append(floors, pt)
+	}
+	if slices.Contains(h.opt.stores, "sqlite") {
+		st, err := h.sqlFloor(ctx, sqliteName, "sqlite")
+		if err != nil {
+			return err
+		}
+		floors = append(floors, st)
+	}
+	if h.opt.prism && slices.Contains(h.workloads, listTokens) {
+		if _, err := exec.LookPath("npx"); err != nil {
+			floors = append(floors, &target{Name: "prism", Kind: kindPrism, Skip: "npx not found (Debian: apt-get install nodejs npm)"})
 		} else {
-			base = append(base, &target{Name: redisName, Kind: kindBaseline, Skip: "no Redis: set ORGADMIN_REDIS_ADDR or -redis"})
-		}
-		if h.pg != nil {
-			pt, err := h.sqlBaseline(ctx, pgName, "postgres")
+			logf("prism: starting %s through npx (the first time fetches it)", prismVersion)
+			pt, err := h.prismTarget(ctx)
 			if err != nil {
 				return err
 			}
-			base = append(base, pt)
-		}
-		if slices.Contains(h.opt.stores, "sqlite") {
-			st, err := h.sqlBaseline(ctx, sqliteName, "sqlite")
-			if err != nil {
-				return err
-			}
-			base = append(base, st)
-		}
-		if h.opt.prism {
-			if _, err := exec.LookPath("npx"); err != nil {
-				base = append(base, &target{Name: "prism", Kind: kindPrism, Skip: "npx not found (Debian: apt-get install nodejs npm)"})
-			} else {
-				logf("prism: starting %s through npx (the first time fetches it)", prismVersion)
-				pt, err := h.prismTarget(ctx)
-				if err != nil {
-					return err
-				}
-				base = append(base, pt)
-			}
+			floors = append(floors, pt)
 		}
 	}
-	h.targets = append(base, h.targets...)
+	h.targets = append(floors, h.targets...)
 	return nil
+}
+
+// mongoFloor starts the floor of the MongoDB store: one find by _id in the
+// collection floor of a database of its own, dropped at the end, holding
+// the digest of the floors' token.
+func (h *harness) mongoFloor(ctx context.Context) (*target, error) {
+	db := "loadharness_" + h.runID + "_floor"
+	h.mongoDBs = append(h.mongoDBs, db)
+	doc := bson.D{{Key: "_id", Value: digestHex(h.floorToken)}, {Key: "username", Value: "admin"}}
+	if _, err := h.mongo.Database(db).Collection("floor").InsertOne(ctx, doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", mongoName, err)
+	}
+	return h.floorTarget(ctx, mongoName, true, "-mongo", h.opt.mongoURI, "-mongo-db", db, "-mongo-collection", "floor")
 }
 
 // startStore starts the server of store target t on generation gen,
@@ -491,7 +536,7 @@ type step struct {
 // grows a store, by tens of thousands of tokens in a run of a few seconds,
 // and every later run would pay for them: the memory store's garbage
 // collector marks them all, which took its list-tokens from 0.80x to 0.74x
-// the bare baseline, measured side by side. So the run after token
+// the bare floor, measured side by side. So the run after token
 // creation on a store starts it afresh; token creation itself then always
 // starts on a fresh store, and never reaches the per-user token limit. A
 // <store>@before target has a store of its own, and follows the rule by
@@ -506,7 +551,8 @@ func schedule(targets []*target, workloads []string, repeats int, warmup bool) [
 		for _, w := range workloads {
 			for _, t := range runOrder(targets, w, round) {
 				steps = append(steps, step{round: round, target: t, workload: w, fresh: grown[t]})
-				grown[t] = w == createToken
+				// A floor writes the same answer each time, and grows nothing.
+				grown[t] = w == createToken && t.Kind == kindStore
 			}
 		}
 	}
@@ -514,7 +560,7 @@ func schedule(targets []*target, workloads []string, repeats int, warmup bool) [
 }
 
 // runOrder returns the targets that serve workload w in the order they run
-// in round. A store whose baseline (baselineOf) also serves w runs next to
+// in round. A store whose floor (baselineOf) also serves w runs next to
 // it, and a <store>@before next to its <store> (which comes just before it
 // in targets), so that the ratio of a repeat compares runs made one after
 // the other: the speed of this shared machine drifts within seconds. Such
@@ -568,12 +614,22 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 				return err
 			}
 		}
+		// The database's CPU time counts for a target that uses one:
+		// the others leave it idle.
+		withDB := t.db && len(h.dbPIDs) > 0
+		var dbCPU time.Duration
+		if withDB {
+			dbCPU = pidsCPU(h.dbPIDs)
+		}
 		cpu, logged := t.proc.cpuTime(), t.proc.logSize()
 		s, err := h.wrk.run(ctx, t.url, t.scripts[w], d)
 		if err != nil {
 			return fmt.Errorf("%s %s: %w", t.Name, w, err)
 		}
 		s.CPU = t.proc.cpuTime() - cpu
+		if withDB {
+			s.DBCPU, s.DB = pidsCPU(h.dbPIDs)-dbCPU, true
+		}
 		t.proc.settle(ctx, 10*time.Second)
 		// A database can still be working through requests the
 		// server gave up on; the next run must not pay for them.
@@ -596,7 +652,11 @@ func (h *harness) measure(ctx context.Context, logf func(string, ...any)) error 
 				}
 			}
 		}
-		logf("%-11s %-15s %-13s %8.0f req/s  p50 %-8s p99 %-8s cpu/req %-7s%s", phase, t.Name, w, s.RPS(), fmtLatency(s.P50), fmtLatency(s.P99), fmtLatency(s.CPUPerRequest()), bad)
+		db := ""
+		if s.DB {
+			db = "  db cpu/req " + fmtLatency(s.DBCPUPerRequest())
+		}
+		logf("%-11s %-15s %-13s %8.0f req/s  p50 %-8s p99 %-8s cpu/req %-7s%s%s", phase, t.Name, w, s.RPS(), fmtLatency(s.P50), fmtLatency(s.P99), fmtLatency(s.CPUPerRequest()), db, bad)
 	}
 	return nil
 }
@@ -891,6 +951,16 @@ func nodeVersion(ctx context.Context) string {
 	return strings.TrimSpace(string(b))
 }
 
+// floorsNote says, in the -markdown section, what the floors are and
+// what the ratios and db cpu/req mean.
+const floorsNote = "Each store is held to its floor: a bare net/http server that routes the workload's method and path, " +
+	"reads the body, SHA-256s the bearer, looks the digest up once and writes the answer the server gave to that request " +
+	"(status, Content-Type and bytes, captured after seeding): `" + bareName + "` in a map (memory), `" + redisName + "` with one GET (Redis), `" +
+	mongoName + "` with one find by `_id` on the same FerretDB (MongoDB), `" + pgName + "` and `" + sqliteName + "` with one query by primary key " +
+	"(PostgreSQL, SQLite). Ratios are each figure over its floor's on the same workload, within each repeat, then the median over the repeats; " +
+	"the other floors and Prism are shown over `" + bareName + "`. `db cpu/req` is the CPU time of the database processes " +
+	"(those scripts/loadharness.sh started, with their children) per request, for the targets that use one; SQLite runs inside its process."
+
 // writeMarkdown rewrites the marked section of the -markdown file.
 func (h *harness) writeMarkdown(ctx context.Context, rows []row, goals []goal, args []string) error {
 	doc, err := os.ReadFile(h.opt.markdown)
@@ -909,7 +979,7 @@ func (h *harness) writeMarkdown(ctx context.Context, rows []row, goals []goal, a
 	for _, w := range h.workloads {
 		fmt.Fprintf(&b, "- `%s`: %s\n", w, workloadTitles[w])
 	}
-	b.WriteString("\n" + markdownTables(rows, goals))
+	b.WriteString("\n" + floorsNote + "\n\n" + markdownTables(rows, goals))
 	if h.opt.before != "" {
 		fmt.Fprintf(&b, "\n%s\n\n%s", changesTitle, markdownChanges(h.res.changes(rows)))
 	}

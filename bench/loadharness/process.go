@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -14,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/orgadmin/orgadmin/internal/baseline"
 )
 
 // process is a server the harness started, in a process group of its own
@@ -26,9 +29,10 @@ type process struct {
 	err  error
 }
 
-// startProcess runs argv pinned to cpu (when not "") with its standard
-// output and error in dir/name.log.
-func startProcess(dir, name, cpu string, env []string, argv ...string) (*process, error) {
+// startProcess runs argv pinned to cpu (when not "") with stdin (when not
+// nil) on its standard input and its standard output and error in
+// dir/name.log.
+func startProcess(dir, name, cpu string, env []string, stdin []byte, argv ...string) (*process, error) {
 	if cpu != "" {
 		argv = append([]string{"taskset", "-c", cpu}, argv...)
 	}
@@ -40,6 +44,9 @@ func startProcess(dir, name, cpu string, env []string, argv ...string) (*process
 	defer f.Close()
 	cmd := exec.Command(argv[0], argv[1:]...) // #nosec G204 -- the servers the harness starts, with arguments it makes
 	cmd.Stdout, cmd.Stderr = f, f
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -117,9 +124,16 @@ func freeAddr() (string, error) {
 
 // get sends one request and returns the status and body.
 func get(ctx context.Context, method, url, token, body string) (int, []byte, error) {
+	a, err := send(ctx, method, url, token, body)
+	return a.Status, a.Body, err
+}
+
+// send sends one request and returns the answer: status, Content-Type
+// and body.
+func send(ctx context.Context, method, url, token, body string) (baseline.Answer, error) {
 	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
 	if err != nil {
-		return 0, nil, err
+		return baseline.Answer{}, err
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -129,15 +143,22 @@ func get(ctx context.Context, method, url, token, body string) (int, []byte, err
 	}
 	resp, err := httpClient.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return baseline.Answer{}, err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
 	if err != nil {
-		return 0, nil, err
+		return baseline.Answer{}, err
 	}
-	return resp.StatusCode, b, nil
+	if len(b) > maxAnswer {
+		return baseline.Answer{}, fmt.Errorf("%s %s: the answer exceeds %d bytes", method, url, maxAnswer)
+	}
+	return baseline.Answer{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: b}, nil
 }
+
+// maxAnswer bounds an answer the harness reads (a CPU profile is the
+// largest).
+const maxAnswer = 64 << 20
 
 var httpClient = &http.Client{Timeout: 60 * time.Second}
 
@@ -165,33 +186,40 @@ func (p *process) cpuTime() time.Duration {
 		if err != nil {
 			continue
 		}
-		if group, t, ok := parseStat(string(b)); ok && group == pgid {
-			ticks += t
+		if st, ok := parseStat(string(b)); ok && st.pgrp == pgid {
+			ticks += st.ticks
 		}
 	}
 	return time.Duration(ticks) * time.Second / userHZ
 }
 
-// parseStat returns the process group and the user plus system ticks of a
-// /proc/PID/stat line.
-func parseStat(stat string) (pgrp int, ticks int64, ok bool) {
+// stat is what the harness reads of a /proc/PID/stat line.
+type stat struct {
+	ppid, pgrp int
+	ticks      int64 // user plus system CPU time, in 1/userHZ s
+}
+
+// parseStat returns the parent, the process group and the user plus
+// system ticks of a /proc/PID/stat line.
+func parseStat(line string) (stat, bool) {
 	// The command name, field 2, is in parentheses and may hold spaces.
-	i := strings.LastIndexByte(stat, ')')
+	i := strings.LastIndexByte(line, ')')
 	if i < 0 {
-		return 0, 0, false
+		return stat{}, false
 	}
-	f := strings.Fields(stat[i+1:])
-	// f[0] is field 3 (state): pgrp is field 5, utime 14, stime 15.
+	f := strings.Fields(line[i+1:])
+	// f[0] is field 3 (state): ppid is field 4, pgrp 5, utime 14, stime 15.
 	if len(f) < 13 {
-		return 0, 0, false
+		return stat{}, false
 	}
+	p, err0 := strconv.Atoi(f[1])
 	g, err1 := strconv.Atoi(f[2])
 	u, err2 := strconv.ParseInt(f[11], 10, 64)
 	s, err3 := strconv.ParseInt(f[12], 10, 64)
-	if err1 != nil || err2 != nil || err3 != nil {
-		return 0, 0, false
+	if err0 != nil || err1 != nil || err2 != nil || err3 != nil {
+		return stat{}, false
 	}
-	return g, u + s, true
+	return stat{ppid: p, pgrp: g, ticks: u + s}, true
 }
 
 // logSize returns the current size of the process's log.
@@ -274,19 +302,50 @@ func waitIdle(ctx context.Context, cpu func() time.Duration, done <-chan struct{
 }
 
 // pidsCPU returns the CPU time (user and system) used so far by the
-// processes pids, those that still run.
+// processes pids that still run and by their descendants: PostgreSQL
+// serves each connection in a child process of its own.
 func pidsCPU(pids []int) time.Duration {
-	var ticks int64
-	for _, pid := range pids {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	stats := map[int]stat{}
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
 			continue
 		}
-		if _, t, ok := parseStat(string(b)); ok {
-			ticks += t
+		b, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		if st, ok := parseStat(string(b)); ok {
+			stats[pid] = st
 		}
 	}
-	return time.Duration(ticks) * time.Second / userHZ
+	return time.Duration(treeTicks(stats, pids)) * time.Second / userHZ
+}
+
+// treeTicks returns the ticks of the processes roots of stats (by process
+// id) and of all their descendants.
+func treeTicks(stats map[int]stat, roots []int) int64 {
+	in := map[int]bool{}
+	for _, p := range roots {
+		in[p] = true
+	}
+	var ticks int64
+	for pid, st := range stats {
+		// Walk up to a root, or to the top; a parent loop cannot last
+		// longer than there are processes.
+		for p, n := pid, 0; p > 0 && n <= len(stats); n++ {
+			if in[p] {
+				ticks += st.ticks
+				break
+			}
+			p = stats[p].ppid
+		}
+	}
+	return ticks
 }
 
 // databasePIDs returns the process ids in $LOADHARNESS_DATABASE_PIDS

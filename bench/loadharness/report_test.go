@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/xml"
+	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,33 +33,46 @@ func ms(rps int64, p50, p99 float64) sample {
 }
 
 func testTargets() []*target {
-	lt := map[string]script{listTokens: {}}
+	both := map[string]script{listTokens: {}, createToken: {}}
 	return []*target{
-		{Name: bareName, Kind: kindBaseline, scripts: lt},
-		{Name: redisName, Kind: kindBaseline, scripts: lt},
+		{Name: bareName, Kind: kindFloor, scripts: both},
+		{Name: redisName, Kind: kindFloor, scripts: both, db: true},
 		{Name: "prism", Kind: kindPrism, Skip: "npx not found"},
-		{Name: "memory", Kind: kindStore, scripts: map[string]script{listTokens: {}, createToken: {}}},
-		{Name: "redis", Kind: kindStore, scripts: map[string]script{listTokens: {}, createToken: {}}},
+		{Name: "memory", Kind: kindStore, scripts: both},
+		{Name: "redis", Kind: kindStore, scripts: both, db: true},
 		{Name: "mongodb", Kind: kindStore, Skip: "no MongoDB"},
 	}
 }
 
+// withCPU returns s with cpu of CPU time per request, and db of the
+// database's when db > 0.
+func withCPU(s sample, cpu, db time.Duration) sample {
+	s.CPU = time.Duration(s.Requests) * cpu
+	if db > 0 {
+		s.DBCPU, s.DB = time.Duration(s.Requests)*db, true
+	}
+	return s
+}
+
 func testResults() *results {
 	var r results
-	// Three repeats; the ratios are taken within each repeat.
+	// Three repeats; the ratios are taken within each repeat, on the
+	// same workload.
 	for _, s := range []sample{ms(10000, 1, 10), ms(20000, 1, 10), ms(12000, 2, 20)} {
-		r.add(bareName, listTokens, s)
+		r.add(bareName, listTokens, withCPU(s, 40*time.Microsecond, 0))
 	}
 	for _, s := range []sample{ms(4000, 4, 40), ms(5000, 5, 50), ms(6000, 6, 60)} {
 		r.add(redisName, listTokens, s)
 	}
-	for i, s := range []sample{ms(9000, 2, 20), ms(15000, 2, 20), ms(10800, 4, 40)} {
-		s.CPU = time.Duration(s.Requests) * 60 * time.Microsecond
-		r.samples[key{bareName, listTokens}][i].CPU = time.Duration(r.samples[key{bareName, listTokens}][i].Requests) * 40 * time.Microsecond
-		r.add("memory", listTokens, s)
+	for _, s := range []sample{ms(9000, 2, 20), ms(15000, 2, 20), ms(10800, 4, 40)} {
+		r.add("memory", listTokens, withCPU(s, 60*time.Microsecond, 0))
 	}
 	for _, s := range []sample{ms(2400, 8, 80), ms(3500, 10, 100), ms(3600, 12, 120)} {
 		r.add("redis", listTokens, s)
+	}
+	for range 3 {
+		r.add(bareName, createToken, ms(10000, 1, 10))
+		r.add(redisName, createToken, withCPU(ms(2000, 4, 40), 30*time.Microsecond, 20*time.Microsecond))
 	}
 	for _, s := range []sample{ms(5000, 3, 30), ms(6000, 3, 30), ms(7000, 3, 30)} {
 		r.add("memory", createToken, s)
@@ -64,7 +80,7 @@ func testResults() *results {
 	bad := ms(1000, 5, 50)
 	bad.StatusErrors = 7
 	for _, s := range []sample{bad, ms(1000, 5, 50), ms(1000, 5, 50)} {
-		r.add("redis", createToken, s)
+		r.add("redis", createToken, withCPU(s, 90*time.Microsecond, 50*time.Microsecond))
 	}
 	return &r
 }
@@ -78,67 +94,154 @@ func TestRowsTakeMediansAndPairedRatios(t *testing.T) {
 		order = append(order, rw.Target+" "+rw.Workload)
 	}
 	assert.Equal(t, []string{
-		"bare list-tokens", "bare+redis-get list-tokens", "memory list-tokens", "redis list-tokens",
-		"memory create-token", "redis create-token", "prism -", "mongodb -",
-	}, order)
+		"bare list-tokens", "memory list-tokens", "bare+redis-get list-tokens", "redis list-tokens",
+		"bare create-token", "memory create-token", "bare+redis-get create-token", "redis create-token",
+		"prism -", "mongodb -",
+	}, order, "each store right under its floor")
 
 	mem := byKey["memory list-tokens"]
 	assert.Equal(t, 10800.0, mem.RPS)
 	assert.Equal(t, 2*time.Millisecond, mem.P50)
-	assert.Equal(t, bareName, mem.Baseline)
+	assert.Equal(t, bareName, mem.Floor)
 	// Per repeat: 0.9, 0.75, 0.9 -> 0.9 (the ratio of the medians would be 0.9 too,
 	// but the paired one ignores which repeat was noisy).
 	assert.InDelta(t, 0.9, mem.RatioRPS, 1e-9)
 	assert.InDelta(t, 2.0, mem.RatioP50, 1e-9)
 	assert.Equal(t, 60*time.Microsecond, mem.CPU)
 	assert.InDelta(t, 1.5, mem.RatioCPU, 1e-9)
+	assert.False(t, mem.DB, "the memory store has no database")
 	assert.Zero(t, byKey["redis list-tokens"].RatioCPU, "no CPU figures, no ratio")
 
 	red := byKey["redis list-tokens"]
-	assert.Equal(t, redisName, red.Baseline, "the Redis store is held to the baseline with one Redis GET")
+	assert.Equal(t, redisName, red.Floor, "the Redis store is held to the floor with one Redis GET")
 	assert.InDelta(t, 0.6, red.RatioRPS, 1e-9) // 0.6, 0.7, 0.6
-	assert.Equal(t, "", byKey["bare list-tokens"].Baseline)
+	assert.Equal(t, "", byKey["bare list-tokens"].Floor)
+	assert.Equal(t, bareName, byKey["bare+redis-get list-tokens"].Floor, "the other floors beside the bare one")
+	assert.InDelta(t, 0.4, byKey["bare+redis-get list-tokens"].RatioRPS, 1e-9) // 0.4, 0.25, 0.5
 
 	create := byKey["memory create-token"]
-	assert.Equal(t, bareName, create.Baseline)
-	assert.InDelta(t, 0.5, create.RatioRPS, 1e-9) // 0.5, 0.3, 0.5833
-	assert.Equal(t, int64(7), byKey["redis create-token"].Errors)
+	assert.Equal(t, bareName, create.Floor)
+	assert.InDelta(t, 0.6, create.RatioRPS, 1e-9, "over the floor's create-token, not its list-tokens") // 0.5, 0.6, 0.7
+	rc := byKey["redis create-token"]
+	assert.Equal(t, redisName, rc.Floor)
+	assert.InDelta(t, 0.5, rc.RatioRPS, 1e-9)
+	assert.InDelta(t, 3.0, rc.RatioCPU, 1e-9)
+	assert.Equal(t, int64(7), rc.Errors)
+	assert.True(t, rc.DB)
+	assert.Equal(t, 50*time.Microsecond, rc.DBCPU)
+	assert.Equal(t, 20*time.Microsecond, byKey["bare+redis-get create-token"].DBCPU)
+	assert.False(t, byKey["redis list-tokens"].DB, "no database figures in those runs")
 	assert.Equal(t, "no MongoDB", byKey["mongodb -"].Skip)
 }
 
-// Each SQL store is held, on list-tokens, to the bare server that does one
-// lookup by primary key on the same database, when it ran; to the bare
-// one otherwise, and on every other workload.
-func TestSQLStoresBaselines(t *testing.T) {
-	have := map[string]bool{bareName: true, pgName: true, sqliteName: true}
-	assert.Equal(t, pgName, baselineOf(&target{Name: "postgres"}, listTokens, have))
-	assert.Equal(t, pgName, baselineOf(&target{Name: "postgres" + beforeSuffix}, listTokens, have))
-	assert.Equal(t, sqliteName, baselineOf(&target{Name: "sqlite"}, listTokens, have))
-	assert.Equal(t, bareName, baselineOf(&target{Name: "sqlite"}, createToken, have))
-	assert.Equal(t, bareName, baselineOf(&target{Name: "postgres"}, listTokens, map[string]bool{bareName: true}))
+// TestBaselineOf: every store, of either build, is held on every workload
+// to its own store's floor, when it ran; the other floors and Prism to
+// the bare one.
+func TestBaselineOf(t *testing.T) {
+	all := map[string]bool{bareName: true, redisName: true, mongoName: true, pgName: true, sqliteName: true}
+	want := map[string]string{"memory": bareName, "redis": redisName, "mongodb": mongoName, "postgres": pgName, "sqlite": sqliteName}
+	for store, floor := range want {
+		for _, w := range allWorkloads {
+			for _, name := range []string{store, store + beforeSuffix} {
+				assert.Equal(t, floor, baselineOf(&target{Name: name, Kind: kindStore}, w, all), "%s %s", name, w)
+				others := map[string]bool{}
+				for f := range all {
+					others[f] = f != floor
+				}
+				assert.Equal(t, "", baselineOf(&target{Name: name, Kind: kindStore}, w, others), "%s %s without its floor: no other", name, w)
+			}
+		}
+	}
+	for _, f := range []string{redisName, mongoName, pgName, sqliteName} {
+		assert.Equal(t, bareName, baselineOf(&target{Name: f, Kind: kindFloor}, getConfig, all), f)
+	}
+	assert.Equal(t, bareName, baselineOf(&target{Name: "prism", Kind: kindPrism}, listTokens, all))
+	assert.Equal(t, "", baselineOf(&target{Name: bareName, Kind: kindFloor}, listTokens, all))
+	assert.Equal(t, "", baselineOf(&target{Name: redisName, Kind: kindFloor}, listTokens, map[string]bool{redisName: true}))
 }
 
 func TestGoals(t *testing.T) {
 	r := testResults()
-	goals := r.goals(r.rows(testTargets(), []string{listTokens}))
-	require.Len(t, goals, 6)
+	goals := r.goals(r.rows(testTargets(), []string{listTokens, createToken}))
+	type verdict struct {
+		store, workload, floor string
+		min                    float64
+		verdict                string
+	}
+	var got []verdict
+	for _, g := range goals {
+		got = append(got, verdict{g.Store, g.Workload, g.Floor, g.Min, g.verdict()})
+	}
+	assert.Equal(t, []verdict{
+		{"memory", listTokens, bareName, 0.8, "met"},
+		{"memory", createToken, bareName, 0.8, "MISSED by 0.200x"},
+		{"redis", listTokens, redisName, 0.7, "MISSED by 0.100x"},
+		{"redis", createToken, redisName, 0.6, "MISSED by 0.100x, 7 non-2xx"},
+		{"mongodb", listTokens, mongoName, 0.5, "not measured"},
+		{"mongodb", createToken, mongoName, 0.3, "not measured"},
+		{"memory", listTokens, "prism", 10, "not measured"},
+	}, got)
 	assert.InDelta(t, 0.9, goals[0].Measured, 1e-9)
-	assert.InDelta(t, 1/1.5, goals[0].FromCPU, 1e-9, "40 µs of CPU per request for the bare baseline, 60 for the memory store")
-	assert.Zero(t, goals[1].FromCPU)
-	assert.Equal(t, "met", goals[0].verdict())
-	assert.InDelta(t, 0.6, goals[1].Measured, 1e-9)
-	assert.Equal(t, "met", goals[1].verdict())
-	assert.Equal(t, "not measured", goals[2].verdict())
-	assert.Equal(t, "not measured", goals[3].verdict())
-	assert.Equal(t, "not measured", goals[4].verdict())
-	assert.Equal(t, "not measured", goals[5].verdict())
-	assert.Equal(t, "MISSED", goal{Measured: 0.84, Min: 0.85}.verdict())
-	assert.Equal(t, "invalid (errors)", goal{Measured: 0.9, Min: 0.85, Invalid: true}.verdict())
-	assert.Equal(t, "reported", goal{Measured: 0.01}.verdict())
+	assert.InDelta(t, 1/1.5, goals[0].FromCPU, 1e-9, "40 µs of CPU per request for the bare floor, 60 for the memory store")
+	assert.Zero(t, goals[2].FromCPU)
+	assert.InDelta(t, 1/3.0, goals[3].FromCPU, 1e-9)
+	assert.Equal(t, int64(7), goals[3].Errors)
+
+	assert.Equal(t, "met", goal{Ran: true, Measured: 0.8, Min: 0.8}.verdict())
+	assert.Equal(t, "MISSED 1 non-2xx", goal{Ran: true, Measured: 0.95, Min: 0.8, Errors: 1}.verdict(), "any failed answer misses")
+	assert.Equal(t, "MISSED by 0.001x", goal{Ran: true, Measured: 0.799, Min: 0.8}.verdict())
+	assert.Equal(t, "MISSED by 0.0001x", goal{Ran: true, Measured: 0.7999, Min: 0.8}.verdict(), "however little")
+	assert.Equal(t, "MISSED by 0.100x", goal{Ran: true, Min: 0.1}.verdict(), "no answer in time")
+	assert.Equal(t, "not measured", goal{Min: 0.1}.verdict())
+	assert.Equal(t, "invalid: 2 errors of the floor", goal{Ran: true, Measured: 0.9, Min: 0.8, FloorErrors: 2}.verdict())
+	assert.Equal(t, "reported", goal{Ran: true, Measured: 0.01}.verdict())
+	assert.Equal(t, "reported (3 non-2xx)", goal{Ran: true, Measured: 0.01, Errors: 3}.verdict())
+	assert.Equal(t, []string{"mongodb", listUsers, mongoName, "0x", "-", ">= 0.1x", "0", "MISSED by 0.100x"},
+		goal{Store: "mongodb", Workload: listUsers, Floor: mongoName, Ran: true, Min: 0.1}.cells(">="))
 	assert.Equal(t, "0.599x", fmtGoal(0.5994))
 	assert.Equal(t, "0.00331x", fmtGoal(0.003312))
 	assert.Equal(t, "26.3x", fmtGoal(26.27))
 	assert.Equal(t, "-", fmtGoal(0))
+}
+
+// TestGoalsTargets: the goals are the product's, store by store and
+// workload by workload.
+func TestGoalsTargets(t *testing.T) {
+	assert.Equal(t, map[string]map[string]float64{
+		"memory":  {listTokens: 0.8, getConfig: 0.8, setConfig: 0.8, createToken: 0.8, listUsers: 0.7},
+		"redis":   {listTokens: 0.7, getConfig: 0.7, setConfig: 0.6, createToken: 0.6, listUsers: 0.5},
+		"mongodb": {listTokens: 0.5, getConfig: 0.5, setConfig: 0.3, createToken: 0.3, listUsers: 0.1},
+	}, goalRatios)
+	for _, s := range goalStores {
+		assert.Len(t, goalRatios[s], len(allWorkloads), s)
+	}
+}
+
+// TestGoalsOfSQLStores: the SQL stores, which have no goal, are listed
+// over their floors when they ran, and only then.
+func TestGoalsOfSQLStores(t *testing.T) {
+	targets := []*target{
+		{Name: bareName, Kind: kindFloor, scripts: map[string]script{getConfig: {}}},
+		{Name: pgName, Kind: kindFloor, scripts: map[string]script{getConfig: {}}, db: true},
+		{Name: "memory", Kind: kindStore, scripts: map[string]script{getConfig: {}}},
+		{Name: "postgres", Kind: kindStore, scripts: map[string]script{getConfig: {}}, db: true},
+	}
+	var r results
+	r.add(bareName, getConfig, ms(10000, 1, 10))
+	r.add(pgName, getConfig, ms(4000, 1, 10))
+	r.add("memory", getConfig, ms(9000, 1, 10))
+	bad := ms(1000, 1, 10)
+	bad.SocketErrors = 2
+	r.add("postgres", getConfig, bad)
+	goals := r.goals(r.rows(targets, []string{getConfig}))
+	require.Len(t, goals, 4, "memory, redis and mongodb, then postgres; no sqlite, no prism")
+	assert.Equal(t, "met", goals[0].verdict())
+	assert.Equal(t, "not measured", goals[1].verdict())
+	pg := goals[3]
+	assert.Equal(t, "postgres", pg.Store)
+	assert.Equal(t, pgName, pg.Floor)
+	assert.InDelta(t, 0.25, pg.Measured, 1e-9)
+	assert.Equal(t, "reported (2 non-2xx)", pg.verdict())
 }
 
 func TestTables(t *testing.T) {
@@ -148,19 +251,32 @@ func TestTables(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, writeTable(&b, rows, goals))
 	text := b.String()
-	assert.Regexp(t, `memory\s+list-tokens\s+10800\s+2.00ms\s+20.00ms\s+60µs\s+0\s+bare\s+0.90x\s+2.00x\s+2.00x\s+1.50x`, text)
-	assert.Regexp(t, `redis\s+create-token\s+1000\s+5.00ms\s+50.00ms\s+-\s+7 INVALID\s+bare \(list-tokens\)`, text)
+	assert.Regexp(t, `target\s+workload\s+req/s\s+p50\s+p99\s+cpu/req\s+db cpu/req\s+errors\s+floor\s+req/s ratio`, text)
+	assert.Regexp(t, `\nmemory\s+list-tokens\s+10800\s+2.00ms\s+20.00ms\s+60µs\s+-\s+0\s+bare\s+0.90x\s+2.00x\s+2.00x\s+1.50x\n`, text)
+	assert.Regexp(t, `\nredis\s+create-token\s+1000\s+5.00ms\s+50.00ms\s+90µs\s+50µs\s+7 INVALID\s+bare\+redis-get\s+0.50x\s+1.25x\s+1.25x\s+3.00x\n`, text)
+	assert.Regexp(t, `\nbare\+redis-get\s+create-token\s+2000\s+4.00ms\s+40.00ms\s+30µs\s+20µs\s+0\s+bare\s+0.20x`, text)
 	assert.Regexp(t, `mongodb\s+-\s+skipped: no MongoDB`, text)
-	assert.Regexp(t, `memory store / bare net/http\s+0.900x\s+0.667x\s+>= 0.85x\s+met`, text)
+	assert.Regexp(t, `goal: store\s+workload\s+floor\s+req/s ratio\s+by cpu/req\s+wanted\s+non-2xx\s+verdict \(on req/s\)\n`, text)
+	assert.Regexp(t, `\nmemory\s+list-tokens\s+bare\s+0.900x\s+0.667x\s+>= 0.8x\s+0\s+met\n`, text)
+	assert.Regexp(t, `\nredis\s+create-token\s+bare\+redis-get\s+0.500x\s+0.333x\s+>= 0.6x\s+7\s+MISSED by 0.100x, 7 non-2xx\n`, text)
+	assert.Regexp(t, `\nmongodb\s+list-tokens\s+bare\+mongo-find\s+-\s+-\s+>= 0.5x\s+-\s+not measured\n`, text)
 
 	md := markdownTables(rows, goals)
 	lines := strings.Split(strings.TrimSpace(md), "\n")
 	cols := strings.Count(lines[0], "|")
+	assert.Equal(t, len(header)+1, cols)
 	for _, l := range lines[:len(rows)+2] {
 		assert.Equal(t, cols, strings.Count(l, "|"), l)
 	}
-	assert.Contains(t, md, "| memory | list-tokens | 10800 | 2.00ms | 20.00ms | 60µs | 0 | bare | 0.90x | 2.00x | 2.00x | 1.50x |")
-	assert.Contains(t, md, "| memory store / Prism mock | - | - | ≥ 10x | not measured |")
+	assert.Equal(t, "|---|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|", lines[1])
+	gl := lines[len(rows)+3:]
+	require.Len(t, gl, 2+len(goals))
+	for _, l := range gl {
+		assert.Equal(t, len(goalsHeader)+1, strings.Count(l, "|"), l)
+	}
+	assert.Contains(t, md, "| memory | list-tokens | 10800 | 2.00ms | 20.00ms | 60µs | - | 0 | bare | 0.90x | 2.00x | 2.00x | 1.50x |")
+	assert.Contains(t, md, "| redis | create-token | bare+redis-get | 0.500x | 0.333x | ≥ 0.6x | 7 | MISSED by 0.100x, 7 non-2xx |")
+	assert.Contains(t, md, "| memory | list-tokens | prism | - | - | ≥ 10x | - | not measured |")
 }
 
 func TestReplaceSection(t *testing.T) {
@@ -177,9 +293,11 @@ func TestReplaceSection(t *testing.T) {
 
 func TestChartIsWellFormedSVG(t *testing.T) {
 	r := testResults()
-	svg := chartSVG(r.rows(testTargets(), []string{listTokens, createToken}), "a <title> & more")
+	rows := r.rows(testTargets(), []string{listTokens, createToken})
+	svg := chartSVG(rows, r.goals(rows), "a <title> & more")
 	dec := xml.NewDecoder(strings.NewReader(svg))
-	rects, texts := 0, []string{}
+	rects, lines, texts := 0, 0, []string{}
+	widths := map[string]string{}
 	inText := false
 	for {
 		tok, err := dec.Token()
@@ -189,8 +307,16 @@ func TestChartIsWellFormedSVG(t *testing.T) {
 		require.NoError(t, err)
 		switch e := tok.(type) {
 		case xml.StartElement:
-			if e.Name.Local == "rect" {
+			switch e.Name.Local {
+			case "rect":
 				rects++
+				for _, a := range e.Attr {
+					if a.Name.Local == "width" && len(texts) > 0 {
+						widths[texts[len(texts)-1]+" "+fmt.Sprint(rects)] = a.Value
+					}
+				}
+			case "line":
+				lines++
 			}
 			inText = e.Name.Local == "text"
 		case xml.CharData:
@@ -201,11 +327,26 @@ func TestChartIsWellFormedSVG(t *testing.T) {
 			inText = false
 		}
 	}
-	assert.Equal(t, 1+6, rects, "the background and one bar per measured row")
+	assert.Equal(t, 1+8, rects, "the background and one bar per measured row")
+	assert.Equal(t, 4, lines, "the goal of each store's bar on each workload")
 	assert.Contains(t, texts, "a <title> & more")
-	assert.Contains(t, texts, "10800")
-	assert.Contains(t, texts, "1000 (errors: invalid)")
+	assert.Contains(t, texts, "10800 (0.90x)", "a store's figure and its ratio to its floor")
+	assert.Contains(t, texts, "1000 (0.50x) (errors: invalid)")
+	assert.Contains(t, texts, "2000", "a floor anchors its own unit, and has no ratio there")
 	assert.NotContains(t, svg, "mongodb", "skipped targets have no bar")
+	// Each bar's name, in order: each store right under its floor.
+	var names []string
+	for _, x := range texts {
+		if x == bareName || x == redisName || x == "memory" || x == "redis" {
+			names = append(names, x)
+		}
+	}
+	assert.Equal(t, []string{bareName, "memory", redisName, "redis", bareName, "memory", redisName, "redis"}, names)
+	// A floor's bar is full width; a store's is its ratio of it.
+	assert.Equal(t, "440.0", widths[bareName+" 2"])
+	assert.Equal(t, "396.0", widths["memory 3"], "0.9 of the floor")
+	assert.Equal(t, "440.0", widths[redisName+" 4"], "the Redis floor anchors its own unit")
+	assert.Equal(t, "264.0", widths["redis 5"], "0.6 of its floor")
 }
 
 func TestFormats(t *testing.T) {
@@ -272,7 +413,7 @@ func TestChangesPairEachStoreWithItsBefore(t *testing.T) {
 	rows := r.rows(testBeforeTargets(), []string{listTokens, createToken})
 	for _, rw := range rows {
 		if rw.Target == "redis@before" {
-			assert.Equal(t, redisName, rw.Baseline, "the Redis store of either build is held to the baseline with one Redis GET")
+			assert.Equal(t, redisName, rw.Floor, "the Redis store of either build is held to the floor with one Redis GET")
 		}
 	}
 	changes := r.changes(rows)
@@ -285,7 +426,7 @@ func TestChangesPairEachStoreWithItsBefore(t *testing.T) {
 	// 1, where the ratio of the medians would say 10800/10000.
 	assert.InDelta(t, 1.0, mem.RPS, 1e-9)
 	assert.InDelta(t, 1.2, mem.CPU, 1e-9, "60 µs of CPU per request after, 50 before")
-	assert.Equal(t, bareName, mem.Baseline)
+	assert.Equal(t, bareName, mem.Floor)
 	assert.InDelta(t, 0.75, mem.Before, 1e-9) // 1, 0.75, 0.75
 	assert.InDelta(t, 0.9, mem.After, 1e-9)
 	assert.Zero(t, mem.Errors)
@@ -294,16 +435,16 @@ func TestChangesPairEachStoreWithItsBefore(t *testing.T) {
 	assert.Equal(t, "redis", red.Store)
 	assert.InDelta(t, 1.2, red.RPS, 1e-9) // 1.2, 0.7, 1.2
 	assert.Zero(t, red.CPU, "no CPU figures, no ratio")
-	assert.Equal(t, redisName, red.Baseline)
+	assert.Equal(t, redisName, red.Floor)
 	assert.InDelta(t, 0.5, red.Before, 1e-9) // 0.5, 1, 0.5
 	assert.InDelta(t, 0.6, red.After, 1e-9)
 
 	create := changes[2]
 	assert.Equal(t, createToken, create.Workload)
 	assert.InDelta(t, 1.0, create.RPS, 1e-9) // 1.25, 1, 1
-	assert.Equal(t, bareName, create.Baseline)
-	assert.InDelta(t, 0.4, create.Before, 1e-9) // 0.4, 0.3, 0.5833
-	assert.InDelta(t, 0.5, create.After, 1e-9)
+	assert.Equal(t, bareName, create.Floor)
+	assert.InDelta(t, 0.6, create.Before, 1e-9, "over the floor's create-token") // 0.4, 0.6, 0.7
+	assert.InDelta(t, 0.6, create.After, 1e-9)                                   // 0.5, 0.6, 0.7
 }
 
 func TestChangesTables(t *testing.T) {
@@ -318,10 +459,10 @@ func TestChangesTables(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, writeChanges(&b, changes))
 	text := b.String()
-	assert.Regexp(t, `after ÷ before\s+workload\s+req/s\s+cpu/req\s+errors\s+baseline\s+req/s ratio before\s+req/s ratio after\s+difference\n`, text)
+	assert.Regexp(t, `after ÷ before\s+workload\s+req/s\s+cpu/req\s+errors\s+floor\s+req/s ratio before\s+req/s ratio after\s+difference\n`, text)
 	assert.Regexp(t, `memory\s+list-tokens\s+1.00x\s+1.20x\s+0\s+bare\s+0.75x\s+0.90x\s+\+0.15\n`, text)
 	assert.Regexp(t, `redis\s+list-tokens\s+1.20x\s+-\s+0\s+bare\+redis-get\s+0.50x\s+0.60x\s+\+0.10\n`, text)
-	assert.Regexp(t, `memory\s+create-token\s+1.00x\s+-\s+2 INVALID\s+bare \(list-tokens\)\s+0.40x\s+0.50x\s+\+0.10\n`, text)
+	assert.Regexp(t, `memory\s+create-token\s+1.00x\s+-\s+2 INVALID\s+bare\s+0.60x\s+0.60x\s+\+0.00\n`, text)
 	assert.Equal(t, 4, strings.Count(text, "\n"))
 
 	md := markdownChanges(changes)
@@ -332,7 +473,31 @@ func TestChangesTables(t *testing.T) {
 	}
 	assert.Contains(t, md, "| memory | list-tokens | 1.00x | 1.20x | 0 | bare | 0.75x | 0.90x | +0.15 |")
 
-	// Without baseline ratios, no difference.
+	// Without ratios to a floor, no difference.
 	assert.Equal(t, []string{"memory", getConfig, "0.98x", "-", "0", "-", "-", "-", "-"},
 		change{Store: "memory", Workload: getConfig, RPS: 0.98}.cells())
+}
+
+// TestWriteMarkdown rewrites the marked section with the command, the
+// floors, the table and the goals, and leaves the rest of the file alone.
+func TestWriteMarkdown(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "BENCHMARKS.md")
+	require.NoError(t, os.WriteFile(file, []byte("# Benchmarks\n\n"+sectionBegin+"\nold\n"+sectionEnd+"\n\nafter\n"), 0o600))
+	t.Setenv("LOADHARNESS_COMMAND", "scripts/loadharness.sh -duration 1s")
+	r := testResults()
+	rows := r.rows(testTargets(), []string{listTokens, createToken})
+	h := &harness{opt: settings{markdown: file, repeats: 3, duration: time.Second, threads: 1, connections: 32},
+		workloads: []string{listTokens, createToken}, pinning: "not pinned"}
+	require.NoError(t, h.writeMarkdown(t.Context(), rows, r.goals(rows), nil))
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	doc := string(b)
+	assert.True(t, strings.HasPrefix(doc, "# Benchmarks\n\n"+sectionBegin+"\nMeasured "), doc)
+	assert.True(t, strings.HasSuffix(doc, sectionEnd+"\n\nafter\n"), doc)
+	assert.NotContains(t, doc, "old")
+	assert.Contains(t, doc, "```sh\nscripts/loadharness.sh -duration 1s\n```")
+	assert.Contains(t, doc, floorsNote)
+	assert.Contains(t, doc, "`bare+mongo-find` with one find by `_id`")
+	assert.Contains(t, doc, "| redis | create-token | 1000 | 5.00ms | 50.00ms | 90µs | 50µs | 7 INVALID | bare+redis-get | 0.50x | 1.25x | 1.25x | 3.00x |")
+	assert.Contains(t, doc, "| redis | create-token | bare+redis-get | 0.500x | 0.333x | ≥ 0.6x | 7 | MISSED by 0.100x, 7 non-2xx |")
 }

@@ -19,9 +19,9 @@ import (
 
 // The SQL stores: PostgreSQL at -postgres, each start of a server on a
 // schema of its own (dropped at the end), and SQLite, each start on a file
-// of its own in the work directory. Each has its floor: a bare baseline
-// that answers list-tokens with one lookup by primary key on the same
-// database (baseline.OneLookup).
+// of its own in the work directory. Each has its floor: a bare server
+// that answers every workload after one lookup by primary key on the same
+// database (baseline.SQLLookup).
 
 // openPostgres connects the harness to -postgres, to make and drop the
 // schemas.
@@ -76,15 +76,15 @@ func (h *harness) sqliteStoreURI(name string) func(gen int) string {
 	}
 }
 
-// sqlBaseline starts the floor of a SQL store: name on a table bare
-// holding the list-tokens answer under its token's digest, in a schema of
-// its own on PostgreSQL (engine "postgres") or a file of its own (engine
-// "sqlite").
-func (h *harness) sqlBaseline(ctx context.Context, name, engine string) (*target, error) {
-	dsn := "sqlite:" + filepath.Join(h.dir, "bare.db")
+// sqlFloor starts the floor of a SQL store: name on a table
+// floor_digests (baseline.FloorTable) holding the digest of the floors'
+// token, in a schema of its own on PostgreSQL (engine "postgres") or a
+// file of its own (engine "sqlite").
+func (h *harness) sqlFloor(ctx context.Context, name, engine string) (*target, error) {
+	dsn := "sqlite:" + filepath.Join(h.dir, "floor.db")
 	if engine == "postgres" {
 		var err error
-		if dsn, err = h.newSchema(ctx, "loadharness_"+h.runID+"_bare"); err != nil {
+		if dsn, err = h.newSchema(ctx, "loadharness_"+h.runID+"_floor"); err != nil {
 			return nil, err
 		}
 	}
@@ -93,26 +93,27 @@ func (h *harness) sqlBaseline(ctx context.Context, name, engine string) (*target
 		return nil, err
 	}
 	defer db.Close()
-	digestType, insert := "BYTEA", "INSERT INTO bare (digest, body) VALUES ($1, $2)"
+	digestType, insert := "BYTEA", "INSERT INTO floor_digests (digest, username) VALUES ($1, $2)"
 	if engine == "sqlite" {
-		digestType, insert = "BLOB", "INSERT INTO bare (digest, body) VALUES (?1, ?2)"
+		digestType, insert = "BLOB", "INSERT INTO floor_digests (digest, username) VALUES (?1, ?2)"
 	}
-	if _, err := db.ExecContext(ctx, fmt.Sprintf(baseline.BareTable, digestType)); err != nil {
+	if _, err := db.ExecContext(ctx, fmt.Sprintf(baseline.FloorTable, digestType)); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	d := sha256.Sum256([]byte(h.listToken))
-	if _, err := db.ExecContext(ctx, insert, d[:], string(h.listBody)); err != nil {
+	d := sha256.Sum256([]byte(h.floorToken))
+	if _, err := db.ExecContext(ctx, insert, d[:], "admin"); err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	return h.baselineTarget(ctx, name, "-sql", dsn)
+	// SQLite runs in the floor's process: no database process of its own.
+	return h.floorTarget(ctx, name, engine == "postgres", "-sql", dsn)
 }
 
 // openLookup opens dsn (postgres://… or sqlite:PATH) for the floor,
 // read-only when readOnly, and returns the query of its one lookup.
 func openLookup(dsn string, readOnly bool) (*sql.DB, string, error) {
-	driver, source, query := "pgx", dsn, "SELECT body FROM bare WHERE digest = $1"
+	driver, source, query := "pgx", dsn, "SELECT username FROM floor_digests WHERE digest = $1"
 	if path, ok := strings.CutPrefix(dsn, "sqlite:"); ok {
-		driver, query = "sqlite", "SELECT body FROM bare WHERE digest = ?1"
+		driver, query = "sqlite", "SELECT username FROM floor_digests WHERE digest = ?1"
 		source = "file:" + path + "?_journal_mode=WAL&_busy_timeout=10000"
 		if readOnly {
 			source += "&_query_only=1"

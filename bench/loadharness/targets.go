@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,22 +13,24 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/orgadmin/orgadmin/internal/baseline"
 )
 
 // Target kinds.
 const (
-	kindStore    = "store"    // the orgadmin server on one store
-	kindBaseline = "baseline" // a bare net/http handler
-	kindPrism    = "prism"    // the Prism mock of the OpenAPI document
+	kindStore = "store" // the orgadmin server on one store
+	kindFloor = "floor" // a bare net/http server (baseline.Floor)
+	kindPrism = "prism" // the Prism mock of the OpenAPI document
 )
 
 // Workload names.
 const (
-	listTokens  = "list-tokens"
-	getConfig   = "get-config"
-	setConfig   = "set-config"
-	createToken = "create-token"
-	listUsers   = "list-users"
+	listTokens  = baseline.ListTokens
+	getConfig   = baseline.GetConfig
+	setConfig   = baseline.SetConfig
+	createToken = baseline.CreateToken
+	listUsers   = baseline.ListUsers
 )
 
 var allWorkloads = []string{listTokens, getConfig, setConfig, createToken, listUsers}
@@ -59,6 +62,7 @@ type target struct {
 	url     string
 	scripts map[string]script // by workload
 	proc    *process
+	db      bool // it uses a database process (Redis, FerretDB, PostgreSQL)
 
 	// Store targets: how to start (again), on a store of generation gen.
 	start func(ctx context.Context, gen int) error
@@ -130,7 +134,7 @@ func randomToken() (string, error) {
 	return "load_" + hex.EncodeToString(b[:]), nil
 }
 
-// digestHex is the SHA-256 of a token value, as the baselines look it up.
+// digestHex is the SHA-256 of a token value, as the floors look it up.
 func digestHex(token string) string {
 	d := sha256.Sum256([]byte(token))
 	return hex.EncodeToString(d[:])
@@ -141,12 +145,13 @@ const (
 	tokenBody  = `{"name":"load","ttl":86400}` // #nosec G101 -- a request body naming a new token, no secret
 )
 
-// storeScripts returns the workloads of a server seeded with w, after
-// checking that the first request of each answers 200. The list-users
-// workload walks the listing once to learn its page tokens.
-func storeScripts(ctx context.Context, base string, w world, workloads []string) (map[string]script, []byte, error) {
+// storeScripts returns the workloads of a server seeded with w, and the
+// answer to the first request of each, after checking that it is a
+// success (2xx). The list-users workload walks the listing once to learn
+// its page tokens.
+func storeScripts(ctx context.Context, base string, w world, workloads []string) (map[string]script, map[string]baseline.Answer, error) {
 	scripts := map[string]script{}
-	var listBody []byte
+	answers := map[string]baseline.Answer{}
 	for _, name := range workloads {
 		var reqs []request
 		switch name {
@@ -176,19 +181,17 @@ func storeScripts(ctx context.Context, base string, w world, workloads []string)
 			return nil, nil, fmt.Errorf("workload %s: no requests (seed some users with -users)", name)
 		}
 		r := reqs[0]
-		st, body, err := get(ctx, r.Method, base+r.Path, w.AdminToken, r.Body)
+		a, err := send(ctx, r.Method, base+r.Path, w.AdminToken, r.Body)
 		if err != nil {
 			return nil, nil, err
 		}
-		if st != 200 {
-			return nil, nil, fmt.Errorf("%s %s: status %d: %s", r.Method, r.Path, st, body)
+		if a.Status/100 != 2 {
+			return nil, nil, fmt.Errorf("%s %s: status %d: %s", r.Method, r.Path, a.Status, a.Body)
 		}
-		if name == listTokens {
-			listBody = body
-		}
+		answers[name] = a
 		scripts[name] = script{Token: w.AdminToken, Requests: reqs}
 	}
-	return scripts, listBody, nil
+	return scripts, answers, nil
 }
 
 // userPages walks GET /v1/users by page_token and returns the path of
@@ -250,7 +253,7 @@ func (h *harness) storeTarget(name, bin string, storeURI func(gen int) string) *
 		if t.pprof != "" {
 			argv = append(argv, "-pprof", t.pprof)
 		}
-		p, err := startProcess(h.dir, fmt.Sprintf("server-%s-%d", name, gen), h.serverCPU, nil, argv...)
+		p, err := startProcess(h.dir, fmt.Sprintf("server-%s-%d", name, gen), h.serverCPU, nil, nil, argv...)
 		if err != nil {
 			return err
 		}
@@ -264,25 +267,30 @@ func (h *harness) storeTarget(name, bin string, storeURI func(gen int) string) *
 		}); err != nil {
 			return err
 		}
-		scripts, body, err := storeScripts(ctx, t.url, w, h.workloads)
+		scripts, answers, err := storeScripts(ctx, t.url, w, h.workloads)
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
 		t.scripts = scripts
-		if h.listBody == nil && body != nil {
-			h.listBody, h.listToken = body, w.AdminToken
+		if h.answers == nil {
+			// The floors write these answers to this Admin's token, and
+			// are sent these requests.
+			h.answers, h.floorToken, h.floorScripts = answers, w.AdminToken, scripts
 		}
 		return nil
 	}
 	return t
 }
 
-// baselineTarget returns a bare handler answering h.listBody to
-// h.listToken, reading it from Redis when redisAddr is set.
-func (h *harness) baselineTarget(ctx context.Context, name string, args ...string) (*target, error) {
-	t := &target{Name: name, Kind: kindBaseline}
-	bodyFile := filepath.Join(h.dir, "list-tokens-body.json")
-	if err := os.WriteFile(bodyFile, h.listBody, 0o600); err != nil {
+// floorTarget starts the floor name (a process of this program, see
+// runFloor) with the extra arguments args, which choose its lookup (none:
+// a map), and checks that it answers each workload's first request with
+// the captured answer, and another bearer with 401. db says whether its
+// lookup uses a database process.
+func (h *harness) floorTarget(ctx context.Context, name string, db bool, args ...string) (*target, error) {
+	t := &target{Name: name, Kind: kindFloor, db: db}
+	answers, err := json.Marshal(h.answers)
+	if err != nil {
 		return nil, err
 	}
 	addr, err := freeAddr()
@@ -293,14 +301,53 @@ func (h *harness) baselineTarget(ctx context.Context, name string, args ...strin
 	if err != nil {
 		return nil, err
 	}
-	argv := append([]string{self, "baseline", "-addr", addr, "-digest", digestHex(h.listToken), "-body", bodyFile}, args...)
-	p, err := startProcess(h.dir, name, h.serverCPU, nil, argv...)
+	argv := append([]string{self, "floor", "-addr", addr, "-digest", digestHex(h.floorToken)}, args...)
+	p, err := startProcess(h.dir, name, h.serverCPU, nil, answers, argv...)
 	if err != nil {
 		return nil, err
 	}
 	t.proc, t.url = p, "http://"+addr
-	t.scripts = map[string]script{listTokens: {Token: h.listToken, Requests: []request{{Method: "GET", Path: "/v1/users/admin/tokens"}}}}
-	return t, p.waitReady(ctx, 30*time.Second, func() error { return checkListTokens(ctx, t.url, h.listToken) })
+	t.scripts = h.floorScripts
+	if err := p.waitReady(ctx, 30*time.Second, func() error { return checkListen(ctx, t.url) }); err != nil {
+		return nil, err
+	}
+	if err := checkFloor(ctx, t.url, h.floorToken, h.floorScripts, h.answers); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return t, nil
+}
+
+// checkListen wants base to answer HTTP, whatever the status.
+func checkListen(ctx context.Context, base string) error {
+	_, _, err := get(ctx, "GET", base+"/", "", "")
+	return err
+}
+
+// checkFloor sends the first request of each workload's script to the
+// floor at base: with token it wants the workload's answer, byte for
+// byte; with another bearer, 401.
+func checkFloor(ctx context.Context, base, token string, scripts map[string]script, answers map[string]baseline.Answer) error {
+	for w, s := range scripts {
+		r := s.Requests[0]
+		got, err := send(ctx, r.Method, base+r.Path, token, r.Body)
+		if err != nil {
+			return err
+		}
+		want := answers[w]
+		// Not the bodies: a creation answer holds a token value.
+		if got.Status != want.Status || got.ContentType != want.ContentType || !bytes.Equal(got.Body, want.Body) {
+			return fmt.Errorf("%s %s: answered %d %q with %d other bytes, want %d %q with the %d bytes captured",
+				r.Method, r.Path, got.Status, got.ContentType, len(got.Body), want.Status, want.ContentType, len(want.Body))
+		}
+		st, body, err := get(ctx, r.Method, base+r.Path, "not-"+token, r.Body)
+		if err != nil {
+			return err
+		}
+		if st != 401 {
+			return fmt.Errorf("%s %s with another bearer: answered %d with %d bytes, want 401", r.Method, r.Path, st, len(body))
+		}
+	}
+	return nil
 }
 
 // prismVersion is the Prism release measured against.
@@ -319,14 +366,14 @@ func (h *harness) prismTarget(ctx context.Context) (*target, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := startProcess(h.dir, "prism", h.serverCPU, nil,
+	p, err := startProcess(h.dir, "prism", h.serverCPU, nil, nil,
 		"npx", "--yes", "@stoplight/prism-cli@"+prismVersion, "mock", "-h", host, "-p", port, "-v", "warn", doc)
 	if err != nil {
 		return nil, err
 	}
 	t.proc, t.url = p, "http://"+addr
-	t.scripts = map[string]script{listTokens: {Token: h.listToken, Requests: []request{{Method: "GET", Path: "/v1/users/admin/tokens"}}}}
-	return t, p.waitReady(ctx, 5*time.Minute, func() error { return checkListTokens(ctx, t.url, h.listToken) })
+	t.scripts = map[string]script{listTokens: {Token: h.floorToken, Requests: []request{{Method: "GET", Path: "/v1/users/admin/tokens"}}}}
+	return t, p.waitReady(ctx, 5*time.Minute, func() error { return checkListTokens(ctx, t.url, h.floorToken) })
 }
 
 // checkListTokens asks base for the Admin's tokens once and wants a 200.

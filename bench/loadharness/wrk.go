@@ -117,6 +117,11 @@ type sample struct {
 	// CPU is the CPU time the target's processes used during the run
 	// (not its database's), 0 when unknown.
 	CPU time.Duration
+	// DBCPU is the CPU time the database processes used during the run,
+	// when DB says it was measured (a target that uses a database, with
+	// the database processes known).
+	DBCPU time.Duration
+	DB    bool
 }
 
 // CPUPerRequest returns the target's CPU time per request, or 0.
@@ -125,6 +130,14 @@ func (s sample) CPUPerRequest() time.Duration {
 		return 0
 	}
 	return s.CPU / time.Duration(s.Requests)
+}
+
+// DBCPUPerRequest returns the database's CPU time per request, or 0.
+func (s sample) DBCPUPerRequest() time.Duration {
+	if s.Requests == 0 {
+		return 0
+	}
+	return s.DBCPU / time.Duration(s.Requests)
 }
 
 // RPS returns the requests per second of s.

@@ -126,11 +126,10 @@ func TestSingleRequestScriptIsStatic(t *testing.T) {
 }
 
 func TestParseStat(t *testing.T) {
-	g, ticks, ok := parseStat("29862 (a (weird) name) R 29698 4242 30146 0 -1 4194304 100 0 0 0 150 25 0 0 20 0 1 0 727366\n")
+	st, ok := parseStat("29862 (a (weird) name) R 29698 4242 30146 0 -1 4194304 100 0 0 0 150 25 0 0 20 0 1 0 727366\n")
 	require.True(t, ok)
-	assert.Equal(t, 4242, g)
-	assert.Equal(t, int64(175), ticks)
-	_, _, ok = parseStat("garbage")
+	assert.Equal(t, stat{ppid: 29698, pgrp: 4242, ticks: 175}, st)
+	_, ok = parseStat("garbage")
 	assert.False(t, ok)
 }
 
@@ -174,6 +173,26 @@ func TestPIDsCPU(t *testing.T) {
 	}
 	assert.Positive(t, pidsCPU([]int{os.Getpid()}), "this process has used CPU")
 	assert.Zero(t, pidsCPU([]int{1 << 30}), "no such process")
+}
+
+// TestTreeTicks: a database's CPU time is its own and that of every
+// process under it (PostgreSQL's backends), and of no other.
+func TestTreeTicks(t *testing.T) {
+	stats := map[int]stat{
+		1:  {ppid: 0, ticks: 1000}, // init
+		10: {ppid: 1, ticks: 5},    // postmaster
+		11: {ppid: 10, ticks: 7},   // a backend
+		12: {ppid: 11, ticks: 11},  // its child
+		20: {ppid: 1, ticks: 3},    // redis-server
+		30: {ppid: 1, ticks: 100},  // something else
+		40: {ppid: 41, ticks: 1},   // a parent loop, which /proc never shows,
+		41: {ppid: 40, ticks: 1},   // ends
+	}
+	assert.Equal(t, int64(5+7+11), treeTicks(stats, []int{10}))
+	assert.Equal(t, int64(5+7+11+3), treeTicks(stats, []int{10, 20}))
+	assert.Equal(t, int64(11), treeTicks(stats, []int{12}))
+	assert.Zero(t, treeTicks(stats, []int{99}))
+	assert.Zero(t, treeTicks(stats, nil))
 }
 
 func TestWaitIdle(t *testing.T) {

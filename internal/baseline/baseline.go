@@ -1,12 +1,16 @@
 // Package baseline holds the bare net/http handlers that the benchmarks
-// and the load harness compare the server with: the least a handler of the
-// token-listing route can do, with a map, with one Redis GET, or with one
-// SQL lookup by primary key.
+// and the load harness compare the server with: the least a handler can
+// do for the same answer. Bare and OneGet answer the token listing of the
+// Go benchmarks on any path, after a map lookup or one Redis GET. Floor
+// serves the route of each workload of the load harness with that
+// workload's answer, captured from the server, after one lookup of the
+// bearer's digest: in a map (MapLookup), with one Redis GET
+// (RedisLookup), one MongoDB find by _id (MongoLookup) or one SQL query
+// by primary key (SQLLookup).
 package baseline
 
 import (
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"net/http"
@@ -53,39 +57,4 @@ func OneGet(c redis.UniversalClient, prefix string) http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(b) // #nosec G705 -- the JSON answer the benchmark stored, sent as application/json
 	})
-}
-
-// BareTable is the table OneLookup reads, in PostgreSQL's and SQLite's
-// spelling alike but for the digest's type (BYTEA or BLOB).
-const BareTable = "CREATE TABLE bare (digest %s PRIMARY KEY, body TEXT NOT NULL)"
-
-// OneLookup answers the body that the table bare holds for the SHA-256 of
-// the token, read with one query by primary key (query, prepared once, with
-// the digest's bytes as its one parameter); 401 when there is none, 500
-// when the database fails. It returns the error of preparing query.
-func OneLookup(db *sql.DB, query string) (http.Handler, error) {
-	st, err := db.Prepare(query)
-	if err != nil {
-		return nil, err
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		d := sha256.Sum256([]byte(tok))
-		var b []byte
-		err := st.QueryRowContext(r.Context(), d[:]).Scan(&b)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		case err != nil:
-			w.WriteHeader(http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
-	}), nil
 }

@@ -3,19 +3,15 @@ package baseline
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 )
 
 func hexDigest(token string) string {
@@ -65,38 +61,4 @@ func TestOneGetMakesOneGet(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer secret-token")
 	h.ServeHTTP(rec, req)
 	assert.Equal(t, 500, rec.Code)
-}
-
-func TestOneLookup(t *testing.T) {
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(t.TempDir(), "bare.db"))
-	require.NoError(t, err)
-	defer db.Close()
-	_, err = db.Exec(fmt.Sprintf(BareTable, "BLOB"))
-	require.NoError(t, err)
-	d := sha256.Sum256([]byte("secret-token"))
-	_, err = db.Exec("INSERT INTO bare (digest, body) VALUES (?1, ?2)", d[:], `{"tokens":[]}`)
-	require.NoError(t, err)
-	h, err := OneLookup(db, "SELECT body FROM bare WHERE digest = ?1")
-	require.NoError(t, err)
-	for token, want := range map[string]int{"secret-token": 200, "other": 401, "": 401} {
-		req := httptest.NewRequest("GET", "/v1/users/admin/tokens", nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		assert.Equal(t, want, rec.Code, token)
-		if want == http.StatusOK {
-			assert.Equal(t, `{"tokens":[]}`, rec.Body.String())
-		}
-	}
-	require.NoError(t, db.Close())
-	rec := httptest.NewRecorder()
-	req := httptest.NewRequest("GET", "/", nil)
-	req.Header.Set("Authorization", "Bearer secret-token")
-	h.ServeHTTP(rec, req)
-	assert.Equal(t, 500, rec.Code)
-
-	_, err = OneLookup(db, "SELECT body FROM bare WHERE digest = ?1")
-	require.Error(t, err, "a closed database")
 }
