@@ -166,7 +166,7 @@ type Store interface {
 	AddFeedback(ctx context.Context, f Feedback) error
 
 	// ListEvents returns the audit events of org that match q, newest
-	// first: ordered by At, then ID, both descending. See EventQuery.
+	// first: ordered by Seq, descending. See EventQuery.
 	ListEvents(ctx context.Context, org string, q EventQuery) (EventPage, error)
 
 	// Ping reports whether the store answers.
@@ -197,15 +197,32 @@ type Store interface {
 // filter out expired events that linger (EventQuery.Since). The store
 // mints nothing and reads no clock: the caller gives the event's ID and
 // At.
+//
+// Sequence. The store gives each event of an org its Seq, in the same
+// atomic step as the event and its change, from a counter of the org, so
+// that within an org Seq order is the order in which events become
+// visible to ListEvents: once an event of Seq n is listed, no event of
+// the org with a lower Seq appears any more (a store that writes in two
+// steps keeps this for each walk of pages; see EventQuery.BeforeSeq).
+// So a reader that pages down from the newest event, by BeforeSeq, sees
+// exactly the events visible when it read its first page, none twice;
+// whatever is written meanwhile, by any process and whatever its clock,
+// sorts above that page. At, the writer's clock, plays no part in the
+// order.
 
 // Event is one audit event: an administrative change, who made it and
 // when. It never holds a token or session value, digest or secret.
 type Event struct {
-	// ID is unique (a UUID); with At it orders the events of an org.
-	ID string
-	// Seq is the store's sequence number of the event in its org.
-	Seq int64
+	// ID is unique (a UUID).
+	ID  string
 	Org string
+	// Seq orders the events of an org; the store assigns it (whatever
+	// the caller sets is ignored) and ListEvents returns it. It is
+	// unique within the org, and no event holds 0: the events of an org
+	// recorded after its first one with a Seq number up from 1; a store
+	// that kept events before it assigned sequences may give those
+	// negative ones, below every other (see the store's documentation).
+	Seq int64
 	// At is when the change was made, to the millisecond.
 	At time.Time
 	// ActorID and ActorUsername name the user who made the change;
@@ -260,12 +277,11 @@ func AuditOf(ctx context.Context) (Audit, bool) {
 
 // EventQuery selects a page of audit events, newest first.
 type EventQuery struct {
-	// BeforeAt and BeforeID, when BeforeID is not empty, start the page
-	// after the event (BeforeAt, BeforeID) in the order: at the first
-	// event whose At is before BeforeAt, or equal with an ID that sorts
-	// before BeforeID (byte-wise). That event need not exist.
-	BeforeAt time.Time
-	BeforeID string
+	// BeforeSeq, when not zero, starts the page after the event of that
+	// Seq: at the first event whose Seq is lower. That event need not
+	// exist. A query without it reads the first page of a walk: the
+	// newest events.
+	BeforeSeq int64
 	// Limit is the page size; the store returns at most Limit events.
 	Limit int
 	// The filters: an empty string or zero time matches every event.

@@ -75,8 +75,10 @@ type org struct {
 	// ducklings are the Duckling records of the users that have any.
 	ducklings map[ref]map[string]storage.Duckling
 	dives     map[string]storage.Dive
-	// events are the org's audit events, oldest first (by At, then ID).
+	// events are the org's audit events, oldest first (by Seq).
 	events []storage.Event
+	// eventSeq is the Seq of the org's last event.
+	eventSeq int64
 }
 
 // New returns an empty Store.

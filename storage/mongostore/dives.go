@@ -118,7 +118,7 @@ func (s *Store) replaceAudited(ctx context.Context, coll *mongo.Collection, id s
 			return err
 		}
 		if old.Ev != "" {
-			if err := s.confirmEvent(ctx, old.Ev); err != nil {
+			if err := s.confirmIfPending(ctx, old.Ev); err != nil {
 				return fmt.Errorf("confirm event %s: %w", old.Ev, err)
 			}
 		}

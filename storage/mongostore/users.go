@@ -295,7 +295,7 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 			return userDoc{}, err
 		}
 		if d.Ev != "" {
-			if err := s.confirmEvent(ctx, d.Ev); err != nil {
+			if err := s.confirmIfPending(ctx, d.Ev); err != nil {
 				return userDoc{}, fmt.Errorf("confirm event %s: %w", d.Ev, err)
 			}
 		}
@@ -786,7 +786,7 @@ func (s *Store) removeUser(ctx context.Context, org, id, docID, folded, ev strin
 		}
 	}
 	if ev != "" {
-		if err := s.confirmEvent(ctx, ev); err != nil {
+		if err := s.confirmIfPending(ctx, ev); err != nil {
 			return fmt.Errorf("confirm event %s: %w", ev, err)
 		}
 	}

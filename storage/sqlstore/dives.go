@@ -117,7 +117,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, func(tx runner) error {
 		if _, err := tx.ExecContext(ctx, s.q.dropExpiredSessions, es.Org, es.UserID, micros(es.CreatedAt)); err != nil {
 			return err
 		}
@@ -135,7 +135,7 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 		case err != nil:
 			return err
 		}
-		return s.recordEvent(ctx, tx)
+		return nil
 	})
 	return failed("create embed session", err)
 }

@@ -51,7 +51,7 @@ func (r *tokenRow) token(d *dialect) (storage.Token, error) {
 func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, func(tx runner) error {
 		var one int
 		err := tx.QueryRowContext(ctx, s.q.lockUser, t.Org, t.UserID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -93,7 +93,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 		if _, err := tx.ExecContext(ctx, s.q.unrevoke, t.Digest[:]); err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx)
+		return nil
 	})
 	return failed("create token", err)
 }
@@ -239,7 +239,7 @@ const revokedTrimBatch = 16
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, func(tx runner) error {
 		var (
 			digest  []byte
 			expires sql.NullInt64
@@ -258,7 +258,7 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 		if _, err := tx.ExecContext(ctx, s.q.revoke, digest, org, userID, id, micros(r.At), micros(until)); err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx)
+		return nil
 	})
 	return failed("delete token", err)
 }

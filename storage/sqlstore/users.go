@@ -78,7 +78,7 @@ func privileges(ps []string) sql.NullString {
 func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.inTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, func(tx runner) error {
 		var n int64
 		err := tx.QueryRowContext(ctx, s.q.lockOrg, u.Org).Scan(&n)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -108,7 +108,7 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.User
 		if _, err = tx.ExecContext(ctx, s.q.changeUserCount, u.Org, 1); err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx)
+		return nil
 	})
 	return failed("create user", err)
 }
@@ -184,7 +184,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.Use
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var r userRow
-	err := s.inTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, func(tx runner) error {
 		var n int64
 		if err := tx.QueryRowContext(ctx, s.q.lockOrg, org).Scan(&n); err != nil {
 			return err // no org: no user (sql.ErrNoRows)
@@ -195,7 +195,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.Use
 		if _, err := tx.ExecContext(ctx, s.q.changeUserCount, org, -1); err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx)
+		return nil
 	})
 	if errors.Is(err, sql.ErrNoRows) {
 		return storage.User{}, storage.ErrNotFound
