@@ -82,13 +82,15 @@ func (l *eventLog) dropOldest(before time.Time, max int) {
 }
 
 // newest calls yield with the events whose Seq is below beforeSeq (every
-// event when beforeSeq is zero), newest first, until it returns false.
-func (l *eventLog) newest(beforeSeq int64, yield func(storage.Event) bool) {
+// event when beforeSeq is zero), newest first, until it returns false:
+// each event's Seq and At, and its encoding, which decodeEvent reads and
+// which yield must not keep.
+func (l *eventLog) newest(beforeSeq int64, yield func(seq int64, at time.Time, raw []byte) bool) {
 	for k := len(l.chunks) - 1; k >= 0; k-- {
 		c := l.chunks[k]
 		live := c.idx[c.first:]
 		end := len(live)
-		if beforeSeq > 0 {
+		if beforeSeq != 0 {
 			if live[0].seq >= beforeSeq {
 				continue
 			}
@@ -102,12 +104,7 @@ func (l *eventLog) newest(beforeSeq int64, yield func(storage.Event) bool) {
 			if j > 0 {
 				start = c.idx[j-1].end
 			}
-			e, err := decodeEvent(c.data[start:c.idx[j].end])
-			if err != nil {
-				panic("memstore: " + err.Error()) // the log's own bytes: a bug
-			}
-			e.Seq, e.At = c.idx[j].seq, time.UnixMilli(c.idx[j].atMS)
-			if !yield(e) {
+			if !yield(c.idx[j].seq, time.UnixMilli(c.idx[j].atMS).UTC(), c.data[start:c.idx[j].end]) {
 				return
 			}
 		}

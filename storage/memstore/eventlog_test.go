@@ -21,7 +21,12 @@ func logEvent(seq int64, at time.Time) storage.Event {
 
 func collect(l *eventLog, beforeSeq int64, n int) []storage.Event {
 	var out []storage.Event
-	l.newest(beforeSeq, func(e storage.Event) bool {
+	l.newest(beforeSeq, func(seq int64, at time.Time, raw []byte) bool {
+		e, err := decodeEvent(raw)
+		if err != nil {
+			panic(err)
+		}
+		e.Seq, e.At = seq, at
 		out = append(out, e)
 		return len(out) < n
 	})
@@ -30,7 +35,7 @@ func collect(l *eventLog, beforeSeq int64, n int) []storage.Event {
 
 func TestEventLogKeepsEveryFieldAndNilFromEmpty(t *testing.T) {
 	var l eventLog
-	at := time.UnixMilli(1_700_000_000_123)
+	at := time.UnixMilli(1_700_000_000_123).UTC()
 	want := logEvent(1, at)
 	l.add(want)
 	withNil := logEvent(2, at)
@@ -53,7 +58,7 @@ func TestEventLogKeepsEveryFieldAndNilFromEmpty(t *testing.T) {
 func TestEventLogPagesNewestFirstAcrossChunks(t *testing.T) {
 	var l eventLog
 	const n = 3*chunkEvents + 17
-	base := time.UnixMilli(1_700_000_000_000)
+	base := time.UnixMilli(1_700_000_000_000).UTC()
 	for i := int64(1); i <= n; i++ {
 		l.add(logEvent(i, base.Add(time.Duration(i)*time.Millisecond)))
 	}
@@ -83,7 +88,7 @@ func TestEventLogPagesNewestFirstAcrossChunks(t *testing.T) {
 
 func TestEventLogDropsTheOldestByTimeAndBound(t *testing.T) {
 	var l eventLog
-	base := time.UnixMilli(1_700_000_000_000)
+	base := time.UnixMilli(1_700_000_000_000).UTC()
 	for i := int64(1); i <= 2*chunkEvents; i++ {
 		l.add(logEvent(i, base.Add(time.Duration(i)*time.Second)))
 	}
@@ -122,7 +127,7 @@ func TestDecodeEventRefusesTruncatedBytes(t *testing.T) {
 
 func BenchmarkEventLogAdd(b *testing.B) {
 	var l eventLog
-	e := logEvent(0, time.UnixMilli(1_700_000_000_000))
+	e := logEvent(0, time.UnixMilli(1_700_000_000_000).UTC())
 	b.ReportAllocs()
 	for b.Loop() {
 		e.Seq++
