@@ -428,9 +428,9 @@ type limitStore struct {
 	max []int
 }
 
-func (l *limitStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (l *limitStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	l.max = append(l.max, lim.Max)
-	return l.Store.CreateUser(ctx, u, lim)
+	return l.Store.CreateUser(ctx, u, lim, a)
 }
 
 // The store is asked to keep 100 000 users an org by default, the limit
@@ -1458,11 +1458,11 @@ type cancelingStore struct {
 	*memstore.Store
 }
 
-func (s cancelingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (s cancelingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("create user: %w", err)
 	}
-	return s.Store.CreateUser(ctx, u, lim)
+	return s.Store.CreateUser(ctx, u, lim, a)
 }
 
 func (s cancelingStore) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
@@ -1507,8 +1507,8 @@ type lostReplyStore struct {
 	*memstore.Store
 }
 
-func (s lostReplyStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
-	if err := s.Store.CreateToken(ctx, t, lim); err != nil {
+func (s lostReplyStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
+	if err := s.Store.CreateToken(ctx, t, lim, a); err != nil {
 		return err
 	}
 	return errors.New("connection reset")
