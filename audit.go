@@ -8,7 +8,6 @@ import (
 	"iter"
 	"log/slog"
 	"time"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -178,12 +177,12 @@ type change struct {
 	before, after                          []byte
 }
 
-// audited returns ctx carrying the audit event of ch, made by who in org,
-// for the store method that makes the change, and the event for emit.
-func (s *Service) audited(ctx context.Context, org string, who actor, ch change) (context.Context, storage.Event, error) {
+// audited returns the Audit of the event of ch, made by who in org, for
+// the store method that makes the change, and the event for emit.
+func (s *Service) audited(ctx context.Context, org string, who actor, ch change) (*storage.Audit, storage.Event, error) {
 	id, err := s.newID()
 	if err != nil {
-		return ctx, storage.Event{}, err
+		return nil, storage.Event{}, err
 	}
 	now := s.clock()
 	ev := storage.Event{
@@ -201,11 +200,11 @@ func (s *Service) audited(ctx context.Context, org string, who actor, ch change)
 		Before:         ch.before,
 		After:          ch.after,
 	}
-	return storage.WithAudit(ctx, storage.Audit{
+	return &storage.Audit{
 		Event:      ev,
 		DropBefore: now.Add(-s.auditRetention),
 		MaxPerOrg:  s.maxAuditEvents,
-	}), ev, nil
+	}, ev, nil
 }
 
 // emit sends ev, stored with its change, to Config.AuditLog.
@@ -307,49 +306,67 @@ func (q AuditQuery) query() (storage.EventQuery, issues) {
 		is.add(IssueInvalidString, "until must be after since", "until")
 	}
 	if q.PageToken != "" {
-		at, id, ok := decodeAuditToken(q.PageToken)
+		seq, ok := decodeAuditToken(q.PageToken)
 		if !ok {
-			is.add(IssueInvalidString, "Invalid page token", "page_token")
+			is.add(IssueInvalidString, "Invalid page token: pass back a next_page_token as it came (a token of an earlier version of the service no longer works; start again without one)", "page_token")
 		}
-		eq.BeforeAt, eq.BeforeID = at, id
+		eq.BeforeSeq = seq
 	}
 	return eq, is.withDecoded(q.DecodeIssues)
 }
 
-// auditTokenVersion prefixes every audit page token.
-const auditTokenVersion = 'a'
+// auditTokenVersion prefixes every audit page token. Version 'a' (a
+// time and an id, the order before events had a sequence) is refused.
+const auditTokenVersion = 'b'
+
+// auditTokenLen is the length of a decoded page token: the version, the
+// sequence and a check byte.
+const auditTokenLen = 10
 
 // encodeAuditToken makes the opaque cursor that resumes after the event
-// (at, id), newest first.
-func encodeAuditToken(at time.Time, id string) string {
-	b := make([]byte, 1, 9+len(id))
+// of sequence seq, newest first.
+func encodeAuditToken(seq int64) string {
+	b := make([]byte, 1, auditTokenLen)
 	b[0] = auditTokenVersion
-	b = binary.BigEndian.AppendUint64(b, uint64(at.UnixMilli())) // #nosec G115 -- times of events, after 1970
-	return base64.RawURLEncoding.EncodeToString(append(b, id...))
+	b = binary.BigEndian.AppendUint64(b, uint64(seq)) // #nosec G115 -- a bit pattern, decoded back the same way
+	b = append(b, auditTokenCheck(b))
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// auditTokenCheck is the check byte of a token's first nine bytes: it
+// tells a token mistyped or cut from one the Service made.
+func auditTokenCheck(b []byte) byte {
+	var c byte = 0x5a
+	for _, x := range b {
+		c = c<<1 | c>>7
+		c ^= x
+	}
+	return c
 }
 
 // decodeAuditToken reverses encodeAuditToken; it reports false for
-// anything encodeAuditToken cannot have made.
-func decodeAuditToken(tok string) (time.Time, string, bool) {
-	if len(tok) > 512 {
-		return time.Time{}, "", false
+// anything encodeAuditToken cannot have made (zero is never a sequence).
+func decodeAuditToken(tok string) (int64, bool) {
+	if len(tok) > 64 {
+		return 0, false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || len(b) < 10 || b[0] != auditTokenVersion || !utf8.Valid(b[9:]) {
-		return time.Time{}, "", false
+	if err != nil || len(b) != auditTokenLen || b[0] != auditTokenVersion || b[9] != auditTokenCheck(b[:9]) {
+		return 0, false
 	}
-	ms := binary.BigEndian.Uint64(b[1:9])
-	if ms > 1<<47 {
-		return time.Time{}, "", false
-	}
-	return time.UnixMilli(int64(ms)).UTC(), string(b[9:]), true // #nosec G115 -- bounded above
+	seq := int64(binary.BigEndian.Uint64(b[1:9])) // #nosec G115 -- the bit pattern encodeAuditToken wrote
+	return seq, seq != 0
 }
 
 // AuditEvents returns a page of the audit events of the caller's org,
-// newest first (by time, then id), filtered as q says. Paging with
-// NextPageToken never repeats an event; changes made meanwhile are
-// newer than the page and do not move it (an event that a process
-// commits after a reader has paged past its time can be missed).
+// newest first, filtered as q says. The order is the sequence the store
+// gives each event as it stores it with its change (within an org, the
+// order in which changes are stored), not the events' times: paging
+// with NextPageToken neither skips nor repeats an event, whatever is
+// written meanwhile, by this process or another sharing the store,
+// whatever its clock. A walk of pages shows the events stored when its
+// first page was read; those stored later come before that page (a new
+// walk from the first page shows them).
 // It fails with FORBIDDEN unless the caller is an Admin, and with
 // BAD_REQUEST for an out-of-range limit, a malformed page token or a
 // filter that is too long.
@@ -381,7 +398,7 @@ func (s *Service) AuditEvents(ctx context.Context, a Auth, q AuditQuery) (AuditP
 	}
 	out := AuditPage{Events: eventsFromRecords(page.Events)}
 	if n := len(page.Events); page.More && n > 0 {
-		out.NextPageToken = encodeAuditToken(page.Events[n-1].At, page.Events[n-1].ID)
+		out.NextPageToken = encodeAuditToken(page.Events[n-1].Seq)
 	}
 	return out, nil
 }

@@ -3,7 +3,9 @@ package orgadmin_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/internal/fakeclock"
 	"github.com/orgadmin/orgadmin/storage"
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
@@ -266,6 +269,95 @@ func TestAuditEventsPagingAndFilters(t *testing.T) {
 
 	_, err := e.svc.AuditEvents(ctx, e.admin, orgadmin.AuditQuery{PageToken: "garbage", Limit: orgadmin.Some(0), Action: strings.Repeat("x", 300), Since: t0, Until: t0})
 	assert.Equal(t, [][]any{{"limit"}, {"action"}, {"until"}, {"page_token"}}, issuePaths(t, err))
+}
+
+// A page token is opaque and checked: one of an earlier version (a time
+// and an id), one cut short, or one with a byte changed is a BAD_REQUEST
+// naming page_token, never a failure of the server.
+func TestAuditPageTokenTamperedIsBadRequest(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	for i := range 4 {
+		e.serviceAccount(t, "bot"+string(rune('a'+i)))
+	}
+	page, err := e.svc.AuditEvents(ctx, e.admin, orgadmin.AuditQuery{Limit: orgadmin.Some(2)})
+	require.NoError(t, err)
+	require.NotEmpty(t, page.NextPageToken)
+	raw, err := base64.RawURLEncoding.DecodeString(page.NextPageToken)
+	require.NoError(t, err)
+	changed := bytes.Clone(raw)
+	changed[5] ^= 0x40
+	earlier := append([]byte{'a'}, make([]byte, 8)...)
+	earlier = append(earlier, "0198f3a2-0000-7000-8000-000000000002"...)
+	for name, tok := range map[string]string{
+		"earlier version": base64.RawURLEncoding.EncodeToString(earlier),
+		"cut short":       base64.RawURLEncoding.EncodeToString(raw[:len(raw)-1]),
+		"a byte changed":  base64.RawURLEncoding.EncodeToString(changed),
+		"not base64":      "!!",
+		"too long":        strings.Repeat("A", 100),
+	} {
+		_, err := e.svc.AuditEvents(ctx, e.admin, orgadmin.AuditQuery{PageToken: tok})
+		assert.Equal(t, [][]any{{"page_token"}}, issuePaths(t, err), name)
+	}
+	next, err := e.svc.AuditEvents(ctx, e.admin, orgadmin.AuditQuery{PageToken: page.NextPageToken})
+	require.NoError(t, err, "the token as it came")
+	assert.Len(t, next.Events, 5)
+}
+
+// Two Services on one store, the clock of one an hour behind the
+// other's: the trail is in the order the changes were stored, whatever
+// their times, and a walk of pages sees the events stored when it began,
+// once each, while the slow-clocked one goes on writing; its later
+// changes come first in the next walk.
+func TestAuditWalkAcrossServicesWithSkewedClocks(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	behind := fakeclock.New(t0.Add(-time.Hour))
+	other := orgadmin.New(e.store, orgadmin.Config{Now: behind.Now})
+	admin, err := other.Authenticate(ctx, e.adminToken)
+	require.NoError(t, err)
+	for i := range 6 {
+		svc, who := e.svc, orgadmin.Auth(e.admin)
+		if i%2 == 1 {
+			svc, who = other, admin
+		}
+		_, err := svc.CreateServiceAccount(ctx, who, orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("bot%d", i)})
+		require.NoError(t, err)
+	}
+	all := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Action: orgadmin.ActionUserCreate})
+	require.Len(t, all, 7)
+	for i, ev := range all[:6] {
+		assert.Equal(t, fmt.Sprintf("bot%d", 5-i), ev.TargetUsername, "stored order, not time order")
+	}
+
+	var walked, late []string
+	q := orgadmin.AuditQuery{Action: orgadmin.ActionUserCreate, Limit: orgadmin.Some(2)}
+	for i := 0; ; i++ {
+		page, err := e.svc.AuditEvents(ctx, e.admin, q)
+		require.NoError(t, err)
+		for _, ev := range page.Events {
+			walked = append(walked, ev.TargetUsername)
+		}
+		if page.NextPageToken == "" {
+			break
+		}
+		q.PageToken = page.NextPageToken
+		name := fmt.Sprintf("late%d", i)
+		late = append([]string{name}, late...)
+		_, err = other.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+	}
+	want := make([]string, len(all))
+	for i, ev := range all {
+		want[i] = ev.TargetUsername
+	}
+	assert.Equal(t, want, walked, "the walk: every event stored before it began, once each")
+	again := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Action: orgadmin.ActionUserCreate})
+	got := make([]string, len(again))
+	for i, ev := range again {
+		got[i] = ev.TargetUsername
+	}
+	assert.Equal(t, append(late, want...), got, "the late changes first in the next walk, though their clock is behind")
 }
 
 // Events past the retention are not shown, and the org's trail is bound.

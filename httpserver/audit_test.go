@@ -2,11 +2,13 @@ package httpserver_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +16,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/internal/everystore"
+	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
 // auditEvent is an event as GET /ext/audit/events shows it.
@@ -205,4 +208,46 @@ func TestAuditTrailCursorUnderConcurrentChanges(t *testing.T) {
 	assert.Equal(t, want, got)
 	all, _ := readTrail(t, f.world, bearer(f.admin), nil, "7")
 	assert.Len(t, all, len(want)+40)
+}
+
+// Two servers sharing one store, the second's clock an hour behind the
+// first's: a walk of pages through one sees the trail as it was when
+// the walk began, once each, while changes are made through the other;
+// those changes come first in the next walk, their times
+// notwithstanding.
+func TestAuditTrailWalkAcrossServersWithSkewedClocks(t *testing.T) {
+	t.Parallel()
+	store := memstore.New()
+	f := newFixtureWith(t, orgadmin.Config{}, worldOptions{store: store})
+	behind := newWorldWith(t, orgadmin.Config{}, worldOptions{store: store})
+	behind.clock.Advance(-time.Hour)
+	want, _ := readTrail(t, f.world, bearer(f.admin), nil, "1000")
+
+	var got []auditEvent
+	var late []string
+	q := url.Values{"limit": {"2"}}
+	for i := 0; ; i++ {
+		var p auditPage
+		r := f.do("GET", httpserver.AuditEventsPath+"?"+q.Encode(), bearer(f.admin), nil)
+		require.Equal(t, http.StatusOK, r.status, "response: %s", r)
+		require.NoError(t, json.Unmarshal(r.body, &p))
+		got = append(got, p.Events...)
+		if p.NextPageToken == nil {
+			break
+		}
+		q.Set("page_token", *p.NextPageToken)
+		name := fmt.Sprintf("late%d", i)
+		late = append([]string{name}, late...)
+		r = behind.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": name})
+		require.Equal(t, http.StatusOK, r.status, "response: %s", r)
+	}
+	require.NotEmpty(t, late)
+	assert.Equal(t, want, got, "the walk: the trail as it was when it began")
+	all, _ := readTrail(t, f.world, bearer(f.admin), nil, "3")
+	require.Len(t, all, len(want)+len(late))
+	for i, name := range late {
+		assert.Equal(t, name, all[i].Target.Username, "the late changes first")
+		assert.Less(t, all[i].Time, want[0].Time, "though their times are older")
+	}
+	assert.Equal(t, want, all[len(late):])
 }

@@ -32,11 +32,19 @@ func RunShared(t *testing.T, newStores func(t testing.TB) (storage.Store, storag
 	t.Run("Restarts", func(t *testing.T) { testRestarts(t, newStores) })
 	t.Run("Reseeding", func(t *testing.T) { testReseeding(t, newStores) })
 	t.Run("UserLimit", func(t *testing.T) { testSharedUserLimit(t, newStores) })
-	t.Run("AuditTrail", func(t *testing.T) { testSharedAuditTrail(t, services(newStores(t))) })
+	t.Run("AuditTrail", func(t *testing.T) { testSharedAuditTrail(t, skewed(newStores(t))) })
 }
 
 func services(a, b storage.Store) [2]*orgadmin.Service {
 	return servicesWith(orgadmin.Config{}, a, b)
+}
+
+// skewed is two Services on a and b whose clocks disagree: the second's
+// runs 30 seconds behind the first's (less than AuditSettleAfter, so
+// that neither settles the other's events in flight).
+func skewed(a, b storage.Store) [2]*orgadmin.Service {
+	behind := func() time.Time { return time.Now().Add(-30 * time.Second) }
+	return [2]*orgadmin.Service{orgadmin.New(a, orgadmin.Config{}), orgadmin.New(b, orgadmin.Config{Now: behind})}
 }
 
 func servicesWith(cfg orgadmin.Config, a, b storage.Store) [2]*orgadmin.Service {

@@ -1,39 +1,34 @@
 package memstore
 
 import (
+	"cmp"
 	"context"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// compareEvents orders events by At, then ID: oldest first, as an org
-// keeps them.
-func compareEvents(a, b storage.Event) int {
-	if c := a.At.Compare(b.At); c != 0 {
-		return c
-	}
-	return strings.Compare(a.ID, b.ID)
-}
-
-// record stores the audit event ctx carries, if any, in the org o, and
-// drops what the Audit says to drop. It runs under the write lock, with
-// the change it records, after the change can no longer fail.
-func (s *Store) record(ctx context.Context, o *org) {
-	a, ok := storage.AuditOf(ctx)
-	if !ok || o == nil {
+// record stores the audit event of a, unless a is nil, in the org o, with
+// the org's next Seq, and drops what the Audit says to drop. It runs
+// under the write lock, with the change it records, after the change can
+// no longer fail: so the events of an org are stored, and seen, in Seq
+// order.
+func (s *Store) record(a *storage.Audit, o *org) {
+	if a == nil || o == nil {
 		return
 	}
 	e := cloneEvent(a.Event)
-	i, _ := slices.BinarySearchFunc(o.events, e, compareEvents)
-	o.events = slices.Insert(o.events, i, e)
+	o.eventSeq++
+	e.Seq = o.eventSeq
+	o.events = append(o.events, e)
+	// The expired events are at the front as long as the writers' clocks
+	// agree; one that sorts behind a newer event lingers until that one
+	// is dropped (listings filter it out meanwhile).
 	drop := 0
 	if !a.DropBefore.IsZero() {
-		drop, _ = slices.BinarySearchFunc(o.events, a.DropBefore, func(e storage.Event, t time.Time) int {
-			return e.At.Compare(t)
-		})
+		for drop < len(o.events) && o.events[drop].At.Before(a.DropBefore) {
+			drop++
+		}
 	}
 	if a.MaxPerOrg > 0 {
 		drop = max(drop, len(o.events)-a.MaxPerOrg)
@@ -56,14 +51,13 @@ func (s *Store) ListEvents(_ context.Context, orgID string, q storage.EventQuery
 		return page, nil
 	}
 	end := len(o.events)
-	if q.BeforeID != "" {
-		end, _ = slices.BinarySearchFunc(o.events, storage.Event{At: q.BeforeAt, ID: q.BeforeID}, compareEvents)
+	if q.BeforeSeq != 0 {
+		end, _ = slices.BinarySearchFunc(o.events, q.BeforeSeq, func(e storage.Event, seq int64) int {
+			return cmp.Compare(e.Seq, seq)
+		})
 	}
 	for i := end - 1; i >= 0; i-- {
 		e := o.events[i]
-		if !q.Since.IsZero() && e.At.Before(q.Since) {
-			break
-		}
 		if !q.Matches(e) {
 			continue
 		}

@@ -13,19 +13,22 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// Audit events live in the collection audit_events, one document each,
-// its id the event's.
+// Audit events live in two collections: audit_events holds an event
+// while it is pending, its id the event's; audit_trail holds it once
+// confirmed, under its place in its org's sequence ("<org>\x00<seq>", 20
+// digits), with the event's id (eid, under a unique index). Listings read
+// audit_trail only.
 //
 // Without transactions, an event and its change are two writes, ordered
 // so that no crash point loses either: the event is inserted first,
-// marked pending (p: true); the change is made; the mark is removed. A
-// change that is refused (not found, already exists, limit) removes the
-// pending event instead. Readers never show a pending event. A crash, or
-// a failure whose outcome is unknown, leaves a pending event, which is
-// settled by looking at the store (resolveEvent, per action): an event
-// whose change is made is confirmed, at any age, since a change made
-// stays made; one whose change is not made is removed once older than a
-// minute, as until then its writer may still be about to make it.
+// pending; the change is made; the event is confirmed: inserted into
+// audit_trail and removed from audit_events. A change that is refused
+// (not found, already exists, limit) removes the pending event instead.
+// A crash, or a failure whose outcome is unknown, leaves a pending event,
+// which is settled by looking at the store (resolveEvent, per action): an
+// event whose change is made is confirmed, at any age, since a change
+// made stays made; one whose change is not made is removed once older
+// than a minute, as until then its writer may still be about to make it.
 //
 // What says that a change is made: the documents an audited change
 // writes (users, Dives, orgs, embed sessions) hold the id of its event
@@ -53,6 +56,43 @@ import (
 // rest), and never an event whose change was not made; such an event is
 // removed by the first listing or Cleanup after it is a minute old.
 //
+// Sequence. Confirming an event gives it its Seq: the next value of its
+// org's counter (a document of audit_seq keyed by the org,
+// findOneAndUpdate $inc, a lookup by _id alone, which FerretDB v1 serves
+// by index), and the insert into audit_trail under that value is what
+// makes the event visible, in one write. The unique keys of audit_trail
+// make a value and an event each confirmed once: a second confirmation
+// of an event finds it there and stops, and a value already taken (on
+// FerretDB v1, whose $inc is a read then a write, two writers can be
+// handed one value) makes the writer take another. A pending event has
+// no Seq and delays nothing: once confirmed it is at the top.
+//
+// A walk of pages is exact through a watermark: its first page (no
+// cursor) reads the highest Seq of the org in audit_trail, then fills
+// every value below it that is still free (one handed to a writer that
+// has not inserted yet, or never will) with a void entry, from the last
+// value a listing so filled (the counter's "sealed"); it serves the
+// events at or below that Seq. Later pages serve those below their
+// cursor. A writer that finds its value filled takes another, above the
+// watermark. So no event can take a Seq at or below a walk's top once
+// its first page is read: the walk sees what was confirmed when it
+// began, nothing skipped, nothing repeated, and what is confirmed later
+// comes first in the next walk.
+//
+// The cost: confirming is one round trip more than a plain update (the
+// counter, then the insert, then the removal of the pending document,
+// where one update was), and one more for each value taken already; the
+// first page of a walk reads the highest Seq and the counter (two round
+// trips), and when values were handed out since the last walk, the Seqs
+// above the last sealed one (one more), one insert for each free value
+// and an update of the counter. Events recorded by an earlier version of
+// this package (in audit_events, confirmed) are not listed; Cleanup
+// removes them with the retention. On FerretDB v1, whose counter can
+// fall back under concurrent writes, a value left free by a writer that
+// died after taking it, below the last sealed one, can be taken again
+// late: a walk under way then misses that one event (the next shows it,
+// below its top).
+//
 // Limits of the check: a token's deletion counts as made when no token
 // has its id, so a deletion left pending by a crash counts as made if
 // the token went another way meanwhile (expired and removed, its user
@@ -67,7 +107,9 @@ import (
 // Retention: each event holds the retention (keep: its At less the
 // Audit's DropBefore) and its org's bound (max) it was written under.
 // Cleanup, in each org, removes the events older than now less the
-// retention of the org's newest event, and the oldest beyond its bound.
+// retention of the org's newest event (in audit_trail, and those of an
+// earlier version in audit_events), and the oldest beyond its bound,
+// with the void entries below the oldest event kept.
 // Listings filter out what has expired meanwhile (the Service passes the
 // retention as EventQuery.Since).
 
@@ -76,7 +118,11 @@ import (
 // writer is done with it.
 const pendingGrace = time.Minute
 
-const eventsColl = "audit_events"
+const (
+	eventsColl    = "audit_events"
+	trailColl     = "audit_trail"
+	eventSeqsColl = "audit_seq"
+)
 
 // eventDoc is an audit event.
 type eventDoc struct {
@@ -102,7 +148,59 @@ type eventDoc struct {
 	Max int `bson:"max,omitempty"`
 }
 
-func eventToDoc(a storage.Audit) eventDoc {
+// trailDoc is a confirmed event: an eventDoc under its place in its
+// org's sequence, or a void entry that holds a value no event took.
+type trailDoc struct {
+	Key            string    `bson:"_id"`
+	EID            string    `bson:"eid"`
+	Org            string    `bson:"org"`
+	Seq            int64     `bson:"seq"`
+	Void           bool      `bson:"void,omitempty"`
+	At             time.Time `bson:"at,omitempty"`
+	ActorID        string    `bson:"aid,omitempty"`
+	ActorUsername  string    `bson:"aun,omitempty"`
+	ActorTokenID   string    `bson:"atid,omitempty"`
+	Action         string    `bson:"act,omitempty"`
+	TargetKind     string    `bson:"tk,omitempty"`
+	TargetID       string    `bson:"tid,omitempty"`
+	TargetUsername string    `bson:"tun,omitempty"`
+	RequestID      string    `bson:"rid,omitempty"`
+	Before         *string   `bson:"before,omitempty"`
+	After          *string   `bson:"after,omitempty"`
+	Keep           int64     `bson:"keep,omitempty"`
+	Max            int       `bson:"max,omitempty"`
+}
+
+// trailKey is the _id of the entry of org's sequence at seq: ordered as
+// the sequence within an org.
+func trailKey(org string, seq int64) string {
+	return fmt.Sprintf("%s\x00%020d", org, seq)
+}
+
+// confirmed is d as confirmed at seq.
+func (d eventDoc) confirmed(seq int64) trailDoc {
+	return trailDoc{
+		Key: trailKey(d.Org, seq), EID: d.ID, Org: d.Org, Seq: seq, At: d.At, ActorID: d.ActorID, ActorUsername: d.ActorUsername,
+		ActorTokenID: d.ActorTokenID, Action: d.Action, TargetKind: d.TargetKind, TargetID: d.TargetID,
+		TargetUsername: d.TargetUsername, RequestID: d.RequestID, Before: d.Before, After: d.After, Keep: d.Keep, Max: d.Max,
+	}
+}
+
+func (d trailDoc) record() storage.Event {
+	e := storage.Event{
+		ID: d.EID, Org: d.Org, Seq: d.Seq, At: d.At.UTC(), ActorID: d.ActorID, ActorUsername: d.ActorUsername, ActorTokenID: d.ActorTokenID,
+		Action: d.Action, TargetKind: d.TargetKind, TargetID: d.TargetID, TargetUsername: d.TargetUsername, RequestID: d.RequestID,
+	}
+	if d.Before != nil {
+		e.Before = []byte(*d.Before)
+	}
+	if d.After != nil {
+		e.After = []byte(*d.After)
+	}
+	return e
+}
+
+func eventToDoc(a *storage.Audit) eventDoc {
 	e := a.Event
 	d := eventDoc{
 		ID: e.ID, Org: e.Org, At: e.At, ActorID: e.ActorID, ActorUsername: e.ActorUsername, ActorTokenID: e.ActorTokenID,
@@ -123,30 +221,16 @@ func eventToDoc(a storage.Audit) eventDoc {
 	return d
 }
 
-func (d eventDoc) record() storage.Event {
-	e := storage.Event{
-		ID: d.ID, Org: d.Org, At: d.At.UTC(), ActorID: d.ActorID, ActorUsername: d.ActorUsername, ActorTokenID: d.ActorTokenID,
-		Action: d.Action, TargetKind: d.TargetKind, TargetID: d.TargetID, TargetUsername: d.TargetUsername, RequestID: d.RequestID,
-	}
-	if d.Before != nil {
-		e.Before = []byte(*d.Before)
-	}
-	if d.After != nil {
-		e.After = []byte(*d.After)
-	}
-	return e
-}
-
-// beginEvent inserts the event ctx carries, if any, as pending, before
+// beginEvent inserts the event of a, unless a is nil, as pending, before
 // its change; the change's method defers end with its error: nil
 // confirms the event, a refusal of the contract removes it, and any other
 // error (an unknown outcome) leaves it pending for Cleanup.
-func (s *Store) beginEvent(ctx context.Context) (end func(error), err error) {
-	a, ok := storage.AuditOf(ctx)
-	if !ok {
+func (s *Store) beginEvent(ctx context.Context, a *storage.Audit) (end func(error), err error) {
+	if a == nil {
 		return func(error) {}, nil
 	}
-	if _, err := s.events.InsertOne(ctx, eventToDoc(a)); err != nil {
+	doc := eventToDoc(a)
+	if _, err := s.events.InsertOne(ctx, doc); err != nil {
 		return nil, wrap("record event", err)
 	}
 	if err := s.step(stepEventPending); err != nil {
@@ -160,7 +244,7 @@ func (s *Store) beginEvent(ctx context.Context) (end func(error), err error) {
 				return
 			}
 			// Should this fail, the next listing or Cleanup confirms it.
-			_ = s.confirmEvent(ctx, a.Event.ID)
+			_ = s.confirmEvent(ctx, doc)
 		case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrAlreadyExists), errors.Is(err, storage.ErrLimitExceeded):
 			// Should this fail, Cleanup finds no change and removes it.
 			_, _ = s.events.DeleteOne(ctx, id)
@@ -176,12 +260,82 @@ const (
 	stepEventChanged = "event changed"
 )
 
-// confirmEvent removes the pending mark of the event id, by id alone (the
-// cheapest write on every server). It is safe whenever the event's change
-// is known to be made, by anyone, any number of times.
-func (s *Store) confirmEvent(ctx context.Context, id string) error {
-	_, err := s.events.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "p", Value: ""}}}})
-	return err
+// confirmEvent confirms the pending event d: it inserts d into
+// audit_trail at the next value of its org's counter (another, when that
+// value is taken), unless an earlier confirmation did, then removes d
+// from audit_events. It is safe whenever the event's change is known to
+// be made, by anyone, any number of times.
+func (s *Store) confirmEvent(ctx context.Context, d eventDoc) error {
+	for attempt := 1; ; attempt++ {
+		seq, err := s.claimSeqs(ctx, d.Org, 1)
+		if err != nil {
+			return err
+		}
+		_, err = s.trail.InsertOne(ctx, d.confirmed(seq))
+		if err == nil {
+			break
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return fmt.Errorf("confirm event: %w", err)
+		}
+		// The value is taken, or the event confirmed already.
+		err = s.trail.FindOne(ctx, bson.D{{Key: "eid", Value: d.ID}}, options.FindOne().SetProjection(idOnly)).Err()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, mongo.ErrNoDocuments) {
+			return fmt.Errorf("confirm event: %w", err)
+		}
+		if attempt == maxSeqAttempts {
+			return fmt.Errorf("confirm event: no free sequence value in %d attempts", attempt)
+		}
+	}
+	if _, err := s.events.DeleteOne(ctx, bson.D{{Key: "_id", Value: d.ID}}); err != nil {
+		return fmt.Errorf("confirm event: %w", err)
+	}
+	return nil
+}
+
+// maxSeqAttempts bounds the values one confirmation tries.
+const maxSeqAttempts = 100
+
+// confirmIfPending confirms the event id if it is still pending: the
+// event a change is about to overwrite the record of, which is most
+// often confirmed already (one read by id, then).
+func (s *Store) confirmIfPending(ctx context.Context, id string) error {
+	var d eventDoc
+	err := s.events.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) || (err == nil && !d.Pending) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return s.confirmEvent(ctx, d)
+}
+
+// claimSeqs takes the next n values of org's event counter and returns
+// the last: the values taken are last-n+1 to last.
+func (s *Store) claimSeqs(ctx context.Context, org string, n int) (int64, error) {
+	var c seqDoc
+	inc := bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: int64(n)}}}}
+	opts := options.FindOneAndUpdate().SetUpsert(true).SetReturnDocument(options.After)
+	err := s.eventSeqs.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: org}}, inc, opts).Decode(&c)
+	if mongo.IsDuplicateKeyError(err) {
+		// Two upserts of a new counter raced: it exists now.
+		err = s.eventSeqs.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: org}}, inc, opts).Decode(&c)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("take event sequence: %w", err)
+	}
+	return c.N, nil
+}
+
+// seqDoc is the counter of an org's events: the last value handed out,
+// and the highest below which a listing filled every free value.
+type seqDoc struct {
+	N      int64 `bson:"n"`
+	Sealed int64 `bson:"sealed"`
 }
 
 // confirmCreations confirms the pending events of the creation of the
@@ -228,15 +382,27 @@ func (s *Store) confirmEventsOf(ctx context.Context, coll *mongo.Collection, org
 		}
 	}
 	filter = append(filter, bson.E{Key: "p", Value: true})
-	if _, err := s.events.UpdateMany(ctx, filter, bson.D{{Key: "$unset", Value: bson.D{{Key: "p", Value: ""}}}}); err != nil {
+	cur, err := s.events.Find(ctx, filter)
+	var docs []eventDoc
+	if err == nil {
+		err = cur.All(ctx, &docs)
+	}
+	if err != nil {
 		return fmt.Errorf("confirm events: %w", err)
+	}
+	for _, d := range docs {
+		if err := s.confirmEvent(ctx, d); err != nil {
+			return fmt.Errorf("confirm events: %w", err)
+		}
 	}
 	return nil
 }
 
-// eventID is the id of the event ctx carries, "" when none.
-func eventID(ctx context.Context) string {
-	a, _ := storage.AuditOf(ctx)
+// eventID is the id of the event of a, "" when a is nil.
+func eventID(a *storage.Audit) string {
+	if a == nil {
+		return ""
+	}
 	return a.Event.ID
 }
 
@@ -253,9 +419,10 @@ func lastEvent(id string) bson.E {
 }
 
 // ListEvents implements storage.Store: one query over the org's
-// confirmed events, newest first, a row more than asked.
+// confirmed events, newest first, a row more than asked; the first page
+// of a walk settles and fixes its watermark first (see Sequence above).
 func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery) (storage.EventPage, error) {
-	if !q.SettleBefore.IsZero() {
+	if !q.SettleBefore.IsZero() && q.BeforeSeq == 0 {
 		oldestFirst := bson.D{{Key: "at", Value: 1}, {Key: "_id", Value: 1}}
 		if _, err := s.settleEvents(ctx, bson.D{{Key: "org", Value: org}}, oldestFirst, listSettleBatch, q.SettleBefore); err != nil {
 			return storage.EventPage{}, err
@@ -263,7 +430,15 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	filter := bson.D{{Key: "org", Value: org}, {Key: "p", Value: bson.D{{Key: "$exists", Value: false}}}}
+	seq := bson.D{{Key: "$lt", Value: q.BeforeSeq}}
+	if q.BeforeSeq == 0 {
+		top, err := s.watermark(ctx, org)
+		if err != nil {
+			return storage.EventPage{}, wrap("list events", err)
+		}
+		seq = bson.D{{Key: "$lte", Value: top}}
+	}
+	filter := bson.D{{Key: "org", Value: org}, {Key: "seq", Value: seq}, {Key: "void", Value: bson.D{{Key: "$exists", Value: false}}}}
 	for _, f := range []struct{ key, v string }{
 		{"act", q.Action}, {"aid", q.ActorID}, {"aun", q.ActorUsername},
 		{"tk", q.TargetKind}, {"tid", q.TargetID}, {"tun", q.TargetUsername},
@@ -282,18 +457,12 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 	if len(at) > 0 {
 		filter = append(filter, bson.E{Key: "at", Value: at})
 	}
-	if q.BeforeID != "" {
-		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
-			bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: q.BeforeAt}}}},
-			bson.D{{Key: "at", Value: q.BeforeAt}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: q.BeforeID}}}},
-		}})
-	}
-	opts := options.Find().SetSort(bson.D{{Key: "at", Value: -1}, {Key: "_id", Value: -1}}).SetLimit(int64(q.Limit) + 1)
-	cur, err := s.events.Find(ctx, filter, opts)
+	opts := options.Find().SetSort(bson.D{{Key: "seq", Value: -1}}).SetLimit(int64(q.Limit) + 1)
+	cur, err := s.trail.Find(ctx, filter, opts)
 	if err != nil {
 		return storage.EventPage{}, wrap("list events", err)
 	}
-	var docs []eventDoc
+	var docs []trailDoc
 	if err := cur.All(ctx, &docs); err != nil {
 		return storage.EventPage{}, wrap("list events", err)
 	}
@@ -306,6 +475,58 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 		page.Events = append(page.Events, d.record())
 	}
 	return page, nil
+}
+
+// watermark returns the top of a walk of org's events: the highest Seq
+// in audit_trail, once every value below it is taken, by an event or by
+// a void entry it inserts (from the counter's sealed mark up, which it
+// then raises). No event can take a Seq at or below it afterwards.
+func (s *Store) watermark(ctx context.Context, org string) (int64, error) {
+	var top trailDoc
+	err := s.trail.FindOne(ctx, bson.D{{Key: "org", Value: org}},
+		options.FindOne().SetSort(bson.D{{Key: "seq", Value: -1}}).SetProjection(bson.D{{Key: "seq", Value: 1}})).Decode(&top)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the newest event: %w", err)
+	}
+	var c seqDoc
+	err = s.eventSeqs.FindOne(ctx, bson.D{{Key: "_id", Value: org}}).Decode(&c)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		return 0, fmt.Errorf("read event sequence: %w", err)
+	}
+	if c.Sealed >= top.Seq {
+		return top.Seq, nil
+	}
+	cur, err := s.trail.Find(ctx, bson.D{{Key: "org", Value: org}, {Key: "seq", Value: bson.D{{Key: "$gt", Value: c.Sealed}, {Key: "$lte", Value: top.Seq}}}},
+		options.Find().SetProjection(bson.D{{Key: "seq", Value: 1}}))
+	var taken []trailDoc
+	if err == nil {
+		err = cur.All(ctx, &taken)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read the sequence: %w", err)
+	}
+	used := make(map[int64]bool, len(taken))
+	for _, d := range taken {
+		used[d.Seq] = true
+	}
+	for v := c.Sealed + 1; v < top.Seq; v++ {
+		if used[v] {
+			continue
+		}
+		key := trailKey(org, v)
+		_, err := s.trail.InsertOne(ctx, trailDoc{Key: key, EID: "\x00void\x00" + key, Org: org, Seq: v, Void: true})
+		if err != nil && !mongo.IsDuplicateKeyError(err) {
+			return 0, fmt.Errorf("fill sequence value %d: %w", v, err)
+		}
+	}
+	if _, err := s.eventSeqs.UpdateOne(ctx, bson.D{{Key: "_id", Value: org}}, bson.D{{Key: "$max", Value: bson.D{{Key: "sealed", Value: top.Seq}}}},
+		options.UpdateOne().SetUpsert(true)); err != nil && !mongo.IsDuplicateKeyError(err) {
+		return 0, fmt.Errorf("raise the sealed mark: %w", err)
+	}
+	return top.Seq, nil
 }
 
 // listSettleBatch bounds how many pending events a listing settles
@@ -372,7 +593,7 @@ func (s *Store) settleEvents(ctx context.Context, filter, sort bson.D, limit int
 		switch {
 		case err != nil:
 		case made:
-			err = s.confirmEvent(opCtx, d.ID)
+			err = s.confirmEvent(opCtx, d)
 		case d.At.Before(before):
 			if _, err = s.events.DeleteOne(opCtx, bson.D{{Key: "_id", Value: d.ID}}); err == nil {
 				out.removed++
@@ -412,13 +633,15 @@ func (s *Store) trimEvents(ctx context.Context, now time.Time) (int, error) {
 }
 
 // trimOrgEvents removes the events of org older than now less the
-// retention of its newest, and the oldest beyond the bound of its newest.
+// retention of its newest, and the oldest beyond the bound of its newest,
+// with the void entries below the oldest event kept.
 func (s *Store) trimOrgEvents(ctx context.Context, org string, now time.Time) (int, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	newestFirst := bson.D{{Key: "at", Value: -1}, {Key: "_id", Value: -1}}
-	var newest eventDoc
-	err := s.events.FindOne(ctx, bson.D{{Key: "org", Value: org}}, options.FindOne().SetSort(newestFirst)).Decode(&newest)
+	newestFirst := bson.D{{Key: "seq", Value: -1}}
+	events := bson.D{{Key: "org", Value: org}, {Key: "void", Value: bson.D{{Key: "$exists", Value: false}}}}
+	var newest trailDoc
+	err := s.trail.FindOne(ctx, events, options.FindOne().SetSort(newestFirst)).Decode(&newest)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return 0, nil
 	}
@@ -427,33 +650,44 @@ func (s *Store) trimOrgEvents(ctx context.Context, org string, now time.Time) (i
 	}
 	removed := 0
 	if newest.Keep > 0 {
-		res, err := s.events.DeleteMany(ctx, bson.D{{Key: "org", Value: org},
-			{Key: "at", Value: bson.D{{Key: "$lt", Value: now.Add(-time.Duration(newest.Keep) * time.Millisecond)}}}})
+		expired := bson.D{{Key: "org", Value: org}, {Key: "at", Value: bson.D{{Key: "$lt", Value: now.Add(-time.Duration(newest.Keep) * time.Millisecond)}}}}
+		res, err := s.trail.DeleteMany(ctx, expired)
 		if err != nil {
 			return 0, err
 		}
 		removed += int(res.DeletedCount)
+		// Events of an earlier version, never listed.
+		old, err := s.events.DeleteMany(ctx, append(expired, bson.E{Key: "p", Value: bson.D{{Key: "$exists", Value: false}}}))
+		if err != nil {
+			return removed, err
+		}
+		removed += int(old.DeletedCount)
 	}
-	if newest.Max <= 0 {
-		return removed, nil
+	if newest.Max > 0 {
+		var edge trailDoc
+		err = s.trail.FindOne(ctx, events,
+			options.FindOne().SetSort(newestFirst).SetSkip(int64(newest.Max)-1).SetProjection(bson.D{{Key: "seq", Value: 1}})).Decode(&edge)
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+		case err != nil:
+			return removed, err
+		default:
+			res, err := s.trail.DeleteMany(ctx, bson.D{{Key: "org", Value: org}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: edge.Seq}}}})
+			if err != nil {
+				return removed, err
+			}
+			removed += int(res.DeletedCount)
+		}
 	}
-	var edge eventDoc
-	err = s.events.FindOne(ctx, bson.D{{Key: "org", Value: org}},
-		options.FindOne().SetSort(newestFirst).SetSkip(int64(newest.Max)-1).SetProjection(bson.D{{Key: "at", Value: 1}})).Decode(&edge)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return removed, nil
-	}
+	var oldest trailDoc
+	err = s.trail.FindOne(ctx, events, options.FindOne().SetSort(bson.D{{Key: "seq", Value: 1}}).SetProjection(bson.D{{Key: "seq", Value: 1}})).Decode(&oldest)
 	if err != nil {
+		return removed, err // there is one: the newest
+	}
+	if _, err := s.trail.DeleteMany(ctx, bson.D{{Key: "org", Value: org}, {Key: "void", Value: true}, {Key: "seq", Value: bson.D{{Key: "$lt", Value: oldest.Seq}}}}); err != nil {
 		return removed, err
 	}
-	res, err := s.events.DeleteMany(ctx, bson.D{{Key: "org", Value: org}, {Key: "$or", Value: bson.A{
-		bson.D{{Key: "at", Value: bson.D{{Key: "$lt", Value: edge.At}}}},
-		bson.D{{Key: "at", Value: edge.At}, {Key: "_id", Value: bson.D{{Key: "$lt", Value: edge.ID}}}},
-	}}})
-	if err != nil {
-		return removed, err
-	}
-	return removed + int(res.DeletedCount), nil
+	return removed, nil
 }
 
 // resolveEvent reports whether the change of the pending event d is
@@ -494,7 +728,12 @@ func (s *Store) resolveEvent(ctx context.Context, d eventDoc) (bool, error) {
 		return err == nil, err
 	}
 	deletedLater := func(action string) (bool, error) {
-		return exists(s.events, bson.D{{Key: "org", Value: d.Org}, {Key: "act", Value: action}, {Key: "tid", Value: d.TargetID}})
+		f := bson.D{{Key: "org", Value: d.Org}, {Key: "act", Value: action}, {Key: "tid", Value: d.TargetID}}
+		ok, err := exists(s.trail, f)
+		if ok || err != nil {
+			return ok, err
+		}
+		return exists(s.events, f)
 	}
 	switch d.Action {
 	case "org.create":

@@ -120,6 +120,8 @@ type Store struct {
 	seedMarks *mongo.Collection
 	events    *mongo.Collection
 	revoked   *mongo.Collection // tombstones of revoked tokens (tokens.go)
+	trail     *mongo.Collection // confirmed audit events, by sequence (events.go)
+	eventSeqs *mongo.Collection // the counter of each org's audit events (events.go)
 
 	// byPointer is set on a server that scans a collection for every
 	// filter but a bare {_id: X}: users are then found by name through
@@ -150,6 +152,8 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		names:     db.Collection(namesColl),
 		seedMarks: db.Collection(seedMarksColl),
 		events:    db.Collection(eventsColl),
+		trail:     db.Collection(trailColl),
+		eventSeqs: db.Collection(eventSeqsColl),
 		revoked:   db.Collection(revokedColl),
 	}
 	if s.timeout <= 0 {
@@ -200,6 +204,14 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		{s.events, []indexSpec{
 			// Listings, newest first, and the per-org bound.
 			index("org_at_id", false, "org", "at", "_id"),
+		}},
+		{s.trail, []indexSpec{
+			// An event is confirmed once.
+			index("eid", true, "eid"),
+			// Listings, newest first, and the per-org bound.
+			index("org_seq", false, "org", "seq"),
+			// Retention.
+			index("org_at", false, "org", "at"),
 		}},
 	} {
 		if err := s.createIndexes(ctx, c.coll, c.indexes); err != nil {

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -11,34 +12,52 @@ import (
 )
 
 // Audit events of an org live in one sorted set of its slot,
-// "<prefix>{o:<org>}:events", every member of score 0 so that they sort
-// byte-wise: "<at>\n<id>\n<record>", with at the event's millisecond in
-// 15 digits. So the set is ordered by time, then id; a page reads it
-// backwards from a cursor (BYLEX, REV), and the oldest are at its head.
+// "<prefix>{o:<org>}:events", each member "<at>\n<id>\n<record>" (at,
+// the event's millisecond in 15 digits) and its score the event's Seq:
+// the counter "<prefix>{o:<org>}:eseq", which the script that stores the
+// event increments (INCR) in the same step. So the set is ordered as the
+// events were stored; a page reads it backwards from a cursor (BYSCORE,
+// REV), and the oldest are at its head.
 //
 // The script of each change adds the change's event with auditScript's
 // audit function, in the same script: on one server and on a Cluster
-// (the set shares the org's hash tag), the change and its event are one
-// atomic step. In the same step it drops up to eventTrimBatch events
-// older than the Audit's DropBefore and, when the set holds more than
-// MaxPerOrg, the oldest beyond it (up to eventTrimBatch): each write
-// removes more than it adds, so the set never stays above the bound.
+// (the set and the counter share the org's hash tag), the change, its
+// event and its Seq are one atomic step, so an event is visible as soon
+// as it has its Seq and every lower Seq of its org already is. In the
+// same step it drops the events at the head of the set (the oldest
+// stored) that are older than the Audit's DropBefore, up to
+// eventTrimBatch (one whose writer's clock ran behind a later one's
+// lingers until it reaches the head; listings filter it out), and, when
+// the set holds more than MaxPerOrg, the oldest beyond it (up to
+// eventTrimBatch): each write removes more than it adds, so the set never
+// stays above the bound.
+//
+// Events stored by an earlier version of this package have score 0 and
+// no Seq. The first listing of their org that meets one gives them all,
+// in one script, Seqs below every other, -1 for the newest down to -n
+// for the oldest, in their former order (time, then id).
 
 // eventTrimBatch bounds the events one write drops, in the Lua text of
 // auditScript.
 const eventTrimBatch = "128"
 
 // auditScript defines audit(b, i), which records the event of ARGV[i]
-// (the member; ” for none), dropping those older than the bound ARGV[i+1]
-// (” for none) and the oldest beyond ARGV[i+2] events (0 for no bound).
+// (the member; ” for none) with the org's next Seq, unless the set holds
+// it already (a script run again), dropping those at the head older than
+// the bound ARGV[i+1] (” for none) and the oldest beyond ARGV[i+2]
+// events (0 for no bound).
 const auditScript = `
 local function audit(b, i)
   if ARGV[i] == nil or ARGV[i] == '' then return end
   local z = b..'events'
-  redis.call('ZADD', z, 0, ARGV[i])
+  if redis.call('ZSCORE', z, ARGV[i]) then return end
+  redis.call('ZADD', z, redis.call('INCR', b..'eseq'), ARGV[i])
   if ARGV[i+1] ~= '' then
-    local old = redis.call('ZRANGE', z, '-', '('..ARGV[i+1], 'BYLEX', 'LIMIT', 0, ` + eventTrimBatch + `)
-    if #old > 0 then redis.call('ZREM', z, unpack(old)) end
+    for _ = 1, ` + eventTrimBatch + ` do
+      local head = redis.call('ZRANGE', z, 0, 0)
+      if #head == 0 or string.sub(head[1], 1, 15) >= ARGV[i+1] then break end
+      redis.call('ZREMRANGEBYRANK', z, 0, 0)
+    end
   end
   local max = tonumber(ARGV[i+2])
   if max > 0 then
@@ -47,6 +66,19 @@ local function audit(b, i)
   end
 end
 `
+
+// sequenceOldEventsScript gives the org's events of score 0 (stored
+// before events had a Seq) Seqs below every other: -n to -1 in their
+// order (time, then id). It returns how many it changed.
+var sequenceOldEventsScript = redis.NewScript(orgBase + `
+local z = b..'events'
+local old = redis.call('ZRANGE', z, 0, 0, 'BYSCORE')
+local n = #old
+for k, m in ipairs(old) do
+  redis.call('ZADD', z, k - n - 1, m)
+end
+return n
+`)
 
 // createOrgScript creates the org's record, with its event.
 var createOrgScript = redis.NewScript(orgBase + auditScript + `
@@ -75,17 +107,16 @@ type eventDoc struct {
 	HasAfter       bool   `json:"ha,omitempty"`
 }
 
-// eventKey is the sort key of an event: its time and id.
+// eventKey is the head of an event's member: its time and id.
 func eventKey(ms int64, id string) string {
 	return fmt.Sprintf("%015d\n%s", max(ms, 0), id)
 }
 
-// auditArgs are the arguments audit reads: the event of ctx as its
-// member, the retention's bound and the per-org bound; empty ones when
-// ctx carries no event.
-func auditArgs(ctx context.Context) []any {
-	a, ok := storage.AuditOf(ctx)
-	if !ok {
+// auditArgs are the arguments audit reads: the event of a as its
+// member, the retention's bound and the per-org bound; empty ones when a
+// is nil.
+func auditArgs(a *storage.Audit) []any {
+	if a == nil {
 		return []any{"", "", 0}
 	}
 	e := a.Event
@@ -102,45 +133,58 @@ func auditArgs(ctx context.Context) []any {
 	return []any{eventKey(doc.At, e.ID) + "\n" + encode(doc), bound, max(a.MaxPerOrg, 0)}
 }
 
-// withAudit is args followed by auditArgs(ctx).
-func withAudit(ctx context.Context, args ...any) []any {
-	return append(args, auditArgs(ctx)...)
+// withAudit is args followed by auditArgs(a).
+func withAudit(a *storage.Audit, args ...any) []any {
+	return append(args, auditArgs(a)...)
 }
 
 // eventChunk is how many members ListEvents reads at a time.
 const eventChunk = 256
 
 // ListEvents implements storage.Store: it reads the org's set backwards
-// from the cursor (or Until), in chunks, and keeps the events that match
-// until it has a page and one more, or reaches Since.
+// from the cursor, in chunks, and keeps the events that match until it
+// has a page and one more, or reaches the end of the set. The events it
+// reads have each a Seq no higher than the newest when it began, so a
+// walk that goes on from its last Seq sees what was stored when its first
+// page was read.
 func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery) (storage.EventPage, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	page := storage.EventPage{Events: q.Into}
-	upper := "+"
-	if !q.Until.IsZero() {
-		upper = fmt.Sprintf("(%015d", max(q.Until.UnixMilli(), 0))
-	}
-	if q.BeforeID != "" {
-		if c := "(" + eventKey(q.BeforeAt.UnixMilli(), q.BeforeID); upper == "+" || c < upper {
-			upper = c
-		}
-	}
-	lower := "-"
-	if !q.Since.IsZero() {
-		lower = fmt.Sprintf("[%015d", max(q.Since.UnixMilli(), 0))
+	upper := "+inf"
+	if q.BeforeSeq != 0 {
+		upper = "(" + strconv.FormatInt(q.BeforeSeq, 10)
 	}
 	key := s.orgBase(org) + "events"
+	sequenced := false
 	for {
-		ms, err := s.c.ZRangeArgs(ctx, redis.ZRangeArgs{Key: key, Start: upper, Stop: lower, ByLex: true, Rev: true, Count: eventChunk}).Result()
+		zs, err := s.c.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: key, Start: upper, Stop: "-inf", ByScore: true, Rev: true, Count: eventChunk}).Result()
 		if err != nil {
 			return storage.EventPage{}, failed("list events", err)
 		}
-		for _, m := range ms {
-			e, err := eventFrom(m)
+		again := false
+		for _, z := range zs {
+			if z.Score == 0 {
+				if sequenced {
+					// Written since by a process of an earlier version:
+					// not listed.
+					upper = "(0"
+					continue
+				}
+				// Events of an earlier version: give them Seqs, then
+				// read on from the same place.
+				if err := s.run(ctx, sequenceOldEventsScript, org).Err(); err != nil {
+					return storage.EventPage{}, failed("sequence old events", err)
+				}
+				sequenced, again = true, true
+				break
+			}
+			m, _ := z.Member.(string)
+			e, err := eventFrom(m, int64(z.Score))
 			if err != nil {
 				return storage.EventPage{}, err
 			}
+			upper = "(" + strconv.FormatInt(e.Seq, 10)
 			if !q.Matches(e) {
 				continue
 			}
@@ -150,16 +194,14 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 			}
 			page.Events = append(page.Events, e)
 		}
-		if len(ms) < eventChunk {
+		if !again && len(zs) < eventChunk {
 			return page, nil
 		}
-		last := ms[len(ms)-1]
-		upper = "(" + last
 	}
 }
 
-// eventFrom decodes a member of the events set.
-func eventFrom(m string) (storage.Event, error) {
+// eventFrom decodes a member of the events set, of score seq.
+func eventFrom(m string, seq int64) (storage.Event, error) {
 	parts := strings.SplitN(m, "\n", 3)
 	if len(parts) != 3 {
 		return storage.Event{}, fmt.Errorf("redisstore: corrupt event %q", parts[0])
@@ -169,7 +211,7 @@ func eventFrom(m string) (storage.Event, error) {
 		return storage.Event{}, err
 	}
 	e := storage.Event{
-		ID: d.ID, Org: d.Org, At: fromMillis(d.At), ActorID: d.ActorID, ActorUsername: d.ActorUsername,
+		ID: d.ID, Org: d.Org, Seq: seq, At: fromMillis(d.At), ActorID: d.ActorID, ActorUsername: d.ActorUsername,
 		ActorTokenID: d.ActorTokenID, Action: d.Action, TargetKind: d.TargetKind, TargetID: d.TargetID,
 		TargetUsername: d.TargetUsername, RequestID: d.RequestID,
 	}

@@ -31,7 +31,8 @@ import "github.com/redis/go-redis/v9"
 //	active         sorted set (score 0) of "<folded>\0<uid>" with reports
 //	dives          hash: Dive id -> Dive record
 //	seeded         set of seed marks (MarkSeeded)
-//	events         sorted set (score 0) of audit events (events.go)
+//	events         sorted set of audit events, scored by Seq (events.go)
+//	eseq           the Seq of the org's last audit event
 //
 // Global keys (their own slots), after "<prefix>":
 //

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"hash/fnv"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -12,28 +12,31 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// Audit events live in the table audit_events, keyed by (org, at, id):
+// Audit events live in the table audit_events, keyed by (org, seq):
 // listings read it newest first, from the primary key's index. An event
 // is inserted in the transaction of the change it records, so the two
-// commit together or not at all.
+// commit together or not at all. Its seq comes from the org's row
+// (orgs.event_seq), incremented by the transaction's first statement:
+// on PostgreSQL that holds the org's row lock until the commit, so the
+// changes of an org with events commit one after another, in seq order
+// (and no transaction of the org that locks a row first can wait for
+// another in the opposite order); SQLite has one writer. So an event is
+// visible only once every event of its org with a lower seq is.
 //
 // Retention: each write deletes at most eventTrimBatch events of its org
-// older than the Audit's DropBefore (the oldest first); the Service
-// hides older ones from listings meanwhile. The per-org bound: about one
-// write in eventCountEvery (those whose event's millisecond, or its id's
-// hash, is a multiple of it) finds the org's event at position
-// MaxPerOrg, newest first, and deletes up to eventTrimBatch events older
-// than it; the org holds at most MaxPerOrg plus about eventCountEvery
-// events. (Counting the org's events at every write would cost as much
-// as the bound; a counter row would make every change of an org wait for
-// the one before it.)
+// older than the Audit's DropBefore (the oldest first, by the index on
+// (org, at)); the Service hides older ones from listings meanwhile. The
+// per-org bound: one write in eventCountEvery (those whose seq is a
+// multiple of it) finds the org's event at position MaxPerOrg, newest
+// first, and deletes up to eventTrimBatch events before it; the org holds
+// at most MaxPerOrg plus about eventCountEvery events.
 const (
 	eventTrimBatch  = 128
 	eventCountEvery = 64
 )
 
 var eventColumns = []column{
-	{"org", ""}, {"at", ""}, {"id", ""}, {"actor_id", ""}, {"actor_username", ""}, {"actor_token_id", ""},
+	{"org", ""}, {"seq", ""}, {"at", ""}, {"id", ""}, {"actor_id", ""}, {"actor_username", ""}, {"actor_token_id", ""},
 	{"action", ""}, {"target_kind", ""}, {"target_id", ""}, {"target_username", ""}, {"request_id", ""},
 	{"before_value", ""}, {"after_value", ""},
 }
@@ -41,7 +44,7 @@ var eventColumns = []column{
 // eventQueries are the statements of audit events, in the engine's
 // spelling.
 type eventQueries struct {
-	insert, dropExpired, boundary, dropBeyond string
+	nextSeq, insert, dropExpired, boundary, dropBeyond string
 	// list[keyset] is a page of events, with the filters of
 	// eventFilters, each of which matches when its parameter is ''.
 	list [2]string
@@ -53,12 +56,13 @@ var eventFilters = []string{"action", "actor_id", "actor_username", "target_kind
 
 func newEventQueries(d *dialect) eventQueries {
 	q := eventQueries{
-		insert: "INSERT INTO audit_events (" + names(eventColumns) + ") VALUES (" + params(1, len(eventColumns)) + ")",
-		dropExpired: "DELETE FROM audit_events WHERE org = $1 AND at < $2 AND id IN" +
-			" (SELECT id FROM audit_events WHERE org = $1 AND at < $2 ORDER BY at, id LIMIT " + strconv.Itoa(eventTrimBatch) + ")",
-		boundary: "SELECT at, id FROM audit_events WHERE org = $1 ORDER BY at DESC, id DESC LIMIT 1 OFFSET $2",
-		dropBeyond: "DELETE FROM audit_events WHERE org = $1 AND id IN" +
-			" (SELECT id FROM audit_events WHERE org = $1 AND (at < $2 OR (at = $2 AND id < $3)) ORDER BY at, id LIMIT " + strconv.Itoa(eventTrimBatch) + ")",
+		nextSeq: "UPDATE orgs SET event_seq = event_seq + 1 WHERE id = $1 RETURNING event_seq",
+		insert:  "INSERT INTO audit_events (" + names(eventColumns) + ") VALUES (" + params(1, len(eventColumns)) + ")",
+		dropExpired: "DELETE FROM audit_events WHERE org = $1 AND seq IN" +
+			" (SELECT seq FROM audit_events WHERE org = $1 AND at < $2 ORDER BY at LIMIT " + strconv.Itoa(eventTrimBatch) + ")",
+		boundary: "SELECT seq FROM audit_events WHERE org = $1 ORDER BY seq DESC LIMIT 1 OFFSET $2",
+		dropBeyond: "DELETE FROM audit_events WHERE org = $1 AND seq IN" +
+			" (SELECT seq FROM audit_events WHERE org = $1 AND seq < $2 ORDER BY seq LIMIT " + strconv.Itoa(eventTrimBatch) + ")",
 	}
 	var where strings.Builder
 	where.WriteString("org = $1")
@@ -71,41 +75,70 @@ func newEventQueries(d *dialect) eventQueries {
 		w := where.String()
 		limit := "$10"
 		if k == 1 {
-			w += " AND (at < $10 OR (at = $10 AND id < $11))"
-			limit = "$12"
+			w += " AND seq < $10"
+			limit = "$11"
 		}
-		q.list[k] = "SELECT " + names(eventColumns) + " FROM audit_events WHERE " + w + " ORDER BY at DESC, id DESC LIMIT " + limit
+		q.list[k] = "SELECT " + names(eventColumns) + " FROM audit_events WHERE " + w + " ORDER BY seq DESC LIMIT " + limit
 	}
-	for _, p := range []*string{&q.insert, &q.dropExpired, &q.boundary, &q.dropBeyond, &q.list[0], &q.list[1]} {
+	for _, p := range []*string{&q.nextSeq, &q.insert, &q.dropExpired, &q.boundary, &q.dropBeyond, &q.list[0], &q.list[1]} {
 		*p = d.rewrite(*p)
 	}
 	return q
 }
 
 // writeAudited runs f, a change that runs on one runner, as it is when
-// ctx carries no audit event, and otherwise in a transaction with the
-// event.
-func (s *Store) writeAudited(ctx context.Context, f func(r runner) error) error {
-	if _, ok := storage.AuditOf(ctx); !ok {
+// a is nil, and otherwise in a transaction with a's event (auditedTx).
+func (s *Store) writeAudited(ctx context.Context, a *storage.Audit, f func(r runner) error) error {
+	if a == nil {
 		return f(s.wr())
 	}
+	return s.auditedTx(ctx, a, f)
+}
+
+// auditedTx runs f in a transaction and, when f succeeds, records there
+// the audit event of a, unless a is nil. The event's seq is taken first,
+// before f reads or locks anything, from the org's row; for an org that
+// has no row yet, after f (which creates it: CreateOrg).
+func (s *Store) auditedTx(ctx context.Context, a *storage.Audit, f func(tx runner) error) error {
+	if a == nil {
+		return s.inTx(ctx, f)
+	}
 	return s.inTx(ctx, func(tx runner) error {
+		seq, err := s.nextSeq(ctx, tx, a.Event.Org)
+		if err != nil {
+			return err
+		}
 		if err := f(tx); err != nil {
 			return err
 		}
-		return s.recordEvent(ctx, tx)
+		if seq == 0 {
+			if seq, err = s.nextSeq(ctx, tx, a.Event.Org); err != nil {
+				return err
+			}
+			if seq == 0 {
+				return fmt.Errorf("record event: org %q has no row", a.Event.Org)
+			}
+		}
+		return s.recordEvent(ctx, tx, a, seq)
 	})
 }
 
-// recordEvent inserts the audit event ctx carries, if any, in the
-// transaction tx of its change, and trims the org's events.
-func (s *Store) recordEvent(ctx context.Context, tx runner) error {
-	a, ok := storage.AuditOf(ctx)
-	if !ok {
-		return nil
+// nextSeq increments the event counter of org in tx and returns it; 0
+// when the org has no row.
+func (s *Store) nextSeq(ctx context.Context, tx runner, org string) (int64, error) {
+	var seq int64
+	err := tx.QueryRowContext(ctx, s.eq.nextSeq, org).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
 	}
+	return seq, err
+}
+
+// recordEvent inserts the event of a, of sequence seq, in the
+// transaction tx of its change, and trims the org's events.
+func (s *Store) recordEvent(ctx context.Context, tx runner, a *storage.Audit, seq int64) error {
 	e := a.Event
-	if _, err := tx.ExecContext(ctx, s.eq.insert, e.Org, micros(e.At), e.ID, e.ActorID, e.ActorUsername, e.ActorTokenID,
+	if _, err := tx.ExecContext(ctx, s.eq.insert, e.Org, seq, micros(e.At), e.ID, e.ActorID, e.ActorUsername, e.ActorTokenID,
 		e.Action, e.TargetKind, e.TargetID, e.TargetUsername, e.RequestID, nullText(e.Before), nullText(e.After)); err != nil {
 		return err
 	}
@@ -114,24 +147,18 @@ func (s *Store) recordEvent(ctx context.Context, tx runner) error {
 			return err
 		}
 	}
-	if a.MaxPerOrg <= 0 {
+	if a.MaxPerOrg <= 0 || seq%eventCountEvery != 0 {
 		return nil
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(e.ID))
-	if h.Sum32()%eventCountEvery != 0 && e.At.UnixMilli()%eventCountEvery != 0 {
-		return nil
-	}
-	var at int64
-	var id string
-	err := tx.QueryRowContext(ctx, s.eq.boundary, e.Org, a.MaxPerOrg-1).Scan(&at, &id)
+	var edge int64
+	err := tx.QueryRowContext(ctx, s.eq.boundary, e.Org, a.MaxPerOrg-1).Scan(&edge)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil // no more than MaxPerOrg
 	}
 	if err != nil {
 		return err
 	}
-	_, err = tx.ExecContext(ctx, s.eq.dropBeyond, e.Org, at, id)
+	_, err = tx.ExecContext(ctx, s.eq.dropBeyond, e.Org, edge)
 	return err
 }
 
@@ -151,9 +178,9 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 	args := []any{org, q.Action, q.ActorID, q.ActorUsername, q.TargetKind, q.TargetID, q.TargetUsername,
 		zeroMicros(q.Since), zeroMicros(q.Until)}
 	stmt := s.eq.list[0]
-	if q.BeforeID != "" {
+	if q.BeforeSeq != 0 {
 		stmt = s.eq.list[1]
-		args = append(args, micros(q.BeforeAt), q.BeforeID)
+		args = append(args, q.BeforeSeq)
 	}
 	args = append(args, limit)
 	page := storage.EventPage{Events: q.Into}
@@ -166,7 +193,7 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 		var e storage.Event
 		var at int64
 		var before, after sql.NullString
-		if err := rows.Scan(&e.Org, &at, &e.ID, &e.ActorID, &e.ActorUsername, &e.ActorTokenID, &e.Action,
+		if err := rows.Scan(&e.Org, &e.Seq, &at, &e.ID, &e.ActorID, &e.ActorUsername, &e.ActorTokenID, &e.Action,
 			&e.TargetKind, &e.TargetID, &e.TargetUsername, &e.RequestID, &before, &after); err != nil {
 			return storage.EventPage{}, failed("list events", err)
 		}

@@ -13,7 +13,10 @@ import (
 // Version 1 holds every table. Version 2 adds the index that listings
 // filtered on service accounts read their keyset pages from. Version 3
 // adds the audit events (events.go). Version 4 adds the tombstones of
-// revoked tokens (tokens.go).
+// revoked tokens (tokens.go). Version 5 orders the audit events by a
+// sequence per org (events.go): the events kept are numbered 1, 2, ... in
+// their former order (time, then id), and each org's counter starts
+// after its last.
 var migrations = []string{
 	// 1
 	`CREATE TABLE orgs (
@@ -131,6 +134,34 @@ CREATE TABLE feedback (
 	until BIGINT NOT NULL
 );
 CREATE INDEX revoked_tokens_by_until ON revoked_tokens (until)`,
+	// 5
+	`CREATE TABLE audit_events_by_seq (
+	org TEXT NOT NULL,
+	seq BIGINT NOT NULL,
+	at BIGINT NOT NULL,
+	id TEXT NOT NULL,
+	actor_id TEXT NOT NULL,
+	actor_username TEXT NOT NULL,
+	actor_token_id TEXT NOT NULL,
+	action TEXT NOT NULL,
+	target_kind TEXT NOT NULL,
+	target_id TEXT NOT NULL,
+	target_username TEXT NOT NULL,
+	request_id TEXT NOT NULL,
+	before_value TEXT,
+	after_value TEXT,
+	PRIMARY KEY (org, seq)
+);
+INSERT INTO audit_events_by_seq (org, seq, at, id, actor_id, actor_username, actor_token_id, action,
+	target_kind, target_id, target_username, request_id, before_value, after_value)
+SELECT org, ROW_NUMBER() OVER (PARTITION BY org ORDER BY at, id), at, id, actor_id, actor_username, actor_token_id, action,
+	target_kind, target_id, target_username, request_id, before_value, after_value
+FROM audit_events;
+DROP TABLE audit_events;
+ALTER TABLE audit_events_by_seq RENAME TO audit_events;
+CREATE INDEX audit_events_by_at ON audit_events (org, at);
+ALTER TABLE orgs ADD COLUMN event_seq BIGINT NOT NULL DEFAULT 0;
+UPDATE orgs SET event_seq = COALESCE((SELECT MAX(seq) FROM audit_events WHERE audit_events.org = orgs.id), 0)`,
 }
 
 // migration returns the statements of migration i (0-based) for the

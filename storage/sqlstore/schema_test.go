@@ -34,7 +34,7 @@ func TestMigrateFromEmpty(t *testing.T) {
 func TestMigrateTwice(t *testing.T) {
 	eachEngine(t, func(t *testing.T, dsn string) {
 		s := openTest(t, dsn)
-		require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "kept", CreatedAt: time.UnixMilli(1)}))
+		require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "kept", CreatedAt: time.UnixMilli(1)}, nil))
 		require.NoError(t, s.Migrate(t.Context()))
 		again := openTest(t, dsn)
 		assertVersion(t, again, len(migrations))
@@ -75,10 +75,10 @@ func TestMigrateFromVersion1(t *testing.T) {
 		require.NoError(t, old.migrate(ctx, 1))
 		assertVersion(t, old, 1)
 		assert.False(t, hasIndex(t, old, "users_by_kind"))
-		require.NoError(t, old.CreateOrg(ctx, storage.Org{ID: "o", CreatedAt: time.UnixMilli(1)}))
+		require.NoError(t, old.CreateOrg(ctx, storage.Org{ID: "o", CreatedAt: time.UnixMilli(1)}, nil))
 		for _, name := range []string{"bot", "human"} {
 			u := storage.User{ID: "id-" + name, Org: "o", Username: name, FoldedUsername: name, Role: "Member", IsServiceAccount: name == "bot"}
-			require.NoError(t, old.CreateUser(ctx, u, storage.UserLimit{}))
+			require.NoError(t, old.CreateUser(ctx, u, storage.UserLimit{}, nil))
 		}
 		old.Close()
 
@@ -91,6 +91,49 @@ func TestMigrateFromVersion1(t *testing.T) {
 		require.Len(t, p.Users, 1)
 		assert.Equal(t, "bot", p.Users[0].FoldedUsername)
 		assert.Equal(t, 1, p.Total)
+	})
+}
+
+// A database at version 4 with audit events is migrated to version 5:
+// the events kept are numbered in their former order (time, then id),
+// per org, and the next event of each org follows its last.
+func TestMigrateEventsToSeq(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		old, err := open(dsn, Options{Timeout: testdb.Timeout})
+		require.NoError(t, err)
+		require.NoError(t, old.migrate(ctx, 4))
+		insert := old.d.rewrite("INSERT INTO audit_events (org, at, id, actor_id, actor_username, actor_token_id, action," +
+			" target_kind, target_id, target_username, request_id) VALUES ($1, $2, $3, '', 'system', '', 'dive.register', 'dive', 'd', '', '')")
+		for _, org := range []string{"a", "b"} {
+			_, err := old.wdb.ExecContext(ctx, old.d.rewrite("INSERT INTO orgs (id, created_at) VALUES ($1, 1)"), org)
+			require.NoError(t, err)
+		}
+		for _, ev := range []struct {
+			org, id string
+			at      int64
+		}{{"a", "a-2", 2000}, {"a", "a-1b", 1000}, {"a", "a-1a", 1000}, {"b", "b-1", 500}} {
+			_, err := old.wdb.ExecContext(ctx, insert, ev.org, ev.at, ev.id)
+			require.NoError(t, err)
+		}
+		old.Close()
+
+		s := openTest(t, dsn)
+		assertVersion(t, s, len(migrations))
+		assert.True(t, hasIndex(t, s, "audit_events_by_at"))
+		e := storage.Event{ID: "a-new", Org: "a", At: time.UnixMilli(1), ActorUsername: "system", Action: "dive.register"}
+		require.NoError(t, s.PutDive(ctx, storage.Dive{Org: "a", ID: "d", Title: "d", Version: 1}, &storage.Audit{Event: e}))
+		seqs := func(org string) map[string]int64 {
+			page, err := s.ListEvents(ctx, org, storage.EventQuery{Limit: 10})
+			require.NoError(t, err)
+			out := map[string]int64{}
+			for _, e := range page.Events {
+				out[e.ID] = e.Seq
+			}
+			return out
+		}
+		assert.Equal(t, map[string]int64{"a-1a": 1, "a-1b": 2, "a-2": 3, "a-new": 4}, seqs("a"))
+		assert.Equal(t, map[string]int64{"b-1": 1}, seqs("b"))
 	})
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -25,6 +24,9 @@ var eventTests = []subtest{
 	{"OtherOrg", testEventOtherOrg},
 	{"Copies", testEventCopies},
 	{"CursorUnderConcurrentWrites", testEventConcurrentCursor},
+	{"SeqIsWriteOrder", testEventSeq},
+	{"LateWriteWithOlderTimeSortsFirst", testEventLateWrite},
+	{"WalkUnderConcurrentWritesWithSkewedClocks", testEventSkewedWalk},
 	{"Retention", testEventRetention},
 	{"PerOrgBound", testEventBound},
 }
@@ -61,9 +63,9 @@ func newEvent(org, action string, when time.Time) storage.Event {
 	}
 }
 
-// audit returns ctx carrying e, with no retention and no bound.
-func audit(ctx context.Context, e storage.Event) context.Context {
-	return storage.WithAudit(ctx, storage.Audit{Event: e})
+// audit is the Audit of e, with no retention and no bound.
+func audit(e storage.Event) *storage.Audit {
+	return &storage.Audit{Event: e}
 }
 
 // listEvents returns every event of org, newest first, in one page.
@@ -94,60 +96,89 @@ func ids(es []storage.Event) []string {
 	return out
 }
 
-// newestFirst sorts es as ListEvents orders them.
+// newestFirst is es, written one after the other in that order, as
+// ListEvents orders them: the last written first, whatever their times.
 func newestFirst(es []storage.Event) []storage.Event {
 	es = slices.Clone(es)
-	slices.SortFunc(es, func(a, b storage.Event) int {
-		if c := b.At.Compare(a.At); c != 0 {
-			return c
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
+	slices.Reverse(es)
 	return es
 }
 
-// Each mutating method records the event its context carries, once,
+// walkEvents pages through the events of org that q selects, limit at a time,
+// from the newest (q's cursor is ignored), calling between after each
+// page but the last; it returns the events in the order read.
+func walkEvents(t testing.TB, s storage.Store, org string, q storage.EventQuery, limit int, between func()) []storage.Event {
+	t.Helper()
+	q.Limit, q.BeforeSeq = limit, 0
+	var got []storage.Event
+	for range 10_000 {
+		page, err := s.ListEvents(t.Context(), org, q)
+		require.NoError(t, err)
+		require.LessOrEqual(t, len(page.Events), limit)
+		got = append(got, page.Events...)
+		if !page.More {
+			return got
+		}
+		require.NotEmpty(t, page.Events, "a page with More holds events")
+		q.BeforeSeq = page.Events[len(page.Events)-1].Seq
+		if between != nil {
+			between()
+		}
+	}
+	t.Fatal("the walk does not end")
+	return nil
+}
+
+// Each mutating method records the event of its Audit argument, once,
 // with every field as given, when it succeeds.
 func testEventEachChange(t *testing.T, s storage.Store) {
 	ctx := t.Context()
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
 	var want []storage.Event
 	step := 0
-	do := func(action string, f func(ctx context.Context) error) {
+	do := func(action string, f func(ctx context.Context, a *storage.Audit) error) {
 		t.Helper()
 		step++
 		e := newEvent(org.ID, action, at(time.Duration(step)*time.Second))
 		if action == "instances.set" {
 			e.Before, e.After = []byte(`{"before":1}`), []byte(`{"after":2}`)
 		}
-		require.NoError(t, f(audit(ctx, e)), action)
+		require.NoError(t, f(ctx, audit(e)), action)
 		want = append(want, e)
 		assert.Equal(t, ids(newestFirst(want)), ids(listEvents(t, s, org.ID)), "after %s: one event per change", action)
 	}
-	do("org.create", func(ctx context.Context) error { return s.CreateOrg(ctx, org) })
+	do("org.create", func(ctx context.Context, a *storage.Audit) error { return s.CreateOrg(ctx, org, a) })
 	u := newUser(org.ID, "Bob", true)
-	do("user.create", func(ctx context.Context) error { return s.CreateUser(ctx, u, storage.UserLimit{Max: 10}) })
-	u.Privileges = append(u.Privileges, "more")
-	do("user.grant_privilege", func(ctx context.Context) error { return s.UpdateUser(ctx, u) })
-	do("instances.set", func(ctx context.Context) error { return s.SetInstances(ctx, org.ID, u.FoldedUsername, configB) })
-	tok := newToken(u, t0, time.Time{})
-	do("token.create", func(ctx context.Context) error {
-		return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0})
+	do("user.create", func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateUser(ctx, u, storage.UserLimit{Max: 10}, a)
 	})
-	do("token.delete", func(ctx context.Context) error {
-		return s.DeleteToken(ctx, org.ID, u.ID, tok.ID, storage.Revocation{At: t0})
+	u.Privileges = append(u.Privileges, "more")
+	do("user.grant_privilege", func(ctx context.Context, a *storage.Audit) error { return s.UpdateUser(ctx, u, a) })
+	do("instances.set", func(ctx context.Context, a *storage.Audit) error {
+		return s.SetInstances(ctx, org.ID, u.FoldedUsername, configB, a)
+	})
+	tok := newToken(u, t0, time.Time{})
+	do("token.create", func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0}, a)
+	})
+	do("token.delete", func(ctx context.Context, a *storage.Audit) error {
+		return s.DeleteToken(ctx, org.ID, u.ID, tok.ID, storage.Revocation{At: t0}, a)
 	})
 	d := newDive(org.ID, "Sales")
-	do("dive.register", func(ctx context.Context) error { return s.PutDive(ctx, d) })
-	do("embed_session.create", func(ctx context.Context) error { return s.CreateEmbedSession(ctx, newSession(u, "one")) })
-	do("user.delete", func(ctx context.Context) error {
-		_, err := s.DeleteUser(ctx, org.ID, u.FoldedUsername)
+	do("dive.register", func(ctx context.Context, a *storage.Audit) error { return s.PutDive(ctx, d, a) })
+	do("embed_session.create", func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateEmbedSession(ctx, newSession(u, "one"), a)
+	})
+	do("user.delete", func(ctx context.Context, a *storage.Audit) error {
+		_, err := s.DeleteUser(ctx, org.ID, u.FoldedUsername, a)
 		return err
 	})
 
 	got := listEvents(t, s, org.ID)
 	require.Len(t, got, len(want))
 	for i, e := range newestFirst(want) {
+		assert.Positive(t, got[i].Seq, "event %d (%s) has its Seq", i, e.Action)
+		e.Seq = got[i].Seq
 		assert.Equal(t, normEvent(e), normEvent(got[i]), "event %d (%s) read back whole", i, e.Action)
 	}
 	// The changes were made too.
@@ -162,56 +193,56 @@ func testEventRefused(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	u := createUser(t, s, org.ID, "Bob", true)
 	tok := createToken(t, s, u, t0, time.Time{})
-	refused := func(what string, want error, f func(ctx context.Context) error) {
+	refused := func(what string, want error, f func(ctx context.Context, a *storage.Audit) error) {
 		t.Helper()
-		err := f(audit(ctx, newEvent(org.ID, what, t0)))
+		err := f(ctx, audit(newEvent(org.ID, what, t0)))
 		require.ErrorIs(t, err, want, what)
 	}
-	refused("org exists", storage.ErrAlreadyExists, func(ctx context.Context) error { return s.CreateOrg(ctx, org) })
-	refused("user exists", storage.ErrAlreadyExists, func(ctx context.Context) error {
-		return s.CreateUser(ctx, newUser(org.ID, "bob", true), storage.UserLimit{})
+	refused("org exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error { return s.CreateOrg(ctx, org, a) })
+	refused("user exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateUser(ctx, newUser(org.ID, "bob", true), storage.UserLimit{}, a)
 	})
-	refused("users full", storage.ErrLimitExceeded, func(ctx context.Context) error {
-		return s.CreateUser(ctx, newUser(org.ID, "Carol", true), storage.UserLimit{Max: 1})
+	refused("users full", storage.ErrLimitExceeded, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateUser(ctx, newUser(org.ID, "Carol", true), storage.UserLimit{Max: 1}, a)
 	})
-	refused("update missing", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.UpdateUser(ctx, newUser(org.ID, "Nobody", true))
+	refused("update missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.UpdateUser(ctx, newUser(org.ID, "Nobody", true), a)
 	})
-	refused("set missing", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.SetInstances(ctx, org.ID, "nobody", configB)
+	refused("set missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.SetInstances(ctx, org.ID, "nobody", configB, a)
 	})
-	refused("delete missing", storage.ErrNotFound, func(ctx context.Context) error {
-		_, err := s.DeleteUser(ctx, org.ID, "nobody")
+	refused("delete missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		_, err := s.DeleteUser(ctx, org.ID, "nobody", a)
 		return err
 	})
-	refused("token exists", storage.ErrAlreadyExists, func(ctx context.Context) error {
-		return s.CreateToken(ctx, tok, storage.TokenLimit{})
+	refused("token exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
 	})
-	refused("tokens full", storage.ErrLimitExceeded, func(ctx context.Context) error {
-		return s.CreateToken(ctx, newToken(u, t0, time.Time{}), storage.TokenLimit{Max: 1, LiveAt: t0})
+	refused("tokens full", storage.ErrLimitExceeded, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateToken(ctx, newToken(u, t0, time.Time{}), storage.TokenLimit{Max: 1, LiveAt: t0}, a)
 	})
-	refused("token of nobody", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.CreateToken(ctx, newToken(newUser(org.ID, "Nobody", true), t0, time.Time{}), storage.TokenLimit{})
+	refused("token of nobody", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateToken(ctx, newToken(newUser(org.ID, "Nobody", true), t0, time.Time{}), storage.TokenLimit{}, a)
 	})
-	refused("delete missing token", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.DeleteToken(ctx, org.ID, u.ID, uuid.NewString(), storage.Revocation{At: t0})
+	refused("delete missing token", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.DeleteToken(ctx, org.ID, u.ID, uuid.NewString(), storage.Revocation{At: t0}, a)
 	})
-	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.PutDive(ctx, newDive(uuid.NewString(), "x"))
+	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.PutDive(ctx, newDive(uuid.NewString(), "x"), a)
 	})
-	refused("session of nobody", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.CreateEmbedSession(ctx, newSession(newUser(org.ID, "Nobody", true), "x"))
+	refused("session of nobody", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateEmbedSession(ctx, newSession(newUser(org.ID, "Nobody", true), "x"), a)
 	})
 	clean(t, s, at(time.Hour))
 	assert.Empty(t, listEvents(t, s, org.ID), "no event of a refused change")
 }
 
-// Without an audit in the context, a change records nothing.
+// Without an audit (nil), a change records nothing.
 func testEventNoAudit(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	u := createUser(t, s, org.ID, "Bob", true)
 	createToken(t, s, u, t0, time.Time{})
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, u.FoldedUsername, configB))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, u.FoldedUsername, configB, nil))
 	assert.Empty(t, listEvents(t, s, org.ID))
 }
 
@@ -219,43 +250,38 @@ func testEventNoAudit(t *testing.T, s storage.Store) {
 func writeEvents(t testing.TB, s storage.Store, es []storage.Event) {
 	t.Helper()
 	for _, e := range es {
-		require.NoError(t, s.PutDive(audit(t.Context(), e), newDive(e.Org, "d")))
+		require.NoError(t, s.PutDive(t.Context(), newDive(e.Org, "d"), audit(e)))
 	}
 }
 
-// Events are listed newest first, by time then id; a cursor resumes
-// after the last one, neither skipping nor repeating.
+// Events are listed newest first: the last written first, whatever
+// their times; a cursor resumes after the last one, neither skipping nor
+// repeating.
 func testEventOrder(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	var es []storage.Event
 	for i := range 23 {
-		// Three events per millisecond, written out of order.
+		// Three events per millisecond, their times out of order.
 		es = append(es, newEvent(org.ID, "dive.register", at(time.Duration((i*7)%8)*time.Millisecond)))
 	}
 	writeEvents(t, s, es)
 	want := newestFirst(es)
-	assert.Equal(t, ids(want), ids(listEvents(t, s, org.ID)))
+	all := listEvents(t, s, org.ID)
+	assert.Equal(t, ids(want), ids(all))
 
 	for _, limit := range []int{1, 5, 23, 30} {
-		var got []string
-		q := storage.EventQuery{Limit: limit}
-		for range 30 {
-			page, err := s.ListEvents(t.Context(), org.ID, q)
-			require.NoError(t, err)
-			require.LessOrEqual(t, len(page.Events), limit)
-			got = append(got, ids(page.Events)...)
-			if !page.More {
-				break
-			}
-			last := page.Events[len(page.Events)-1]
-			q.BeforeAt, q.BeforeID = last.At, last.ID
-		}
-		assert.Equal(t, ids(want), got, "pages of %d", limit)
+		got := walkEvents(t, s, org.ID, storage.EventQuery{}, limit, nil)
+		assert.Equal(t, ids(want), ids(got), "pages of %d", limit)
 	}
-	// A cursor of an event that does not exist works as well.
-	page, err := s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: 100, BeforeAt: want[5].At, BeforeID: want[5].ID + "0"})
+	// The cursor of an event, and one above the newest event, which
+	// does not exist.
+	require.Len(t, all, 23)
+	page, err := s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: 100, BeforeSeq: all[4].Seq})
 	require.NoError(t, err)
 	assert.Equal(t, ids(want[5:]), ids(page.Events))
+	page, err = s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: 100, BeforeSeq: all[0].Seq + 1000})
+	require.NoError(t, err)
+	assert.Equal(t, ids(want), ids(page.Events))
 }
 
 // Every filter keeps exactly the events that match it.
@@ -292,19 +318,8 @@ func testEventFilters(t *testing.T, s storage.Store) {
 		require.NoError(t, err)
 		assert.Equal(t, ids(newestFirst(want)), ids(page.Events), "%+v", q)
 		// And by pages of two.
-		q.Limit = 2
-		got := []string{}
-		for {
-			page, err := s.ListEvents(t.Context(), org.ID, q)
-			require.NoError(t, err)
-			got = append(got, ids(page.Events)...)
-			if !page.More {
-				break
-			}
-			last := page.Events[len(page.Events)-1]
-			q.BeforeAt, q.BeforeID = last.At, last.ID
-		}
-		assert.Equal(t, ids(newestFirst(want)), got, "pages of %+v", q)
+		got := walkEvents(t, s, org.ID, q, 2, nil)
+		assert.Equal(t, ids(newestFirst(want)), ids(got), "pages of %+v", q)
 	}
 }
 
@@ -329,7 +344,9 @@ func testEventCopies(t *testing.T, s storage.Store) {
 	got := listEvents(t, s, org.ID)
 	require.Len(t, got, 1)
 	got[0].Before[2], got[0].After[2] = 'Y', 'Y'
-	assert.Equal(t, e, listEvents(t, s, org.ID)[0])
+	again := listEvents(t, s, org.ID)[0]
+	e.Seq = again.Seq
+	assert.Equal(t, e, again)
 }
 
 // A cursor taken while events are written goes on to exactly the events
@@ -342,6 +359,8 @@ func testEventConcurrentCursor(t *testing.T, s storage.Store) {
 	}
 	writeEvents(t, s, old)
 	want := ids(newestFirst(old))
+	top := listEvents(t, s, org.ID)[0]
+	require.Equal(t, want[0], top.ID)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -350,8 +369,13 @@ func testEventConcurrentCursor(t *testing.T, s storage.Store) {
 		go func() {
 			defer wg.Done()
 			for i := range 15 {
-				e := newEvent(org.ID, "dive.register", at(time.Second+time.Duration(w*100+i)*time.Millisecond))
-				if err := s.PutDive(audit(t.Context(), e), newDive(org.ID, "d")); err != nil {
+				// Two writers' clocks are ahead, two far behind.
+				d := time.Second + time.Duration(w*100+i)*time.Millisecond
+				if w%2 == 1 {
+					d = -d
+				}
+				e := newEvent(org.ID, "dive.register", at(d))
+				if err := s.PutDive(t.Context(), newDive(org.ID, "d"), audit(e)); err != nil {
 					errs <- err
 					return
 				}
@@ -359,9 +383,8 @@ func testEventConcurrentCursor(t *testing.T, s storage.Store) {
 		}()
 	}
 	// Page through from the newest of the old events while they write.
-	first := newestFirst(old)[0]
-	q := storage.EventQuery{Limit: 3, BeforeAt: first.At, BeforeID: first.ID}
-	got := []string{first.ID}
+	q := storage.EventQuery{Limit: 3, BeforeSeq: top.Seq}
+	got := []string{top.ID}
 	for {
 		page, err := s.ListEvents(t.Context(), org.ID, q)
 		require.NoError(t, err)
@@ -369,8 +392,7 @@ func testEventConcurrentCursor(t *testing.T, s storage.Store) {
 		if !page.More {
 			break
 		}
-		last := page.Events[len(page.Events)-1]
-		q.BeforeAt, q.BeforeID = last.At, last.ID
+		q.BeforeSeq = page.Events[len(page.Events)-1].Seq
 	}
 	wg.Wait()
 	close(errs)
@@ -378,7 +400,120 @@ func testEventConcurrentCursor(t *testing.T, s storage.Store) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, want, got, "no event skipped or repeated")
-	assert.Len(t, listEvents(t, s, org.ID), 40+60)
+	all := listEvents(t, s, org.ID)
+	assert.Len(t, all, 40+60)
+	assert.Equal(t, want, ids(all[60:]), "the events written meanwhile come first, whatever their times")
+}
+
+// The store numbers an org's events in the order it stores them, up
+// from 1, whatever their times or the Seq a caller sets; every org has
+// its own sequence.
+func testEventSeq(t *testing.T, s storage.Store) {
+	a, b := newOrg(t, s), newOrg(t, s)
+	var es []storage.Event
+	for i := range 5 {
+		e := newEvent(a.ID, "dive.register", at(-time.Duration(i)*time.Hour))
+		e.Seq = int64(100 - i) // ignored
+		es = append(es, e)
+	}
+	writeEvents(t, s, es)
+	writeEvents(t, s, []storage.Event{newEvent(b.ID, "dive.register", t0)})
+	got := listEvents(t, s, a.ID)
+	require.Equal(t, ids(newestFirst(es)), ids(got))
+	for i := 1; i < len(got); i++ {
+		assert.Greater(t, got[i-1].Seq, got[i].Seq, "Seq descends down the listing")
+		assert.Positive(t, got[i].Seq)
+	}
+	other := listEvents(t, s, b.ID)
+	require.Len(t, other, 1)
+	assert.Positive(t, other[0].Seq)
+}
+
+// A change stored after a walk has passed its time, by a writer whose
+// clock is behind, shows at the top of the next walk and in no page of
+// the walk under way: the walk sees exactly the events stored when it
+// began, once each.
+func testEventLateWrite(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	var es []storage.Event
+	for i := range 12 {
+		es = append(es, newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Second)))
+	}
+	writeEvents(t, s, es)
+	var late []storage.Event
+	pages := 0
+	got := walkEvents(t, s, org.ID, storage.EventQuery{}, 3, func() {
+		pages++
+		// Behind the walk's cursor in time, and behind every event.
+		e := newEvent(org.ID, "dive.register", at(time.Duration(8-pages*3)*time.Second-time.Millisecond))
+		late = append(late, e)
+		writeEvents(t, s, []storage.Event{e})
+	})
+	assert.Equal(t, ids(newestFirst(es)), ids(got), "the walk sees the events stored when it began, once each")
+	require.NotEmpty(t, late)
+	next := walkEvents(t, s, org.ID, storage.EventQuery{}, 5, nil)
+	assert.Equal(t, ids(append(newestFirst(late), newestFirst(es)...)), ids(next), "the late writes come first in the next walk")
+}
+
+// Walks of pages while writers with clocks far apart store events: each
+// walk sees, once each and in order, exactly the events of the listing
+// made once the writers are done from its first event down; so every
+// event stored before the walk began is in it, and every one stored
+// later is above its top.
+func testEventSkewedWalk(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	var old []storage.Event
+	for i := range 30 {
+		old = append(old, newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Millisecond)))
+	}
+	writeEvents(t, s, old)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	stop := make(chan struct{})
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				// The writers' clocks: 0 runs ahead of the old events,
+				// 1 is 15 ms behind it, 2 a minute behind, 3 goes back.
+				d := []time.Duration{30, 15, -60_000, -1000 - 4*time.Duration(i)}[w]*time.Millisecond + time.Duration(2*i)*time.Millisecond
+				e := newEvent(org.ID, "dive.register", at(d))
+				if err := s.PutDive(t.Context(), newDive(org.ID, "d"), audit(e)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	var walks [][]storage.Event
+	for range 4 {
+		walks = append(walks, walkEvents(t, s, org.ID, storage.EventQuery{}, 4, nil))
+	}
+	close(stop)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	all := listEvents(t, s, org.ID)
+	for i, w := range walks {
+		require.NotEmpty(t, w)
+		start := slices.IndexFunc(all, func(e storage.Event) bool { return e.ID == w[0].ID })
+		require.GreaterOrEqual(t, start, 0, "walk %d: its first event is listed", i)
+		assert.Equal(t, ids(all[start:]), ids(w), "walk %d: every event from its top down, once each, in order", i)
+		assert.Subset(t, ids(w), ids(old), "walk %d: every event stored before it began", i)
+		if i > 0 {
+			prev := walks[i-1][0]
+			assert.GreaterOrEqual(t, w[0].Seq, prev.Seq, "walk %d starts no lower than the one before", i)
+		}
+	}
 }
 
 // A write drops the events of its org older than its DropBefore (at
@@ -392,8 +527,8 @@ func testEventRetention(t *testing.T, s storage.Store) {
 	writeEvents(t, s, es)
 	writeEvents(t, s, []storage.Event{newEvent(other.ID, "dive.register", t0)})
 	last := newEvent(org.ID, "dive.register", at(20*time.Hour))
-	ctx := storage.WithAudit(t.Context(), storage.Audit{Event: last, DropBefore: at(5 * time.Hour)})
-	require.NoError(t, s.PutDive(ctx, newDive(org.ID, "d")))
+	a := &storage.Audit{Event: last, DropBefore: at(5 * time.Hour)}
+	require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "d"), a))
 	clean(t, s, at(20*time.Hour))
 	assert.Equal(t, ids(newestFirst(append(es[5:], last))), ids(listEvents(t, s, org.ID)), "events before DropBefore dropped")
 	assert.Len(t, listEvents(t, s, other.ID), 1, "another org's events are its own")
@@ -408,8 +543,8 @@ func testEventBound(t *testing.T, s storage.Store) {
 	for i := range writes {
 		e := newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Millisecond))
 		es = append(es, e)
-		ctx := storage.WithAudit(t.Context(), storage.Audit{Event: e, MaxPerOrg: bound})
-		require.NoError(t, s.PutDive(ctx, newDive(org.ID, "d")))
+		a := &storage.Audit{Event: e, MaxPerOrg: bound}
+		require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "d"), a))
 	}
 	clean(t, s, at(time.Hour))
 	got := listEvents(t, s, org.ID)

@@ -1,0 +1,51 @@
+package redisstore
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// Events stored by an earlier version (score 0, no Seq) are given Seqs
+// below every other at the first listing that meets them, in their
+// former order (time, then id), and page like the others.
+func TestOldEventsSortBelowNewOnes(t *testing.T) {
+	s := newStore(t, miniClient(t), true)
+	ctx := t.Context()
+	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}, nil))
+	key := s.orgBase("acme") + "events"
+	old := func(at time.Time, id string) {
+		doc := eventDoc{Org: "acme", At: at.UnixMilli(), ID: id, ActorUsername: "system", Action: "dive.register"}
+		require.NoError(t, s.c.ZAdd(ctx, key, redis.Z{Score: 0, Member: eventKey(doc.At, id) + "\n" + encode(doc)}).Err())
+	}
+	// Out of order in time, as an earlier version kept them by time.
+	old(t0.Add(2*time.Second), "old-b")
+	old(t0, "old-a")
+	old(t0.Add(2*time.Second), "old-c")
+	for i, id := range []string{"new-1", "new-2"} {
+		e := storage.Event{ID: id, Org: "acme", At: t0.Add(-time.Duration(i+1) * time.Hour), ActorUsername: "system", Action: "dive.register"}
+		require.NoError(t, s.PutDive(ctx, storage.Dive{Org: "acme", ID: "d", Title: "d", Version: 1}, &storage.Audit{Event: e}))
+	}
+	var got []string
+	var seqs []int64
+	q := storage.EventQuery{Limit: 2}
+	for {
+		page, err := s.ListEvents(ctx, "acme", q)
+		require.NoError(t, err)
+		for _, e := range page.Events {
+			got, seqs = append(got, e.ID), append(seqs, e.Seq)
+		}
+		if !page.More {
+			break
+		}
+		q.BeforeSeq = page.Events[len(page.Events)-1].Seq
+	}
+	assert.Equal(t, []string{"new-2", "new-1", "old-c", "old-b", "old-a"}, got)
+	assert.Equal(t, []int64{2, 1, -1, -2, -3}, seqs)
+}
