@@ -177,12 +177,12 @@ type change struct {
 	before, after                          []byte
 }
 
-// audited returns ctx carrying the audit event of ch, made by who in org,
-// for the store method that makes the change, and the event for emit.
-func (s *Service) audited(ctx context.Context, org string, who actor, ch change) (context.Context, storage.Event, error) {
+// audited returns the Audit of the event of ch, made by who in org, for
+// the store method that makes the change, and the event for emit.
+func (s *Service) audited(ctx context.Context, org string, who actor, ch change) (*storage.Audit, storage.Event, error) {
 	id, err := s.newID()
 	if err != nil {
-		return ctx, storage.Event{}, err
+		return nil, storage.Event{}, err
 	}
 	now := s.clock()
 	ev := storage.Event{
@@ -200,11 +200,11 @@ func (s *Service) audited(ctx context.Context, org string, who actor, ch change)
 		Before:         ch.before,
 		After:          ch.after,
 	}
-	return storage.WithAudit(ctx, storage.Audit{
+	return &storage.Audit{
 		Event:      ev,
 		DropBefore: now.Add(-s.auditRetention),
 		MaxPerOrg:  s.maxAuditEvents,
-	}), ev, nil
+	}, ev, nil
 }
 
 // emit sends ev, stored with its change, to Config.AuditLog.

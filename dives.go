@@ -89,11 +89,11 @@ func (s *Service) RegisterDive(ctx context.Context, org string, d Dive) error {
 		d.Version = 1
 	}
 	rec := storage.Dive{ID: id, Org: org, Title: d.Title, Version: d.Version, RequiredResources: resourceRecords(d.RequiredResources)}
-	actx, ev, err := s.audited(ctx, org, system, change{action: ActionDiveRegister, kind: TargetDive, targetID: id})
+	aud, ev, err := s.audited(ctx, org, system, change{action: ActionDiveRegister, kind: TargetDive, targetID: id})
 	if err != nil {
 		return err
 	}
-	if err := s.store.PutDive(actx, rec); err != nil {
+	if err := s.store.PutDive(ctx, rec, aud); err != nil {
 		return s.storeErr("put dive", err, "organization")
 	}
 	s.emit(ctx, ev)
@@ -245,7 +245,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	}
 	// The session is created at the time of its event (which a store
 	// without transactions compares, to tell whether it was made).
-	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionEmbedSessionCreate, kind: TargetEmbedSession, targetID: id, targetUsername: u.Username})
+	aud, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionEmbedSessionCreate, kind: TargetEmbedSession, targetID: id, targetUsername: u.Username})
 	if err != nil {
 		return "", err
 	}
@@ -279,7 +279,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	} else {
 		rec.AffinityKey = hex.EncodeToString(rec.Digest[16:])
 	}
-	if err := s.store.CreateEmbedSession(actx, rec); err != nil {
+	if err := s.store.CreateEmbedSession(ctx, rec, aud); err != nil {
 		return "", s.storeErr("create embed session", err, "user", "username")
 	}
 	s.emit(ctx, ev)

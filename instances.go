@@ -180,14 +180,14 @@ func (s *Service) SetInstanceConfig(ctx context.Context, a Auth, username string
 	if !t.canExist || !ok {
 		return InstanceConfig{}, notFound("user", "username")
 	}
-	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{
+	aud, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{
 		action: ActionInstancesSet, kind: TargetUser, targetID: u.ID, targetUsername: u.Username,
 		before: configJSON(u.Instances), after: configJSON(rec),
 	})
 	if err != nil {
 		return InstanceConfig{}, err
 	}
-	if err := s.store.SetInstances(actx, c.org, t.folded, rec); err != nil {
+	if err := s.store.SetInstances(ctx, c.org, t.folded, rec, aud); err != nil {
 		return InstanceConfig{}, s.storeErr("set instances", err, "user", "username")
 	}
 	s.emit(ctx, ev)

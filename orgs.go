@@ -31,11 +31,11 @@ func (s *Service) CreateOrg(ctx context.Context, id string) error {
 	if !validOrgID(id) {
 		return badRequest(Issue{Message: "Organization id must be 1 to 128 ASCII letters, digits, '.', '_', ':' or '-'", Path: NewPath("id"), Code: IssueInvalidString})
 	}
-	actx, ev, err := s.audited(ctx, id, system, change{action: ActionOrgCreate, kind: TargetOrg, targetID: id})
+	aud, ev, err := s.audited(ctx, id, system, change{action: ActionOrgCreate, kind: TargetOrg, targetID: id})
 	if err != nil {
 		return err
 	}
-	err = s.store.CreateOrg(actx, storage.Org{ID: id, CreatedAt: ev.At})
+	err = s.store.CreateOrg(ctx, storage.Org{ID: id, CreatedAt: ev.At}, aud)
 	switch {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return nil
@@ -156,11 +156,11 @@ func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, ke
 		case t.Digest == keep:
 			kept = true
 		case t.Name == BootstrapTokenName:
-			actx, ev, err := s.audited(ctx, u.Org, system, change{action: ActionTokenDelete, kind: TargetToken, targetID: t.ID, targetUsername: u.Username})
+			aud, ev, err := s.audited(ctx, u.Org, system, change{action: ActionTokenDelete, kind: TargetToken, targetID: t.ID, targetUsername: u.Username})
 			if err != nil {
 				return 0, false, err
 			}
-			err = s.store.DeleteToken(actx, u.Org, u.ID, t.ID, s.revocation(now))
+			err = s.store.DeleteToken(ctx, u.Org, u.ID, t.ID, s.revocation(now), aud)
 			if err != nil && !errors.Is(err, storage.ErrNotFound) { // gone already: as good
 				return 0, false, internal("revoke token", err)
 			}

@@ -460,7 +460,7 @@ func TestSeed_UsersPastTheLimitWriteNothing(t *testing.T) {
 	requireCode(t, err, orgadmin.ErrNotFound)
 
 	// A seeded user deleted since stays deleted: it needs no place.
-	_, err = store.DeleteUser(ctx, "acme", "alice")
+	_, err = store.DeleteUser(ctx, "acme", "alice", nil)
 	require.NoError(t, err)
 	_, err = svc.CreateUser(ctx, "acme", orgadmin.NewUser{Username: "zed"})
 	require.NoError(t, err)

@@ -1,10 +1,12 @@
 package orgadmin_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"slices"
 	"strings"
@@ -428,9 +430,9 @@ type limitStore struct {
 	max []int
 }
 
-func (l *limitStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (l *limitStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	l.max = append(l.max, lim.Max)
-	return l.Store.CreateUser(ctx, u, lim)
+	return l.Store.CreateUser(ctx, u, lim, a)
 }
 
 // The store is asked to keep 100 000 users an org by default, the limit
@@ -1487,11 +1489,11 @@ type cancelingStore struct {
 	*memstore.Store
 }
 
-func (s cancelingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (s cancelingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("create user: %w", err)
 	}
-	return s.Store.CreateUser(ctx, u, lim)
+	return s.Store.CreateUser(ctx, u, lim, a)
 }
 
 func (s cancelingStore) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
@@ -1536,8 +1538,8 @@ type lostReplyStore struct {
 	*memstore.Store
 }
 
-func (s lostReplyStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
-	if err := s.Store.CreateToken(ctx, t, lim); err != nil {
+func (s lostReplyStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
+	if err := s.Store.CreateToken(ctx, t, lim, a); err != nil {
 		return err
 	}
 	return errors.New("connection reset")
@@ -1569,6 +1571,42 @@ func TestCreateToken_FailureLeavesNoToken(t *testing.T) {
 		_, err = svc.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "kept"})
 		require.NoError(t, err, "no place under the limit is held")
 	}
+}
+
+// The token a failed creation takes out again is audited: its creation,
+// which the store kept, then its deletion, by the same actor, on the
+// same token, the deletion newest; the deletion is streamed to the
+// audit log.
+func TestCreateToken_WithdrawnTokenIsAudited(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	svc := orgadmin.New(mem, orgadmin.Config{})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(ctx, token)
+	require.NoError(t, err)
+	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+
+	var log bytes.Buffer
+	failing := orgadmin.New(lostReplyStore{mem}, orgadmin.Config{AuditLog: slog.New(slog.NewJSONHandler(&log, nil))})
+	_, err = failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
+	requireCode(t, err, orgadmin.ErrInternal)
+
+	page, err := svc.AuditEvents(ctx, admin, orgadmin.AuditQuery{TargetKind: orgadmin.TargetToken, TargetUsername: "robot"})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 2)
+	del, created := page.Events[0], page.Events[1]
+	assert.Equal(t, orgadmin.ActionTokenDelete, del.Action)
+	assert.Equal(t, orgadmin.ActionTokenCreate, created.Action)
+	assert.Equal(t, created.TargetID, del.TargetID, "the deletion of the token created")
+	for _, e := range page.Events {
+		assert.Equal(t, "admin", e.ActorUsername)
+		assert.Equal(t, admin.UserID(), e.ActorID)
+		assert.Equal(t, "robot", e.TargetUsername)
+	}
+	assert.Contains(t, log.String(), `"action":"token.delete"`)
+	assert.Contains(t, log.String(), del.TargetID)
 }
 
 // Listings read the store's records into arrays the Service reuses from

@@ -30,33 +30,33 @@ func (c *countingStore) GetUser(ctx context.Context, org, folded string) (storag
 	c.calls.Add(1)
 	return c.Store.GetUser(ctx, org, folded)
 }
-func (c *countingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (c *countingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	c.calls.Add(1)
-	return c.Store.CreateUser(ctx, u, lim)
+	return c.Store.CreateUser(ctx, u, lim, a)
 }
-func (c *countingStore) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig) error {
+func (c *countingStore) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig, a *storage.Audit) error {
 	c.calls.Add(1)
-	return c.Store.SetInstances(ctx, org, folded, cfg)
+	return c.Store.SetInstances(ctx, org, folded, cfg, a)
 }
-func (c *countingStore) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
+func (c *countingStore) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
 	c.calls.Add(1)
-	return c.Store.DeleteUser(ctx, org, folded)
+	return c.Store.DeleteUser(ctx, org, folded, a)
 }
 func (c *countingStore) ListUsers(ctx context.Context, org string, q storage.UserQuery) (storage.UserPage, error) {
 	c.calls.Add(1)
 	return c.Store.ListUsers(ctx, org, q)
 }
-func (c *countingStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+func (c *countingStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	c.calls.Add(1)
-	return c.Store.CreateToken(ctx, t, lim)
+	return c.Store.CreateToken(ctx, t, lim, a)
 }
 func (c *countingStore) ListTokens(ctx context.Context, org, userID string, at time.Time) ([]storage.Token, error) {
 	c.calls.Add(1)
 	return c.Store.ListTokens(ctx, org, userID, at)
 }
-func (c *countingStore) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
+func (c *countingStore) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
 	c.calls.Add(1)
-	return c.Store.DeleteToken(ctx, org, userID, id, r)
+	return c.Store.DeleteToken(ctx, org, userID, id, r, a)
 }
 func (c *countingStore) ListActivity(ctx context.Context, org string) ([]storage.Activity, error) {
 	c.calls.Add(1)
@@ -70,9 +70,9 @@ func (c *countingStore) GetEmbedTarget(ctx context.Context, org, diveID, folded 
 	c.calls.Add(1)
 	return c.Store.GetEmbedTarget(ctx, org, diveID, folded)
 }
-func (c *countingStore) CreateEmbedSession(ctx context.Context, s storage.EmbedSession) error {
+func (c *countingStore) CreateEmbedSession(ctx context.Context, s storage.EmbedSession, a *storage.Audit) error {
 	c.calls.Add(1)
-	return c.Store.CreateEmbedSession(ctx, s)
+	return c.Store.CreateEmbedSession(ctx, s, a)
 }
 
 // Every API operation called with a bearer token reads the credential and

@@ -115,7 +115,7 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 	if err != nil {
 		return Token{}, err
 	}
-	actx, ev, err := s.audited(ctx, u.Org, who, change{action: action, kind: TargetToken, targetID: id, targetUsername: u.Username})
+	aud, ev, err := s.audited(ctx, u.Org, who, change{action: action, kind: TargetToken, targetID: id, targetUsername: u.Username})
 	if err != nil {
 		return Token{}, err
 	}
@@ -133,7 +133,7 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 	if ttl, ok := in.TTL.Get(); ok {
 		rec.ExpiresAt = now.Add(ttl)
 	}
-	switch err := s.store.CreateToken(actx, rec, storage.TokenLimit{Max: s.maxTokens, LiveAt: now}); {
+	switch err := s.store.CreateToken(ctx, rec, storage.TokenLimit{Max: s.maxTokens, LiveAt: now}, aud); {
 	case errors.Is(err, storage.ErrLimitExceeded):
 		return Token{}, badRequest(Issue{Message: "The user holds the maximum number of tokens", Path: Path{}, Code: IssueTooBig})
 	case errors.Is(err, storage.ErrAlreadyExists):
@@ -166,11 +166,11 @@ const withdrawTimeout = 5 * time.Second
 func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, username string, who actor) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
-	actx, ev, err := s.audited(ctx, rec.Org, who, change{action: ActionTokenDelete, kind: TargetToken, targetID: rec.ID, targetUsername: username})
+	aud, ev, err := s.audited(ctx, rec.Org, who, change{action: ActionTokenDelete, kind: TargetToken, targetID: rec.ID, targetUsername: username})
 	if err != nil {
 		return
 	}
-	if s.store.DeleteToken(actx, rec.Org, rec.UserID, rec.ID, s.revocation(rec.CreatedAt)) == nil {
+	if s.store.DeleteToken(ctx, rec.Org, rec.UserID, rec.ID, s.revocation(rec.CreatedAt), aud) == nil {
 		s.emit(ctx, ev)
 	}
 }
@@ -226,11 +226,11 @@ func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID str
 	if !ok {
 		return notFound("user", "username")
 	}
-	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionTokenDelete, kind: TargetToken, targetID: tokenID, targetUsername: u.Username})
+	aud, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionTokenDelete, kind: TargetToken, targetID: tokenID, targetUsername: u.Username})
 	if err != nil {
 		return err
 	}
-	if err := s.store.DeleteToken(actx, c.org, u.ID, tokenID, s.revocation(s.now())); err != nil {
+	if err := s.store.DeleteToken(ctx, c.org, u.ID, tokenID, s.revocation(s.now()), aud); err != nil {
 		return s.storeErr("delete token", err, "token", "token_id")
 	}
 	s.emit(ctx, ev)

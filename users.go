@@ -152,12 +152,12 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser, who ac
 	if nu.Instances != nil {
 		rec.Instances = nu.Instances.record() // checked by validateNewUser
 	}
-	actx, ev, err := s.audited(ctx, org, who, change{action: ActionUserCreate, kind: TargetUser, targetID: id, targetUsername: rec.Username})
+	aud, ev, err := s.audited(ctx, org, who, change{action: ActionUserCreate, kind: TargetUser, targetID: id, targetUsername: rec.Username})
 	if err != nil {
 		return User{}, err
 	}
 	rec.CreatedAt = ev.At
-	switch err := s.store.CreateUser(actx, rec, storage.UserLimit{Max: s.maxUsers}); {
+	switch err := s.store.CreateUser(ctx, rec, storage.UserLimit{Max: s.maxUsers}, aud); {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return User{}, badRequest(Issue{Message: "Username is already taken", Path: NewPath("username"), Code: IssueAlreadyExists})
 	case errors.Is(err, storage.ErrLimitExceeded):
@@ -225,14 +225,14 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 	}
 	before := privilegesJSON(u.Privileges)
 	u.Privileges = append(u.Privileges, privilege)
-	actx, ev, err := s.audited(ctx, org, system, change{
+	aud, ev, err := s.audited(ctx, org, system, change{
 		action: ActionUserGrant, kind: TargetUser, targetID: u.ID, targetUsername: u.Username,
 		before: before, after: privilegesJSON(u.Privileges),
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.store.UpdateUser(actx, u); err != nil {
+	if err := s.store.UpdateUser(ctx, u, aud); err != nil {
 		return s.storeErr("grant privilege", err, "user", "username")
 	}
 	s.emit(ctx, ev)
@@ -257,11 +257,11 @@ func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User
 	if !t.canExist || !ok {
 		return User{}, notFound("user", "username")
 	}
-	actx, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionUserDelete, kind: TargetUser, targetID: target.ID, targetUsername: target.Username})
+	aud, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionUserDelete, kind: TargetUser, targetID: target.ID, targetUsername: target.Username})
 	if err != nil {
 		return User{}, err
 	}
-	u, err := s.store.DeleteUser(actx, c.org, t.folded)
+	u, err := s.store.DeleteUser(ctx, c.org, t.folded, aud)
 	if err != nil {
 		return User{}, s.storeErr("delete user", err, "user", "username")
 	}

@@ -12,7 +12,7 @@
 // maps changes nothing stored.
 //
 // The mutating methods record, with their change and atomically, the
-// audit event their context carries (see "Audit events" below).
+// audit event they are given (see "Audit events" below).
 //
 // Failures: a missing record is ErrNotFound, a uniqueness violation is
 // ErrAlreadyExists, a full quota (of tokens, of users) is
@@ -47,9 +47,10 @@ var (
 // processes, must cache nothing that would let a deleted user or a revoked
 // token keep working.
 type Store interface {
-	// CreateOrg stores a new organization. It returns ErrAlreadyExists when an
+	// CreateOrg stores a new organization, and records a's event with it
+	// (nil: none; see Audit events). It returns ErrAlreadyExists when an
 	// organization with the same ID exists.
-	CreateOrg(ctx context.Context, o Org) error
+	CreateOrg(ctx context.Context, o Org, a *Audit) error
 	// GetOrg returns the organization with the given ID, or ErrNotFound.
 	GetOrg(ctx context.Context, id string) (Org, error)
 
@@ -62,27 +63,29 @@ type Store interface {
 	// Concurrent calls never leave the org holding more than lim.Max
 	// users, whether they run in one process or in several sharing the
 	// store, provided every user of the org was created under that same
-	// lim.Max.
-	CreateUser(ctx context.Context, u User, lim UserLimit) error
+	// lim.Max. It records a's event with the user (nil: none).
+	CreateUser(ctx context.Context, u User, lim UserLimit, a *Audit) error
 	// GetUser returns the user of org whose FoldedUsername is folded, or
 	// ErrNotFound.
 	GetUser(ctx context.Context, org, folded string) (User, error)
 	// UpdateUser replaces the stored user that has u's Org and ID with u,
 	// atomically. Username and FoldedUsername must not change. It returns
-	// ErrNotFound when no such user exists.
-	UpdateUser(ctx context.Context, u User) error
+	// ErrNotFound when no such user exists. It records a's event with the
+	// change (nil: none).
+	UpdateUser(ctx context.Context, u User, a *Audit) error
 	// SetInstances replaces the instance configuration of the user of org
 	// whose FoldedUsername is folded, atomically (a concurrent reader sees the
 	// old or the new configuration, never a mix). It returns ErrNotFound when
-	// no such user exists.
-	SetInstances(ctx context.Context, org, folded string, c InstanceConfig) error
+	// no such user exists. It records a's event with the change (nil:
+	// none).
+	SetInstances(ctx context.Context, org, folded string, c InstanceConfig, a *Audit) error
 	// DeleteUser removes the user of org whose FoldedUsername is folded,
 	// together with its tokens, Duckling activity and embed sessions, and
 	// returns the removed record. Once it returns, and even if the process
 	// dies part-way through, none of those records can be read or used again
 	// and the username can be created anew. It returns ErrNotFound when no
-	// such user exists.
-	DeleteUser(ctx context.Context, org, folded string) (User, error)
+	// such user exists. It records a's event with the deletion (nil: none).
+	DeleteUser(ctx context.Context, org, folded string, a *Audit) (User, error)
 	// ListUsers returns users of org ordered by FoldedUsername, with the
 	// page and total described in UserQuery.
 	ListUsers(ctx context.Context, org string, q UserQuery) (UserPage, error)
@@ -94,8 +97,8 @@ type Store interface {
 	// already holds lim.Max tokens that are live at lim.LiveAt (tokens with a
 	// zero ExpiresAt, or ExpiresAt after LiveAt). A zero lim.Max means no
 	// limit. The store may delete tokens of the user that are no longer live
-	// at lim.LiveAt.
-	CreateToken(ctx context.Context, t Token, lim TokenLimit) error
+	// at lim.LiveAt. It records a's event with the token (nil: none).
+	CreateToken(ctx context.Context, t Token, lim TokenLimit, a *Audit) error
 	// ReadAccess reads what an authenticated request needs, in one round
 	// trip where the store allows: the credential of q.Digest (the token
 	// and its user) and, when q.Username is not empty, the user of the
@@ -117,8 +120,9 @@ type Store interface {
 	// live at r.At, and keeps in the same atomic step a tombstone of its
 	// digest (see Revocation). It returns ErrNotFound otherwise. Once it
 	// returns, ReadAccess no longer finds the token, and answers
-	// ErrRevoked for its digest while the tombstone lasts.
-	DeleteToken(ctx context.Context, org, userID, id string, r Revocation) error
+	// ErrRevoked for its digest while the tombstone lasts. It records a's
+	// event with the deletion (nil: none).
+	DeleteToken(ctx context.Context, org, userID, id string, r Revocation, a *Audit) error
 
 	// SetDuckling records the latest activity report of one Duckling,
 	// replacing any earlier one for the same (Org, UserID, ID). It returns
@@ -129,9 +133,10 @@ type Store interface {
 	// Ducklings are in no particular order.
 	ListActivity(ctx context.Context, org string) ([]Activity, error)
 
-	// PutDive creates or replaces the Dive with d's Org and ID. It returns
-	// ErrNotFound when d.Org does not exist.
-	PutDive(ctx context.Context, d Dive) error
+	// PutDive creates or replaces the Dive with d's Org and ID, and
+	// records a's event with it (nil: none). It returns ErrNotFound when
+	// d.Org does not exist.
+	PutDive(ctx context.Context, d Dive, a *Audit) error
 	// GetDive returns the Dive id of org, or ErrNotFound.
 	GetDive(ctx context.Context, org, id string) (Dive, error)
 	// GetEmbedTarget reads, together, the Dive diveID of org and the user
@@ -144,8 +149,9 @@ type Store interface {
 	// CreateEmbedSession stores a new embed session. It returns ErrNotFound
 	// when the user s.UserID of s.Org does not exist and ErrAlreadyExists
 	// when a session with the same Digest exists. The store may delete
-	// sessions of the user that expired before s.CreatedAt.
-	CreateEmbedSession(ctx context.Context, s EmbedSession) error
+	// sessions of the user that expired before s.CreatedAt. It records a's
+	// event with the session (nil: none).
+	CreateEmbedSession(ctx context.Context, s EmbedSession, a *Audit) error
 	// EmbedSessionByDigest returns the session with the given digest, or
 	// ErrNotFound (also when its user is gone). Expiry is not checked.
 	EmbedSessionByDigest(ctx context.Context, digest Digest) (EmbedSession, error)
@@ -176,10 +182,10 @@ type Store interface {
 // Audit events.
 //
 // CreateOrg, CreateUser, UpdateUser, SetInstances, DeleteUser,
-// CreateToken, DeleteToken, PutDive and CreateEmbedSession record the
-// audit event their context carries (WithAudit), if any: the store writes
-// it in the same atomic step as the change (one Lua script, one SQL
-// transaction, one lock), or, without multi-document transactions, in
+// CreateToken, DeleteToken, PutDive and CreateEmbedSession take as their
+// last argument the Audit to record with the change (nil: none): the
+// store writes its event in the same atomic step as the change (one Lua
+// script, one SQL transaction, one lock), or, without multi-document transactions, in
 // writes ordered so that none is lost between the two (mongostore: the
 // event first, unconfirmed, then the change, then the confirmation; an
 // event left unconfirmed is settled as EventQuery.SettleBefore says), and
@@ -248,31 +254,14 @@ type Event struct {
 	After  []byte
 }
 
-// Audit is what a mutating method records with its change; see WithAudit.
+// Audit is what a mutating method records with its change; see the Audit
+// events section above.
 type Audit struct {
 	Event Event
 	// DropBefore: events of the org older than this are dropped.
 	DropBefore time.Time
 	// MaxPerOrg bounds the events kept for the org; zero means no bound.
 	MaxPerOrg int
-}
-
-type auditKey struct{}
-
-// WithAudit returns a copy of ctx that asks the mutating method it is
-// passed to to record a.Event with its change (see the Audit events
-// section above).
-func WithAudit(ctx context.Context, a Audit) context.Context {
-	return context.WithValue(ctx, auditKey{}, &a)
-}
-
-// AuditOf returns the Audit that WithAudit put in ctx, if any.
-func AuditOf(ctx context.Context) (Audit, bool) {
-	a, ok := ctx.Value(auditKey{}).(*Audit)
-	if !ok || a == nil {
-		return Audit{}, false
-	}
-	return *a, true
 }
 
 // EventQuery selects a page of audit events, newest first.

@@ -96,7 +96,7 @@ func TestKinds(t *testing.T) {
 		ctx := t.Context()
 		a, b := k.Open(t), k.Open(t)
 		assert.IsType(t, types[k.Name], a.Store)
-		require.NoError(t, a.Store.CreateOrg(ctx, storage.Org{ID: "org-only-in-a", CreatedAt: time.Now()}))
+		require.NoError(t, a.Store.CreateOrg(ctx, storage.Org{ID: "org-only-in-a", CreatedAt: time.Now()}, nil))
 		_, err := b.Store.GetOrg(ctx, "org-only-in-a")
 		require.ErrorIs(t, err, storage.ErrNotFound)
 		assert.Contains(t, strings.Join(a.Contents(t), "\n"), "org-only-in-a")

@@ -38,39 +38,39 @@ func (c *Counter) count(err error) error {
 }
 
 // CreateOrg implements storage.Store.
-func (c *Counter) CreateOrg(ctx context.Context, o storage.Org) error {
-	return c.count(c.Store.CreateOrg(ctx, o))
+func (c *Counter) CreateOrg(ctx context.Context, o storage.Org, a *storage.Audit) error {
+	return c.count(c.Store.CreateOrg(ctx, o, a))
 }
 
 // CreateUser implements storage.Store.
-func (c *Counter) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
-	return c.count(c.Store.CreateUser(ctx, u, lim))
+func (c *Counter) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
+	return c.count(c.Store.CreateUser(ctx, u, lim, a))
 }
 
 // UpdateUser implements storage.Store.
-func (c *Counter) UpdateUser(ctx context.Context, u storage.User) error {
-	return c.count(c.Store.UpdateUser(ctx, u))
+func (c *Counter) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
+	return c.count(c.Store.UpdateUser(ctx, u, a))
 }
 
 // SetInstances implements storage.Store.
-func (c *Counter) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig) error {
-	return c.count(c.Store.SetInstances(ctx, org, folded, cfg))
+func (c *Counter) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig, a *storage.Audit) error {
+	return c.count(c.Store.SetInstances(ctx, org, folded, cfg, a))
 }
 
 // DeleteUser implements storage.Store.
-func (c *Counter) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
-	u, err := c.Store.DeleteUser(ctx, org, folded)
+func (c *Counter) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
+	u, err := c.Store.DeleteUser(ctx, org, folded, a)
 	return u, c.count(err)
 }
 
 // CreateToken implements storage.Store.
-func (c *Counter) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
-	return c.count(c.Store.CreateToken(ctx, t, lim))
+func (c *Counter) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
+	return c.count(c.Store.CreateToken(ctx, t, lim, a))
 }
 
 // DeleteToken implements storage.Store.
-func (c *Counter) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
-	return c.count(c.Store.DeleteToken(ctx, org, userID, id, r))
+func (c *Counter) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
+	return c.count(c.Store.DeleteToken(ctx, org, userID, id, r, a))
 }
 
 // SetDuckling implements storage.Store.
@@ -79,13 +79,13 @@ func (c *Counter) SetDuckling(ctx context.Context, d storage.Duckling) error {
 }
 
 // PutDive implements storage.Store.
-func (c *Counter) PutDive(ctx context.Context, d storage.Dive) error {
-	return c.count(c.Store.PutDive(ctx, d))
+func (c *Counter) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	return c.count(c.Store.PutDive(ctx, d, a))
 }
 
 // CreateEmbedSession implements storage.Store.
-func (c *Counter) CreateEmbedSession(ctx context.Context, s storage.EmbedSession) error {
-	return c.count(c.Store.CreateEmbedSession(ctx, s))
+func (c *Counter) CreateEmbedSession(ctx context.Context, s storage.EmbedSession, a *storage.Audit) error {
+	return c.count(c.Store.CreateEmbedSession(ctx, s, a))
 }
 
 // AddFeedback implements storage.Store.

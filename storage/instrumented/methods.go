@@ -70,9 +70,9 @@ var opNames = [numOps]string{
 }
 
 // CreateOrg implements storage.Store.
-func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
+func (s *Store) CreateOrg(ctx context.Context, o storage.Org, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opCreateOrg)
-	err := s.next.CreateOrg(ctx, o)
+	err := s.next.CreateOrg(ctx, o, a)
 	s.end(c, err)
 	return err
 }
@@ -86,9 +86,9 @@ func (s *Store) GetOrg(ctx context.Context, id string) (storage.Org, error) {
 }
 
 // CreateUser implements storage.Store.
-func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opCreateUser)
-	err := s.next.CreateUser(ctx, u, lim)
+	err := s.next.CreateUser(ctx, u, lim, a)
 	s.end(c, err)
 	return err
 }
@@ -102,25 +102,25 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 }
 
 // UpdateUser implements storage.Store.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
+func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opUpdateUser)
-	err := s.next.UpdateUser(ctx, u)
+	err := s.next.UpdateUser(ctx, u, a)
 	s.end(c, err)
 	return err
 }
 
 // SetInstances implements storage.Store.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig) error {
+func (s *Store) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opSetInstances)
-	err := s.next.SetInstances(ctx, org, folded, cfg)
+	err := s.next.SetInstances(ctx, org, folded, cfg, a)
 	s.end(c, err)
 	return err
 }
 
 // DeleteUser implements storage.Store.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
 	ctx, c := s.begin(ctx, opDeleteUser)
-	v, err := s.next.DeleteUser(ctx, org, folded)
+	v, err := s.next.DeleteUser(ctx, org, folded, a)
 	s.end(c, err)
 	return v, err
 }
@@ -134,9 +134,9 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 }
 
 // CreateToken implements storage.Store.
-func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opCreateToken)
-	err := s.next.CreateToken(ctx, t, lim)
+	err := s.next.CreateToken(ctx, t, lim, a)
 	s.end(c, err)
 	return err
 }
@@ -158,9 +158,9 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, liveAt time.
 }
 
 // DeleteToken implements storage.Store.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opDeleteToken)
-	err := s.next.DeleteToken(ctx, org, userID, id, r)
+	err := s.next.DeleteToken(ctx, org, userID, id, r, a)
 	s.end(c, err)
 	return err
 }
@@ -182,9 +182,9 @@ func (s *Store) ListActivity(ctx context.Context, org string) ([]storage.Activit
 }
 
 // PutDive implements storage.Store.
-func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
+func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opPutDive)
-	err := s.next.PutDive(ctx, d)
+	err := s.next.PutDive(ctx, d, a)
 	s.end(c, err)
 	return err
 }
@@ -206,9 +206,9 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 }
 
 // CreateEmbedSession implements storage.Store.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opCreateEmbedSession)
-	err := s.next.CreateEmbedSession(ctx, es)
+	err := s.next.CreateEmbedSession(ctx, es, a)
 	s.end(c, err)
 	return err
 }

@@ -10,14 +10,13 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// record stores the audit event ctx carries, if any, in the org o, with
+// record stores the audit event of a, unless a is nil, in the org o, with
 // the org's next Seq, and drops what the Audit says to drop. It runs
 // under the write lock, with the change it records, after the change can
 // no longer fail: so the events of an org are stored, and seen, in Seq
 // order.
-func (s *Store) record(ctx context.Context, o *org) {
-	a, ok := storage.AuditOf(ctx)
-	if !ok || o == nil {
+func (s *Store) record(a *storage.Audit, o *org) {
+	if a == nil || o == nil {
 		return
 	}
 	o.eventSeq++

@@ -105,7 +105,7 @@ func (s *Store) userID(r ref) string     { return s.users.at(r).str(uID) }
 func (s *Store) tokenID(r ref) string    { return s.tokens.at(r).str(tID) }
 
 // CreateOrg implements storage.Store.
-func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
+func (s *Store) CreateOrg(ctx context.Context, o storage.Org, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.orgs[o.ID]; ok {
@@ -124,7 +124,7 @@ func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
 	}
 	s.orgs[o.ID] = e
 	s.orgList = append(s.orgList, e)
-	s.record(ctx, e)
+	s.record(a, e)
 	return nil
 }
 
@@ -141,7 +141,7 @@ func (s *Store) GetOrg(_ context.Context, id string) (storage.Org, error) {
 
 // CreateUser implements storage.Store. The org's users are counted under
 // the lock, so the limit is exact.
-func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.orgs[u.Org]
@@ -163,7 +163,7 @@ func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.User
 	o.ids.add(u.ID, r)
 	o.all.Insert(r)
 	o.kindIndex(u.IsServiceAccount).Insert(r)
-	s.record(ctx, o)
+	s.record(a, o)
 	return nil
 }
 
@@ -226,7 +226,7 @@ func (s *Store) GetUser(_ context.Context, orgID, folded string) (storage.User, 
 }
 
 // UpdateUser implements storage.Store.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
+func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, r := s.lookupID(u.Org, u.ID)
@@ -240,12 +240,12 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 	}
 	e.set(u, e.str(uUsername), e.str(uFolded))
 	s.setPrivileges(r, u.Privileges)
-	s.record(ctx, o)
+	s.record(a, o)
 	return nil
 }
 
 // SetInstances implements storage.Store.
-func (s *Store) SetInstances(ctx context.Context, orgID, folded string, c storage.InstanceConfig) error {
+func (s *Store) SetInstances(ctx context.Context, orgID, folded string, c storage.InstanceConfig, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, r := s.lookup(orgID, folded)
@@ -256,12 +256,12 @@ func (s *Store) SetInstances(ctx context.Context, orgID, folded string, c storag
 	u := e.record(o.rec.ID) // less its privileges, which set leaves alone
 	u.Instances = c
 	e.set(u, u.Username, u.FoldedUsername)
-	s.record(ctx, o)
+	s.record(a, o)
 	return nil
 }
 
 // DeleteUser implements storage.Store.
-func (s *Store) DeleteUser(ctx context.Context, orgID, folded string) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, orgID, folded string, a *storage.Audit) (storage.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, r := s.lookup(orgID, folded)
@@ -287,7 +287,7 @@ func (s *Store) DeleteUser(ctx context.Context, orgID, folded string) (storage.U
 	o.all.Delete(u.FoldedUsername)
 	o.kindIndex(u.IsServiceAccount).Delete(u.FoldedUsername)
 	s.users.remove(r)
-	s.record(ctx, o)
+	s.record(a, o)
 	return u, nil
 }
 
@@ -322,7 +322,7 @@ func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) 
 }
 
 // CreateToken implements storage.Store.
-func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ur := s.lookupID(t.Org, t.UserID)
@@ -351,7 +351,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	s.digests[t.Digest] = tr
 	delete(s.revoked, t.Digest)
 	s.tokenIDs.add(t.ID, tr)
-	s.record(ctx, o)
+	s.record(a, o)
 	return nil
 }
 
@@ -480,7 +480,7 @@ func (s *Store) liveTokens(dst []storage.Token, u *userRec, liveAt time.Time) []
 }
 
 // DeleteToken implements storage.Store.
-func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, rev storage.Revocation) error {
+func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, rev storage.Revocation, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ur := s.lookupID(orgID, userID)
@@ -513,7 +513,7 @@ func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, rev s
 	}
 	u.ntokens--
 	s.dropToken(tr)
-	s.record(ctx, o)
+	s.record(a, o)
 	return nil
 }
 
@@ -609,7 +609,7 @@ func (s *Store) ListActivity(_ context.Context, orgID string) ([]storage.Activit
 }
 
 // PutDive implements storage.Store.
-func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
+func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.orgs[d.Org]
@@ -618,7 +618,7 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
 	}
 	d.RequiredResources = slices.Clone(d.RequiredResources)
 	o.dives[d.ID] = d
-	s.record(ctx, o)
+	s.record(a, o)
 	return nil
 }
 
@@ -658,7 +658,7 @@ func (s *Store) GetEmbedTarget(_ context.Context, orgID, diveID, folded string) 
 }
 
 // CreateEmbedSession implements storage.Store.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ur := s.lookupID(es.Org, es.UserID)
@@ -682,7 +682,7 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 	*se = cloneSession(es)
 	s.userSessions[ur] = append(kept, se)
 	s.sessions[es.Digest] = se
-	s.record(ctx, o)
+	s.record(a, o)
 	return nil
 }
 

@@ -101,7 +101,7 @@ func TestTokenListsMatchModel(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
 	at := func(m int) time.Time { return t0.Add(time.Duration(m) * time.Minute) }
-	if err := s.CreateOrg(ctx, storage.Org{ID: "o"}); err != nil {
+	if err := s.CreateOrg(ctx, storage.Org{ID: "o"}, nil); err != nil {
 		t.Fatal(err)
 	}
 	type user struct {
@@ -114,7 +114,7 @@ func TestTokenListsMatchModel(t *testing.T) {
 	newUser := func() {
 		serial++
 		u := storage.User{ID: fmt.Sprintf("u%03d", serial), Org: "o", Username: fmt.Sprintf("U%d", serial), FoldedUsername: fmt.Sprintf("u%d", serial)}
-		if err := s.CreateUser(ctx, u, storage.UserLimit{}); err != nil {
+		if err := s.CreateUser(ctx, u, storage.UserLimit{}, nil); err != nil {
 			t.Fatal(err)
 		}
 		users[u.ID] = &user{rec: u}
@@ -142,7 +142,7 @@ func TestTokenListsMatchModel(t *testing.T) {
 				tok.ExpiresAt = at(rng.IntN(60))
 			}
 			lim := storage.TokenLimit{Max: 5, LiveAt: at(now)}
-			err := s.CreateToken(ctx, tok, lim)
+			err := s.CreateToken(ctx, tok, lim, nil)
 			live := slices.DeleteFunc(slices.Clone(u.tokens), func(x storage.Token) bool { return !x.LiveAt(lim.LiveAt) })
 			if len(u.tokens) >= lim.Max { // the store drops the expired ones
 				for _, x := range u.tokens {
@@ -165,7 +165,7 @@ func TestTokenListsMatchModel(t *testing.T) {
 		case op < 8 && len(u.tokens) > 0: // delete one of its tokens
 			i := rng.IntN(len(u.tokens))
 			x := u.tokens[i]
-			err := s.DeleteToken(ctx, "o", u.rec.ID, x.ID, storage.Revocation{At: at(now)})
+			err := s.DeleteToken(ctx, "o", u.rec.ID, x.ID, storage.Revocation{At: at(now)}, nil)
 			if !x.LiveAt(at(now)) {
 				if !errors.Is(err, storage.ErrNotFound) {
 					t.Fatalf("step %d: delete of an expired token: %v", step, err)
@@ -178,7 +178,7 @@ func TestTokenListsMatchModel(t *testing.T) {
 			gone[x.Digest] = true
 			u.tokens = slices.Delete(u.tokens, i, i+1)
 		case op == 8: // delete the user, make another (in its slot)
-			if _, err := s.DeleteUser(ctx, "o", u.rec.FoldedUsername); err != nil {
+			if _, err := s.DeleteUser(ctx, "o", u.rec.FoldedUsername, nil); err != nil {
 				t.Fatal(err)
 			}
 			for _, x := range u.tokens {
@@ -247,12 +247,12 @@ func TestUnlimitedCreationDropsExpiredNowAndThen(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	require(s.CreateOrg(ctx, storage.Org{ID: "o"}))
-	require(s.CreateUser(ctx, storage.User{ID: "u", Org: "o", Username: "u", FoldedUsername: "u"}, storage.UserLimit{}))
+	require(s.CreateOrg(ctx, storage.Org{ID: "o"}, nil))
+	require(s.CreateUser(ctx, storage.User{ID: "u", Org: "o", Username: "u", FoldedUsername: "u"}, storage.UserLimit{}, nil))
 	create := func(i int, expires time.Time) storage.Token {
 		tok := storage.Token{ID: fmt.Sprintf("t%04d", i), Org: "o", UserID: "u", Digest: sha256.Sum256(fmt.Append(nil, i)),
 			Type: "read_write", CreatedAt: t0.Add(time.Duration(i) * time.Second), ExpiresAt: expires}
-		require(s.CreateToken(ctx, tok, storage.TokenLimit{LiveAt: t0.Add(time.Hour)}))
+		require(s.CreateToken(ctx, tok, storage.TokenLimit{LiveAt: t0.Add(time.Hour)}, nil))
 		return tok
 	}
 	var live []string

@@ -20,15 +20,15 @@ func TestRevokedTombstonesAreBounded(t *testing.T) {
 	ctx := context.Background()
 	s := New()
 	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "o", CreatedAt: t0}))
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "o", CreatedAt: t0}, nil))
 	u := storage.User{ID: "u", Org: "o", Username: "u", FoldedUsername: "u", Role: "Member", CreatedAt: t0}
-	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
 	revoke := func(i int, at time.Time, life time.Duration) storage.Digest {
 		t.Helper()
 		tok := storage.Token{ID: fmt.Sprintf("t%d", i), Org: "o", UserID: "u", Digest: sha256.Sum256(fmt.Appendf(nil, "%d", i)),
 			Name: "t", Type: "read_write", CreatedAt: at}
-		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{LiveAt: at}))
-		require.NoError(t, s.DeleteToken(ctx, "o", "u", tok.ID, storage.Revocation{At: at, KeepUntil: at.Add(life)}))
+		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{LiveAt: at}, nil))
+		require.NoError(t, s.DeleteToken(ctx, "o", "u", tok.ID, storage.Revocation{At: at, KeepUntil: at.Add(life)}, nil))
 		return tok.Digest
 	}
 	first := revoke(0, t0, time.Hour)

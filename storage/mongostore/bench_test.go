@@ -25,13 +25,13 @@ func BenchmarkByName(b *testing.B) {
 	s := newTestStore(b)
 	ctx := b.Context()
 	org := storage.Org{ID: "bench", CreatedAt: t0}
-	if err := s.CreateOrg(ctx, org); err != nil {
+	if err := s.CreateOrg(ctx, org, nil); err != nil {
 		b.Fatal(err)
 	}
 	names := make([]string, 1000)
 	for i := range names {
 		u := crashUser(org.ID, fmt.Sprintf("robot%04d", i))
-		if err := s.CreateUser(ctx, u, storage.UserLimit{}); err != nil {
+		if err := s.CreateUser(ctx, u, storage.UserLimit{}, nil); err != nil {
 			b.Fatal(err)
 		}
 		names[i] = u.FoldedUsername
@@ -42,7 +42,7 @@ func BenchmarkByName(b *testing.B) {
 		op   func(folded string) error
 	}{
 		{"GetUser", func(folded string) error { _, err := s.GetUser(ctx, org.ID, folded); return err }},
-		{"SetInstances", func(folded string) error { return s.SetInstances(ctx, org.ID, folded, cfg) }},
+		{"SetInstances", func(folded string) error { return s.SetInstances(ctx, org.ID, folded, cfg, nil) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -77,10 +77,10 @@ func (d diveDoc) record() storage.Dive {
 }
 
 // PutDive implements storage.Store.
-func (s *Store) PutDive(ctx context.Context, d storage.Dive) (err error) {
+func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -92,7 +92,7 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive) (err error) {
 		return fmt.Errorf("mongostore: put dive: org: %w", storage.ErrNotFound)
 	}
 	doc := diveToDoc(d)
-	doc.Ev = eventID(ctx)
+	doc.Ev = eventID(a)
 	return wrap("put dive", s.replaceAudited(ctx, s.dives, doc.ID, doc))
 }
 
@@ -250,10 +250,10 @@ func (d sessionDoc) record() (storage.EmbedSession, error) {
 // the user before and after the insert, and removes a session that lost
 // the race with DeleteUser. It deletes the user's sessions that expired
 // before es.CreatedAt.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) (err error) {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -270,7 +270,7 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 		return wrap("create embed session: delete expired", err)
 	}
 	doc := sessionToDoc(es)
-	doc.Ev = eventID(ctx)
+	doc.Ev = eventID(a)
 	if _, err := s.sessions.InsertOne(ctx, doc); err != nil {
 		return wrap("create embed session", err)
 	}

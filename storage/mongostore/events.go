@@ -200,7 +200,7 @@ func (d trailDoc) record() storage.Event {
 	return e
 }
 
-func eventToDoc(a storage.Audit) eventDoc {
+func eventToDoc(a *storage.Audit) eventDoc {
 	e := a.Event
 	d := eventDoc{
 		ID: e.ID, Org: e.Org, At: e.At, ActorID: e.ActorID, ActorUsername: e.ActorUsername, ActorTokenID: e.ActorTokenID,
@@ -221,13 +221,12 @@ func eventToDoc(a storage.Audit) eventDoc {
 	return d
 }
 
-// beginEvent inserts the event ctx carries, if any, as pending, before
+// beginEvent inserts the event of a, unless a is nil, as pending, before
 // its change; the change's method defers end with its error: nil
 // confirms the event, a refusal of the contract removes it, and any other
 // error (an unknown outcome) leaves it pending for Cleanup.
-func (s *Store) beginEvent(ctx context.Context) (end func(error), err error) {
-	a, ok := storage.AuditOf(ctx)
-	if !ok {
+func (s *Store) beginEvent(ctx context.Context, a *storage.Audit) (end func(error), err error) {
+	if a == nil {
 		return func(error) {}, nil
 	}
 	doc := eventToDoc(a)
@@ -399,9 +398,11 @@ func (s *Store) confirmEventsOf(ctx context.Context, coll *mongo.Collection, org
 	return nil
 }
 
-// eventID is the id of the event ctx carries, "" when none.
-func eventID(ctx context.Context) string {
-	a, _ := storage.AuditOf(ctx)
+// eventID is the id of the event of a, "" when a is nil.
+func eventID(a *storage.Audit) string {
+	if a == nil {
+		return ""
+	}
 	return a.Event.ID
 }
 

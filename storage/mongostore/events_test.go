@@ -12,12 +12,12 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// withEvent is ctx carrying an audit event of org at t0.
-func withEvent(ctx context.Context, org, action, target string) (context.Context, string) {
+// withEvent is the Audit of an event of org at t0, and its id.
+func withEvent(org, action, target string) (*storage.Audit, string) {
 	id := uuid.NewString()
-	return storage.WithAudit(ctx, storage.Audit{Event: storage.Event{
+	return &storage.Audit{Event: storage.Event{
 		ID: id, Org: org, At: t0, ActorUsername: "system", Action: action, TargetID: target,
-	}}), id
+	}}, id
 }
 
 // listed returns the ids of the org's listed events.
@@ -45,13 +45,13 @@ func newCrashWorld(t *testing.T, s *Store) crashWorld {
 	t.Helper()
 	ctx := t.Context()
 	w := crashWorld{org: uuid.NewString()}
-	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: w.org, CreatedAt: t0}))
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: w.org, CreatedAt: t0}, nil))
 	w.alice = crashUser(w.org, "Alice")
-	require.NoError(t, s.CreateUser(ctx, w.alice, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, w.alice, storage.UserLimit{}, nil))
 	w.token = crashToken(w.alice, time.Time{})
-	require.NoError(t, s.CreateToken(ctx, w.token, storage.TokenLimit{}))
+	require.NoError(t, s.CreateToken(ctx, w.token, storage.TokenLimit{}, nil))
 	w.dive = storage.Dive{ID: uuid.NewString(), Org: w.org, Title: "Sales", Version: 1}
-	require.NoError(t, s.PutDive(ctx, w.dive))
+	require.NoError(t, s.PutDive(ctx, w.dive, nil))
 	return w
 }
 
@@ -59,7 +59,7 @@ func newCrashWorld(t *testing.T, s *Store) crashWorld {
 // target of its event and the call that makes it.
 type auditedChange struct {
 	org, target string
-	call        func(ctx context.Context) error
+	call        func(ctx context.Context, a *storage.Audit) error
 }
 
 // crashCases are the audited changes of every action: each makes its
@@ -75,56 +75,56 @@ var crashCases = []struct {
 }{
 	{"org.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		id := uuid.NewString()
-		return auditedChange{id, id, func(ctx context.Context) error {
-			return s.CreateOrg(ctx, storage.Org{ID: id, CreatedAt: t0})
+		return auditedChange{id, id, func(ctx context.Context, a *storage.Audit) error {
+			return s.CreateOrg(ctx, storage.Org{ID: id, CreatedAt: t0}, a)
 		}}
 	}},
 	{"user.create", stepCreateUser, func(s *Store, w crashWorld) auditedChange {
 		carol := crashUser(w.org, "Carol")
-		return auditedChange{w.org, carol.ID, func(ctx context.Context) error {
-			return s.CreateUser(ctx, carol, storage.UserLimit{})
+		return auditedChange{w.org, carol.ID, func(ctx context.Context, a *storage.Audit) error {
+			return s.CreateUser(ctx, carol, storage.UserLimit{}, a)
 		}}
 	}},
 	{"user.delete", stepTombstone, func(s *Store, w crashWorld) auditedChange {
-		return auditedChange{w.org, w.alice.ID, func(ctx context.Context) error {
-			_, err := s.DeleteUser(ctx, w.org, w.alice.FoldedUsername)
+		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {
+			_, err := s.DeleteUser(ctx, w.org, w.alice.FoldedUsername, a)
 			return err
 		}}
 	}},
 	{"user.grant_privilege", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		u := w.alice
 		u.Privileges = []string{"member_management.view_all_members"}
-		return auditedChange{w.org, u.ID, func(ctx context.Context) error { return s.UpdateUser(ctx, u) }}
+		return auditedChange{w.org, u.ID, func(ctx context.Context, a *storage.Audit) error { return s.UpdateUser(ctx, u, a) }}
 	}},
 	{"instances.set", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
-		return auditedChange{w.org, w.alice.ID, func(ctx context.Context) error {
-			return s.SetInstances(ctx, w.org, w.alice.FoldedUsername, w.alice.Instances)
+		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {
+			return s.SetInstances(ctx, w.org, w.alice.FoldedUsername, w.alice.Instances, a)
 		}}
 	}},
 	{"token.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		tok := crashToken(w.alice, time.Time{})
-		return auditedChange{w.org, tok.ID, func(ctx context.Context) error {
-			return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0})
+		return auditedChange{w.org, tok.ID, func(ctx context.Context, a *storage.Audit) error {
+			return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0}, a)
 		}}
 	}},
 	{"token.seed", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		tok := crashToken(w.alice, t0.Add(time.Hour))
-		return auditedChange{w.org, tok.ID, func(ctx context.Context) error {
-			return s.CreateToken(ctx, tok, storage.TokenLimit{})
+		return auditedChange{w.org, tok.ID, func(ctx context.Context, a *storage.Audit) error {
+			return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
 		}}
 	}},
 	{"token.delete", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
-		return auditedChange{w.org, w.token.ID, func(ctx context.Context) error {
-			return s.DeleteToken(ctx, w.org, w.alice.ID, w.token.ID, storage.Revocation{At: t0})
+		return auditedChange{w.org, w.token.ID, func(ctx context.Context, a *storage.Audit) error {
+			return s.DeleteToken(ctx, w.org, w.alice.ID, w.token.ID, storage.Revocation{At: t0}, a)
 		}}
 	}},
 	{"dive.register", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
-		return auditedChange{w.org, w.dive.ID, func(ctx context.Context) error { return s.PutDive(ctx, w.dive) }}
+		return auditedChange{w.org, w.dive.ID, func(ctx context.Context, a *storage.Audit) error { return s.PutDive(ctx, w.dive, a) }}
 	}},
 	{"embed_session.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		es := crashSession(w.alice)
 		es.DiveID = w.dive.ID
-		return auditedChange{w.org, w.dive.ID, func(ctx context.Context) error { return s.CreateEmbedSession(ctx, es) }}
+		return auditedChange{w.org, w.dive.ID, func(ctx context.Context, a *storage.Audit) error { return s.CreateEmbedSession(ctx, es, a) }}
 	}},
 }
 
@@ -138,6 +138,11 @@ func eventCount(t *testing.T, s *Store, id string, pendingOnly bool) int64 {
 	}
 	n, err := s.events.CountDocuments(t.Context(), filter)
 	require.NoError(t, err)
+	if !pendingOnly {
+		confirmed, err := s.trail.CountDocuments(t.Context(), bson.D{{Key: "eid", Value: id}})
+		require.NoError(t, err)
+		n += confirmed
+	}
 	return n
 }
 
@@ -180,13 +185,13 @@ func TestEventCrashPoints(t *testing.T) {
 					s := newTestStore(t)
 					w := newCrashWorld(t, s)
 					ch := c.change(s, w)
-					ectx, id := withEvent(t.Context(), ch.org, c.action, ch.target)
+					aud, id := withEvent(ch.org, c.action, ch.target)
 					stop := stepEventPending
 					if made {
 						stop = c.changed
 					}
 					crashAfter(s, stop)
-					err := ch.call(ectx)
+					err := ch.call(t.Context(), aud)
 					s.afterStep = nil
 					if stop == stepEventChanged {
 						require.NoError(t, err, "the change is made; only its confirmation is lost")
@@ -237,23 +242,23 @@ func TestEventOverwrittenLater(t *testing.T) {
 					s := newTestStore(t)
 					w := newCrashWorld(t, s)
 					ch := c.change(s, w)
-					ectx, first := withEvent(t.Context(), ch.org, c.action, ch.target)
+					aud, first := withEvent(ch.org, c.action, ch.target)
 					stop := stepEventPending
 					if made {
 						stop = c.changed
 					}
 					crashAfter(s, stop)
-					_ = ch.call(ectx)
+					_ = ch.call(t.Context(), aud)
 					s.afterStep = nil
 
-					ectx, second := withEvent(t.Context(), ch.org, c.action, ch.target)
+					aud, second := withEvent(ch.org, c.action, ch.target)
 					want := []string{}
 					if laterAudited {
 						want = append(want, second)
 					} else {
-						ectx = t.Context()
+						aud = nil
 					}
-					require.NoError(t, ch.call(ectx), "the later change")
+					require.NoError(t, ch.call(t.Context(), aud), "the later change")
 					settle(t, s, ch.org, t0, true)
 					if made {
 						require.ElementsMatch(t, append(want, first), listed(t, s, ch.org))
@@ -292,23 +297,23 @@ func TestEventOfDeletedUser(t *testing.T) {
 					s := newTestStore(t)
 					w := newCrashWorld(t, s)
 					ch := c.change(s, w)
-					ectx, first := withEvent(t.Context(), ch.org, c.action, ch.target)
+					aud, first := withEvent(ch.org, c.action, ch.target)
 					stop := stepEventPending
 					if made {
 						stop = c.changed
 					}
 					crashAfter(s, stop)
-					_ = ch.call(ectx)
+					_ = ch.call(t.Context(), aud)
 					s.afterStep = nil
 
-					ectx, deletion := withEvent(t.Context(), w.org, "user.delete", w.alice.ID)
+					aud, deletion := withEvent(w.org, "user.delete", w.alice.ID)
 					want := []string{}
 					if deletionAudited {
 						want = append(want, deletion)
 					} else {
-						ectx = t.Context()
+						aud = nil
 					}
-					_, err := s.DeleteUser(ectx, w.org, w.alice.FoldedUsername)
+					_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, aud)
 					require.NoError(t, err)
 					n, err := s.users.CountDocuments(t.Context(), bson.D{{Key: "uid", Value: w.alice.ID}})
 					require.NoError(t, err)
@@ -334,38 +339,42 @@ func TestEventOfRemovedRecord(t *testing.T) {
 	later := t0.Add(2 * time.Hour)
 	for _, c := range []struct {
 		name, action string
-		create       func(s *Store, w crashWorld) (target string, call func(ctx context.Context) error)
+		create       func(s *Store, w crashWorld) (target string, call func(ctx context.Context, a *storage.Audit) error)
 		remove       func(t *testing.T, s *Store, w crashWorld)
 	}{
-		{"a token, its user deleted", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context) error) {
+		{"a token, its user deleted", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
 			tok := crashToken(w.alice, time.Time{})
-			return tok.ID, func(ctx context.Context) error { return s.CreateToken(ctx, tok, storage.TokenLimit{}) }
+			return tok.ID, func(ctx context.Context, a *storage.Audit) error {
+				return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
+			}
 		}, func(t *testing.T, s *Store, w crashWorld) {
-			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername)
+			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, nil)
 			require.NoError(t, err)
 		}},
-		{"a session, its user deleted", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context) error) {
+		{"a session, its user deleted", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
 			es := crashSession(w.alice)
 			es.DiveID = w.dive.ID
-			return w.dive.ID, func(ctx context.Context) error { return s.CreateEmbedSession(ctx, es) }
+			return w.dive.ID, func(ctx context.Context, a *storage.Audit) error { return s.CreateEmbedSession(ctx, es, a) }
 		}, func(t *testing.T, s *Store, w crashWorld) {
-			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername)
+			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, nil)
 			require.NoError(t, err)
 		}},
-		{"a token, expired and removed by the next creation", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context) error) {
+		{"a token, expired and removed by the next creation", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
 			tok := crashToken(w.alice, t0.Add(10*time.Minute))
-			return tok.ID, func(ctx context.Context) error { return s.CreateToken(ctx, tok, storage.TokenLimit{}) }
+			return tok.ID, func(ctx context.Context, a *storage.Audit) error {
+				return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
+			}
 		}, func(t *testing.T, s *Store, w crashWorld) {
-			require.NoError(t, s.CreateToken(t.Context(), crashToken(w.alice, time.Time{}), storage.TokenLimit{Max: 10, LiveAt: t0.Add(time.Hour)}))
+			require.NoError(t, s.CreateToken(t.Context(), crashToken(w.alice, time.Time{}), storage.TokenLimit{Max: 10, LiveAt: t0.Add(time.Hour)}, nil))
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newTestStore(t)
 			w := newCrashWorld(t, s)
 			target, call := c.create(s, w)
-			ectx, id := withEvent(t.Context(), w.org, c.action, target)
+			aud, id := withEvent(w.org, c.action, target)
 			crashAfter(s, stepEventChanged)
-			require.NoError(t, call(ectx))
+			require.NoError(t, call(t.Context(), aud))
 			s.afterStep = nil
 			require.Equal(t, int64(1), eventCount(t, s, id, true))
 
@@ -386,7 +395,7 @@ func TestEventInFlightNotRemoved(t *testing.T) {
 			s := newTestStore(t)
 			w := newCrashWorld(t, s)
 			ch := c.change(s, w)
-			ectx, id := withEvent(t.Context(), ch.org, c.action, ch.target)
+			aud, id := withEvent(ch.org, c.action, ch.target)
 			pending, resume := make(chan struct{}), make(chan struct{})
 			s.afterStep = func(step string) error {
 				if step == stepEventPending {
@@ -396,7 +405,7 @@ func TestEventInFlightNotRemoved(t *testing.T) {
 				return nil
 			}
 			done := make(chan error, 1)
-			go func() { done <- ch.call(ectx) }()
+			go func() { done <- ch.call(t.Context(), aud) }()
 			<-pending
 			for _, byListing := range []bool{true, false, true} {
 				settle(t, s, ch.org, t0.Add(pendingGrace-time.Millisecond), byListing)
@@ -419,10 +428,10 @@ func TestEventListingSettlesBoundedBatch(t *testing.T) {
 	var ids []string
 	crashAfter(s, stepEventChanged)
 	for i := range listSettleBatch + 1 {
-		ectx, id := withEvent(ctx, w.org, "instances.set", w.alice.ID)
-		a, _ := storage.AuditOf(ectx)
+		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
+		a := aud
 		a.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
-		require.NoError(t, s.SetInstances(storage.WithAudit(ctx, a), w.org, w.alice.FoldedUsername, w.alice.Instances))
+		require.NoError(t, s.SetInstances(ctx, w.org, w.alice.FoldedUsername, w.alice.Instances, a))
 		ids = append(ids, id)
 	}
 	s.afterStep = nil
@@ -435,10 +444,10 @@ func TestEventListingSettlesBoundedBatch(t *testing.T) {
 	crashAfter(s, stepEventPending)
 	var pendingIDs []string
 	for i := range listSettleBatch + 1 {
-		ectx, id := withEvent(ctx, w.org, "instances.set", w.alice.ID)
-		a, _ := storage.AuditOf(ectx)
+		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
+		a := aud
 		a.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
-		require.ErrorIs(t, s.SetInstances(storage.WithAudit(ctx, a), w.org, w.alice.FoldedUsername, w.alice.Instances), errCrash)
+		require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.FoldedUsername, w.alice.Instances, a), errCrash)
 		pendingIDs = append(pendingIDs, id)
 	}
 	s.afterStep = nil

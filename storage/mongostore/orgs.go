@@ -21,15 +21,15 @@ type orgDoc struct {
 }
 
 // CreateOrg implements storage.Store.
-func (s *Store) CreateOrg(ctx context.Context, o storage.Org) (err error) {
+func (s *Store) CreateOrg(ctx context.Context, o storage.Org, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return err
 	}
 	defer func() { end(err) }()
-	_, err = s.orgs.InsertOne(ctx, orgDoc{ID: o.ID, Created: o.CreatedAt, Ev: eventID(ctx)})
+	_, err = s.orgs.InsertOne(ctx, orgDoc{ID: o.ID, Created: o.CreatedAt, Ev: eventID(a)})
 	return wrap("create org", err)
 }
 

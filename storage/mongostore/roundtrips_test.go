@@ -86,8 +86,8 @@ func testCommandsByName(t *testing.T, pointers bool) {
 	s.byPointer = pointers
 	ctx := t.Context()
 	org := storage.Org{ID: "acme", CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org))
-	require.NoError(t, s.PutDive(ctx, storage.Dive{ID: "d1", Org: org.ID, Title: "x", Version: 1}))
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
+	require.NoError(t, s.PutDive(ctx, storage.Dive{ID: "d1", Org: org.ID, Title: "x", Version: 1}, nil))
 	alice := crashUser(org.ID, "alice")
 	alice.ID = "a1"
 	sent.take()
@@ -102,14 +102,14 @@ func testCommandsByName(t *testing.T, pointers bool) {
 	} else {
 		want = []string{"find orgs " + org1, "insert users "}
 	}
-	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
 	assert.Equal(t, want, sent.take(), "CreateUser")
 
 	// Under a limit, the count of the org's users runs with the read of
 	// the org. The first slot tried is free: alice, created without a
 	// limit, holds none of the numbered ones.
 	want = append([]string{"aggregate users "}, want...)
-	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "bob"), storage.UserLimit{Max: 1000}))
+	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "bob"), storage.UserLimit{Max: 1000}, nil))
 	assert.ElementsMatch(t, want, sent.take(), "CreateUser under a limit")
 
 	if pointers {
@@ -135,7 +135,7 @@ func testCommandsByName(t *testing.T, pointers bool) {
 	} else {
 		want = []string{"update users " + byAlice}
 	}
-	require.NoError(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}))
+	require.NoError(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}, nil))
 	assert.Equal(t, want, sent.take(), "SetInstances")
 
 	owned := `{"org": "acme","uid": "a1"}`
@@ -149,7 +149,7 @@ func testCommandsByName(t *testing.T, pointers bool) {
 		want = append([]string{"find users " + byAlice, `findAndModify users {"_id": "4:acme2:a1","org": "acme","fkey": "alice"}`}, removal...)
 	}
 	want = append(want, `delete users {"_id": "4:acme2:a1","org": null}`)
-	_, err = s.DeleteUser(ctx, org.ID, "alice")
+	_, err = s.DeleteUser(ctx, org.ID, "alice", nil)
 	require.NoError(t, err)
 	assert.Equal(t, want, sent.take(), "DeleteUser")
 
@@ -174,7 +174,7 @@ func TestNamePointersUnderChurn(t *testing.T) {
 	s.byPointer = true
 	ctx := t.Context()
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
 	names := []string{"ann", "ben", "cy"}
 	var wg sync.WaitGroup
 	for w := range 6 {
@@ -185,7 +185,7 @@ func TestNamePointersUnderChurn(t *testing.T) {
 				name := names[(w+i)%len(names)]
 				switch i % 3 {
 				case 0:
-					err := s.CreateUser(ctx, crashUser(org.ID, strings.ToUpper(name)), storage.UserLimit{})
+					err := s.CreateUser(ctx, crashUser(org.ID, strings.ToUpper(name)), storage.UserLimit{}, nil)
 					if err != nil && !assert.ErrorIs(t, err, storage.ErrAlreadyExists) {
 						return
 					}
@@ -196,12 +196,12 @@ func TestNamePointersUnderChurn(t *testing.T) {
 					} else if !assert.ErrorIs(t, err, storage.ErrNotFound) {
 						return
 					}
-					err = s.SetInstances(ctx, org.ID, name, storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}})
+					err = s.SetInstances(ctx, org.ID, name, storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}, nil)
 					if err != nil && !assert.ErrorIs(t, err, storage.ErrNotFound) {
 						return
 					}
 				case 2:
-					u, err := s.DeleteUser(ctx, org.ID, name)
+					u, err := s.DeleteUser(ctx, org.ID, name, nil)
 					if err == nil {
 						assert.Equal(t, name, u.FoldedUsername)
 					} else if !assert.ErrorIs(t, err, storage.ErrNotFound) {
@@ -259,11 +259,11 @@ func TestCommandsOfRevokedTokens(t *testing.T) {
 	require.NoError(t, err)
 	ctx := t.Context()
 	org := storage.Org{ID: "acme", CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
 	alice := crashUser(org.ID, "alice")
-	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
 	tok := storage.Token{ID: uuid.NewString(), Org: org.ID, UserID: alice.ID, Digest: storage.Digest{1}, Name: "t", Type: "read_write", CreatedAt: t0}
-	require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}))
+	require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
 	sent.take()
 
 	names := func() []string {
@@ -280,7 +280,7 @@ func TestCommandsOfRevokedTokens(t *testing.T) {
 	live := names()
 	assert.NotContains(t, live, "find "+revokedColl, "the success path reads no tombstone")
 
-	require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, storage.Revocation{At: t0, KeepUntil: t0.Add(time.Hour)}))
+	require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, storage.Revocation{At: t0, KeepUntil: t0.Add(time.Hour)}, nil))
 	assert.Equal(t, []string{"findAndModify " + tokensColl, "update " + revokedColl}, names(), "DeleteToken")
 
 	_, err = s.ReadAccess(ctx, q)

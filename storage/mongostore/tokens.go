@@ -91,10 +91,10 @@ const maxSlotAttempts = 1000
 // first, freeing their slots. The user is checked before the insert (while
 // the slots are read, concurrently) and again after it: a token that lost
 // the race with DeleteUser is removed and the call fails with ErrNotFound.
-func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) (err error) {
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -357,10 +357,10 @@ func (s *Store) revokedAt(ctx context.Context, d storage.Digest, liveAt time.Tim
 // between the event's two writes (events.go). A stop between the two, or
 // a tombstone that fails to be written, leaves no tombstone: the token
 // reads as unknown rather than revoked, and the revocation stands.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) (err error) {
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return err
 	}

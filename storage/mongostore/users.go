@@ -455,16 +455,16 @@ const (
 // it counts against a later limit but holds no place below it. A
 // tombstone's slot is its document id, so a user being deleted frees its
 // place at once.
-func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) (err error) {
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return err
 	}
 	defer func() { end(err) }()
 	doc := slottedUser{User: userToDoc(u), Slot: u.ID}
-	doc.User.Ev = eventID(ctx)
+	doc.User.Ev = eventID(a)
 	if err := s.checkOrgAndRoom(ctx, doc.User, lim); err != nil {
 		return fmt.Errorf("mongostore: create user: %w", err)
 	}
@@ -623,10 +623,10 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 
 // UpdateUser implements storage.Store. It replaces every field but the
 // username in one update of the user's document.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User) (err error) {
+func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return err
 	}
@@ -644,7 +644,7 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) (err error) {
 		{Key: "inst", Value: d.Instances},
 	}
 	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: u.Org}}
-	if ev := eventID(ctx); ev != "" {
+	if ev := eventID(a); ev != "" {
 		set = append(set, bson.E{Key: "ev", Value: ev})
 		_, err := s.changeUser(ctx, func() (userDoc, error) { return s.liveUser(ctx, u.Org, u.ID) },
 			func(userDoc) bson.D { return filter }, func(string) bson.D { return bson.D{{Key: "$set", Value: set}} })
@@ -662,16 +662,16 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) (err error) {
 
 // SetInstances implements storage.Store, in one update of the user's
 // document.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) (err error) {
+func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return err
 	}
 	defer func() { end(err) }()
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}}}}
-	if ev := eventID(ctx); ev != "" {
+	if ev := eventID(a); ev != "" {
 		update = bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}, {Key: "ev", Value: ev}}}}
 		_, err := s.changeUserByName(ctx, org, folded, func(string) bson.D { return update })
 		return wrap("set instances", err)
@@ -706,17 +706,17 @@ const (
 // tokens, embed sessions, Duckling reports and name pointer, and last the
 // tombstone. A delete that stops part-way is ignored by every read and
 // finished by Cleanup.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string) (_ storage.User, err error) {
+func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (_ storage.User, err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	end, err := s.beginEvent(ctx)
+	end, err := s.beginEvent(ctx, a)
 	if err != nil {
 		return storage.User{}, err
 	}
 	defer func() { end(err) }()
 	// The tombstone's fkey and slot are its document id, unique among
 	// tombstones.
-	ev := eventID(ctx)
+	ev := eventID(a)
 	tombstone := func(docID string) bson.D {
 		set := bson.D{
 			{Key: "org", Value: nil},

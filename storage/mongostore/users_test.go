@@ -38,26 +38,26 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			}
 			ctx := t.Context()
 			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-			require.NoError(t, s.CreateOrg(ctx, org))
+			require.NoError(t, s.CreateOrg(ctx, org, nil))
 			alice := crashUser(org.ID, "Alice")
 			bob := crashUser(org.ID, "bob")
-			require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
-			require.NoError(t, s.CreateUser(ctx, bob, storage.UserLimit{}))
+			require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
+			require.NoError(t, s.CreateUser(ctx, bob, storage.UserLimit{}, nil))
 			aliceTokens := []storage.Token{crashToken(alice, time.Time{}), crashToken(alice, t0.Add(time.Hour))}
 			for _, tok := range aliceTokens {
-				require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0}))
+				require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0}, nil))
 			}
 			bobToken := crashToken(bob, time.Time{})
-			require.NoError(t, s.CreateToken(ctx, bobToken, storage.TokenLimit{}))
+			require.NoError(t, s.CreateToken(ctx, bobToken, storage.TokenLimit{}, nil))
 			session := crashSession(alice)
-			require.NoError(t, s.CreateEmbedSession(ctx, session))
+			require.NoError(t, s.CreateEmbedSession(ctx, session, nil))
 			for _, id := range []string{"rw", "rs.0"} {
 				require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org.ID, UserID: alice.ID, ID: id, Active: true, At: t0}))
 			}
 			require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org.ID, UserID: bob.ID, ID: "rw", Active: true, At: t0}))
 
 			steps := crashAfter(s, stop)
-			_, err := s.DeleteUser(ctx, org.ID, "alice")
+			_, err := s.DeleteUser(ctx, org.ID, "alice", nil)
 			require.ErrorIs(t, err, errCrash)
 			s.afterStep = nil
 			assert.Equal(t, stop, (*steps)[len(*steps)-1])
@@ -65,7 +65,7 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			// Nothing of alice can be read or used.
 			_, err = s.GetUser(ctx, org.ID, "alice")
 			require.ErrorIs(t, err, storage.ErrNotFound)
-			require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}), storage.ErrNotFound)
+			require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}, nil), storage.ErrNotFound)
 			target, err := s.GetEmbedTarget(ctx, org.ID, "no-dive", "alice")
 			require.NoError(t, err)
 			assert.False(t, target.UserFound)
@@ -87,13 +87,13 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			assert.Equal(t, 1, page.Total)
 			require.Len(t, page.Users, 1)
 			assert.Equal(t, "bob", page.Users[0].FoldedUsername)
-			require.ErrorIs(t, s.CreateToken(ctx, crashToken(alice, time.Time{}), storage.TokenLimit{}), storage.ErrNotFound)
-			_, err = s.DeleteUser(ctx, org.ID, "alice")
+			require.ErrorIs(t, s.CreateToken(ctx, crashToken(alice, time.Time{}), storage.TokenLimit{}, nil), storage.ErrNotFound)
+			_, err = s.DeleteUser(ctx, org.ID, "alice", nil)
 			require.ErrorIs(t, err, storage.ErrNotFound)
 
 			// The username is free again, and the new user starts clean.
 			fresh := crashUser(org.ID, "ALICE")
-			require.NoError(t, s.CreateUser(ctx, fresh, storage.UserLimit{}))
+			require.NoError(t, s.CreateUser(ctx, fresh, storage.UserLimit{}, nil))
 			toks, err = s.ListTokens(ctx, org.ID, fresh.ID, t0)
 			require.NoError(t, err)
 			assert.Empty(t, toks)
@@ -130,10 +130,10 @@ func TestCreateUserCrashPoints(t *testing.T) {
 			}
 			ctx := t.Context()
 			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-			require.NoError(t, s.CreateOrg(ctx, org))
+			require.NoError(t, s.CreateOrg(ctx, org, nil))
 			alice := crashUser(org.ID, "Alice")
 			steps := crashAfter(s, stop)
-			require.ErrorIs(t, s.CreateUser(ctx, alice, storage.UserLimit{}), errCrash)
+			require.ErrorIs(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil), errCrash)
 			s.afterStep = nil
 			assert.Equal(t, stop, (*steps)[len(*steps)-1])
 			var n nameDoc
@@ -144,19 +144,19 @@ func TestCreateUserCrashPoints(t *testing.T) {
 			if stop == stepCreateName {
 				_, err := s.GetUser(ctx, org.ID, "alice")
 				require.ErrorIs(t, err, storage.ErrNotFound)
-				require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}), storage.ErrNotFound)
-				require.NoError(t, s.CreateUser(ctx, again, storage.UserLimit{}))
+				require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}, nil), storage.ErrNotFound)
+				require.NoError(t, s.CreateUser(ctx, again, storage.UserLimit{}, nil))
 				requireNamed(t, s, again)
 				return
 			}
-			require.ErrorIs(t, s.CreateUser(ctx, again, storage.UserLimit{}), storage.ErrAlreadyExists)
+			require.ErrorIs(t, s.CreateUser(ctx, again, storage.UserLimit{}, nil), storage.ErrAlreadyExists)
 			requireNamed(t, s, alice)
 			cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
-			require.NoError(t, s.SetInstances(ctx, org.ID, "alice", cfg))
+			require.NoError(t, s.SetInstances(ctx, org.ID, "alice", cfg, nil))
 			got, err := s.GetUser(ctx, org.ID, "alice")
 			require.NoError(t, err)
 			assert.Equal(t, cfg, got.Instances)
-			deleted, err := s.DeleteUser(ctx, org.ID, "alice")
+			deleted, err := s.DeleteUser(ctx, org.ID, "alice", nil)
 			require.NoError(t, err)
 			assert.Equal(t, alice.ID, deleted.ID)
 			_, err = s.GetUser(ctx, org.ID, "alice")
@@ -181,15 +181,15 @@ func TestStaleNamePointer(t *testing.T) {
 	ctx := t.Context()
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
 	other := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org))
-	require.NoError(t, s.CreateOrg(ctx, other))
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
+	require.NoError(t, s.CreateOrg(ctx, other, nil))
 	elsewhere := crashUser(other.ID, "carol")
-	require.NoError(t, s.CreateUser(ctx, elsewhere, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, elsewhere, storage.UserLimit{}, nil))
 	frank := crashUser(org.ID, "frank")
-	require.NoError(t, s.CreateUser(ctx, frank, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, frank, storage.UserLimit{}, nil))
 	stone := crashUser(org.ID, "dave")
-	require.NoError(t, s.CreateUser(ctx, stone, storage.UserLimit{}))
-	_, err := s.DeleteUser(ctx, org.ID, "dave")
+	require.NoError(t, s.CreateUser(ctx, stone, storage.UserLimit{}, nil))
+	_, err := s.DeleteUser(ctx, org.ID, "dave", nil)
 	require.NoError(t, err)
 	// A tombstone, as a delete that stopped at once leaves it.
 	_, err = s.users.InsertOne(ctx, bson.D{
@@ -206,12 +206,12 @@ func TestStaleNamePointer(t *testing.T) {
 		_, err = s.GetUser(ctx, org.ID, name)
 		require.ErrorIs(t, err, storage.ErrNotFound, name)
 		cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
-		require.ErrorIs(t, s.SetInstances(ctx, org.ID, name, cfg), storage.ErrNotFound, name)
-		_, err = s.DeleteUser(ctx, org.ID, name)
+		require.ErrorIs(t, s.SetInstances(ctx, org.ID, name, cfg, nil), storage.ErrNotFound, name)
+		_, err = s.DeleteUser(ctx, org.ID, name, nil)
 		require.ErrorIs(t, err, storage.ErrNotFound, name)
 
 		u := crashUser(org.ID, name)
-		require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}), name)
+		require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil), name)
 		requireNamed(t, s, u)
 	}
 	// Nothing of carol's, in the other org, nor of frank's changed.
@@ -243,10 +243,10 @@ func TestNewBackfillsNamePointers(t *testing.T) {
 	old.byPointer = false
 	ctx := t.Context()
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, old.CreateOrg(ctx, org))
+	require.NoError(t, old.CreateOrg(ctx, org, nil))
 	alice, bob, carol := crashUser(org.ID, "alice"), crashUser(org.ID, "Bob"), crashUser(org.ID, "carol")
 	for _, u := range []storage.User{alice, bob, carol} {
-		require.NoError(t, old.CreateUser(ctx, u, storage.UserLimit{}))
+		require.NoError(t, old.CreateUser(ctx, u, storage.UserLimit{}, nil))
 	}
 	old.afterStep = func(step string) error {
 		if step == stepTombstone {
@@ -254,7 +254,7 @@ func TestNewBackfillsNamePointers(t *testing.T) {
 		}
 		return nil
 	}
-	_, err = old.DeleteUser(ctx, org.ID, "carol")
+	_, err = old.DeleteUser(ctx, org.ID, "carol", nil)
 	require.ErrorIs(t, err, errCrash)
 	n, err := old.names.CountDocuments(ctx, bson.D{})
 	require.NoError(t, err)
@@ -284,18 +284,18 @@ func TestCreateUserLosingTheLastPlace(t *testing.T) {
 	s.byPointer = true // on MongoDB too: the pointer is what is at stake
 	ctx := t.Context()
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
 	lim := storage.UserLimit{Max: 2}
-	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "alice"), lim))
+	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "alice"), lim, nil))
 	bob, carol := crashUser(org.ID, "bob"), crashUser(org.ID, "Carol")
 	s.afterStep = func(step string) error {
 		if step != stepCreateName {
 			return nil
 		}
 		s.afterStep = nil
-		return s.CreateUser(ctx, bob, lim) // takes the last place meanwhile
+		return s.CreateUser(ctx, bob, lim, nil) // takes the last place meanwhile
 	}
-	require.ErrorIs(t, s.CreateUser(ctx, carol, lim), storage.ErrLimitExceeded)
+	require.ErrorIs(t, s.CreateUser(ctx, carol, lim, nil), storage.ErrLimitExceeded)
 	require.Nil(t, s.afterStep, "the other creation ran")
 	requireNamed(t, s, bob)
 	for _, c := range []struct {
@@ -310,9 +310,9 @@ func TestCreateUserLosingTheLastPlace(t *testing.T) {
 		assert.Zero(t, n, "documents of the refused user in %s", c.coll.Name())
 	}
 
-	_, err := s.DeleteUser(ctx, org.ID, "alice")
+	_, err := s.DeleteUser(ctx, org.ID, "alice", nil)
 	require.NoError(t, err)
-	require.NoError(t, s.CreateUser(ctx, carol, lim))
+	require.NoError(t, s.CreateUser(ctx, carol, lim, nil))
 	requireNamed(t, s, carol)
 }
 
@@ -325,14 +325,14 @@ func TestCreateUserRaceLeavesNothingOfTheRefused(t *testing.T) {
 			s.byPointer = pointers
 			ctx := t.Context()
 			org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-			require.NoError(t, s.CreateOrg(ctx, org))
+			require.NoError(t, s.CreateOrg(ctx, org, nil))
 			lim := storage.UserLimit{Max: 4}
 			var wg sync.WaitGroup
 			for i := range 24 {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					err := s.CreateUser(ctx, crashUser(org.ID, fmt.Sprintf("racer%02d", i)), lim)
+					err := s.CreateUser(ctx, crashUser(org.ID, fmt.Sprintf("racer%02d", i)), lim, nil)
 					if err != nil {
 						assert.ErrorIs(t, err, storage.ErrLimitExceeded)
 					}
@@ -366,14 +366,14 @@ func TestNewBackfillsSlots(t *testing.T) {
 	s, err := New(ctx, db, Options{Timeout: testTimeout})
 	require.NoError(t, err)
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
 	for _, name := range []string{"alice", "bob", "carol", "dave"} {
-		require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, name), storage.UserLimit{Max: 10}))
+		require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, name), storage.UserLimit{Max: 10}, nil))
 	}
 	// Two deletes that stopped at once leave two tombstones.
 	crashAfter(s, stepTombstone)
 	for _, name := range []string{"carol", "dave"} {
-		_, err := s.DeleteUser(ctx, org.ID, name)
+		_, err := s.DeleteUser(ctx, org.ID, name, nil)
 		require.ErrorIs(t, err, errCrash)
 	}
 	s.afterStep = nil
@@ -391,8 +391,8 @@ func TestNewBackfillsSlots(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, slices.ContainsFunc(specs, func(spec mongo.IndexSpecification) bool { return spec.Name == "org_slot" }), "index org_slot")
 
-	require.ErrorIs(t, s.CreateUser(ctx, crashUser(org.ID, "eve"), storage.UserLimit{Max: 2}), storage.ErrLimitExceeded)
-	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "eve"), storage.UserLimit{Max: 3}))
+	require.ErrorIs(t, s.CreateUser(ctx, crashUser(org.ID, "eve"), storage.UserLimit{Max: 2}, nil), storage.ErrLimitExceeded)
+	require.NoError(t, s.CreateUser(ctx, crashUser(org.ID, "eve"), storage.UserLimit{Max: 3}, nil))
 	_, err = s.Cleanup(ctx, t0)
 	require.NoError(t, err)
 	page, err := s.ListUsers(ctx, org.ID, storage.UserQuery{Limit: 10})
@@ -422,14 +422,14 @@ func TestCleanupRemovesExpired(t *testing.T) {
 	s := newTestStore(t)
 	ctx := t.Context()
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
 	alice := crashUser(org.ID, "alice")
-	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
 	expired := crashToken(alice, t0)
 	live := crashToken(alice, t0.Add(time.Millisecond))
 	never := crashToken(alice, time.Time{})
 	for _, tok := range []storage.Token{expired, live, never} {
-		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}))
+		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
 	}
 	oldSession := crashSession(alice)
 	oldSession.ExpiresAt = t0
@@ -437,7 +437,7 @@ func TestCleanupRemovesExpired(t *testing.T) {
 	newSession.ExpiresAt = t0.Add(time.Second)
 	newSession.CreatedAt = t0.Add(-time.Hour) // too early to prune oldSession
 	for _, es := range []storage.EmbedSession{oldSession, newSession} {
-		require.NoError(t, s.CreateEmbedSession(ctx, es))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, nil))
 	}
 
 	n, err := s.Cleanup(ctx, t0)
@@ -499,14 +499,14 @@ func TestCleanupRemovesTombstones(t *testing.T) {
 	s := newTestStore(t)
 	ctx := t.Context()
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org))
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
 	alice := crashUser(org.ID, "alice")
-	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
 	short, long := crashToken(alice, time.Time{}), crashToken(alice, time.Time{})
 	for i, tok := range []storage.Token{short, long} {
-		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}))
+		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
 		r := storage.Revocation{At: t0, KeepUntil: t0.Add(time.Duration(i+1) * time.Hour)}
-		require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, r))
+		require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, r, nil))
 	}
 	count := func() int64 {
 		n, err := s.revoked.CountDocuments(ctx, bson.D{})

@@ -28,12 +28,12 @@ type crashWorld struct {
 func newCrashWorld(t *testing.T) *crashWorld {
 	ctx := t.Context()
 	s := newStore(t, miniClient(t), false)
-	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: crashT0}))
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: crashT0}, nil))
 	w := &crashWorld{s: s, user: storage.User{
 		ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
 		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0,
 	}}
-	require.NoError(t, s.CreateUser(ctx, w.user, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, w.user, storage.UserLimit{}, nil))
 	return w
 }
 
@@ -57,11 +57,11 @@ func (w *crashWorld) token(value string, expires time.Time) storage.Token {
 	}
 }
 
-// audited is ctx carrying the audit event of action on the target id.
-func audited(ctx context.Context, action, id string) context.Context {
-	return storage.WithAudit(ctx, storage.Audit{Event: storage.Event{
+// audited is the Audit of an event of action on the target id.
+func audited(action, id string) *storage.Audit {
+	return &storage.Audit{Event: storage.Event{
 		ID: uuid.NewString(), Org: "acme", At: crashT0, ActorUsername: "system", Action: action, TargetID: id,
-	}})
+	}}
 }
 
 // requireEvents asserts that the org's audit trail holds exactly the
@@ -101,21 +101,21 @@ func TestCrashCreateTokenAfterReserve(t *testing.T) {
 		ctx := t.Context()
 		w.stopAt(t, "create token: reserved")
 		lost := w.token("lost-token-value", expires)
-		require.ErrorIs(t, w.s.CreateToken(audited(ctx, "token.create", lost.ID), lost, storage.TokenLimit{Max: 1, LiveAt: crashT0}), errStop)
+		require.ErrorIs(t, w.s.CreateToken(ctx, lost, storage.TokenLimit{Max: 1, LiveAt: crashT0}, audited("token.create", lost.ID)), errStop)
 		w.requireUnusable(t, lost)
 		w.requireEvents(t)
 
 		next := w.token("next-token-value", expires)
-		require.NoError(t, w.s.CreateToken(audited(ctx, "token.create", next.ID), next, storage.TokenLimit{Max: 1, LiveAt: crashT0}))
+		require.NoError(t, w.s.CreateToken(ctx, next, storage.TokenLimit{Max: 1, LiveAt: crashT0}, audited("token.create", next.ID)))
 		w.requireEvents(t, "token.create "+next.ID)
 		a, err := w.s.ReadAccess(ctx, storage.AccessQuery{Digest: next.Digest})
 		require.NoError(t, err)
 		assert.Equal(t, next.ID, a.Credential.Token.ID)
 
-		_, err = w.s.DeleteUser(ctx, "acme", "robot")
+		_, err = w.s.DeleteUser(ctx, "acme", "robot", nil)
 		require.NoError(t, err)
 		w.requireUnusable(t, next)
-		require.NoError(t, w.s.CreateUser(ctx, storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}, storage.UserLimit{}))
+		require.NoError(t, w.s.CreateUser(ctx, storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}, storage.UserLimit{}, nil))
 	}
 }
 
@@ -125,12 +125,12 @@ func TestCrashDeleteTokenBeforePointers(t *testing.T) {
 	w := newCrashWorld(t)
 	ctx := t.Context()
 	tok := w.token("doomed-token-value", time.Time{})
-	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}))
+	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
 	w.stopAt(t, "delete token: pointers")
-	require.NoError(t, w.s.DeleteToken(audited(ctx, "token.delete", tok.ID), "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}))
+	require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}, audited("token.delete", tok.ID)))
 	w.requireUnusable(t, tok)
 	w.requireEvents(t, "token.delete "+tok.ID)
-	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}), storage.ErrNotFound)
+	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}, nil), storage.ErrNotFound)
 }
 
 // A stop after the user left the org's slot, before the pointers of its
@@ -140,15 +140,15 @@ func TestCrashDeleteUserBeforePointers(t *testing.T) {
 	w := newCrashWorld(t)
 	ctx := t.Context()
 	tok := w.token("orphan-token-value", time.Time{})
-	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}))
+	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
 	ses := storage.EmbedSession{
 		Digest: sha256.Sum256([]byte("orphan-session")), Org: "acme", DiveID: uuid.NewString(), Version: 1,
 		UserID: w.user.ID, Username: w.user.Username, AffinityKey: "k", CreatedAt: crashT0, ExpiresAt: crashT0.Add(time.Hour),
 	}
-	require.NoError(t, w.s.CreateEmbedSession(ctx, ses))
+	require.NoError(t, w.s.CreateEmbedSession(ctx, ses, nil))
 
 	w.stopAt(t, "delete user: pointers")
-	_, err := w.s.DeleteUser(audited(ctx, "user.delete", w.user.ID), "acme", "robot")
+	_, err := w.s.DeleteUser(ctx, "acme", "robot", audited("user.delete", w.user.ID))
 	require.NoError(t, err)
 	w.requireUnusable(t, tok)
 	w.requireEvents(t, "user.delete "+w.user.ID)
@@ -158,7 +158,7 @@ func TestCrashDeleteUserBeforePointers(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	again := storage.User{ID: uuid.NewString(), Org: "acme", Username: "ROBOT", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}
-	require.NoError(t, w.s.CreateUser(ctx, again, storage.UserLimit{}))
+	require.NoError(t, w.s.CreateUser(ctx, again, storage.UserLimit{}, nil))
 	toks, err := w.s.ListTokens(ctx, "acme", again.ID, crashT0)
 	require.NoError(t, err)
 	assert.Empty(t, toks)
@@ -175,7 +175,7 @@ func TestCrashCreateEmbedSessionAfterReserve(t *testing.T) {
 		Digest: sha256.Sum256([]byte("lost-session")), Org: "acme", DiveID: uuid.NewString(), Version: 1,
 		UserID: w.user.ID, Username: w.user.Username, AffinityKey: "k", CreatedAt: crashT0, ExpiresAt: crashT0.Add(time.Hour),
 	}
-	require.ErrorIs(t, w.s.CreateEmbedSession(audited(ctx, "embed_session.create", ses.DiveID), ses), errStop)
+	require.ErrorIs(t, w.s.CreateEmbedSession(ctx, ses, audited("embed_session.create", ses.DiveID)), errStop)
 	_, err := w.s.EmbedSessionByDigest(ctx, ses.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	w.requireEvents(t)

@@ -13,11 +13,11 @@ import (
 )
 
 // PutDive implements storage.Store.
-func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
+func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	doc := diveDoc{Title: d.Title, Version: d.Version, Resources: toResourceDocs(d.RequiredResources)}
-	v, err := s.run(ctx, putDiveScript, d.Org, withAudit(ctx, d.ID, encode(doc))...).Result()
+	v, err := s.run(ctx, putDiveScript, d.Org, withAudit(a, d.ID, encode(doc))...).Result()
 	return status("put dive", v, err)
 }
 
@@ -65,7 +65,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 // CreateEmbedSession implements storage.Store. Redis drops the session's
 // keys a grace period after it expires. On a Cluster the session's pointer
 // is reserved first, as a token's is.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	hex := hexDigest(es.Digest)
@@ -76,7 +76,7 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession)
 		Resources: toResourceDocs(es.Resources), InitialState: string(es.InitialState),
 		Affinity: es.AffinityKey, Created: millis(es.CreatedAt), Expires: millis(es.ExpiresAt),
 	}
-	args := withAudit(ctx, es.UserID, hex, encode(doc), ttl, single(s.single), s.prefix, pointer)
+	args := withAudit(a, es.UserID, hex, encode(doc), ttl, single(s.single), s.prefix, pointer)
 	if s.single {
 		v, err := s.run(ctx, createSessionScript, es.Org, args...).Result()
 		return status("create embed session", v, err)

@@ -112,12 +112,11 @@ func eventKey(ms int64, id string) string {
 	return fmt.Sprintf("%015d\n%s", max(ms, 0), id)
 }
 
-// auditArgs are the arguments audit reads: the event of ctx as its
-// member, the retention's bound and the per-org bound; empty ones when
-// ctx carries no event.
-func auditArgs(ctx context.Context) []any {
-	a, ok := storage.AuditOf(ctx)
-	if !ok {
+// auditArgs are the arguments audit reads: the event of a as its
+// member, the retention's bound and the per-org bound; empty ones when a
+// is nil.
+func auditArgs(a *storage.Audit) []any {
+	if a == nil {
 		return []any{"", "", 0}
 	}
 	e := a.Event
@@ -134,9 +133,9 @@ func auditArgs(ctx context.Context) []any {
 	return []any{eventKey(doc.At, e.ID) + "\n" + encode(doc), bound, max(a.MaxPerOrg, 0)}
 }
 
-// withAudit is args followed by auditArgs(ctx).
-func withAudit(ctx context.Context, args ...any) []any {
-	return append(args, auditArgs(ctx)...)
+// withAudit is args followed by auditArgs(a).
+func withAudit(a *storage.Audit, args ...any) []any {
+	return append(args, auditArgs(a)...)
 }
 
 // eventChunk is how many members ListEvents reads at a time.

@@ -18,7 +18,7 @@ func TestOldEventsSortBelowNewOnes(t *testing.T) {
 	s := newStore(t, miniClient(t), true)
 	ctx := t.Context()
 	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}))
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: t0}, nil))
 	key := s.orgBase("acme") + "events"
 	old := func(at time.Time, id string) {
 		doc := eventDoc{Org: "acme", At: at.UnixMilli(), ID: id, ActorUsername: "system", Action: "dive.register"}
@@ -30,7 +30,7 @@ func TestOldEventsSortBelowNewOnes(t *testing.T) {
 	old(t0.Add(2*time.Second), "old-c")
 	for i, id := range []string{"new-1", "new-2"} {
 		e := storage.Event{ID: id, Org: "acme", At: t0.Add(-time.Duration(i+1) * time.Hour), ActorUsername: "system", Action: "dive.register"}
-		require.NoError(t, s.PutDive(storage.WithAudit(ctx, storage.Audit{Event: e}), storage.Dive{Org: "acme", ID: "d", Title: "d", Version: 1}))
+		require.NoError(t, s.PutDive(ctx, storage.Dive{Org: "acme", ID: "d", Title: "d", Version: 1}, &storage.Audit{Event: e}))
 	}
 	var got []string
 	var seqs []int64

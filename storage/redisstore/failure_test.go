@@ -89,13 +89,13 @@ func TestTimeoutOnSilentRedis(t *testing.T) {
 	u := storage.User{ID: "u", Org: "acme", Username: "a", FoldedUsername: "a", Role: "Member"}
 	calls := map[string]func() error{
 		"Ping":       func() error { return s.Ping(ctx) },
-		"CreateUser": func() error { return s.CreateUser(ctx, u, storage.UserLimit{}) },
+		"CreateUser": func() error { return s.CreateUser(ctx, u, storage.UserLimit{}, nil) },
 		"ReadAccess": func() error { _, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: storage.Digest{}}); return err },
 		"CreateToken": func() error {
-			return s.CreateToken(ctx, storage.Token{ID: "t", Org: "acme", UserID: "u"}, storage.TokenLimit{})
+			return s.CreateToken(ctx, storage.Token{ID: "t", Org: "acme", UserID: "u"}, storage.TokenLimit{}, nil)
 		},
 		"ListUsers":  func() error { _, err := s.ListUsers(ctx, "acme", storage.UserQuery{Limit: 10}); return err },
-		"DeleteUser": func() error { _, err := s.DeleteUser(ctx, "acme", "a"); return err },
+		"DeleteUser": func() error { _, err := s.DeleteUser(ctx, "acme", "a", nil); return err },
 	}
 	for name, call := range calls {
 		start := time.Now()

@@ -18,13 +18,13 @@ import (
 func TestListTokensReadsAfresh(t *testing.T) {
 	ctx := t.Context()
 	s, u, t0 := mirrorStore(t, mirrorCases[0]) // miniredis
-	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
 	create := func(i int, expires time.Time) storage.Token {
 		t.Helper()
 		tok := storage.Token{ID: uuid.NewString(), Org: "acme", UserID: u.ID,
 			Digest: sha256.Sum256(fmt.Appendf(nil, "token %d", i)), Name: fmt.Sprint("t", i),
 			Type: "read_write", CreatedAt: t0.Add(time.Duration(i) * time.Second), ExpiresAt: expires}
-		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}))
+		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
 		return tok
 	}
 	ids := func(ts []storage.Token) (out []string) {
@@ -51,7 +51,7 @@ func TestListTokensReadsAfresh(t *testing.T) {
 	after, err := s.ListTokens(ctx, "acme", u.ID, t0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"t0", "t1", "t2"}, ids(after), "a new record is read")
-	require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, third.ID, storage.Revocation{At: t0}))
+	require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, third.ID, storage.Revocation{At: t0}, nil))
 	after, err = s.ListTokens(ctx, "acme", u.ID, t0)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"t0", "t1"}, ids(after), "a deleted record is gone")

@@ -242,12 +242,12 @@ func (s *Store) ttl(created, expires time.Time) int64 {
 }
 
 // CreateOrg implements storage.Store.
-func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
+func (s *Store) CreateOrg(ctx context.Context, o storage.Org, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rec := encode(orgDoc{ID: o.ID, Created: millis(o.CreatedAt)})
-	if _, ok := storage.AuditOf(ctx); ok {
-		v, err := s.run(ctx, createOrgScript, o.ID, withAudit(ctx, rec)...).Result()
+	if a != nil {
+		v, err := s.run(ctx, createOrgScript, o.ID, withAudit(a, rec)...).Result()
 		return status("create org", v, err)
 	}
 	ok, err := s.c.SetNX(ctx, s.orgKey(o.ID), rec, 0).Result()

@@ -144,7 +144,7 @@ func lossyStore(t *testing.T, single bool) (s, direct *Store, p *answerLoser) {
 	s, err := New(c, Options{Prefix: direct.prefix, Timeout: 5 * time.Second})
 	require.NoError(t, err)
 	s.single = single
-	require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "acme", CreatedAt: crashT0}))
+	require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "acme", CreatedAt: crashT0}, nil))
 	return s, direct, p
 }
 
@@ -183,7 +183,7 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 
 	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
 		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0}
-	lost("CreateUser", u.ID, func() error { return s.CreateUser(ctx, u, storage.UserLimit{}) })
+	lost("CreateUser", u.ID, func() error { return s.CreateUser(ctx, u, storage.UserLimit{}, nil) })
 	got, err := direct.GetUser(ctx, "acme", "robot")
 	require.NoError(t, err, "the user was created")
 	assert.Equal(t, u.ID, got.ID)
@@ -193,16 +193,16 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 	// On a Cluster the marker skips the reservation of the pointers, which
 	// carries the id too, and hits the script, whose arguments carry the
 	// token's record.
-	lost("CreateToken", `"ci"`, func() error { return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: crashT0}) })
+	lost("CreateToken", `"ci"`, func() error { return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: crashT0}, nil) })
 	a, err := direct.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 	require.NoError(t, err, "the token was created, and authenticates")
 	assert.Equal(t, tok.ID, a.Credential.Token.ID)
 
-	lost("DeleteToken", tok.ID, func() error { return s.DeleteToken(ctx, "acme", u.ID, tok.ID, storage.Revocation{At: crashT0}) })
+	lost("DeleteToken", tok.ID, func() error { return s.DeleteToken(ctx, "acme", u.ID, tok.ID, storage.Revocation{At: crashT0}, nil) })
 	_, err = direct.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 	require.ErrorIs(t, err, storage.ErrNotFound, "the token was deleted")
 
-	lost("DeleteUser", "robot", func() error { _, err := s.DeleteUser(ctx, "acme", "robot"); return err })
+	lost("DeleteUser", "robot", func() error { _, err := s.DeleteUser(ctx, "acme", "robot", nil); return err })
 	_, err = direct.GetUser(ctx, "acme", "robot")
 	require.ErrorIs(t, err, storage.ErrNotFound, "the user was deleted")
 }
@@ -216,12 +216,12 @@ func TestResentReservationIsOwn(t *testing.T) {
 	s, direct, p := lossyStore(t, false)
 	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot",
 		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0}
-	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
 
 	tok := storage.Token{ID: uuid.NewString(), Org: "acme", UserID: u.ID, Digest: sha256.Sum256([]byte("resent")),
 		Name: "ci", Type: "read_write", CreatedAt: crashT0}
 	p.arm("\r\nnx\r\n") // SET NX: the reservation, not the script
-	require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: crashT0}))
+	require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: crashT0}, nil))
 	require.False(t, p.armed(), "the reservation's answer was lost")
 	a, err := direct.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 	require.NoError(t, err, "the token authenticates")
@@ -231,7 +231,7 @@ func TestResentReservationIsOwn(t *testing.T) {
 	// reservation undone.
 	other := tok
 	other.ID = uuid.NewString()
-	require.ErrorIs(t, s.CreateToken(ctx, other, storage.TokenLimit{Max: 10, LiveAt: crashT0}), storage.ErrAlreadyExists)
+	require.ErrorIs(t, s.CreateToken(ctx, other, storage.TokenLimit{Max: 10, LiveAt: crashT0}, nil), storage.ErrAlreadyExists)
 	n, err := direct.c.Exists(ctx, direct.prefix+"tid:"+other.ID).Result()
 	require.NoError(t, err)
 	assert.Zero(t, n, "the refused token's id is not left reserved")

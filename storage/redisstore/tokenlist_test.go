@@ -39,7 +39,7 @@ var mirrorCases = []mirrorCase{
 func mirrorStore(t *testing.T, tc mirrorCase) (*Store, storage.User, time.Time) {
 	s := newStore(t, tc.client(t), tc.single)
 	t0 := time.Date(2026, 6, 19, 12, 0, 0, 0, time.UTC)
-	require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "acme", CreatedAt: t0}))
+	require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "acme", CreatedAt: t0}, nil))
 	u := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",
 		IsServiceAccount: true, Role: "Member", CreatedAt: t0}
 	return s, u, t0
@@ -54,7 +54,7 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
 			s, u, t0 := mirrorStore(t, tc)
-			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
+			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
 			base := s.orgBase("acme")
 
 			requireMirror := func(step string) {
@@ -76,7 +76,7 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 				tok := storage.Token{ID: uuid.NewString(), Org: "acme", UserID: u.ID,
 					Digest: sha256.Sum256(fmt.Appendf(nil, "token %d", i)), Name: fmt.Sprint("t", i),
 					Type: "read_write", CreatedAt: t0.Add(time.Duration(i) * time.Second), ExpiresAt: expires}
-				return tok, s.CreateToken(ctx, tok, storage.TokenLimit{Max: max, LiveAt: at})
+				return tok, s.CreateToken(ctx, tok, storage.TokenLimit{Max: max, LiveAt: at}, nil)
 			}
 
 			requireMirror("no token yet")
@@ -100,13 +100,13 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 			require.NoError(t, err, "two expired tokens make room")
 			requireMirror("created after dropping the expired")
 
-			require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, toks[1].ID, storage.Revocation{At: later}))
+			require.NoError(t, s.DeleteToken(ctx, "acme", u.ID, toks[1].ID, storage.Revocation{At: later}, nil))
 			requireMirror("one deleted")
 			listed, err := s.ListTokens(ctx, "acme", u.ID, later)
 			require.NoError(t, err)
 			assert.Len(t, listed, 2)
 
-			_, err = s.DeleteUser(ctx, "acme", "robot")
+			_, err = s.DeleteUser(ctx, "acme", "robot", nil)
 			require.NoError(t, err)
 			requireMirror("user deleted")
 		})
@@ -140,16 +140,16 @@ func TestUserMirrorsRecords(t *testing.T) {
 			}
 
 			requireMirror("no user yet")
-			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}))
+			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
 			requireMirror("created")
 			u.Role = "Admin"
 			u.IsServiceAccount = false
-			require.NoError(t, s.UpdateUser(ctx, u))
+			require.NoError(t, s.UpdateUser(ctx, u, nil))
 			requireMirror("updated")
 			require.NoError(t, s.SetInstances(ctx, "acme", "robot", storage.InstanceConfig{
-				ReadWrite: storage.InstanceSide{Size: "jumbo", CooldownSeconds: 600}}))
+				ReadWrite: storage.InstanceSide{Size: "jumbo", CooldownSeconds: 600}}, nil))
 			requireMirror("instances set")
-			_, err := s.DeleteUser(ctx, "acme", "robot")
+			_, err := s.DeleteUser(ctx, "acme", "robot", nil)
 			require.NoError(t, err)
 			requireMirror("deleted")
 		})

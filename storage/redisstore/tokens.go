@@ -21,7 +21,7 @@ import (
 // first, then the script adds the token to its user in the org's slot. A
 // stop between the two leaves pointers to a token that does not exist:
 // they never authenticate, and they expire with the token.
-func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	hex := hexDigest(t.Digest)
@@ -32,7 +32,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	if !t.ExpiresAt.IsZero() {
 		ttl = s.ttl(t.CreatedAt, t.ExpiresAt)
 	}
-	args := withAudit(ctx, t.UserID, t.ID, encode(toTokenDoc(t)), lim.Max, millis(lim.LiveAt), single(s.single), s.prefix, hex, t.Org, ttl)
+	args := withAudit(a, t.UserID, t.ID, encode(toTokenDoc(t)), lim.Max, millis(lim.LiveAt), single(s.single), s.prefix, hex, t.Org, ttl)
 	if s.single {
 		v, err := s.run(ctx, createTokenScript, t.Org, args...).Result()
 		return status("create token", v, err)
@@ -400,11 +400,11 @@ func byCreation(a, b storage.Token) int {
 // its digest's pointer into its tombstone (tombstone.go); on a Cluster
 // that, and removing its id's pointer, are done afterwards. A stop in
 // between leaves a pointer to no token: unknown rather than revoked.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	keep := millis(r.KeepUntil) - millis(r.At) // the tombstone's life without expiry
-	v, err := s.run(ctx, deleteTokenScript, org, withAudit(ctx, userID, id, millis(r.At), single(s.single), s.prefix,
+	v, err := s.run(ctx, deleteTokenScript, org, withAudit(a, userID, id, millis(r.At), single(s.single), s.prefix,
 		org, max(keep, 0), s.grace.Milliseconds())...).Slice()
 	if err != nil {
 		return failed("delete token", err)

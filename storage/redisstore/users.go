@@ -23,10 +23,10 @@ func kind(serviceAccount bool) string {
 // counts the org's users against lim and stores the user, atomically: on
 // one server or a Cluster (the org's keys share a slot), whatever the
 // number of processes.
-func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, createUserScript, u.Org, withAudit(ctx, u.FoldedUsername, u.ID,
+	v, err := s.run(ctx, createUserScript, u.Org, withAudit(a, u.FoldedUsername, u.ID,
 		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount), lim.Max)...).Result()
 	return status("create user", v, err)
 }
@@ -46,19 +46,19 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 }
 
 // UpdateUser implements storage.Store.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
+func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, updateUserScript, u.Org, withAudit(ctx, u.ID,
+	v, err := s.run(ctx, updateUserScript, u.Org, withAudit(a, u.ID,
 		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount))...).Result()
 	return status("update user", v, err)
 }
 
 // SetInstances implements storage.Store.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
+func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, setInstancesScript, org, withAudit(ctx, folded, encode(toInstDoc(c)))...).Result()
+	v, err := s.run(ctx, setInstancesScript, org, withAudit(a, folded, encode(toInstDoc(c)))...).Result()
 	return status("set instances", v, err)
 }
 
@@ -67,10 +67,10 @@ func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.
 // used. On a Cluster the pointer keys of its tokens and sessions, in other
 // slots, are removed afterwards; until then (or for ever, if the process
 // dies first) they point at nothing.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, deleteUserScript, org, withAudit(ctx, folded, single(s.single), s.prefix)...).Slice()
+	v, err := s.run(ctx, deleteUserScript, org, withAudit(a, folded, single(s.single), s.prefix)...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return storage.User{}, storage.ErrNotFound
 	}

@@ -45,7 +45,7 @@ func BenchmarkFloor(b *testing.B) {
 	}{{"sqlite", testdb.SQLite}, {"postgres", testdb.Postgres}} {
 		b.Run(e.name, func(b *testing.B) {
 			s := openTest(b, e.dsn(b))
-			if err := s.CreateOrg(b.Context(), storage.Org{ID: "bench"}); err != nil {
+			if err := s.CreateOrg(b.Context(), storage.Org{ID: "bench"}, nil); err != nil {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()

@@ -47,11 +47,11 @@ func crashWriter(dsn string) {
 			for i := 0; ; i++ {
 				id := fmt.Sprintf("p%d-w%d-%d", os.Getpid(), w, i)
 				t := storage.Token{ID: id, Org: "crash", UserID: "u", Digest: sha256.Sum256([]byte(id)), Name: id, Type: "read_write", CreatedAt: time.UnixMilli(int64(i))}
-				actx := storage.WithAudit(ctx, storage.Audit{Event: storage.Event{
+				a := &storage.Audit{Event: storage.Event{
 					ID: "e-" + id, Org: "crash", At: time.UnixMilli(int64(i)), ActorUsername: "system",
 					Action: "token.create", TargetKind: "token", TargetID: id,
-				}})
-				if err := s.CreateToken(actx, t, storage.TokenLimit{}); err != nil {
+				}}
+				if err := s.CreateToken(ctx, t, storage.TokenLimit{}, a); err != nil {
 					fmt.Println("create token:", err)
 					return
 				}
@@ -72,8 +72,8 @@ func TestKilledWriterLosesNoAcknowledgedWrite(t *testing.T) {
 	dsn := testdb.SQLite(t)
 	s := openTest(t, dsn)
 	ctx := t.Context()
-	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "crash", CreatedAt: time.UnixMilli(1)}))
-	require.NoError(t, s.CreateUser(ctx, storage.User{ID: "u", Org: "crash", Username: "u", FoldedUsername: "u", Role: "Member"}, storage.UserLimit{}))
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "crash", CreatedAt: time.UnixMilli(1)}, nil))
+	require.NoError(t, s.CreateUser(ctx, storage.User{ID: "u", Org: "crash", Username: "u", FoldedUsername: "u", Role: "Member"}, storage.UserLimit{}, nil))
 	s.Close()
 
 	for round := range 3 {

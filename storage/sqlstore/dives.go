@@ -47,10 +47,10 @@ func fromResources(s sql.NullString) ([]storage.Resource, error) {
 
 // PutDive implements storage.Store: one INSERT … ON CONFLICT DO UPDATE,
 // in a transaction with its audit event when it has one.
-func (s *Store) PutDive(ctx context.Context, d storage.Dive) error {
+func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.writeAudited(ctx, func(r runner) error {
+	err := s.writeAudited(ctx, a, func(r runner) error {
 		_, err := r.ExecContext(ctx, s.q.putDive, d.Org, d.ID, d.Title, d.Version, resources(d.RequiredResources))
 		return err
 	})
@@ -114,10 +114,10 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 // CreateEmbedSession implements storage.Store: in one transaction, it
 // deletes the user's sessions that expired before s.CreatedAt and inserts
 // s.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.auditedTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, a, func(tx runner) error {
 		if _, err := tx.ExecContext(ctx, s.q.dropExpiredSessions, es.Org, es.UserID, micros(es.CreatedAt)); err != nil {
 			return err
 		}

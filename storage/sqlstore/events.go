@@ -87,22 +87,20 @@ func newEventQueries(d *dialect) eventQueries {
 }
 
 // writeAudited runs f, a change that runs on one runner, as it is when
-// ctx carries no audit event, and otherwise in a transaction with the
-// event (auditedTx).
-func (s *Store) writeAudited(ctx context.Context, f func(r runner) error) error {
-	if _, ok := storage.AuditOf(ctx); !ok {
+// a is nil, and otherwise in a transaction with a's event (auditedTx).
+func (s *Store) writeAudited(ctx context.Context, a *storage.Audit, f func(r runner) error) error {
+	if a == nil {
 		return f(s.wr())
 	}
-	return s.auditedTx(ctx, f)
+	return s.auditedTx(ctx, a, f)
 }
 
 // auditedTx runs f in a transaction and, when f succeeds, records there
-// the audit event ctx carries, if any. The event's seq is taken first,
+// the audit event of a, unless a is nil. The event's seq is taken first,
 // before f reads or locks anything, from the org's row; for an org that
 // has no row yet, after f (which creates it: CreateOrg).
-func (s *Store) auditedTx(ctx context.Context, f func(tx runner) error) error {
-	a, ok := storage.AuditOf(ctx)
-	if !ok {
+func (s *Store) auditedTx(ctx context.Context, a *storage.Audit, f func(tx runner) error) error {
+	if a == nil {
 		return s.inTx(ctx, f)
 	}
 	return s.inTx(ctx, func(tx runner) error {
@@ -138,7 +136,7 @@ func (s *Store) nextSeq(ctx context.Context, tx runner, org string) (int64, erro
 
 // recordEvent inserts the event of a, of sequence seq, in the
 // transaction tx of its change, and trims the org's events.
-func (s *Store) recordEvent(ctx context.Context, tx runner, a storage.Audit, seq int64) error {
+func (s *Store) recordEvent(ctx context.Context, tx runner, a *storage.Audit, seq int64) error {
 	e := a.Event
 	if _, err := tx.ExecContext(ctx, s.eq.insert, e.Org, seq, micros(e.At), e.ID, e.ActorID, e.ActorUsername, e.ActorTokenID,
 		e.Action, e.TargetKind, e.TargetID, e.TargetUsername, e.RequestID, nullText(e.Before), nullText(e.After)); err != nil {

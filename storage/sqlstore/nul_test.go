@@ -20,14 +20,14 @@ func TestControlCharactersRoundTrip(t *testing.T) {
 		s := openTest(t, dsn)
 		const odd = "a\x00b\x01c\x02\x00\x01"
 		org := "org" + odd
-		require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: org, CreatedAt: time.UnixMilli(5)}))
+		require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: org, CreatedAt: time.UnixMilli(5)}, nil))
 		got, err := s.GetOrg(ctx, org)
 		require.NoError(t, err)
 		assert.Equal(t, org, got.ID)
 		u := storage.User{ID: "id" + odd, Org: org, Username: "u", FoldedUsername: "u", Description: odd, Role: "Member",
 			Privileges: []string{odd}, Email: odd, FirstName: odd, LastName: "\x00", CreatedAt: time.UnixMilli(7).UTC()}
 		u.Instances.ReadWrite.Size = odd
-		require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{Max: 10}))
+		require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{Max: 10}, nil))
 		back, err := s.GetUser(ctx, org, "u")
 		require.NoError(t, err)
 		assert.Equal(t, u, back)
@@ -43,7 +43,7 @@ func TestControlCharactersRoundTrip(t *testing.T) {
 		require.NoError(t, s.AddFeedback(ctx, storage.Feedback{ID: odd, Text: odd}))
 
 		tok := storage.Token{ID: "t" + odd, Org: org, UserID: u.ID, Digest: [32]byte{1}, Name: odd, Description: odd, Type: odd, CreatedAt: time.UnixMilli(9).UTC()}
-		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 5, LiveAt: time.UnixMilli(9)}))
+		require.NoError(t, s.CreateToken(ctx, tok, storage.TokenLimit{Max: 5, LiveAt: time.UnixMilli(9)}, nil))
 		a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, Username: "u", Tokens: true, LiveAt: time.UnixMilli(9)})
 		require.NoError(t, err)
 		assert.Equal(t, tok, a.Credential.Token)
@@ -52,7 +52,7 @@ func TestControlCharactersRoundTrip(t *testing.T) {
 		toks, err := s.ListTokens(ctx, org, u.ID, time.UnixMilli(9))
 		require.NoError(t, err)
 		assert.Equal(t, []storage.Token{tok}, toks)
-		require.NoError(t, s.DeleteToken(ctx, org, u.ID, tok.ID, storage.Revocation{At: time.UnixMilli(9)}))
+		require.NoError(t, s.DeleteToken(ctx, org, u.ID, tok.ID, storage.Revocation{At: time.UnixMilli(9)}, nil))
 
 		for _, id := range []string{"rw" + odd, "rs.0" + odd} {
 			require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org, UserID: u.ID, ID: id, Active: true, At: time.UnixMilli(3).UTC()}))
@@ -63,7 +63,7 @@ func TestControlCharactersRoundTrip(t *testing.T) {
 		assert.ElementsMatch(t, []string{"rw" + odd, "rs.0" + odd}, []string{acts[0].Ducklings[0].ID, acts[0].Ducklings[1].ID})
 
 		dive := storage.Dive{ID: "d" + odd, Org: org, Title: odd, Version: 1}
-		require.NoError(t, s.PutDive(ctx, dive))
+		require.NoError(t, s.PutDive(ctx, dive, nil))
 		gotDive, err := s.GetDive(ctx, org, dive.ID)
 		require.NoError(t, err)
 		assert.Equal(t, dive, gotDive)
@@ -72,7 +72,7 @@ func TestControlCharactersRoundTrip(t *testing.T) {
 		assert.Equal(t, dive, target.Dive)
 		es := storage.EmbedSession{Digest: [32]byte{2}, Org: org, DiveID: dive.ID, UserID: u.ID, Username: odd, AffinityKey: odd,
 			CreatedAt: time.UnixMilli(1).UTC(), ExpiresAt: time.UnixMilli(2).UTC()}
-		require.NoError(t, s.CreateEmbedSession(ctx, es))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, nil))
 		gotSession, err := s.EmbedSessionByDigest(ctx, es.Digest)
 		require.NoError(t, err)
 		assert.Equal(t, es, gotSession)

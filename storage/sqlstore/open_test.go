@@ -37,7 +37,7 @@ func TestOpenRefusesBadDataSources(t *testing.T) {
 func TestSQLiteFileNameIsTakenWhole(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a#b c%d.db")
 	s := openTest(t, "sqlite:"+path)
-	require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "o"}))
+	require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "o"}, nil))
 	s.Close()
 	assert.FileExists(t, path)
 	_, err := openTest(t, "sqlite:"+path).GetOrg(t.Context(), "o")
@@ -54,8 +54,8 @@ func TestSharedTokenLimit(t *testing.T) {
 	eachEngine(t, func(t *testing.T, dsn string) {
 		ctx := t.Context()
 		stores := [2]*Store{openTest(t, dsn), openTest(t, dsn)}
-		require.NoError(t, stores[0].CreateOrg(ctx, storage.Org{ID: "o"}))
-		require.NoError(t, stores[0].CreateUser(ctx, storage.User{ID: "u", Org: "o", Username: "u", FoldedUsername: "u", Role: "Member"}, storage.UserLimit{}))
+		require.NoError(t, stores[0].CreateOrg(ctx, storage.Org{ID: "o"}, nil))
+		require.NoError(t, stores[0].CreateUser(ctx, storage.User{ID: "u", Org: "o", Username: "u", FoldedUsername: "u", Role: "Member"}, storage.UserLimit{}, nil))
 		const limit, tries = 5, 24
 		lim := storage.TokenLimit{Max: limit, LiveAt: time.UnixMilli(1000)}
 		var (
@@ -66,7 +66,7 @@ func TestSharedTokenLimit(t *testing.T) {
 		for i := range tries {
 			wg.Go(func() {
 				id := fmt.Sprint("t", i)
-				err := stores[i%2].CreateToken(ctx, storage.Token{ID: id, Org: "o", UserID: "u", Digest: sha256.Sum256([]byte(id)), Type: "read_write", CreatedAt: time.UnixMilli(int64(i))}, lim)
+				err := stores[i%2].CreateToken(ctx, storage.Token{ID: id, Org: "o", UserID: "u", Digest: sha256.Sum256([]byte(id)), Type: "read_write", CreatedAt: time.UnixMilli(int64(i))}, lim, nil)
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

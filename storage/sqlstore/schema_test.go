@@ -34,7 +34,7 @@ func TestMigrateFromEmpty(t *testing.T) {
 func TestMigrateTwice(t *testing.T) {
 	eachEngine(t, func(t *testing.T, dsn string) {
 		s := openTest(t, dsn)
-		require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "kept", CreatedAt: time.UnixMilli(1)}))
+		require.NoError(t, s.CreateOrg(t.Context(), storage.Org{ID: "kept", CreatedAt: time.UnixMilli(1)}, nil))
 		require.NoError(t, s.Migrate(t.Context()))
 		again := openTest(t, dsn)
 		assertVersion(t, again, len(migrations))
@@ -75,10 +75,10 @@ func TestMigrateFromVersion1(t *testing.T) {
 		require.NoError(t, old.migrate(ctx, 1))
 		assertVersion(t, old, 1)
 		assert.False(t, hasIndex(t, old, "users_by_kind"))
-		require.NoError(t, old.CreateOrg(ctx, storage.Org{ID: "o", CreatedAt: time.UnixMilli(1)}))
+		require.NoError(t, old.CreateOrg(ctx, storage.Org{ID: "o", CreatedAt: time.UnixMilli(1)}, nil))
 		for _, name := range []string{"bot", "human"} {
 			u := storage.User{ID: "id-" + name, Org: "o", Username: name, FoldedUsername: name, Role: "Member", IsServiceAccount: name == "bot"}
-			require.NoError(t, old.CreateUser(ctx, u, storage.UserLimit{}))
+			require.NoError(t, old.CreateUser(ctx, u, storage.UserLimit{}, nil))
 		}
 		old.Close()
 
@@ -122,7 +122,7 @@ func TestMigrateEventsToSeq(t *testing.T) {
 		assertVersion(t, s, len(migrations))
 		assert.True(t, hasIndex(t, s, "audit_events_by_at"))
 		e := storage.Event{ID: "a-new", Org: "a", At: time.UnixMilli(1), ActorUsername: "system", Action: "dive.register"}
-		require.NoError(t, s.PutDive(storage.WithAudit(ctx, storage.Audit{Event: e}), storage.Dive{Org: "a", ID: "d", Title: "d", Version: 1}))
+		require.NoError(t, s.PutDive(ctx, storage.Dive{Org: "a", ID: "d", Title: "d", Version: 1}, &storage.Audit{Event: e}))
 		seqs := func(org string) map[string]int64 {
 			page, err := s.ListEvents(ctx, org, storage.EventQuery{Limit: 10})
 			require.NoError(t, err)

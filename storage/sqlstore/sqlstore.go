@@ -237,10 +237,10 @@ func fromNullMicros(n sql.NullInt64) time.Time {
 }
 
 // CreateOrg implements storage.Store.
-func (s *Store) CreateOrg(ctx context.Context, o storage.Org) error {
+func (s *Store) CreateOrg(ctx context.Context, o storage.Org, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.writeAudited(ctx, func(r runner) error {
+	err := s.writeAudited(ctx, a, func(r runner) error {
 		_, err := r.ExecContext(ctx, s.q.createOrg, o.ID, micros(o.CreatedAt))
 		return err
 	})

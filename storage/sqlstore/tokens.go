@@ -48,10 +48,10 @@ func (r *tokenRow) token(d *dialect) (storage.Token, error) {
 // so concurrent creations are counted one after another, and a concurrent
 // DeleteUser either waits for the token and deletes it or is waited for
 // and leaves no user to write it for.
-func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit) error {
+func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.auditedTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, a, func(tx runner) error {
 		var one int
 		err := tx.QueryRowContext(ctx, s.q.lockUser, t.Org, t.UserID).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -236,10 +236,10 @@ const revokedTrimBatch = 16
 // DeleteToken implements storage.Store: in one transaction, the DELETE of
 // the token's row, the tombstone of its digest, a bounded batch of
 // tombstones past their time at r.At, and its audit event.
-func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation) error {
+func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.auditedTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, a, func(tx runner) error {
 		var (
 			digest  []byte
 			expires sql.NullInt64

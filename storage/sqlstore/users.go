@@ -75,10 +75,10 @@ func privileges(ps []string) sql.NullString {
 // PostgreSQL; SQLite's write transaction is exclusive already), which
 // holds the count of its users, so concurrent creations are counted one
 // after another; the count changes in the same transaction as the users.
-func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit) error {
+func (s *Store) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	err := s.auditedTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, a, func(tx runner) error {
 		var n int64
 		err := tx.QueryRowContext(ctx, s.q.lockOrg, u.Org).Scan(&n)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -131,11 +131,11 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 
 // UpdateUser implements storage.Store: one UPDATE of the user's row, in a
 // transaction with its audit event when it has one.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
+func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rw, rs := u.Instances.ReadWrite, u.Instances.ReadScaling
-	err := s.writeAudited(ctx, func(r runner) error {
+	err := s.writeAudited(ctx, a, func(r runner) error {
 		res, err := r.ExecContext(ctx, s.q.updateUser, u.Org, u.ID,
 			u.Description, u.IsServiceAccount, u.Role, privileges(u.Privileges),
 			u.Email, u.FirstName, u.LastName, micros(u.CreatedAt),
@@ -147,11 +147,11 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User) error {
 
 // SetInstances implements storage.Store: one UPDATE of the user's row, in
 // a transaction with its audit event when it has one.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig) error {
+func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rw, rs := c.ReadWrite, c.ReadScaling
-	err := s.writeAudited(ctx, func(r runner) error {
+	err := s.writeAudited(ctx, a, func(r runner) error {
 		res, err := r.ExecContext(ctx, s.q.setInstances, org, folded,
 			rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
 		return changedOne(res, err)
@@ -180,11 +180,11 @@ func changedOne(res sql.Result, err error) error {
 // in opposite orders), deletes the user's row, which deletes its tokens,
 // Duckling reports and embed sessions with it (ON DELETE CASCADE), and
 // counts the org's users one fewer.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var r userRow
-	err := s.auditedTx(ctx, func(tx runner) error {
+	err := s.auditedTx(ctx, a, func(tx runner) error {
 		var n int64
 		if err := tx.QueryRowContext(ctx, s.q.lockOrg, org).Scan(&n); err != nil {
 			return err // no org: no user (sql.ErrNoRows)

@@ -143,11 +143,11 @@ func testAccessDeletedUser(t *testing.T, s storage.Store) {
 	aliceTok := createToken(t, s, alice, t0, time.Time{})
 	bobTok := createToken(t, s, bob, t0, time.Time{})
 	revoked := createToken(t, s, alice, t0, time.Time{})
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, revoked.ID, storage.Revocation{At: t0}))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, revoked.ID, storage.Revocation{At: t0}, nil))
 	_, err := s.ReadAccess(t.Context(), storage.AccessQuery{Digest: revoked.Digest, Username: "alice", Tokens: true, LiveAt: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	_, err = s.DeleteUser(t.Context(), org.ID, "bob")
+	_, err = s.DeleteUser(t.Context(), org.ID, "bob", nil)
 	require.NoError(t, err)
 	_, err = s.ReadAccess(t.Context(), storage.AccessQuery{Digest: bobTok.Digest, Username: "bob", Tokens: true, LiveAt: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -165,14 +165,14 @@ func testAccessCurrentRecords(t *testing.T, s storage.Store) {
 	tok := createToken(t, s, alice, t0, time.Time{})
 	alice.Role = "Admin"
 	alice.Privileges = []string{"admin:users"}
-	require.NoError(t, s.UpdateUser(t.Context(), alice))
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB))
+	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
 	alice.Instances = configB
 	readAccess(t, s, tok, alice, "alice", t0, alice, []storage.Token{tok})
 	bob := createUser(t, s, org.ID, "bob", true)
 	bob.Privileges = []string{"read"}
-	require.NoError(t, s.UpdateUser(t.Context(), bob))
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "bob", configB))
+	require.NoError(t, s.UpdateUser(t.Context(), bob, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "bob", configB, nil))
 	bob.Instances = configB
 	readAccess(t, s, tok, alice, "bob", t0, bob, []storage.Token{})
 }
@@ -201,7 +201,7 @@ func testAccessCopies(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	alice.Privileges = []string{"a", "b"}
-	require.NoError(t, s.UpdateUser(t.Context(), alice))
+	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
 	tok := createToken(t, s, alice, t0, time.Time{})
 	q := storage.AccessQuery{Digest: tok.Digest, Username: "alice", Tokens: true, LiveAt: t0}
 	a, err := s.ReadAccess(t.Context(), q)

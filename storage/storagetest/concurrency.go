@@ -80,7 +80,7 @@ func testConcurrentCreateUserSameUsername(t *testing.T, s storage.Store) {
 			}
 			users[i] = newUser(org.ID, spelling, i%3 == 0)
 		}
-		errs := race(racers, func(i int) error { return s.CreateUser(t.Context(), users[i], storage.UserLimit{}) })
+		errs := race(racers, func(i int) error { return s.CreateUser(t.Context(), users[i], storage.UserLimit{}, nil) })
 		winner := requireOneWinner(t, errs, storage.ErrAlreadyExists)
 		assertUser(t, users[winner], getUser(t, s, org.ID, strings.ToLower(name)))
 	}
@@ -97,7 +97,7 @@ func testConcurrentCreateUserLimit(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	lim := storage.UserLimit{Max: 8}
 	for i := range 5 {
-		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, userName("early", i), false), lim))
+		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, userName("early", i), false), lim, nil))
 	}
 	free := lim.Max - 5
 	for round := range 3 {
@@ -105,7 +105,7 @@ func testConcurrentCreateUserLimit(t *testing.T, s storage.Store) {
 		for i := range users {
 			users[i] = newUser(org.ID, userName(fmt.Sprintf("racer%d", round), i), i%2 == 0)
 		}
-		errs := race(racers, func(i int) error { return s.CreateUser(t.Context(), users[i], lim) })
+		errs := race(racers, func(i int) error { return s.CreateUser(t.Context(), users[i], lim, nil) })
 		var won []storage.User
 		for i, err := range errs {
 			if err == nil {
@@ -123,10 +123,10 @@ func testConcurrentCreateUserLimit(t *testing.T, s storage.Store) {
 		requireUserCount(t, s, org.ID, lim.Max)
 		// Free a place more each round.
 		for _, u := range won {
-			_, err := s.DeleteUser(t.Context(), org.ID, u.FoldedUsername)
+			_, err := s.DeleteUser(t.Context(), org.ID, u.FoldedUsername, nil)
 			require.NoError(t, err)
 		}
-		_, err := s.DeleteUser(t.Context(), org.ID, userName("early", round))
+		_, err := s.DeleteUser(t.Context(), org.ID, userName("early", round), nil)
 		require.NoError(t, err)
 		free++
 	}
@@ -146,7 +146,7 @@ func testConcurrentCreateTokenSameDigest(t *testing.T, s storage.Store) {
 		toks[i] = newToken(u, t0, time.Time{})
 		toks[i].Digest = digest("contested")
 	}
-	errs := race(racers, func(i int) error { return s.CreateToken(t.Context(), toks[i], storage.TokenLimit{}) })
+	errs := race(racers, func(i int) error { return s.CreateToken(t.Context(), toks[i], storage.TokenLimit{}, nil) })
 	winner := requireOneWinner(t, errs, storage.ErrAlreadyExists)
 	owner := alice
 	if winner%2 == 1 {
@@ -165,7 +165,7 @@ func testConcurrentCreateTokenLimit(t *testing.T, s storage.Store) {
 	for i := range toks {
 		toks[i] = newToken(alice, t0, time.Time{})
 	}
-	errs := race(racers, func(i int) error { return s.CreateToken(t.Context(), toks[i], lim) })
+	errs := race(racers, func(i int) error { return s.CreateToken(t.Context(), toks[i], lim, nil) })
 	created := 0
 	for i, err := range errs {
 		if err == nil {
@@ -188,7 +188,7 @@ func raceDeleteUser(t testing.TB, s storage.Store, org, name string, f func(u st
 	u := createUser(t, s, org, name, false)
 	errs := race(racers+1, func(i int) error {
 		if i == racers {
-			_, err := s.DeleteUser(t.Context(), org, u.FoldedUsername)
+			_, err := s.DeleteUser(t.Context(), org, u.FoldedUsername, nil)
 			return err
 		}
 		return f(u, i)
@@ -206,7 +206,7 @@ func testConcurrentCreateTokenRacingDeleteUser(t *testing.T, s storage.Store) {
 		var toks [racers]storage.Token
 		u, errs := raceDeleteUser(t, s, org.ID, "doomed", func(u storage.User, i int) error {
 			toks[i] = newToken(u, t0, time.Time{})
-			return s.CreateToken(t.Context(), toks[i], storage.TokenLimit{Max: racers, LiveAt: t0})
+			return s.CreateToken(t.Context(), toks[i], storage.TokenLimit{Max: racers, LiveAt: t0}, nil)
 		})
 		for i, err := range errs {
 			if err != nil {
@@ -260,7 +260,7 @@ func testConcurrentCreateEmbedSessionRacingDeleteUser(t *testing.T, s storage.St
 		var sessions [racers]storage.EmbedSession
 		_, errs := raceDeleteUser(t, s, org.ID, "doomed", func(u storage.User, i int) error {
 			sessions[i] = newSession(u, userName(u.ID, i))
-			return s.CreateEmbedSession(t.Context(), sessions[i])
+			return s.CreateEmbedSession(t.Context(), sessions[i], nil)
 		})
 		for i, err := range errs {
 			if err != nil {
@@ -351,7 +351,7 @@ func testConcurrentSetInstancesAtomic(t *testing.T, s storage.Store) {
 			if (w+i)%2 == 1 {
 				c = configB
 			}
-			return s.SetInstances(t.Context(), org.ID, "alice", c)
+			return s.SetInstances(t.Context(), org.ID, "alice", c, nil)
 		},
 		func() (string, error) {
 			switch n.Add(1) % 4 {
@@ -401,7 +401,7 @@ func testConcurrentUpdateUserAtomic(t *testing.T, s storage.Store) {
 	}
 	var n atomic.Int64
 	readersAndWriters(t, 4, 150, 4,
-		func(w, i int) error { return s.UpdateUser(t.Context(), versions[(w+i)%2]) },
+		func(w, i int) error { return s.UpdateUser(t.Context(), versions[(w+i)%2], nil) },
 		func() (string, error) {
 			switch n.Add(1) % 3 {
 			case 0:

@@ -49,10 +49,10 @@ func testDivePutGet(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	d := newDive(org.ID, "Revenue by region")
 	d.Version = 7
-	require.NoError(t, s.PutDive(t.Context(), d))
+	require.NoError(t, s.PutDive(t.Context(), d, nil))
 	bare := newDive(org.ID, "No resources")
 	bare.RequiredResources = nil
-	require.NoError(t, s.PutDive(t.Context(), bare))
+	require.NoError(t, s.PutDive(t.Context(), bare, nil))
 
 	assert.Equal(t, normDive(d), normDive(getDive(t, s, org.ID, d.ID)))
 	got := getDive(t, s, org.ID, bare.ID)
@@ -64,21 +64,21 @@ func testDivePutGet(t *testing.T, s storage.Store) {
 func testDiveReplace(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	d := newDive(org.ID, "v1")
-	require.NoError(t, s.PutDive(t.Context(), d))
+	require.NoError(t, s.PutDive(t.Context(), d, nil))
 	other := newDive(org.ID, "other")
-	require.NoError(t, s.PutDive(t.Context(), other))
+	require.NoError(t, s.PutDive(t.Context(), other, nil))
 
 	v2 := d
 	v2.Title = "v2"
 	v2.Version = 2
 	v2.RequiredResources = []storage.Resource{{URL: "md:inventory", Alias: "inv"}}
-	require.NoError(t, s.PutDive(t.Context(), v2))
+	require.NoError(t, s.PutDive(t.Context(), v2, nil))
 	assert.Equal(t, normDive(v2), normDive(getDive(t, s, org.ID, d.ID)))
 
 	v3 := v2
 	v3.Version = 3
 	v3.RequiredResources = nil
-	require.NoError(t, s.PutDive(t.Context(), v3))
+	require.NoError(t, s.PutDive(t.Context(), v3, nil))
 	assert.Equal(t, normDive(v3), normDive(getDive(t, s, org.ID, d.ID)))
 
 	assert.Equal(t, normDive(other), normDive(getDive(t, s, org.ID, other.ID)))
@@ -89,7 +89,7 @@ func testDiveMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	_, err := s.GetDive(t.Context(), org.ID, uuid.NewString())
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "x")))
+	require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "x"), nil))
 	_, err = s.GetDive(t.Context(), org.ID, uuid.NewString())
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
@@ -99,7 +99,7 @@ func testDiveMissing(t *testing.T, s storage.Store) {
 func testDiveOtherOrg(t *testing.T, s storage.Store) {
 	a, b := newOrg(t, s), newOrg(t, s)
 	d := newDive(a.ID, "in A")
-	require.NoError(t, s.PutDive(t.Context(), d))
+	require.NoError(t, s.PutDive(t.Context(), d, nil))
 	_, err := s.GetDive(t.Context(), b.ID, d.ID)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
@@ -107,7 +107,7 @@ func testDiveOtherOrg(t *testing.T, s storage.Store) {
 	inB.Org = b.ID
 	inB.Title = "in B"
 	inB.RequiredResources = nil
-	require.NoError(t, s.PutDive(t.Context(), inB))
+	require.NoError(t, s.PutDive(t.Context(), inB, nil))
 	assert.Equal(t, normDive(d), normDive(getDive(t, s, a.ID, d.ID)))
 	assert.Equal(t, normDive(inB), normDive(getDive(t, s, b.ID, d.ID)))
 }
@@ -120,7 +120,7 @@ func testDiveCopies(t *testing.T, s storage.Store) {
 	want := d
 	want.RequiredResources = []storage.Resource{d.RequiredResources[0], d.RequiredResources[1]}
 	d.RequiredResources = append(make([]storage.Resource, 0, 8), d.RequiredResources...)
-	require.NoError(t, s.PutDive(t.Context(), d))
+	require.NoError(t, s.PutDive(t.Context(), d, nil))
 	scribble(d.RequiredResources, storage.Resource{URL: "mutated"})
 	assert.Equal(t, normDive(want), normDive(getDive(t, s, org.ID, d.ID)), "after mutating PutDive's argument")
 
@@ -133,7 +133,7 @@ func testDiveCopies(t *testing.T, s storage.Store) {
 func testEmbedTarget(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	d := newDive(org.ID, "Sales")
-	require.NoError(t, s.PutDive(t.Context(), d))
+	require.NoError(t, s.PutDive(t.Context(), d, nil))
 	u := createUser(t, s, org.ID, "Robot", true)
 
 	got, err := s.GetEmbedTarget(t.Context(), org.ID, d.ID, u.FoldedUsername)
@@ -148,7 +148,7 @@ func testEmbedTarget(t *testing.T, s storage.Store) {
 func testEmbedTargetMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	d := newDive(org.ID, "Sales")
-	require.NoError(t, s.PutDive(t.Context(), d))
+	require.NoError(t, s.PutDive(t.Context(), d, nil))
 	u := createUser(t, s, org.ID, "robot", true)
 
 	got, err := s.GetEmbedTarget(t.Context(), org.ID, d.ID, "nobody")
@@ -172,7 +172,7 @@ func testEmbedTargetMissing(t *testing.T, s storage.Store) {
 func testEmbedTargetOtherOrg(t *testing.T, s storage.Store) {
 	a, b := newOrg(t, s), newOrg(t, s)
 	d := newDive(a.ID, "Sales")
-	require.NoError(t, s.PutDive(t.Context(), d))
+	require.NoError(t, s.PutDive(t.Context(), d, nil))
 	u := createUser(t, s, a.ID, "robot", true)
 
 	got, err := s.GetEmbedTarget(t.Context(), b.ID, d.ID, u.FoldedUsername)
@@ -184,10 +184,10 @@ func testEmbedTargetOtherOrg(t *testing.T, s storage.Store) {
 func testEmbedTargetCopies(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	d := newDive(org.ID, "Sales")
-	require.NoError(t, s.PutDive(t.Context(), d))
+	require.NoError(t, s.PutDive(t.Context(), d, nil))
 	u := newUser(org.ID, "robot", true)
 	u.Privileges = []string{"a", "b"}
-	require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}, nil))
 
 	got, err := s.GetEmbedTarget(t.Context(), org.ID, d.ID, u.FoldedUsername)
 	require.NoError(t, err)

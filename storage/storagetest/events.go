@@ -63,9 +63,9 @@ func newEvent(org, action string, when time.Time) storage.Event {
 	}
 }
 
-// audit returns ctx carrying e, with no retention and no bound.
-func audit(ctx context.Context, e storage.Event) context.Context {
-	return storage.WithAudit(ctx, storage.Audit{Event: e})
+// audit is the Audit of e, with no retention and no bound.
+func audit(e storage.Event) *storage.Audit {
+	return &storage.Audit{Event: e}
 }
 
 // listEvents returns every event of org, newest first, in one page.
@@ -129,42 +129,48 @@ func walkEvents(t testing.TB, s storage.Store, org string, q storage.EventQuery,
 	return nil
 }
 
-// Each mutating method records the event its context carries, once,
+// Each mutating method records the event of its Audit argument, once,
 // with every field as given, when it succeeds.
 func testEventEachChange(t *testing.T, s storage.Store) {
 	ctx := t.Context()
 	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
 	var want []storage.Event
 	step := 0
-	do := func(action string, f func(ctx context.Context) error) {
+	do := func(action string, f func(ctx context.Context, a *storage.Audit) error) {
 		t.Helper()
 		step++
 		e := newEvent(org.ID, action, at(time.Duration(step)*time.Second))
 		if action == "instances.set" {
 			e.Before, e.After = []byte(`{"before":1}`), []byte(`{"after":2}`)
 		}
-		require.NoError(t, f(audit(ctx, e)), action)
+		require.NoError(t, f(ctx, audit(e)), action)
 		want = append(want, e)
 		assert.Equal(t, ids(newestFirst(want)), ids(listEvents(t, s, org.ID)), "after %s: one event per change", action)
 	}
-	do("org.create", func(ctx context.Context) error { return s.CreateOrg(ctx, org) })
+	do("org.create", func(ctx context.Context, a *storage.Audit) error { return s.CreateOrg(ctx, org, a) })
 	u := newUser(org.ID, "Bob", true)
-	do("user.create", func(ctx context.Context) error { return s.CreateUser(ctx, u, storage.UserLimit{Max: 10}) })
-	u.Privileges = append(u.Privileges, "more")
-	do("user.grant_privilege", func(ctx context.Context) error { return s.UpdateUser(ctx, u) })
-	do("instances.set", func(ctx context.Context) error { return s.SetInstances(ctx, org.ID, u.FoldedUsername, configB) })
-	tok := newToken(u, t0, time.Time{})
-	do("token.create", func(ctx context.Context) error {
-		return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0})
+	do("user.create", func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateUser(ctx, u, storage.UserLimit{Max: 10}, a)
 	})
-	do("token.delete", func(ctx context.Context) error {
-		return s.DeleteToken(ctx, org.ID, u.ID, tok.ID, storage.Revocation{At: t0})
+	u.Privileges = append(u.Privileges, "more")
+	do("user.grant_privilege", func(ctx context.Context, a *storage.Audit) error { return s.UpdateUser(ctx, u, a) })
+	do("instances.set", func(ctx context.Context, a *storage.Audit) error {
+		return s.SetInstances(ctx, org.ID, u.FoldedUsername, configB, a)
+	})
+	tok := newToken(u, t0, time.Time{})
+	do("token.create", func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateToken(ctx, tok, storage.TokenLimit{Max: 10, LiveAt: t0}, a)
+	})
+	do("token.delete", func(ctx context.Context, a *storage.Audit) error {
+		return s.DeleteToken(ctx, org.ID, u.ID, tok.ID, storage.Revocation{At: t0}, a)
 	})
 	d := newDive(org.ID, "Sales")
-	do("dive.register", func(ctx context.Context) error { return s.PutDive(ctx, d) })
-	do("embed_session.create", func(ctx context.Context) error { return s.CreateEmbedSession(ctx, newSession(u, "one")) })
-	do("user.delete", func(ctx context.Context) error {
-		_, err := s.DeleteUser(ctx, org.ID, u.FoldedUsername)
+	do("dive.register", func(ctx context.Context, a *storage.Audit) error { return s.PutDive(ctx, d, a) })
+	do("embed_session.create", func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateEmbedSession(ctx, newSession(u, "one"), a)
+	})
+	do("user.delete", func(ctx context.Context, a *storage.Audit) error {
+		_, err := s.DeleteUser(ctx, org.ID, u.FoldedUsername, a)
 		return err
 	})
 
@@ -187,56 +193,56 @@ func testEventRefused(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	u := createUser(t, s, org.ID, "Bob", true)
 	tok := createToken(t, s, u, t0, time.Time{})
-	refused := func(what string, want error, f func(ctx context.Context) error) {
+	refused := func(what string, want error, f func(ctx context.Context, a *storage.Audit) error) {
 		t.Helper()
-		err := f(audit(ctx, newEvent(org.ID, what, t0)))
+		err := f(ctx, audit(newEvent(org.ID, what, t0)))
 		require.ErrorIs(t, err, want, what)
 	}
-	refused("org exists", storage.ErrAlreadyExists, func(ctx context.Context) error { return s.CreateOrg(ctx, org) })
-	refused("user exists", storage.ErrAlreadyExists, func(ctx context.Context) error {
-		return s.CreateUser(ctx, newUser(org.ID, "bob", true), storage.UserLimit{})
+	refused("org exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error { return s.CreateOrg(ctx, org, a) })
+	refused("user exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateUser(ctx, newUser(org.ID, "bob", true), storage.UserLimit{}, a)
 	})
-	refused("users full", storage.ErrLimitExceeded, func(ctx context.Context) error {
-		return s.CreateUser(ctx, newUser(org.ID, "Carol", true), storage.UserLimit{Max: 1})
+	refused("users full", storage.ErrLimitExceeded, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateUser(ctx, newUser(org.ID, "Carol", true), storage.UserLimit{Max: 1}, a)
 	})
-	refused("update missing", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.UpdateUser(ctx, newUser(org.ID, "Nobody", true))
+	refused("update missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.UpdateUser(ctx, newUser(org.ID, "Nobody", true), a)
 	})
-	refused("set missing", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.SetInstances(ctx, org.ID, "nobody", configB)
+	refused("set missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.SetInstances(ctx, org.ID, "nobody", configB, a)
 	})
-	refused("delete missing", storage.ErrNotFound, func(ctx context.Context) error {
-		_, err := s.DeleteUser(ctx, org.ID, "nobody")
+	refused("delete missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		_, err := s.DeleteUser(ctx, org.ID, "nobody", a)
 		return err
 	})
-	refused("token exists", storage.ErrAlreadyExists, func(ctx context.Context) error {
-		return s.CreateToken(ctx, tok, storage.TokenLimit{})
+	refused("token exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
 	})
-	refused("tokens full", storage.ErrLimitExceeded, func(ctx context.Context) error {
-		return s.CreateToken(ctx, newToken(u, t0, time.Time{}), storage.TokenLimit{Max: 1, LiveAt: t0})
+	refused("tokens full", storage.ErrLimitExceeded, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateToken(ctx, newToken(u, t0, time.Time{}), storage.TokenLimit{Max: 1, LiveAt: t0}, a)
 	})
-	refused("token of nobody", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.CreateToken(ctx, newToken(newUser(org.ID, "Nobody", true), t0, time.Time{}), storage.TokenLimit{})
+	refused("token of nobody", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateToken(ctx, newToken(newUser(org.ID, "Nobody", true), t0, time.Time{}), storage.TokenLimit{}, a)
 	})
-	refused("delete missing token", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.DeleteToken(ctx, org.ID, u.ID, uuid.NewString(), storage.Revocation{At: t0})
+	refused("delete missing token", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.DeleteToken(ctx, org.ID, u.ID, uuid.NewString(), storage.Revocation{At: t0}, a)
 	})
-	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.PutDive(ctx, newDive(uuid.NewString(), "x"))
+	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.PutDive(ctx, newDive(uuid.NewString(), "x"), a)
 	})
-	refused("session of nobody", storage.ErrNotFound, func(ctx context.Context) error {
-		return s.CreateEmbedSession(ctx, newSession(newUser(org.ID, "Nobody", true), "x"))
+	refused("session of nobody", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateEmbedSession(ctx, newSession(newUser(org.ID, "Nobody", true), "x"), a)
 	})
 	clean(t, s, at(time.Hour))
 	assert.Empty(t, listEvents(t, s, org.ID), "no event of a refused change")
 }
 
-// Without an audit in the context, a change records nothing.
+// Without an audit (nil), a change records nothing.
 func testEventNoAudit(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	u := createUser(t, s, org.ID, "Bob", true)
 	createToken(t, s, u, t0, time.Time{})
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, u.FoldedUsername, configB))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, u.FoldedUsername, configB, nil))
 	assert.Empty(t, listEvents(t, s, org.ID))
 }
 
@@ -244,7 +250,7 @@ func testEventNoAudit(t *testing.T, s storage.Store) {
 func writeEvents(t testing.TB, s storage.Store, es []storage.Event) {
 	t.Helper()
 	for _, e := range es {
-		require.NoError(t, s.PutDive(audit(t.Context(), e), newDive(e.Org, "d")))
+		require.NoError(t, s.PutDive(t.Context(), newDive(e.Org, "d"), audit(e)))
 	}
 }
 
@@ -369,7 +375,7 @@ func testEventConcurrentCursor(t *testing.T, s storage.Store) {
 					d = -d
 				}
 				e := newEvent(org.ID, "dive.register", at(d))
-				if err := s.PutDive(audit(t.Context(), e), newDive(org.ID, "d")); err != nil {
+				if err := s.PutDive(t.Context(), newDive(org.ID, "d"), audit(e)); err != nil {
 					errs <- err
 					return
 				}
@@ -479,7 +485,7 @@ func testEventSkewedWalk(t *testing.T, s storage.Store) {
 				// 1 is 15 ms behind it, 2 a minute behind, 3 goes back.
 				d := []time.Duration{30, 15, -60_000, -1000 - 4*time.Duration(i)}[w]*time.Millisecond + time.Duration(2*i)*time.Millisecond
 				e := newEvent(org.ID, "dive.register", at(d))
-				if err := s.PutDive(audit(t.Context(), e), newDive(org.ID, "d")); err != nil {
+				if err := s.PutDive(t.Context(), newDive(org.ID, "d"), audit(e)); err != nil {
 					errs <- err
 					return
 				}
@@ -521,8 +527,8 @@ func testEventRetention(t *testing.T, s storage.Store) {
 	writeEvents(t, s, es)
 	writeEvents(t, s, []storage.Event{newEvent(other.ID, "dive.register", t0)})
 	last := newEvent(org.ID, "dive.register", at(20*time.Hour))
-	ctx := storage.WithAudit(t.Context(), storage.Audit{Event: last, DropBefore: at(5 * time.Hour)})
-	require.NoError(t, s.PutDive(ctx, newDive(org.ID, "d")))
+	a := &storage.Audit{Event: last, DropBefore: at(5 * time.Hour)}
+	require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "d"), a))
 	clean(t, s, at(20*time.Hour))
 	assert.Equal(t, ids(newestFirst(append(es[5:], last))), ids(listEvents(t, s, org.ID)), "events before DropBefore dropped")
 	assert.Len(t, listEvents(t, s, other.ID), 1, "another org's events are its own")
@@ -537,8 +543,8 @@ func testEventBound(t *testing.T, s storage.Store) {
 	for i := range writes {
 		e := newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Millisecond))
 		es = append(es, e)
-		ctx := storage.WithAudit(t.Context(), storage.Audit{Event: e, MaxPerOrg: bound})
-		require.NoError(t, s.PutDive(ctx, newDive(org.ID, "d")))
+		a := &storage.Audit{Event: e, MaxPerOrg: bound}
+		require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "d"), a))
 	}
 	clean(t, s, at(time.Hour))
 	got := listEvents(t, s, org.ID)

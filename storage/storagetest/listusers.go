@@ -268,13 +268,13 @@ func testListUsersReflectsChanges(t *testing.T, s storage.Store) {
 	dave := users["dave"]
 	dave.IsServiceAccount = true
 	dave.Description = "now a robot"
-	require.NoError(t, s.UpdateUser(t.Context(), dave))
+	require.NoError(t, s.UpdateUser(t.Context(), dave, nil))
 	heidi := users["heidi-bot"]
 	heidi.IsServiceAccount = false
-	require.NoError(t, s.UpdateUser(t.Context(), heidi))
-	_, err := s.DeleteUser(t.Context(), org, "bob")
+	require.NoError(t, s.UpdateUser(t.Context(), heidi, nil))
+	_, err := s.DeleteUser(t.Context(), org, "bob", nil)
 	require.NoError(t, err)
-	require.NoError(t, s.SetInstances(t.Context(), org, "alice", configB))
+	require.NoError(t, s.SetInstances(t.Context(), org, "alice", configB, nil))
 
 	checkPages(t, s, org, []pageCase{
 		{q: storage.UserQuery{Limit: 10}, users: []string{"alice", "carol.sa", "dave", "erin-bot", "frank", "grace", "heidi-bot"}, total: 7},

@@ -29,9 +29,9 @@ var pingTests = []subtest{
 // CreateOrg stores an org that GetOrg returns, time included.
 func testOrgCreateGet(t *testing.T, s storage.Store) {
 	o := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(t.Context(), o))
+	require.NoError(t, s.CreateOrg(t.Context(), o, nil))
 	other := storage.Org{ID: uuid.NewString(), CreatedAt: at(time.Second)}
-	require.NoError(t, s.CreateOrg(t.Context(), other))
+	require.NoError(t, s.CreateOrg(t.Context(), other, nil))
 
 	got, err := s.GetOrg(t.Context(), o.ID)
 	require.NoError(t, err)
@@ -47,7 +47,7 @@ func testOrgCreateGet(t *testing.T, s storage.Store) {
 // CreateOrg with a taken ID is ErrAlreadyExists and changes nothing.
 func testOrgDuplicate(t *testing.T, s storage.Store) {
 	o := newOrg(t, s)
-	err := s.CreateOrg(t.Context(), storage.Org{ID: o.ID, CreatedAt: past})
+	err := s.CreateOrg(t.Context(), storage.Org{ID: o.ID, CreatedAt: past}, nil)
 	require.ErrorIs(t, err, storage.ErrAlreadyExists)
 
 	got, err := s.GetOrg(t.Context(), o.ID)
@@ -103,7 +103,7 @@ func testSeedMarksOutliveRecords(t *testing.T, s storage.Store) {
 	o := newOrg(t, s)
 	u := createUser(t, s, o.ID, "alice", false)
 	require.NoError(t, s.MarkSeeded(ctx, o.ID, []string{"user:alice"}))
-	_, err := s.DeleteUser(ctx, o.ID, u.FoldedUsername)
+	_, err := s.DeleteUser(ctx, o.ID, u.FoldedUsername, nil)
 	require.NoError(t, err)
 	marks, err := s.SeedMarks(ctx, o.ID)
 	require.NoError(t, err)

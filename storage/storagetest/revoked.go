@@ -43,13 +43,13 @@ func testRevokedReported(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
 	other := createToken(t, s, alice, t0, time.Time{})
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute))))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute)), nil))
 	err := readErr(t, s, tok.Digest, at(time.Minute))
 	require.ErrorIs(t, err, storage.ErrRevoked)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	readAccess(t, s, other, alice, "alice", at(time.Minute), alice, []storage.Token{other})
 	// Revoking it again finds no token, and keeps it revoked.
-	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute))), storage.ErrNotFound)
+	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute)), nil), storage.ErrNotFound)
 	require.ErrorIs(t, readErr(t, s, tok.Digest, at(time.Minute)), storage.ErrRevoked)
 }
 
@@ -59,14 +59,14 @@ func testRevokedUnknownIsNot(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0)))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0), nil))
 	err := readErr(t, s, digest("never issued"), t0)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	require.NotErrorIs(t, err, storage.ErrRevoked)
 
 	// An expired token is not revoked: DeleteToken refuses it.
 	old := createToken(t, s, alice, t0, at(time.Hour))
-	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, old.ID, revocation(at(time.Hour))), storage.ErrNotFound)
+	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, old.ID, revocation(at(time.Hour)), nil), storage.ErrNotFound)
 	_, err = s.ReadAccess(t.Context(), storage.AccessQuery{Digest: old.Digest, LiveAt: at(time.Hour)})
 	require.NoError(t, err, "the expired token is still stored, and its expiry is the caller's to check")
 }
@@ -79,7 +79,7 @@ func testRevokedUntilExpiry(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, at(time.Hour))
 	r := storage.Revocation{At: at(time.Minute), KeepUntil: at(48 * time.Hour)}
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, r))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, r, nil))
 	require.ErrorIs(t, readErr(t, s, tok.Digest, at(time.Hour-time.Millisecond)), storage.ErrRevoked)
 	for _, when := range []time.Time{at(time.Hour), at(2 * time.Hour)} {
 		err := readErr(t, s, tok.Digest, when)
@@ -89,7 +89,7 @@ func testRevokedUntilExpiry(t *testing.T, s storage.Store) {
 	// Writes past its time (which may sweep it) leave it gone.
 	for range 20 {
 		more := createToken(t, s, alice, at(3*time.Hour), time.Time{})
-		require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, more.ID, revocation(at(3*time.Hour))))
+		require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, more.ID, revocation(at(3*time.Hour)), nil))
 	}
 	require.NotErrorIs(t, readErr(t, s, tok.Digest, at(2*time.Hour)), storage.ErrRevoked)
 }
@@ -99,7 +99,7 @@ func testRevokedUntilKeepUntil(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0)))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0), nil))
 	require.ErrorIs(t, readErr(t, s, tok.Digest, at(24*time.Hour-time.Millisecond)), storage.ErrRevoked)
 	err := readErr(t, s, tok.Digest, at(24*time.Hour))
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -113,7 +113,7 @@ func testRevokedDeletedUserIsNot(t *testing.T, s storage.Store) {
 	bob := createUser(t, s, org.ID, "bob", false)
 	tok := createToken(t, s, bob, t0, time.Time{})
 	expiring := createToken(t, s, bob, t0, at(time.Hour))
-	_, err := s.DeleteUser(t.Context(), org.ID, "bob")
+	_, err := s.DeleteUser(t.Context(), org.ID, "bob", nil)
 	require.NoError(t, err)
 	for _, d := range []storage.Digest{tok.Digest, expiring.Digest} {
 		err := readErr(t, s, d, at(time.Minute))
@@ -130,12 +130,12 @@ func testRevokedRecreatedClears(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0)))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0), nil))
 	again := newToken(alice, at(time.Minute), time.Time{})
 	again.Digest = tok.Digest
-	require.NoError(t, s.CreateToken(t.Context(), again, storage.TokenLimit{Max: 10, LiveAt: at(time.Minute)}))
+	require.NoError(t, s.CreateToken(t.Context(), again, storage.TokenLimit{Max: 10, LiveAt: at(time.Minute)}, nil))
 	readAccess(t, s, again, alice, "alice", at(time.Minute), alice, []storage.Token{again})
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
 	require.NoError(t, err)
 	err = readErr(t, s, tok.Digest, at(time.Minute))
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -152,13 +152,12 @@ func testRevokedAudited(t *testing.T, s storage.Store) {
 	ev := storage.Event{ID: "0198f3a2-0000-7000-8000-000000000001", Org: org.ID, At: at(time.Minute), ActorUsername: "system",
 		Action: "token.delete", TargetKind: "token", TargetID: tok.ID, TargetUsername: "alice"}
 	// Bob does not hold the token: refused, nothing recorded.
-	refused := storage.WithAudit(t.Context(), storage.Audit{Event: storage.Event{ID: "0198f3a2-0000-7000-8000-000000000002",
-		Org: org.ID, At: at(time.Minute), ActorUsername: "system", Action: "token.delete", TargetKind: "token", TargetID: tok.ID}})
-	require.ErrorIs(t, s.DeleteToken(refused, org.ID, bob.ID, tok.ID, revocation(at(time.Minute))), storage.ErrNotFound)
+	refused := &storage.Audit{Event: storage.Event{ID: "0198f3a2-0000-7000-8000-000000000002",
+		Org: org.ID, At: at(time.Minute), ActorUsername: "system", Action: "token.delete", TargetKind: "token", TargetID: tok.ID}}
+	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, bob.ID, tok.ID, revocation(at(time.Minute)), refused), storage.ErrNotFound)
 	readAccess(t, s, tok, alice, "alice", at(time.Minute), alice, []storage.Token{tok})
 
-	ctx := storage.WithAudit(t.Context(), storage.Audit{Event: ev})
-	require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, revocation(at(time.Minute))))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute)), &storage.Audit{Event: ev}))
 	require.ErrorIs(t, readErr(t, s, tok.Digest, at(time.Minute)), storage.ErrRevoked)
 	page, err := s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: 10, Action: "token.delete"})
 	require.NoError(t, err)

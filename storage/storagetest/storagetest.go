@@ -102,7 +102,7 @@ var (
 func newOrg(t testing.TB, s storage.Store) storage.Org {
 	t.Helper()
 	o := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(t.Context(), o))
+	require.NoError(t, s.CreateOrg(t.Context(), o, nil))
 	return o
 }
 
@@ -134,7 +134,7 @@ func newUser(org, name string, sa bool) storage.User {
 func createUser(t testing.TB, s storage.Store, org, name string, sa bool) storage.User {
 	t.Helper()
 	u := newUser(org, name, sa)
-	require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}), "create user %q", name)
+	require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}, nil), "create user %q", name)
 	return u
 }
 
@@ -159,7 +159,7 @@ func newToken(u storage.User, created, expires time.Time) storage.Token {
 func createToken(t testing.TB, s storage.Store, u storage.User, created, expires time.Time) storage.Token {
 	t.Helper()
 	tok := newToken(u, created, expires)
-	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}))
+	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil))
 	return tok
 }
 
@@ -188,7 +188,7 @@ func newSession(u storage.User, value string) storage.EmbedSession {
 func createSession(t testing.TB, s storage.Store, u storage.User, value string) storage.EmbedSession {
 	t.Helper()
 	es := newSession(u, value)
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
 	return es
 }
 

@@ -51,7 +51,7 @@ func testTokenCreateAndReadCredential(t *testing.T, s storage.Store) {
 
 	tok := newToken(alice, at(1234*time.Millisecond), at(90*24*time.Hour+5*time.Millisecond))
 	tok.Type = "read_scaling"
-	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{Max: 5, LiveAt: t0}))
+	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{Max: 5, LiveAt: t0}, nil))
 	botTok := createToken(t, s, bot, t0, time.Time{})
 
 	requireTokenFound(t, s, tok, alice)
@@ -66,10 +66,10 @@ func testCredentialReadsCurrentUser(t *testing.T, s storage.Store) {
 
 	alice.Privileges = []string{"admin:users"}
 	alice.Role = "Admin"
-	require.NoError(t, s.UpdateUser(t.Context(), alice))
+	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
 	requireTokenFound(t, s, tok, alice)
 
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
 	alice.Instances = configB
 	requireTokenFound(t, s, tok, alice)
 }
@@ -103,12 +103,12 @@ func testTokenMissingUser(t *testing.T, s storage.Store) {
 	createUser(t, s, org.ID, "alice", false)
 	ghost := newUser(org.ID, "ghost", false)
 	tok := newToken(ghost, t0, time.Time{})
-	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}), storage.ErrNotFound)
-	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{Max: 3, LiveAt: t0}), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{Max: 3, LiveAt: t0}, nil), storage.ErrNotFound)
 	requireTokenGone(t, s, tok)
 
 	nowhere := newToken(newUser(uuid.NewString(), "ghost", false), t0, time.Time{})
-	require.ErrorIs(t, s.CreateToken(t.Context(), nowhere, storage.TokenLimit{}), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateToken(t.Context(), nowhere, storage.TokenLimit{}, nil), storage.ErrNotFound)
 	requireTokenGone(t, s, nowhere)
 }
 
@@ -120,7 +120,7 @@ func testTokenUserOfOtherOrg(t *testing.T, s storage.Store) {
 	createUser(t, s, b.ID, "alice", false)
 	tok := newToken(alice, t0, time.Time{})
 	tok.Org = b.ID
-	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil), storage.ErrNotFound)
 	requireTokenGone(t, s, tok)
 }
 
@@ -135,8 +135,8 @@ func testTokenDuplicateDigest(t *testing.T, s storage.Store) {
 	for _, u := range []storage.User{alice, bob} {
 		dup := newToken(u, at(time.Second), time.Time{})
 		dup.Digest = tok.Digest
-		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}), storage.ErrAlreadyExists)
-		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{Max: 10, LiveAt: t0}), storage.ErrAlreadyExists)
+		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}, nil), storage.ErrAlreadyExists)
+		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{Max: 10, LiveAt: t0}, nil), storage.ErrAlreadyExists)
 	}
 
 	requireTokenFound(t, s, tok, alice)
@@ -156,7 +156,7 @@ func testTokenDuplicateID(t *testing.T, s storage.Store) {
 
 	dup := newToken(alice, at(time.Second), time.Time{})
 	dup.ID = tok.ID
-	require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}), storage.ErrAlreadyExists)
+	require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}, nil), storage.ErrAlreadyExists)
 
 	requireTokenGone(t, s, dup)
 	requireTokenFound(t, s, tok, alice)
@@ -177,7 +177,7 @@ func testTokenDuplicateIDOtherUser(t *testing.T, s storage.Store) {
 	for _, u := range []storage.User{bob, carol} {
 		dup := newToken(u, at(time.Second), time.Time{})
 		dup.ID = tok.ID
-		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}), storage.ErrAlreadyExists, "token of %s", u.Username)
+		require.ErrorIs(t, s.CreateToken(t.Context(), dup, storage.TokenLimit{}, nil), storage.ErrAlreadyExists, "token of %s", u.Username)
 		requireTokenGone(t, s, dup)
 	}
 	requireTokenFound(t, s, tok, alice)
@@ -194,11 +194,11 @@ func testTokenLimitExceeded(t *testing.T, s storage.Store) {
 	soon := newToken(alice, t0, at(time.Millisecond))
 	later := newToken(alice, t0, at(time.Hour))
 	for _, tok := range []storage.Token{never, soon, later} {
-		require.NoError(t, s.CreateToken(t.Context(), tok, lim))
+		require.NoError(t, s.CreateToken(t.Context(), tok, lim, nil))
 	}
 
 	fourth := newToken(alice, t0, time.Time{})
-	require.ErrorIs(t, s.CreateToken(t.Context(), fourth, lim), storage.ErrLimitExceeded)
+	require.ErrorIs(t, s.CreateToken(t.Context(), fourth, lim, nil), storage.ErrLimitExceeded)
 	requireTokenGone(t, s, fourth)
 	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
 	require.NoError(t, err)
@@ -206,15 +206,15 @@ func testTokenLimitExceeded(t *testing.T, s storage.Store) {
 
 	// At t0+1ms, soon has expired (ExpiresAt == LiveAt is not live).
 	lim.LiveAt = at(time.Millisecond)
-	require.NoError(t, s.CreateToken(t.Context(), fourth, lim))
+	require.NoError(t, s.CreateToken(t.Context(), fourth, lim, nil))
 	requireTokenFound(t, s, fourth, alice)
 
 	fifth := newToken(alice, at(time.Millisecond), at(2*time.Hour))
-	require.ErrorIs(t, s.CreateToken(t.Context(), fifth, lim), storage.ErrLimitExceeded)
+	require.ErrorIs(t, s.CreateToken(t.Context(), fifth, lim, nil), storage.ErrLimitExceeded)
 	requireTokenGone(t, s, fifth)
 
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, later.ID, storage.Revocation{At: lim.LiveAt}))
-	require.NoError(t, s.CreateToken(t.Context(), fifth, lim))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, later.ID, storage.Revocation{At: lim.LiveAt}, nil))
+	require.NoError(t, s.CreateToken(t.Context(), fifth, lim, nil))
 	requireTokenFound(t, s, fifth, alice)
 }
 
@@ -230,11 +230,11 @@ func testTokenLimitIgnoresExpired(t *testing.T, s storage.Store) {
 	lim := storage.TokenLimit{Max: 3, LiveAt: t0}
 	live := []storage.Token{newToken(alice, t0, at(time.Hour)), newToken(alice, t0, time.Time{})}
 	for _, tok := range live {
-		require.NoError(t, s.CreateToken(t.Context(), tok, lim))
+		require.NoError(t, s.CreateToken(t.Context(), tok, lim, nil))
 		requireTokenFound(t, s, tok, alice)
 	}
 	over := newToken(alice, t0, time.Time{})
-	require.ErrorIs(t, s.CreateToken(t.Context(), over, lim), storage.ErrLimitExceeded)
+	require.ErrorIs(t, s.CreateToken(t.Context(), over, lim, nil), storage.ErrLimitExceeded)
 	requireTokenGone(t, s, over)
 }
 
@@ -245,13 +245,13 @@ func testTokenLimitPerUser(t *testing.T, s storage.Store) {
 	bob := createUser(t, s, org.ID, "bob", false)
 	lim := storage.TokenLimit{Max: 2, LiveAt: t0}
 	for range 2 {
-		require.NoError(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim))
+		require.NoError(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim, nil))
 	}
-	require.ErrorIs(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim), storage.ErrLimitExceeded)
+	require.ErrorIs(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim, nil), storage.ErrLimitExceeded)
 	for range 2 {
-		require.NoError(t, s.CreateToken(t.Context(), newToken(bob, t0, time.Time{}), lim))
+		require.NoError(t, s.CreateToken(t.Context(), newToken(bob, t0, time.Time{}), lim, nil))
 	}
-	require.ErrorIs(t, s.CreateToken(t.Context(), newToken(bob, t0, time.Time{}), lim), storage.ErrLimitExceeded)
+	require.ErrorIs(t, s.CreateToken(t.Context(), newToken(bob, t0, time.Time{}), lim, nil), storage.ErrLimitExceeded)
 }
 
 // A zero Max means no limit.
@@ -263,7 +263,7 @@ func testTokenLimitZeroMeansNone(t *testing.T, s storage.Store) {
 		if i%2 == 0 {
 			lim = storage.TokenLimit{}
 		}
-		require.NoError(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim), "token %d", i)
+		require.NoError(t, s.CreateToken(t.Context(), newToken(alice, t0, time.Time{}), lim, nil), "token %d", i)
 	}
 	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
 	require.NoError(t, err)
@@ -291,7 +291,7 @@ func testListTokensOrder(t *testing.T, s storage.Store) {
 		c  = mk("c2", at(2*time.Second))
 	)
 	for _, tok := range []storage.Token{c, tb, ms, z, tc, a, ta} {
-		require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}))
+		require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil))
 	}
 	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
 	require.NoError(t, err)
@@ -370,18 +370,18 @@ func testDeleteToken(t *testing.T, s storage.Store) {
 	gone := createToken(t, s, alice, t0, at(time.Hour))
 	kept := createToken(t, s, alice, at(time.Second), time.Time{})
 
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, storage.Revocation{At: t0}))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, storage.Revocation{At: t0}, nil))
 	requireTokenGone(t, s, gone)
 	requireTokenFound(t, s, kept, alice)
 	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
 	require.NoError(t, err)
 	assertTokens(t, []storage.Token{kept}, toks)
 
-	err = s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, storage.Revocation{At: t0})
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, gone.ID, storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	// Its ID and digest are free again.
-	require.NoError(t, s.CreateToken(t.Context(), gone, storage.TokenLimit{}))
+	require.NoError(t, s.CreateToken(t.Context(), gone, storage.TokenLimit{}, nil))
 	requireTokenFound(t, s, gone, alice)
 }
 
@@ -392,7 +392,7 @@ func testDeleteTokenOtherUsersToken(t *testing.T, s storage.Store) {
 	bob := createUser(t, s, org.ID, "bob", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
 
-	err := s.DeleteToken(t.Context(), org.ID, bob.ID, tok.ID, storage.Revocation{At: t0})
+	err := s.DeleteToken(t.Context(), org.ID, bob.ID, tok.ID, storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireTokenFound(t, s, tok, alice)
 	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
@@ -406,15 +406,15 @@ func testDeleteTokenExpired(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, at(-time.Hour), t0)
-	err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: t0})
+	err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: at(time.Hour)})
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: at(time.Hour)}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: at(-time.Millisecond)}))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: at(-time.Millisecond)}, nil))
 	requireTokenGone(t, s, tok)
 
 	old := createToken(t, s, alice, past, past.Add(time.Hour))
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, old.ID, storage.Revocation{At: past}))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, old.ID, storage.Revocation{At: past}, nil))
 	requireTokenGone(t, s, old)
 }
 
@@ -422,15 +422,15 @@ func testDeleteTokenExpired(t *testing.T, s storage.Store) {
 func testDeleteTokenMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
-	err := s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), storage.Revocation{At: t0})
+	err := s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	tok := createToken(t, s, alice, t0, time.Time{})
-	err = s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), storage.Revocation{At: t0})
+	err = s.DeleteToken(t.Context(), org.ID, alice.ID, uuid.NewString(), storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.DeleteToken(t.Context(), org.ID, uuid.NewString(), tok.ID, storage.Revocation{At: t0})
+	err = s.DeleteToken(t.Context(), org.ID, uuid.NewString(), tok.ID, storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.DeleteToken(t.Context(), uuid.NewString(), alice.ID, tok.ID, storage.Revocation{At: t0})
+	err = s.DeleteToken(t.Context(), uuid.NewString(), alice.ID, tok.ID, storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireTokenFound(t, s, tok, alice)
 }
@@ -442,7 +442,7 @@ func testDeleteTokenOtherOrg(t *testing.T, s storage.Store) {
 	createUser(t, s, b.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
 
-	err := s.DeleteToken(t.Context(), b.ID, alice.ID, tok.ID, storage.Revocation{At: t0})
+	err := s.DeleteToken(t.Context(), b.ID, alice.ID, tok.ID, storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireTokenFound(t, s, tok, alice)
 }

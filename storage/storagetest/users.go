@@ -42,7 +42,7 @@ func testUserCreateGet(t *testing.T, s storage.Store) {
 	alice := newUser(org.ID, "Alice.Smith", false)
 	alice.Role = "Admin"
 	alice.CreatedAt = at(1500 * time.Millisecond)
-	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}, nil))
 	bot := createUser(t, s, org.ID, "ci-Bot", true)
 
 	assertUser(t, alice, getUser(t, s, org.ID, "alice.smith"))
@@ -62,7 +62,7 @@ func testUserTimePrecision(t *testing.T, s storage.Store) {
 	for i, when := range times {
 		u := newUser(org.ID, userName("user", i), false)
 		u.CreatedAt = when
-		require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}))
+		require.NoError(t, s.CreateUser(t.Context(), u, storage.UserLimit{}, nil))
 		got := getUser(t, s, org.ID, u.FoldedUsername)
 		assertTime(t, "User.CreatedAt", when, got.CreatedAt)
 	}
@@ -76,7 +76,7 @@ func testUserDuplicateFoldedUsername(t *testing.T, s storage.Store) {
 	for _, name := range []string{"Alice", "alice", "ALICE"} {
 		dup := newUser(org.ID, name, true)
 		dup.Description = "the impostor"
-		err := s.CreateUser(t.Context(), dup, storage.UserLimit{})
+		err := s.CreateUser(t.Context(), dup, storage.UserLimit{}, nil)
 		require.ErrorIs(t, err, storage.ErrAlreadyExists, "create %q", name)
 	}
 	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
@@ -89,7 +89,7 @@ func testUserDuplicateID(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "alice", false)
 	bob := newUser(org.ID, "bob", false)
 	bob.ID = alice.ID
-	require.ErrorIs(t, s.CreateUser(t.Context(), bob, storage.UserLimit{}), storage.ErrAlreadyExists)
+	require.ErrorIs(t, s.CreateUser(t.Context(), bob, storage.UserLimit{}, nil), storage.ErrAlreadyExists)
 
 	_, err := s.GetUser(t.Context(), org.ID, "bob")
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -110,7 +110,7 @@ func testUserSameUsernameOtherOrg(t *testing.T, s storage.Store) {
 func testUserMissingOrg(t *testing.T, s storage.Store) {
 	newOrg(t, s)
 	missing := uuid.NewString()
-	err := s.CreateUser(t.Context(), newUser(missing, "alice", false), storage.UserLimit{})
+	err := s.CreateUser(t.Context(), newUser(missing, "alice", false), storage.UserLimit{}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	_, err = s.GetUser(t.Context(), missing, "alice")
@@ -138,9 +138,9 @@ func testUserOrgIsolation(t *testing.T, s storage.Store) {
 
 	_, err := s.GetUser(t.Context(), b.ID, "alice")
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.SetInstances(t.Context(), b.ID, "alice", configB)
+	err = s.SetInstances(t.Context(), b.ID, "alice", configB, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), b.ID, "alice")
+	_, err = s.DeleteUser(t.Context(), b.ID, "alice", nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = s.GetUser(t.Context(), a.ID, "bob")
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -162,12 +162,12 @@ func testUserUpdate(t *testing.T, s storage.Store) {
 	changed.FirstName = "Alicia"
 	changed.LastName = "Smith"
 	changed.Instances = configB
-	require.NoError(t, s.UpdateUser(t.Context(), changed))
+	require.NoError(t, s.UpdateUser(t.Context(), changed, nil))
 	assertUser(t, changed, getUser(t, s, org.ID, "alice"))
 
 	fewer := changed
 	fewer.Privileges = []string{"read"}
-	require.NoError(t, s.UpdateUser(t.Context(), fewer))
+	require.NoError(t, s.UpdateUser(t.Context(), fewer, nil))
 	assertUser(t, fewer, getUser(t, s, org.ID, "alice"))
 
 	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
@@ -177,7 +177,7 @@ func testUserUpdate(t *testing.T, s storage.Store) {
 // nothing; the ID, not the username, names the user.
 func testUserUpdateMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
-	err := s.UpdateUser(t.Context(), newUser(org.ID, "ghost", false))
+	err := s.UpdateUser(t.Context(), newUser(org.ID, "ghost", false), nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = s.GetUser(t.Context(), org.ID, "ghost")
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -185,7 +185,7 @@ func testUserUpdateMissing(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "alice", false)
 	impostor := newUser(org.ID, "alice", false) // same username, another ID
 	impostor.Privileges = []string{"admin:users"}
-	err = s.UpdateUser(t.Context(), impostor)
+	err = s.UpdateUser(t.Context(), impostor, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
 }
@@ -198,7 +198,7 @@ func testUserUpdateOtherOrg(t *testing.T, s storage.Store) {
 	moved := alice
 	moved.Org = b.ID
 	moved.Privileges = []string{"admin:users"}
-	require.ErrorIs(t, s.UpdateUser(t.Context(), moved), storage.ErrNotFound)
+	require.ErrorIs(t, s.UpdateUser(t.Context(), moved, nil), storage.ErrNotFound)
 
 	_, err := s.GetUser(t.Context(), b.ID, "alice")
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -211,14 +211,14 @@ func testUserSetInstances(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "Alice", false)
 	bob := createUser(t, s, org.ID, "bob", false)
 
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
 	want := alice
 	want.Instances = configB
 	assertUser(t, want, getUser(t, s, org.ID, "alice"))
 
 	// Replaced, not merged: zero fields overwrite set ones.
 	zero := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "standard"}}
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", zero))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", zero, nil))
 	want.Instances = zero
 	assertUser(t, want, getUser(t, s, org.ID, "alice"))
 
@@ -229,12 +229,12 @@ func testUserSetInstances(t *testing.T, s storage.Store) {
 // nothing.
 func testUserSetInstancesMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
-	err := s.SetInstances(t.Context(), org.ID, "ghost", configB)
+	err := s.SetInstances(t.Context(), org.ID, "ghost", configB, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = s.GetUser(t.Context(), org.ID, "ghost")
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	err = s.SetInstances(t.Context(), uuid.NewString(), "ghost", configB)
+	err = s.SetInstances(t.Context(), uuid.NewString(), "ghost", configB, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
@@ -276,7 +276,7 @@ func testUserCopiesOnWrite(t *testing.T, s storage.Store) {
 	copy(alice.Privileges, []string{"read", "write"})
 	want := alice
 	want.Privileges = []string{"read", "write"}
-	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}, nil))
 	scribble(alice.Privileges, "mutated")
 	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating CreateUser's argument")
 
@@ -284,7 +284,7 @@ func testUserCopiesOnWrite(t *testing.T, s storage.Store) {
 	update.Privileges = make([]string, 1, 8)
 	update.Privileges[0] = "admin:users"
 	want.Privileges = []string{"admin:users"}
-	require.NoError(t, s.UpdateUser(t.Context(), update))
+	require.NoError(t, s.UpdateUser(t.Context(), update, nil))
 	scribble(update.Privileges, "mutated")
 	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating UpdateUser's argument")
 }
@@ -304,17 +304,17 @@ func testDeleteUserReturnsRecord(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "Alice", false)
 	bob := createUser(t, s, org.ID, "bob", false)
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
 	want := alice
 	want.Instances = configB
 
-	got, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	got, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
 	require.NoError(t, err)
 	assertUser(t, want, got)
 
 	_, err = s.GetUser(t.Context(), org.ID, "alice")
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), org.ID, "alice")
+	_, err = s.DeleteUser(t.Context(), org.ID, "alice", nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
 }
@@ -322,13 +322,13 @@ func testDeleteUserReturnsRecord(t *testing.T, s storage.Store) {
 // DeleteUser of a user that does not exist is ErrNotFound.
 func testDeleteUserMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
-	_, err := s.DeleteUser(t.Context(), org.ID, "ghost")
+	_, err := s.DeleteUser(t.Context(), org.ID, "ghost", nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	createUser(t, s, org.ID, "alice", false)
-	_, err = s.DeleteUser(t.Context(), org.ID, "ghost")
+	_, err = s.DeleteUser(t.Context(), org.ID, "ghost", nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), uuid.NewString(), "alice")
+	_, err = s.DeleteUser(t.Context(), uuid.NewString(), "alice", nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
@@ -344,12 +344,12 @@ func testDeleteUserRemovesTokens(t *testing.T, s storage.Store) {
 	}
 	bobToken := createToken(t, s, bob, t0, time.Time{})
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
 	require.NoError(t, err)
 
 	for _, tok := range aliceTokens {
 		requireTokenGone(t, s, tok)
-		err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: past})
+		err := s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: past}, nil)
 		require.ErrorIs(t, err, storage.ErrNotFound)
 	}
 	requireNoTokens(t, s, org.ID, alice.ID)
@@ -369,7 +369,7 @@ func testDeleteUserRemovesActivity(t *testing.T, s storage.Store) {
 	setDuckling(t, s, alice, "rs.0", false, t0)
 	bobDuck := setDuckling(t, s, bob, "rw", true, at(time.Second))
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
 	require.NoError(t, err)
 
 	acts, err := s.ListActivity(t.Context(), org.ID)
@@ -390,7 +390,7 @@ func testDeleteUserRemovesEmbedSessions(t *testing.T, s storage.Store) {
 	}
 	bobSession := createSession(t, s, bob, "b1")
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
 	require.NoError(t, err)
 
 	for _, es := range aliceSessions {
@@ -414,12 +414,12 @@ func testDeleteUserRecreateUsername(t *testing.T, s storage.Store) {
 	setDuckling(t, s, old, "rw", true, t0)
 	oldSession := createSession(t, s, old, "old")
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice")
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
 	require.NoError(t, err)
 
 	fresh := newUser(org.ID, "alice", true)
 	fresh.Privileges = []string{"read"}
-	require.NoError(t, s.CreateUser(t.Context(), fresh, storage.UserLimit{}))
+	require.NoError(t, s.CreateUser(t.Context(), fresh, storage.UserLimit{}, nil))
 	assertUser(t, fresh, getUser(t, s, org.ID, "alice"))
 
 	for _, tok := range oldTokens {
@@ -437,11 +437,11 @@ func testDeleteUserRecreateUsername(t *testing.T, s storage.Store) {
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	// Records naming the old ID are refused: that user is gone.
-	err = s.CreateToken(t.Context(), newToken(old, t0, time.Time{}), storage.TokenLimit{})
+	err = s.CreateToken(t.Context(), newToken(old, t0, time.Time{}), storage.TokenLimit{}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	err = s.SetDuckling(t.Context(), storage.Duckling{Org: org.ID, UserID: old.ID, ID: "rw", Active: true, At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.CreateEmbedSession(t.Context(), newSession(old, "again"))
+	err = s.CreateEmbedSession(t.Context(), newSession(old, "again"), nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	// The new user's own records work.
@@ -460,7 +460,7 @@ func testDeleteUserOtherOrg(t *testing.T, s storage.Store) {
 	setDuckling(t, s, inB, "rw", true, t0)
 	sessA := createSession(t, s, inA, "a")
 
-	got, err := s.DeleteUser(t.Context(), b.ID, "alice")
+	got, err := s.DeleteUser(t.Context(), b.ID, "alice", nil)
 	require.NoError(t, err)
 	assertUser(t, inB, got)
 	requireTokenGone(t, s, tokB)
@@ -491,18 +491,18 @@ func testUserLimitExceeded(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	lim := storage.UserLimit{Max: 3}
 	for i, name := range []string{"alice", "bot", "carol"} {
-		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, name, i%2 == 1), lim), name)
+		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, name, i%2 == 1), lim, nil), name)
 	}
 	for _, sa := range []bool{false, true} {
 		dave := newUser(org.ID, "dave", sa)
-		require.ErrorIs(t, s.CreateUser(t.Context(), dave, lim), storage.ErrLimitExceeded)
+		require.ErrorIs(t, s.CreateUser(t.Context(), dave, lim, nil), storage.ErrLimitExceeded)
 		_, err := s.GetUser(t.Context(), org.ID, "dave")
 		require.ErrorIs(t, err, storage.ErrNotFound)
 	}
 	requireUserCount(t, s, org.ID, 3)
 	// A higher limit makes room.
 	dave := newUser(org.ID, "dave", false)
-	require.NoError(t, s.CreateUser(t.Context(), dave, storage.UserLimit{Max: 4}))
+	require.NoError(t, s.CreateUser(t.Context(), dave, storage.UserLimit{Max: 4}, nil))
 	assertUser(t, dave, getUser(t, s, org.ID, "dave"))
 }
 
@@ -510,21 +510,21 @@ func testUserLimitExceeded(t *testing.T, s storage.Store) {
 func testUserLimitFreedByDelete(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	lim := storage.UserLimit{Max: 2}
-	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim))
-	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "bob", false), lim))
+	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim, nil))
+	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "bob", false), lim, nil))
 	for i := range 5 {
 		name := userName("user", i)
-		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, name, false), lim), storage.ErrLimitExceeded, name)
-		_, err := s.DeleteUser(t.Context(), org.ID, "bob")
+		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, name, false), lim, nil), storage.ErrLimitExceeded, name)
+		_, err := s.DeleteUser(t.Context(), org.ID, "bob", nil)
 		require.NoError(t, err)
 		u := newUser(org.ID, name, true)
-		require.NoError(t, s.CreateUser(t.Context(), u, lim), name)
+		require.NoError(t, s.CreateUser(t.Context(), u, lim, nil), name)
 		assertUser(t, u, getUser(t, s, org.ID, u.FoldedUsername))
 		requireUserCount(t, s, org.ID, 2)
 		// The new user takes bob's place; bob comes back in its.
-		_, err = s.DeleteUser(t.Context(), org.ID, u.FoldedUsername)
+		_, err = s.DeleteUser(t.Context(), org.ID, u.FoldedUsername, nil)
 		require.NoError(t, err)
-		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "bob", false), lim))
+		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "bob", false), lim, nil))
 	}
 	requireUserCount(t, s, org.ID, 2)
 }
@@ -534,23 +534,23 @@ func testUserLimitFreedByDelete(t *testing.T, s storage.Store) {
 func testUserLimitLeavesUsernameFree(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	lim := storage.UserLimit{Max: 1}
-	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim))
+	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim, nil))
 	carol := newUser(org.ID, "Carol", false)
 	for range 3 {
-		require.ErrorIs(t, s.CreateUser(t.Context(), carol, lim), storage.ErrLimitExceeded)
+		require.ErrorIs(t, s.CreateUser(t.Context(), carol, lim, nil), storage.ErrLimitExceeded)
 	}
 	_, err := s.GetUser(t.Context(), org.ID, "carol")
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), org.ID, "carol")
+	_, err = s.DeleteUser(t.Context(), org.ID, "carol", nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireUserCount(t, s, org.ID, 1)
 
-	_, err = s.DeleteUser(t.Context(), org.ID, "alice")
+	_, err = s.DeleteUser(t.Context(), org.ID, "alice", nil)
 	require.NoError(t, err)
-	require.NoError(t, s.CreateUser(t.Context(), carol, lim))
+	require.NoError(t, s.CreateUser(t.Context(), carol, lim, nil))
 	assertUser(t, carol, getUser(t, s, org.ID, "carol"))
 	requireUserCount(t, s, org.ID, 1)
-	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim), storage.ErrLimitExceeded)
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "alice", false), lim, nil), storage.ErrLimitExceeded)
 }
 
 // At the limit, a taken username or ID is still ErrAlreadyExists.
@@ -559,11 +559,11 @@ func testUserLimitTakenUsernameFirst(t *testing.T, s storage.Store) {
 	lim := storage.UserLimit{Max: 2}
 	alice := createUser(t, s, org.ID, "alice", false)
 	createUser(t, s, org.ID, "bob", false)
-	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "ALICE", true), lim), storage.ErrAlreadyExists)
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "ALICE", true), lim, nil), storage.ErrAlreadyExists)
 	sameID := newUser(org.ID, "carol", false)
 	sameID.ID = alice.ID
-	require.ErrorIs(t, s.CreateUser(t.Context(), sameID, lim), storage.ErrAlreadyExists)
-	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "carol", false), lim), storage.ErrLimitExceeded)
+	require.ErrorIs(t, s.CreateUser(t.Context(), sameID, lim, nil), storage.ErrAlreadyExists)
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "carol", false), lim, nil), storage.ErrLimitExceeded)
 	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
 }
 
@@ -573,14 +573,14 @@ func testUserLimitPerOrg(t *testing.T, s storage.Store) {
 	lim := storage.UserLimit{Max: 2}
 	for _, org := range []storage.Org{a, b} {
 		for _, name := range []string{"alice", "bob"} {
-			require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, name, false), lim), "%s in %s", name, org.ID)
+			require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, name, false), lim, nil), "%s in %s", name, org.ID)
 		}
-		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "carol", false), lim), storage.ErrLimitExceeded)
+		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "carol", false), lim, nil), storage.ErrLimitExceeded)
 	}
-	_, err := s.DeleteUser(t.Context(), a.ID, "bob")
+	_, err := s.DeleteUser(t.Context(), a.ID, "bob", nil)
 	require.NoError(t, err)
-	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(b.ID, "carol", false), lim), storage.ErrLimitExceeded)
-	require.NoError(t, s.CreateUser(t.Context(), newUser(a.ID, "carol", false), lim))
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(b.ID, "carol", false), lim, nil), storage.ErrLimitExceeded)
+	require.NoError(t, s.CreateUser(t.Context(), newUser(a.ID, "carol", false), lim, nil))
 }
 
 // A zero Max means no limit; users created without one count against a
@@ -591,7 +591,7 @@ func testUserLimitZeroMeansNone(t *testing.T, s storage.Store) {
 		createUser(t, s, org.ID, userName("user", i), i%2 == 0)
 	}
 	requireUserCount(t, s, org.ID, 25)
-	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "late", false), storage.UserLimit{Max: 25}), storage.ErrLimitExceeded)
-	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "late", false), storage.UserLimit{Max: 26}))
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "late", false), storage.UserLimit{Max: 25}, nil), storage.ErrLimitExceeded)
+	require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "late", false), storage.UserLimit{Max: 26}, nil))
 	requireUserCount(t, s, org.ID, 26)
 }
