@@ -515,6 +515,35 @@ func TestListUsers_PaginationAndFilter(t *testing.T) {
 	assert.Equal(t, 2, humans.TotalCount)
 }
 
+func TestListUsers_IntoReusesTheArrayItIsGiven(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	for _, n := range []string{"b1", "b2", "b3"} {
+		e.serviceAccount(t, n)
+	}
+	into := make([]orgadmin.User, 1, 8)
+	into[0].Username = "left over"
+	page, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Into: into})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin", "b1", "b2", "b3"}, usernames(page.Users), "the page alone, none of what Into held")
+	assert.Same(t, &into[:1][0], &page.Users[0], "the page is in Into's array")
+
+	// A page larger than Into's array goes to a new one.
+	small := make([]orgadmin.User, 0, 2)
+	page, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Into: small})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"admin", "b1", "b2", "b3"}, usernames(page.Users))
+
+	// An empty page is an empty slice, Into or not.
+	for _, into := range [][]orgadmin.User{nil, make([]orgadmin.User, 0, 4)} {
+		page, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Offset: orgadmin.Some(10), Into: into})
+		require.NoError(t, err)
+		assert.NotNil(t, page.Users)
+		assert.Empty(t, page.Users)
+		assert.Equal(t, 4, page.TotalCount)
+	}
+}
+
 func TestListUsers_BadOptions(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"iter"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -285,6 +286,12 @@ type ListUsersOptions struct {
 	// their wire form (a query parameter that is not a number, say); see
 	// CreateTokenInput.DecodeIssues.
 	DecodeIssues []Issue
+	// Into, when its capacity is not zero, is the array the page is put
+	// in: UserPage.Users is then Into[:0] with the page appended (in a
+	// new array when it outgrows Into's). A caller that lists pages
+	// often can hand back the array of a page it is done with, which
+	// saves allocating one per page.
+	Into []User
 }
 
 // UserPage is one page of users.
@@ -319,9 +326,12 @@ func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (
 	if err != nil {
 		return UserPage{}, internal("list users", err)
 	}
-	out := UserPage{Users: make([]User, len(page.Users)), TotalCount: page.Total}
-	for i, u := range page.Users {
-		out.Users[i] = userFromRecord(u)
+	out := UserPage{Users: slices.Grow(opt.Into[:0], len(page.Users)), TotalCount: page.Total}
+	for _, u := range page.Users {
+		out.Users = append(out.Users, userFromRecord(u))
+	}
+	if out.Users == nil {
+		out.Users = []User{} // an empty page, not none
 	}
 	if n := len(page.Users); page.More && n > 0 {
 		out.NextPageToken = encodePageToken(page.Users[n-1].FoldedUsername)

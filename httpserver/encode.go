@@ -20,6 +20,12 @@ type answer interface {
 	appendJSON(b []byte) []byte
 }
 
+// releaser is an answer that holds an array to give back once it is
+// written.
+type releaser interface {
+	release()
+}
+
 // answerBufs holds the buffers answers are written into.
 var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
 

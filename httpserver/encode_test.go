@@ -140,7 +140,7 @@ func wireForm(t *testing.T, v answer) string {
 		}
 		ref = list
 	case userPage:
-		ref = userPageToJSON(orgadmin.UserPage(v))
+		ref = userPageToJSON(v.UserPage)
 	case serviceAccountAnswer:
 		ref = struct {
 			Username    string `json:"username"`
@@ -224,7 +224,7 @@ func TestAnswersMatchEncodingJSON(t *testing.T) {
 			orgadmin.Token{ID: s, CreatedAt: time.Date(10000+i, 1, 1, 0, 0, 0, 0, time.UTC), Type: orgadmin.TokenReadScaling},
 		)
 	}
-	values := []answer{tokenList(nil), tokenList{}, tokenList(tokens), userPage{}, userPage{Users: []orgadmin.User{}, TotalCount: 7},
+	values := []answer{tokenList(nil), tokenList{}, tokenList(tokens), userPage{}, userPage{UserPage: orgadmin.UserPage{Users: []orgadmin.User{}, TotalCount: 7}},
 		emptyAnswer{}, activeAccounts(nil), activeAccounts{}, healthAnswer("ok"),
 		errorBody{Message: "Not Found", Code: orgadmin.CodeNotFound},
 		errorBody{Message: "Bad Request", Code: orgadmin.CodeBadRequest, Issues: []orgadmin.Issue{}},
@@ -250,9 +250,9 @@ func TestAnswersMatchEncodingJSON(t *testing.T) {
 			orgadmin.User{ID: "id", Username: s, Role: orgadmin.RoleAdmin, CreatedAt: at.Add(time.Duration(i) * time.Millisecond), LastName: s},
 			orgadmin.User{ID: s, Username: "u", Role: orgadmin.RoleMember, CreatedAt: time.Date(10000+i, 1, 1, 0, 0, 0, 0, time.UTC), Email: s},
 		)
-		values = append(values, userPage{Users: users[len(users)-3:], TotalCount: i, NextPageToken: s})
+		values = append(values, userPage{UserPage: orgadmin.UserPage{Users: users[len(users)-3:], TotalCount: i, NextPageToken: s}})
 	}
-	values = append(values, userPage{Users: users, TotalCount: len(users)})
+	values = append(values, userPage{UserPage: orgadmin.UserPage{Users: users, TotalCount: len(users)}})
 	for _, v := range values {
 		require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
 	}
@@ -263,7 +263,7 @@ func TestAnswersMatchEncodingJSON(t *testing.T) {
 func TestWriteJSON(t *testing.T) {
 	for _, n := range []int{0, 2000, 5000, 100_000} {
 		rec := httptest.NewRecorder()
-		page := userPage{Users: make([]orgadmin.User, n/100)}
+		page := userPage{UserPage: orgadmin.UserPage{Users: make([]orgadmin.User, n/100)}}
 		writeJSON(rec, http.StatusTeapot, page)
 		want := wireForm(t, page)
 		assert.Equal(t, http.StatusTeapot, rec.Code)
@@ -289,7 +289,7 @@ func FuzzAnswers(f *testing.F) {
 		// The same strings as a user's fields, and created as its time.
 		u := orgadmin.User{ID: id, Username: name, Description: desc, Email: value, FirstName: typ, LastName: desc,
 			Role: orgadmin.Role(typ), IsServiceAccount: expire%2 == 0, CreatedAt: time.UnixMilli(created)}
-		for _, v := range []answer{userPage{Users: []orgadmin.User{u}, TotalCount: int(expire), NextPageToken: value}, userPage{Users: []orgadmin.User{u, u}}} {
+		for _, v := range []answer{userPage{UserPage: orgadmin.UserPage{Users: []orgadmin.User{u}, TotalCount: int(expire), NextPageToken: value}}, userPage{UserPage: orgadmin.UserPage{Users: []orgadmin.User{u, u}}}} {
 			require.Equal(t, wireForm(t, v), string(append(v.appendJSON(nil), '\n')))
 		}
 	})

@@ -153,6 +153,9 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 				var a answer
 				if a, err = rt.handle(w, r, cred); err == nil {
 					writeJSON(w, http.StatusOK, a)
+					if rel, ok := a.(releaser); ok {
+						rel.release()
+					}
 				}
 			}
 			if h.metrics != nil && scheme != "" {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 
 	"github.com/orgadmin/orgadmin"
 )
@@ -33,9 +34,23 @@ func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c credential
 		opt.ServiceAccount = optional(d.queryBool(q, "is_service_account"))
 	}
 	opt.DecodeIssues = d.issues
+	held := userArrays.Get().(*[]orgadmin.User)
+	opt.Into = *held
 	page, err := h.svc.ListUsers(r.Context(), c.auth(), opt)
-	return userPage(page), err
+	a := userPage{UserPage: page, held: held}
+	if err != nil {
+		a.release()
+	}
+	return a, err
 }
+
+// userArrays holds the arrays pages of users are listed into, each
+// written and given back (userPage.release) by the request that took it.
+var userArrays = sync.Pool{New: func() any { return new([]orgadmin.User) }}
+
+// maxPooledUsers bounds the arrays userArrays keeps: an array grown
+// past a page of the largest size is left to the garbage collector.
+const maxPooledUsers = orgadmin.MaxUserPageSize
 
 func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	u, err := h.svc.DeleteUser(r.Context(), c.auth(), r.PathValue("username"))
@@ -91,7 +106,25 @@ func (u deletedUserAnswer) appendJSON(b []byte) []byte {
 
 // userPage is the answer of list users: {"users": [...], "total_count":
 // n, "next_page_token": a token, or null on the last page}.
-type userPage orgadmin.UserPage
+type userPage struct {
+	orgadmin.UserPage
+	held *[]orgadmin.User // given back once the page is written
+}
+
+// release gives the page's array back to userArrays, cleared so that it
+// keeps no user alive.
+func (p userPage) release() {
+	users := p.Users
+	if cap(users) == 0 {
+		users = *p.held
+	}
+	if cap(users) == 0 || cap(users) > maxPooledUsers {
+		return
+	}
+	clear(users[:cap(users)])
+	*p.held = users[:0]
+	userArrays.Put(p.held)
+}
 
 func (p userPage) appendJSON(b []byte) []byte {
 	b = appendArray(append(b, `{"users":`...), p.Users, appendUser)

@@ -18,6 +18,8 @@ func Benchmarks(b *testing.B, newStore func(testing.TB) storage.Store) {
 	b.Run("Authenticate", func(b *testing.B) { authenticate(b, newStore(b)) })
 	b.Run("CreateToken", func(b *testing.B) { createToken(b, newStore(b)) })
 	b.Run("ListTokens", func(b *testing.B) { listTokens(b, newStore(b)) })
+	b.Run("GetInstanceConfig", func(b *testing.B) { getInstanceConfig(b, newStore(b)) })
+	b.Run("SetInstanceConfig", func(b *testing.B) { setInstanceConfig(b, newStore(b)) })
 	b.Run("CreateServiceAccount", func(b *testing.B) { createServiceAccount(b, newStore(b)) })
 	b.Run("ListUsers", func(b *testing.B) { BenchListUsers(b, newStore(b), 10_000) })
 }
@@ -79,6 +81,36 @@ func createToken(b *testing.B, s storage.Store) {
 	for b.Loop() {
 		i++
 		if _, err := w.svc.CreateToken(ctx, w.admin, names[i%len(names)], in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// getInstanceConfig reads the configuration of a service account.
+func getInstanceConfig(b *testing.B, s storage.Store) {
+	w := newWorld(b, s)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := w.svc.GetInstanceConfig(ctx, w.admin, "robot"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// setInstanceConfig sets the configuration of a service account, as the
+// load harness's set-config does: each change is audited, before and
+// after.
+func setInstanceConfig(b *testing.B, s storage.Store) {
+	w := newWorld(b, s)
+	ctx := context.Background()
+	in := orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeJumbo},
+		ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizeStandard, FlockSize: 2},
+	}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := w.svc.SetInstanceConfig(ctx, w.admin, "robot", in); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,9 +1,11 @@
 package memstore
 
 import (
-	"cmp"
+	"bytes"
 	"context"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/orgadmin/orgadmin/storage"
 )
@@ -17,31 +19,19 @@ func (s *Store) record(a *storage.Audit, o *org) {
 	if a == nil || o == nil {
 		return
 	}
-	e := cloneEvent(a.Event)
 	o.eventSeq++
+	e := a.Event
 	e.Seq = o.eventSeq
-	o.events = append(o.events, e)
+	o.events.add(e)
 	// The expired events are at the front as long as the writers' clocks
 	// agree; one that sorts behind a newer event lingers until that one
 	// is dropped (listings filter it out meanwhile).
-	drop := 0
-	if !a.DropBefore.IsZero() {
-		for drop < len(o.events) && o.events[drop].At.Before(a.DropBefore) {
-			drop++
-		}
-	}
-	if a.MaxPerOrg > 0 {
-		drop = max(drop, len(o.events)-a.MaxPerOrg)
-	}
-	if drop > 0 {
-		// The dropped events leave the front; the array is reallocated,
-		// with only the kept ones, when append outgrows it.
-		clear(o.events[:drop])
-		o.events = o.events[drop:]
-	}
+	o.events.dropOldest(a.DropBefore, a.MaxPerOrg)
 }
 
-// ListEvents implements storage.Store.
+// ListEvents implements storage.Store. It decodes only the events that
+// may match: one whose encoding does not hold the value of each filter
+// on a string field cannot.
 func (s *Store) ListEvents(_ context.Context, orgID string, q storage.EventQuery) (storage.EventPage, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -50,28 +40,37 @@ func (s *Store) ListEvents(_ context.Context, orgID string, q storage.EventQuery
 	if !ok {
 		return page, nil
 	}
-	end := len(o.events)
-	if q.BeforeSeq != 0 {
-		end, _ = slices.BinarySearchFunc(o.events, q.BeforeSeq, func(e storage.Event, seq int64) int {
-			return cmp.Compare(e.Seq, seq)
-		})
+	var need [][]byte
+	for _, v := range [...]string{q.Action, q.ActorID, q.ActorUsername, q.TargetKind, q.TargetID, q.TargetUsername} {
+		if v != "" {
+			need = append(need, []byte(v))
+		}
 	}
-	for i := end - 1; i >= 0; i-- {
-		e := o.events[i]
+	var err error
+	o.events.newest(q.BeforeSeq, func(seq int64, at time.Time, raw []byte) bool {
+		for _, v := range need {
+			if !bytes.Contains(raw, v) {
+				return true
+			}
+		}
+		var e storage.Event
+		if e, err = decodeEvent(raw); err != nil {
+			err = fmt.Errorf("memstore: list events: %w", err) // the log's own bytes: a bug
+			return false
+		}
+		e.Seq, e.At = seq, at
 		if !q.Matches(e) {
-			continue
+			return true
 		}
 		if len(page.Events)-len(q.Into) == q.Limit {
 			page.More = true
-			break
+			return false
 		}
-		page.Events = append(page.Events, cloneEvent(e))
+		page.Events = append(page.Events, e)
+		return true
+	})
+	if err != nil {
+		return storage.EventPage{}, err
 	}
 	return page, nil
-}
-
-func cloneEvent(e storage.Event) storage.Event {
-	e.Before = slices.Clone(e.Before)
-	e.After = slices.Clone(e.After)
-	return e
 }

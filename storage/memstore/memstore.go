@@ -76,7 +76,7 @@ type org struct {
 	ducklings map[ref]map[string]storage.Duckling
 	dives     map[string]storage.Dive
 	// events are the org's audit events, oldest first (by Seq).
-	events []storage.Event
+	events eventLog
 	// eventSeq is the Seq of the org's last event.
 	eventSeq int64
 }

@@ -83,11 +83,23 @@ const DefaultTimeout = 2 * time.Second
 // deployment allows one); older ones are dropped.
 const MaxFeedback = 100_000
 
+// DefaultMaxInFlight bounds the operations a Store runs at once when
+// Options.MaxInFlight is zero.
+const DefaultMaxInFlight = 8
+
 // Options configures a Store. The zero value is usable.
 type Options struct {
 	// Timeout bounds each operation, on top of the caller's context. Zero
 	// means DefaultTimeout.
 	Timeout time.Duration
+	// MaxInFlight bounds the operations the Store runs on the server at
+	// once. One more waits for its turn, for as long as its context
+	// allows, and its Timeout starts when its turn comes: a burst of
+	// requests queues in the process instead of piling onto the server,
+	// where every one of them would be slowed past its timeout and fail
+	// (possibly after its write was made). Zero means
+	// DefaultMaxInFlight; negative means no bound.
+	MaxInFlight int
 }
 
 // Collection names.
@@ -107,8 +119,11 @@ const (
 // Store is a storage.Store on a MongoDB database. The zero value is not
 // usable; call New.
 type Store struct {
-	db        *mongo.Database
-	timeout   time.Duration
+	db      *mongo.Database
+	timeout time.Duration
+	// turns holds a value for each operation under way; nil means no
+	// bound (see Options.MaxInFlight).
+	turns     chan struct{}
 	orgs      *mongo.Collection
 	users     *mongo.Collection
 	tokens    *mongo.Collection
@@ -155,6 +170,12 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		trail:     db.Collection(trailColl),
 		eventSeqs: db.Collection(eventSeqsColl),
 		revoked:   db.Collection(revokedColl),
+	}
+	switch n := opts.MaxInFlight; {
+	case n == 0:
+		s.turns = make(chan struct{}, DefaultMaxInFlight)
+	case n > 0:
+		s.turns = make(chan struct{}, n)
 	}
 	if s.timeout <= 0 {
 		s.timeout = DefaultTimeout
@@ -333,10 +354,29 @@ func (ix indexSpec) model() mongo.IndexModel {
 	return mongo.IndexModel{Keys: keys, Options: opts}
 }
 
-// op returns ctx bounded by the per-operation timeout.
+// op waits for the turn of an operation (see Options.MaxInFlight) and
+// returns ctx bounded by the per-operation timeout, and the function that
+// ends the operation and gives its turn to the next. An operation that an
+// operation runs (a listing that settles events) runs in its turn. When
+// ctx ends before its turn comes, the context returned is ctx, done.
 func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, s.timeout)
+	if s.turns == nil || ctx.Value(turnKey{}) != nil {
+		return context.WithTimeout(ctx, s.timeout)
+	}
+	select {
+	case s.turns <- struct{}{}:
+	case <-ctx.Done():
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, turnKey{}, true), s.timeout)
+	return ctx, func() {
+		cancel()
+		<-s.turns
+	}
 }
+
+// turnKey marks the context of an operation that has its turn.
+type turnKey struct{}
 
 // key joins parts into one document id, each prefixed with its length, so
 // that two different tuples never share a key whatever they contain.

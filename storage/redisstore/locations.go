@@ -17,7 +17,10 @@ import (
 // records through Lua costs more again. A listing of the caller's own
 // tokens is one MGET of the pointer, user:<uid> and toks:<uid>; any other
 // authentication one MULTI/EXEC of the pointer, user:<uid> and the
-// token's own record.
+// token's own record, with the target's record and instance
+// configuration (HGET by its folded name) when the request names another
+// user. Only a listing of another user's tokens runs the script, which
+// finds that user's id in its record.
 //
 // What is remembered is only where a token's records are (its org, user
 // id, the user's folded name and the token id, and the pointer's value
@@ -35,8 +38,9 @@ type location struct {
 	pointer               string // the pointer's value
 	org, uid, folded, tid string
 	// The keys of the user's record and instance configuration, its token
-	// records and their list, built once.
-	user, tok, toks string
+	// records and their list, and the org's hashes of users and instance
+	// configurations, built once.
+	user, tok, toks, users, inst string
 }
 
 // newLocation returns the location a pointer's parts name.
@@ -45,6 +49,7 @@ func (s *Store) newLocation(pointer, org, uid, folded, tid string) location {
 	return location{
 		pointer: pointer, org: org, uid: uid, folded: folded, tid: tid,
 		user: b + "user:" + uid, tok: b + "tok:" + uid, toks: b + "toks:" + uid,
+		users: b + "users", inst: b + "inst",
 	}
 }
 
@@ -57,60 +62,79 @@ var errMoved = errors.New("redisstore: token pointer changed")
 // credentialAt returns in place of the user.
 var errTombstone = errors.New("redisstore: token revoked")
 
+// atLocation is what credentialAt reads: the user's record and instance
+// configuration, its token records or its own token's, and the target's
+// record (found) and instance configuration.
+type atLocation struct {
+	user, inst, recs       string
+	targetUser, targetInst string
+	targetFound            bool
+}
+
 // credentialAt reads, at one moment, the pointer of a token whose records
 // are at loc, its user's record and instance configuration and, when list
-// is true, the user's token records, else its own. It returns the parts
-// the authentication script returns, ErrNotFound when the pointer or the
-// token is gone, errTombstone with the tombstone (as user) when the token
-// was revoked, and errMoved when the script must read them.
-func (s *Store) credentialAt(ctx context.Context, key string, loc location, list bool) (user, inst, recs string, err error) {
+// is true, the user's token records, else its own; with target, the
+// folded name of another user (never with list), that user's record and
+// instance configuration. It returns the parts the authentication script
+// returns, ErrNotFound when the pointer or the token is gone,
+// errTombstone with the tombstone (as user) when the token was revoked,
+// and errMoved when the script must read them.
+func (s *Store) credentialAt(ctx context.Context, key string, loc location, list bool, target string) (r atLocation, err error) {
 	var pointer, both string
 	if list {
 		// One command reads the three keys at one moment.
 		vs, err := s.c.MGet(ctx, key, loc.user, loc.toks).Result()
 		if err != nil {
-			return "", "", "", err
+			return atLocation{}, err
 		}
 		pointer, _ = vs[0].(string)
 		both, _ = vs[1].(string)
-		recs, _ = vs[2].(string)
+		r.recs, _ = vs[2].(string)
 	} else {
-		var p, u, r *redis.StringCmd
+		var p, u, t, tu, ti *redis.StringCmd
 		_, err = s.c.TxPipelined(ctx, func(tx redis.Pipeliner) error {
 			p = tx.Get(ctx, key)
 			u = tx.Get(ctx, loc.user)
-			r = tx.HGet(ctx, loc.tok, loc.tid)
+			t = tx.HGet(ctx, loc.tok, loc.tid)
+			if target != "" {
+				tu = tx.HGet(ctx, loc.users, target)
+				ti = tx.HGet(ctx, loc.inst, target)
+			}
 			return nil
 		})
 		if err != nil && !errors.Is(err, redis.Nil) {
-			return "", "", "", err
+			return atLocation{}, err
 		}
 		for _, c := range []struct {
 			cmd *redis.StringCmd
 			v   *string
-		}{{p, &pointer}, {u, &both}, {r, &recs}} {
+		}{{p, &pointer}, {u, &both}, {t, &r.recs}, {tu, &r.targetUser}, {ti, &r.targetInst}} {
+			if c.cmd == nil {
+				continue
+			}
 			if *c.v, err = orNil(c.cmd); err != nil {
-				return "", "", "", err
+				return atLocation{}, err
 			}
 		}
+		r.targetFound = r.targetUser != ""
 	}
 	switch {
 	case pointer == "":
-		return "", "", "", storage.ErrNotFound
+		return atLocation{}, storage.ErrNotFound
 	case isTombstone(pointer):
-		return pointer, "", "", errTombstone
+		return atLocation{user: pointer}, errTombstone
 	case pointer != loc.pointer:
-		return "", "", "", errMoved
-	case !list && recs == "":
-		return "", "", "", storage.ErrNotFound
+		return atLocation{}, errMoved
+	case !list && r.recs == "":
+		return atLocation{}, storage.ErrNotFound
 	}
 	// The pointer is there, so the user is: a user's deletion removes its
 	// tokens' pointers in the same script.
-	user, inst, ok := strings.Cut(both, "\n")
-	if !ok {
-		return "", "", "", errMoved
+	var ok bool
+	if r.user, r.inst, ok = strings.Cut(both, "\n"); !ok {
+		return atLocation{}, errMoved
 	}
-	return user, inst, recs, nil
+	return r, nil
 }
 
 // orNil returns the value of c, and "" when there is none.

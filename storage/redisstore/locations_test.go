@@ -24,8 +24,8 @@ func TestLocationsRedisServer(t *testing.T) {
 
 // Once a Store has authenticated a token, it reads the token's records
 // with plain reads in one round trip instead of the script (one MGET for
-// the caller's own tokens, else one MULTI/EXEC) when the request's target
-// is the caller or none, with the same answers; and it still sees at once
+// the caller's own tokens, else one MULTI/EXEC) unless the request lists
+// another user's tokens, with the same answers; and it still sees at once
 // what another process changed.
 func testLocations(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
@@ -101,8 +101,8 @@ func testLocations(t *testing.T, c *redis.Client) {
 	_, sent = read("admin", true)
 	assert.Equal(t, []string{"mget"}, sent)
 
-	// Another user, with or without its tokens: the script finds that
-	// user, in one round trip.
+	// Another user with its tokens: the script finds that user's id, in
+	// one round trip. Without its tokens: the plain reads, by its name.
 	robots, sent := read("robot", true)
 	assert.Equal(t, []string{"evalsha"}, sent)
 	require.True(t, robots.TargetFound)
@@ -110,9 +110,14 @@ func testLocations(t *testing.T, c *redis.Client) {
 	require.Len(t, robots.Tokens, 1)
 	assert.Equal(t, robotTok.ID, robots.Tokens[0].ID)
 	robot, sent := read("robot", false)
-	assert.Equal(t, []string{"evalsha"}, sent)
+	assert.Equal(t, []string{"multi", "get", "get", "hget", "hget", "hget", "exec"}, sent)
 	assert.Equal(t, robots.Target, robot.Target)
+	assert.Equal(t, a1.Credential, robot.Credential)
 	assert.Nil(t, robot.Tokens)
+	nobody, sent := read("nobody", false)
+	assert.Equal(t, []string{"multi", "get", "get", "hget", "hget", "hget", "exec"}, sent)
+	assert.False(t, nobody.TargetFound)
+	assert.Equal(t, a1.Credential, nobody.Credential)
 
 	// A token revoked through another process is refused at once, and
 	// its location forgotten.

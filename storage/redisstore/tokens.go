@@ -210,26 +210,33 @@ type accessRecords struct {
 // not find them).
 func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQuery) (r accessRecords, fresh *location, err error) {
 	d := q.Digest
-	if loc, ok := s.locs.Get(d); ok && (q.Username == "" || q.Username == loc.folded) {
-		list := q.Username != "" && q.Tokens
-		user, inst, recs, err := s.credentialAt(ctx, key, loc, list)
+	if loc, ok := s.locs.Get(d); ok && (q.Username == "" || q.Username == loc.folded || !q.Tokens) {
+		list := q.Username != "" && q.Username == loc.folded && q.Tokens
+		var target string
+		if q.Username != loc.folded {
+			target = q.Username
+		}
+		at, err := s.credentialAt(ctx, key, loc, list, target)
 		switch {
 		case errors.Is(err, errMoved):
 			s.locs.Forget(d)
 		case errors.Is(err, errTombstone):
 			s.locs.Forget(d)
-			return accessRecords{}, nil, revokedAt(user, q.LiveAt)
+			return accessRecords{}, nil, revokedAt(at.user, q.LiveAt)
 		case errors.Is(err, storage.ErrNotFound):
 			s.locs.Forget(d)
 			return accessRecords{}, nil, redis.Nil
 		case err != nil:
 			return accessRecords{}, nil, err
 		default:
-			r := accessRecords{org: loc.org, uid: loc.uid, tid: loc.tid, folded: loc.folded, user: user, inst: inst}
+			r := accessRecords{org: loc.org, uid: loc.uid, tid: loc.tid, folded: loc.folded, user: at.user, inst: at.inst}
 			if list {
-				r.recs, r.hasRecs = recs, true
+				r.recs, r.hasRecs = at.recs, true
 			} else {
-				r.token = recs
+				r.token = at.recs
+			}
+			if at.targetFound {
+				r.targetUser, r.targetInst, r.targetFound = at.targetUser, at.targetInst, true
 			}
 			return r, nil, nil
 		}
