@@ -123,7 +123,8 @@ func cmpInt(a, b int64) int {
 
 // appendEvent appends the encoding of e's fields but Seq and At (the
 // index holds those): each string as its length (a uvarint) and its
-// bytes; Before and After as their length plus one, 0 for nil.
+// bytes; Before and After each as a byte, 0 for nil and 1 for a value,
+// then, for a value, its length and bytes.
 func appendEvent(b []byte, e storage.Event) []byte {
 	for _, s := range [...]string{e.ID, e.Org, e.ActorID, e.ActorUsername, e.ActorTokenID, e.Action,
 		e.TargetKind, e.TargetID, e.TargetUsername, e.RequestID} {
@@ -135,7 +136,7 @@ func appendEvent(b []byte, e storage.Event) []byte {
 			b = append(b, 0)
 			continue
 		}
-		b = binary.AppendUvarint(b, uint64(len(v))+1)
+		b = binary.AppendUvarint(append(b, 1), uint64(len(v)))
 		b = append(b, v...)
 	}
 	return b
@@ -143,29 +144,43 @@ func appendEvent(b []byte, e storage.Event) []byte {
 
 var errBadEvent = errors.New("malformed event encoding")
 
+// field reads one field appendEvent wrote, its length and its bytes: it
+// returns the bytes and what follows them.
+func field(b []byte) (v, rest []byte, err error) {
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)-k) { // #nosec G115 -- len(b)-k is not negative
+		return nil, nil, errBadEvent
+	}
+	end := k + int(n) // #nosec G115 -- n is at most len(b)-k, so it fits
+	return b[k:end], b[end:], nil
+}
+
 // decodeEvent returns the event appendEvent encoded in b, its strings and
 // slices copies (the returned event shares no memory with the log).
 func decodeEvent(b []byte) (storage.Event, error) {
 	var e storage.Event
+	var v []byte
+	var err error
 	for _, p := range [...]*string{&e.ID, &e.Org, &e.ActorID, &e.ActorUsername, &e.ActorTokenID, &e.Action,
 		&e.TargetKind, &e.TargetID, &e.TargetUsername, &e.RequestID} {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			return e, errBadEvent
+		if v, b, err = field(b); err != nil {
+			return e, err
 		}
-		*p = string(b[k : k+int(n)])
-		b = b[k+int(n):]
+		*p = string(v)
 	}
 	for _, p := range [...]*[]byte{&e.Before, &e.After} {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || (n > 0 && n-1 > uint64(len(b)-k)) {
+		switch {
+		case len(b) == 0:
 			return e, errBadEvent
-		}
-		if n > 0 {
-			*p = append([]byte{}, b[k:k+int(n-1)]...)
-			b = b[k+int(n-1):]
-		} else {
-			b = b[k:]
+		case b[0] == 0:
+			b = b[1:]
+		case b[0] == 1:
+			if v, b, err = field(b[1:]); err != nil {
+				return e, err
+			}
+			*p = append([]byte{}, v...)
+		default:
+			return e, errBadEvent
 		}
 	}
 	if len(b) != 0 {
