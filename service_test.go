@@ -1605,8 +1605,14 @@ func TestCreateToken_WithdrawnTokenIsAudited(t *testing.T) {
 		assert.Equal(t, admin.UserID(), e.ActorID)
 		assert.Equal(t, "robot", e.TargetUsername)
 	}
-	assert.Contains(t, log.String(), `"action":"token.delete"`)
-	assert.Contains(t, log.String(), del.TargetID)
+	// Both events are in the trail, so both went to the audit log, the
+	// creation first.
+	lines := strings.Split(strings.TrimSpace(log.String()), "\n")
+	require.Len(t, lines, 2)
+	assert.Contains(t, lines[0], `"action":"token.create"`)
+	assert.Contains(t, lines[0], created.ID)
+	assert.Contains(t, lines[1], `"action":"token.delete"`)
+	assert.Contains(t, lines[1], del.ID)
 }
 
 // Listings read the store's records into arrays the Service reuses from

@@ -145,7 +145,7 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 		// lost on its way back). Its value is never shown, so such a token
 		// could only hold a place under the limit: take it out again, by
 		// its id, which no one else has.
-		s.withdrawToken(ctx, rec, u.Username, who)
+		s.withdrawToken(ctx, rec, ev, u.Username, who)
 		return Token{}, internal("create token", err)
 	}
 	s.emit(ctx, ev)
@@ -162,8 +162,9 @@ const withdrawTimeout = 5 * time.Second
 // been stored all the same. It is best effort: a store that failed may
 // fail again, and then the token stays listed, for its user or an Admin
 // to revoke. When it finds the token, its deletion is an audit event of
-// the same actor, after the token's creation's own.
-func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, username string, who actor) {
+// the same actor, after the token's creation's own, created: both go to
+// Config.AuditLog, as both are in the trail.
+func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, created storage.Event, username string, who actor) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
 	aud, ev, err := s.audited(ctx, rec.Org, who, change{action: ActionTokenDelete, kind: TargetToken, targetID: rec.ID, targetUsername: username})
@@ -171,6 +172,7 @@ func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, username
 		return
 	}
 	if s.store.DeleteToken(ctx, rec.Org, rec.UserID, rec.ID, s.revocation(rec.CreatedAt), aud) == nil {
+		s.emit(ctx, created)
 		s.emit(ctx, ev)
 	}
 }
