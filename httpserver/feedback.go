@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/orgadmin/orgadmin"
@@ -37,6 +39,16 @@ type FeedbackConfig struct {
 	// Now returns the current time, by which the rate refills. Nil means
 	// time.Now.
 	Now func() time.Time
+
+	// Metrics and TracerProvider, when not nil, measure the handler as
+	// Config's measure a Handler (README, "Observability"), its route
+	// labelled Route; one registry may take the metrics of Handlers and
+	// Feedback handlers, which share them. Nil means none, at no cost.
+	Metrics        prometheus.Registerer
+	TracerProvider trace.TracerProvider
+	// Route is the route of the handler in its metrics and spans: where
+	// it is mounted. Empty means FeedbackPath.
+	Route string
 }
 
 // FeedbackPath is where the feedback endpoint is conventionally mounted.
@@ -69,8 +81,17 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.Route == "" {
+		cfg.Route = FeedbackPath
+	}
 	limits := newClientLimits(cfg.PerMinute, MaxFeedbackClients)
-	return LogRequestsTo(cfg.RequestLog, cfg.Logger, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	o := &observer{log: cfg.Logger, lines: cfg.RequestLog, idHeader: DefaultRequestIDHeader, tracing: cfg.TracerProvider != nil}
+	if cfg.Metrics != nil {
+		o.metrics = newMetrics(cfg.Metrics)
+	}
+	pattern := http.MethodGet + " " + cfg.Route
+	return o.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Pattern = pattern // the route the observer labels
 		// GET only: a HEAD would submit as a GET does, and a HEAD must have
 		// no side effects.
 		if r.Method != http.MethodGet {
@@ -111,7 +132,7 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 			return
 		}
 		writeJSON(w, http.StatusOK, feedbackAnswer(id))
-	}))
+	}), cfg.TracerProvider)
 }
 
 func remoteHost(r *http.Request) string {

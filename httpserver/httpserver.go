@@ -92,8 +92,8 @@ type Config struct {
 	Authenticate func(r *http.Request) (c orgadmin.Caller, ok bool, err error)
 
 	// Metrics, when not nil, receives the Handler's Prometheus metrics
-	// (README, "Observability"); New panics when it holds them already.
-	// Nil means no metrics, at no cost.
+	// (README, "Observability"); Handlers and Feedback handlers given one
+	// registry share them. Nil means no metrics, at no cost.
 	Metrics prometheus.Registerer
 	// TracerProvider, when not nil, makes a server span of each request
 	// (otelhttp), named after its route, with the request id as its
@@ -129,7 +129,8 @@ type Handler struct {
 }
 
 // New returns the /v1 Handler of svc. It panics when cfg.Prefix is not a
-// clean path, or cfg.Metrics holds the Handler's metrics already.
+// clean path, or cfg.Metrics holds other collectors of the names of the
+// Handler's metrics.
 func New(svc *orgadmin.Service, cfg Config) *Handler {
 	h := &Handler{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, authn: cfg.Authenticate}
 	if h.log == nil {
@@ -182,10 +183,17 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	h.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { o.serve(w, r, inner) })
-	if cfg.TracerProvider != nil {
-		h.next = otelhttp.NewHandler(h.next, "orgadmin",
-			otelhttp.WithTracerProvider(cfg.TracerProvider),
+	h.next = o.handler(inner, cfg.TracerProvider)
+	return h
+}
+
+// handler returns inner, observed by o, in the server span of an otelhttp
+// handler when tp is not nil.
+func (o *observer) handler(inner http.Handler, tp trace.TracerProvider) http.Handler {
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { o.serve(w, r, inner) })
+	if tp != nil {
+		h = otelhttp.NewHandler(h, "orgadmin",
+			otelhttp.WithTracerProvider(tp),
 			otelhttp.WithMeterProvider(noop.NewMeterProvider()), // metrics are Prometheus's
 			otelhttp.WithPropagators(propagation.TraceContext{}),
 			otelhttp.WithSpanNameFormatter(spanName))

@@ -43,26 +43,27 @@ const (
 // http.server.request.duration, in seconds.
 var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10}
 
-// newMetrics registers a Handler's metrics with reg; it panics when reg
-// refuses them (they are registered already), as prometheus.MustRegister
-// does.
+// newMetrics returns the Handler's metrics in reg: registered there, or
+// the ones registered already by another Handler or Feedback handler on
+// reg, which they then share. It panics when reg holds other collectors
+// of their names, as prometheus.MustRegister does.
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		duration: registered(reg, prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "http_server_request_duration_seconds",
 			Help:    "Duration of HTTP server requests, by method, route pattern and status.",
 			Buckets: durationBuckets,
-		}, []string{"http_request_method", "http_route", "http_response_status_code"}),
-		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		}, []string{"http_request_method", "http_route", "http_response_status_code"})),
+		active: registered(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "http_server_active_requests",
 			Help: "Number of HTTP server requests in flight, by method.",
-		}, []string{"http_request_method"}),
+		}, []string{"http_request_method"})),
 		auth: map[authOutcome]prometheus.Counter{},
 	}
-	auth := prometheus.NewCounterVec(prometheus.CounterOpts{
+	auth := registered(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "orgadmin_auth_attempts_total",
 		Help: "Authentications of /v1 requests, by scheme (bearer, hook) and outcome.",
-	}, []string{"scheme", "outcome"})
+	}, []string{"scheme", "outcome"}))
 	for _, o := range []authOutcome{
 		{schemeBearer, outcomeSuccess}, {schemeBearer, outcomeMissing}, {schemeBearer, outcomeUnknown}, {schemeBearer, outcomeExpired},
 		{schemeBearer, outcomeRevoked},
@@ -70,8 +71,24 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	} {
 		m.auth[o] = auth.WithLabelValues(o.scheme, o.outcome)
 	}
-	reg.MustRegister(m.duration, m.active, auth)
 	return m
+}
+
+// registered registers c with reg and returns it, or returns the
+// collector of the same description that reg holds already. It panics
+// when reg refuses c for any other reason.
+func registered[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	err := reg.Register(c)
+	if err == nil {
+		return c
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(C); ok {
+			return existing
+		}
+	}
+	panic(err)
 }
 
 // methodLabel is the method of a request as a label: the methods HTTP

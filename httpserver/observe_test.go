@@ -213,13 +213,61 @@ func TestAuthMetricsHookFailures(t *testing.T) {
 	assert.Equal(t, 1.0, s["outcome=refused,scheme=hook"])
 }
 
-// A registry takes one Handler's metrics; a second is refused loudly, as
-// prometheus.MustRegister refuses it.
-func TestMetricsRegisteredOnce(t *testing.T) {
+// Handlers and Feedback handlers given one registry share its metrics:
+// their requests are counted in the same series, each under its route.
+// Another collector of one of their names is refused loudly.
+func TestMetricsSharedByHandlersOfOneRegistry(t *testing.T) {
 	a := newAPI(t)
 	reg := prometheus.NewRegistry()
-	httpserver.New(a.svc, httpserver.Config{Metrics: reg})
-	assert.Panics(t, func() { httpserver.New(a.svc, httpserver.Config{Metrics: reg}) })
+	first := httpserver.New(a.svc, httpserver.Config{Logger: discardLogger(), Metrics: reg})
+	second := httpserver.New(a.svc, httpserver.Config{Logger: discardLogger(), Metrics: reg})
+	feedback := httpserver.NewFeedback(a.svc, httpserver.FeedbackConfig{Logger: discardLogger(), Metrics: reg})
+	for _, h := range []http.Handler{first, second} {
+		resp, _ := get(t, h, "/v1/users", "Authorization", "Bearer "+a.token)
+		assert.Equal(t, 200, resp.StatusCode)
+	}
+	resp, _ := get(t, feedback, "/anywhere?page_path=/docs&text=good")
+	assert.Equal(t, 200, resp.StatusCode)
+	resp, _ = get(t, feedback, "/anywhere?page_path=/docs")
+	assert.Equal(t, 400, resp.StatusCode)
+	assert.Equal(t, map[string]float64{
+		"http_request_method=GET,http_response_status_code=200,http_route=/v1/users":                  2,
+		"http_request_method=GET,http_response_status_code=200,http_route=" + httpserver.FeedbackPath: 1,
+		"http_request_method=GET,http_response_status_code=400,http_route=" + httpserver.FeedbackPath: 1,
+	}, series(t, reg, "http_server_request_duration_seconds"))
+	assert.Equal(t, 2.0, series(t, reg, "orgadmin_auth_attempts_total")["outcome=success,scheme=bearer"])
+
+	// Mounted elsewhere, the feedback handler is labelled where it is.
+	other := prometheus.NewRegistry()
+	feedback = httpserver.NewFeedback(a.svc, httpserver.FeedbackConfig{Logger: discardLogger(), Metrics: other, Route: "/feedback"})
+	get(t, feedback, "/feedback?page_path=/docs&text=fine")
+	assert.Equal(t, map[string]float64{
+		"http_request_method=GET,http_response_status_code=200,http_route=/feedback": 1,
+	}, series(t, other, "http_server_request_duration_seconds"))
+
+	clash := prometheus.NewRegistry()
+	clash.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "http_server_active_requests", Help: "not ours"}))
+	assert.Panics(t, func() { httpserver.New(a.svc, httpserver.Config{Metrics: clash}) })
+}
+
+// The feedback handler makes a server span of its request, named after
+// its route, with the request id.
+func TestFeedbackSpan(t *testing.T) {
+	a := newAPI(t)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	h := httpserver.NewFeedback(a.svc, httpserver.FeedbackConfig{Logger: discardLogger(), TracerProvider: tp})
+	resp, body := get(t, h, "/docs/api/feedback/agent?page_path=/x&text=ok", "X-Request-Id", "fb-1")
+	require.Equal(t, 200, resp.StatusCode, body)
+	spans := rec.Ended()
+	require.Len(t, spans, 1)
+	assert.Equal(t, "GET "+httpserver.FeedbackPath, spans[0].Name())
+	attrs := map[attribute.Key]attribute.Value{}
+	for _, kv := range spans[0].Attributes() {
+		attrs[kv.Key] = kv.Value
+	}
+	assert.Equal(t, "fb-1", attrs[httpserver.RequestIDAttribute].AsString())
+	assert.Equal(t, httpserver.FeedbackPath, attrs["http.route"].AsString())
 }
 
 // One request is one server span, named after its route, with the

@@ -139,7 +139,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		httpserver.New(svc, httpserver.Config{Logger: log, RequestLog: logs,
 			Metrics: tel.registerer(), TracerProvider: tel.tracerProvider()}),
 		httpserver.LogRequestsTo(logs, log, httpserver.Health(svc)),
-		httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log, RequestLog: logs})), log)
+		httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log, RequestLog: logs,
+			Metrics: tel.registerer(), TracerProvider: tel.tracerProvider()})), log)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(*storeURI))

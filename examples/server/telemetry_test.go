@@ -53,6 +53,8 @@ func TestMetricsAddrServesMetrics(t *testing.T) {
 	require.Equal(t, 404, st)
 	st, _ = call(t, "GET", base+"/v1/users", "wrong-token-value", "")
 	require.Equal(t, 401, st)
+	st, _ = call(t, "GET", base+"/docs/api/feedback/agent?page_path=/docs&text=clear", "", "")
+	require.Equal(t, 200, st)
 
 	url := metricsURL(t, stderr)
 	assert.NotContains(t, url, strings.TrimPrefix(base, "http://"), "a listener of its own")
@@ -61,6 +63,7 @@ func TestMetricsAddrServesMetrics(t *testing.T) {
 		`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/v1/users"} 1`,
 		`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="404",http_route="/v1/users/{username}/tokens"} 1`,
 		`http_server_request_duration_seconds_bucket{http_request_method="GET",http_response_status_code="401",http_route="/v1/users",le="0.005"}`,
+		`http_server_request_duration_seconds_count{http_request_method="GET",http_response_status_code="200",http_route="/docs/api/feedback/agent"} 1`,
 		`http_server_active_requests{http_request_method="GET"} 0`,
 		`orgadmin_auth_attempts_total{outcome="success",scheme="bearer"} 2`,
 		`orgadmin_auth_attempts_total{outcome="unknown",scheme="bearer"} 1`,
