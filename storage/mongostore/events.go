@@ -98,9 +98,11 @@ import (
 // the token went another way meanwhile (expired and removed, its user
 // deleted, another deletion of it). On a server whose conditional write
 // is a read and then a write by id (FerretDB v1), two audited changes of
-// one user or Dive at the same instant can both pass the check of the
-// id; the one overwritten first then counts as not made if its process
-// also dies before confirming it. Every process sharing a database must
+// one Dive at the same instant can both pass the check of the id; the
+// one overwritten first then counts as not made if its process also dies
+// before confirming it. An audited change of a user there writes by id
+// alone and confirms at once the event of any change it overwrote
+// (changeUser), so a user's never counts as not made. Every process sharing a database must
 // run a version that records event ids: an older one neither records
 // them nor confirms what it overwrites.
 //

@@ -274,7 +274,9 @@ func (s *Store) changeUserByName(ctx context.Context, org, folded string, update
 	return s.changeUser(ctx, func() (userDoc, error) { return s.userByName(ctx, org, folded) },
 		func(d userDoc) bson.D {
 			return bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
-		}, update)
+		},
+		func(read, was userDoc) bool { return was.alive(org, read.UID) && was.FKey == folded },
+		update)
 }
 
 // changeUser makes an audited change of a user, update, which sets ev to
@@ -287,7 +289,18 @@ func (s *Store) changeUserByName(ctx context.Context, org, folded string, update
 // reads again. So a document's ev moves on only from a confirmed event,
 // and a pending event that no document records was never made (see
 // resolveEvent).
-func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), filter func(userDoc) bson.D, update func(docID string) bson.D) (userDoc, error) {
+//
+// With name pointers (FerretDB v1, which reads every document of the
+// collection for any filter but a bare {_id: X}, and whose conditional
+// write is a read and then a write by id anyway) the update goes by id
+// alone, and the document as it was tells the rest: when it was no
+// longer the user read (still reports false: deleted meanwhile, a
+// tombstone now changed in nothing any read sees) the change is
+// mongo.ErrNoDocuments; when it records another event than the one read
+// (a change made in between, now overwritten), that event is confirmed
+// at once, as its change was made. Either way no document's ev moves on
+// from an event left pending.
+func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), filter func(userDoc) bson.D, still func(read, was userDoc) bool, update func(docID string) bson.D) (userDoc, error) {
 	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
 	for attempt := 1; ; attempt++ {
 		d, err := find()
@@ -298,6 +311,21 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 			if err := s.confirmIfPending(ctx, d.Ev); err != nil {
 				return userDoc{}, fmt.Errorf("confirm event %s: %w", d.Ev, err)
 			}
+		}
+		if s.byPointer {
+			var was userDoc
+			if err := s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: d.ID}}, update(d.ID), before).Decode(&was); err != nil {
+				return userDoc{}, err
+			}
+			if was.Ev != d.Ev && was.Ev != "" {
+				if err := s.confirmIfPending(ctx, was.Ev); err != nil {
+					return userDoc{}, fmt.Errorf("confirm event %s: %w", was.Ev, err)
+				}
+			}
+			if !still(d, was) {
+				return userDoc{}, mongo.ErrNoDocuments
+			}
+			return was, nil
 		}
 		f := append(filter(d), lastEvent(d.Ev))
 		err = s.users.FindOneAndUpdate(ctx, f, update(d.ID), before).Decode(&d)
@@ -647,7 +675,9 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 	if ev := eventID(a); ev != "" {
 		set = append(set, bson.E{Key: "ev", Value: ev})
 		_, err := s.changeUser(ctx, func() (userDoc, error) { return s.liveUser(ctx, u.Org, u.ID) },
-			func(userDoc) bson.D { return filter }, func(string) bson.D { return bson.D{{Key: "$set", Value: set}} })
+			func(userDoc) bson.D { return filter },
+			func(_, was userDoc) bool { return was.alive(u.Org, u.ID) },
+			func(string) bson.D { return bson.D{{Key: "$set", Value: set}} })
 		return wrap("update user", err)
 	}
 	res, err := s.users.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
