@@ -280,7 +280,23 @@ func (s *Store) confirmEvent(ctx context.Context, d eventDoc) error {
 		if !mongo.IsDuplicateKeyError(err) {
 			return fmt.Errorf("confirm event: %w", err)
 		}
-		// The value is taken, or the event confirmed already.
+		// The value is taken (on FerretDB v1 often: its $inc is a read,
+		// then a write), or the event confirmed already. A confirmation
+		// removes the pending document once it inserted the event, so the
+		// pending document, read by id (which FerretDB v1 serves by
+		// index), tells which, unless a confirmer stopped between the two
+		// writes: after a few tries the trail itself is searched by the
+		// event's id, which FerretDB v1 does by reading all of it.
+		if attempt < confirmByPendingAttempts {
+			err = s.events.FindOne(ctx, bson.D{{Key: "_id", Value: d.ID}}, options.FindOne().SetProjection(idOnly)).Err()
+			if errors.Is(err, mongo.ErrNoDocuments) {
+				break
+			}
+			if err != nil {
+				return fmt.Errorf("confirm event: %w", err)
+			}
+			continue
+		}
 		err = s.trail.FindOne(ctx, bson.D{{Key: "eid", Value: d.ID}}, options.FindOne().SetProjection(idOnly)).Err()
 		if err == nil {
 			break
@@ -300,6 +316,10 @@ func (s *Store) confirmEvent(ctx context.Context, d eventDoc) error {
 
 // maxSeqAttempts bounds the values one confirmation tries.
 const maxSeqAttempts = 100
+
+// confirmByPendingAttempts is how many values a confirmation tries before
+// it searches the trail for its event (see confirmEvent).
+const confirmByPendingAttempts = 4
 
 // confirmIfPending confirms the event id if it is still pending: the
 // event a change is about to overwrite the record of, which is most
