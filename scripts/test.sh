@@ -48,7 +48,10 @@ echo "== database servers"
 start_services
 
 echo "== go test -race"
-go test -race -count=1 ./...
+# A package may take several minutes under the race detector on a busy
+# machine (httpserver, mongostore on FerretDB); the default 10-minute
+# timeout would fail it for time alone.
+go test -race -count=1 -timeout 20m ./...
 
 echo "== fuzz (each target for a few seconds)"
 scripts/fuzzlib_test.sh
