@@ -20,9 +20,7 @@ var auditFilters = []string{"action", "actor", "target_kind", "target_id", "targ
 func (h *Handler) listAuditEvents(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	var d decoder
 	var q orgadmin.AuditQuery
-	if v, err := url.ParseQuery(r.URL.RawQuery); err != nil {
-		d.add(orgadmin.IssueInvalidString, "Malformed query string", []any{})
-	} else {
+	if v, ok := d.query(r); ok {
 		q.Limit = optional(d.queryInt(v, "limit"))
 		q.PageToken = v.Get("page_token")
 		fields := []*string{&q.Action, &q.Actor, &q.TargetKind, &q.TargetID, &q.TargetUsername}

@@ -7,7 +7,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"time"
@@ -101,9 +100,7 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 		}
 		var d decoder
 		var in orgadmin.FeedbackInput
-		if q, err := url.ParseQuery(r.URL.RawQuery); err != nil {
-			d.add(orgadmin.IssueInvalidString, "Malformed query string", []any{})
-		} else {
+		if q, ok := d.query(r); ok {
 			in = orgadmin.FeedbackInput{
 				PagePath:  q.Get("page_path"),
 				Text:      q.Get("text"),

@@ -2171,3 +2171,21 @@ func TestHealthClientHangUp(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(buf.String()), &line))
 	assert.EqualValues(t, httpserver.StatusClientClosedRequest, line["status"])
 }
+
+// A query string that does not parse is a 400 with one issue of its own,
+// "Malformed query string" at the path [], on every route that reads
+// one; no parameter of it is read.
+func TestMalformedQueryStringOnEveryQueryRoute(t *testing.T) {
+	t.Parallel()
+	w, admin := usersWorld(t)
+	for _, path := range []string{"/v1/users?limit=5&x=%zz", "/ext/audit/events?limit=5&x=%zz"} {
+		env := requireError(t, doRequest(t, w.srv.URL, "GET", path, "Bearer "+admin, nil), 400)
+		require.Len(t, env.Issues, 1, path)
+		assert.Equal(t, "Malformed query string", env.Issues[0].Message, path)
+		assert.Equal(t, []string{"[]"}, env.paths(), path)
+	}
+	srv := newFeedbackServer(t, w.clock, w.svc)
+	env := requireError(t, doRequest(t, srv.URL, "GET", "/docs/api/feedback/agent?page_path=%zz&text=x", "", nil), 400)
+	require.Len(t, env.Issues, 1)
+	assert.Equal(t, "Malformed query string", env.Issues[0].Message)
+}

@@ -25,9 +25,7 @@ func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c
 func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	var d decoder
 	var opt orgadmin.ListUsersOptions
-	if q, err := url.ParseQuery(r.URL.RawQuery); err != nil {
-		d.add(orgadmin.IssueInvalidString, "Malformed query string", []any{})
-	} else {
+	if q, ok := d.query(r); ok {
 		opt.Limit = optional(d.queryInt(q, "limit"))
 		opt.Offset = optional(d.queryInt(q, "offset"))
 		opt.PageToken = q.Get("page_token")
@@ -55,6 +53,17 @@ const maxPooledUsers = orgadmin.MaxUserPageSize
 func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	u, err := h.svc.DeleteUser(r.Context(), c.auth(), r.PathValue("username"))
 	return deletedUserAnswer(u), err
+}
+
+// query returns the query parameters of r. A malformed query string is
+// an issue of its own, and then no parameter is read (false).
+func (d *decoder) query(r *http.Request) (url.Values, bool) {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		d.add(orgadmin.IssueInvalidString, "Malformed query string", []any{})
+		return nil, false
+	}
+	return q, true
 }
 
 // queryInt decodes an integer query parameter; absent yields nil. Values
