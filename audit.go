@@ -287,11 +287,20 @@ func (q AuditQuery) query() (storage.EventQuery, issues) {
 		TargetID:       q.TargetID,
 		TargetUsername: q.TargetUsername,
 	}
-	if !q.Since.IsZero() {
-		eq.Since = q.Since.UTC()
-	}
-	if !q.Until.IsZero() {
-		eq.Until = q.Until.UTC()
+	for _, f := range []struct {
+		t    time.Time
+		into *time.Time
+		name string
+	}{{q.Since, &eq.Since, "since"}, {q.Until, &eq.Until, "until"}} {
+		switch {
+		case f.t.IsZero():
+		case f.t.Year() < 1970 || f.t.Year() > 9999:
+			// Stores keep milliseconds since 1970; before it, or past
+			// year 9999, is no time an event can have.
+			is.add(IssueInvalidString, "Expected a time from 1970 to 9999", f.name)
+		default:
+			*f.into = f.t.UTC()
+		}
 	}
 	if n, ok := q.Limit.Get(); ok && is.checkRange(int64(n), 1, MaxAuditPageSize, "limit") {
 		eq.Limit = n

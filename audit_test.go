@@ -269,6 +269,16 @@ func TestAuditEventsPagingAndFilters(t *testing.T) {
 
 	_, err := e.svc.AuditEvents(ctx, e.admin, orgadmin.AuditQuery{PageToken: "garbage", Limit: orgadmin.Some(0), Action: strings.Repeat("x", 300), Since: t0, Until: t0})
 	assert.Equal(t, [][]any{{"limit"}, {"action"}, {"until"}, {"page_token"}}, issuePaths(t, err))
+
+	// Times an event cannot have, from the Go API as from the wire.
+	for _, q := range []orgadmin.AuditQuery{
+		{Since: time.Date(1969, 12, 31, 23, 59, 59, 0, time.UTC)},
+		{Until: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
+	} {
+		_, err := e.svc.AuditEvents(ctx, e.admin, q)
+		requireCode(t, err, orgadmin.ErrBadRequest)
+		assert.Len(t, issuePaths(t, err), 1)
+	}
 }
 
 // A page token is opaque and checked: one of an earlier version (a time
