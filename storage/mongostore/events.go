@@ -268,6 +268,22 @@ const (
 // from audit_events. It is safe whenever the event's change is known to
 // be made, by anyone, any number of times.
 func (s *Store) confirmEvent(ctx context.Context, d eventDoc) error {
+	if err := s.insertConfirmed(ctx, d); err != nil {
+		return err
+	}
+	if _, err := s.events.DeleteOne(ctx, bson.D{{Key: "_id", Value: d.ID}}); err != nil {
+		return fmt.Errorf("confirm event: %w", err)
+	}
+	return nil
+}
+
+// insertConfirmed inserts the pending event d into audit_trail at the
+// next free value of its org's counter, unless it is there already.
+func (s *Store) insertConfirmed(ctx context.Context, d eventDoc) error {
+	if s.byPointer {
+		s.confirming.Lock()
+		defer s.confirming.Unlock()
+	}
 	for attempt := 1; ; attempt++ {
 		seq, err := s.claimSeqs(ctx, d.Org, 1)
 		if err != nil {
@@ -307,9 +323,6 @@ func (s *Store) confirmEvent(ctx context.Context, d eventDoc) error {
 		if attempt == maxSeqAttempts {
 			return fmt.Errorf("confirm event: no free sequence value in %d attempts", attempt)
 		}
-	}
-	if _, err := s.events.DeleteOne(ctx, bson.D{{Key: "_id", Value: d.ID}}); err != nil {
-		return fmt.Errorf("confirm event: %w", err)
 	}
 	return nil
 }

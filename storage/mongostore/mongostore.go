@@ -66,6 +66,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -142,6 +143,11 @@ type Store struct {
 	// filter but a bare {_id: X}: users are then found by name through
 	// the names collection (see the package comment).
 	byPointer bool
+	// confirming is held by a confirmation of an event (confirmEvent)
+	// on such a server, whose $inc is a read and then a write: the
+	// confirmations of one process then take counter values one at a
+	// time instead of colliding on them and trying again.
+	confirming sync.Mutex
 
 	// afterStep, when set (by tests), runs after each step of CreateUser
 	// and DeleteUser; an error stops the call there, as a crash would.
