@@ -58,8 +58,8 @@ import (
 //
 // Sequence. Confirming an event gives it its Seq: the next value of its
 // org's counter (a document of audit_seq keyed by the org,
-// findOneAndUpdate $inc, a lookup by _id alone, which FerretDB v1 serves
-// by index), and the insert into audit_trail under that value is what
+// findOneAndUpdate $inc, a lookup by _id alone, which FerretDB v1 hands
+// to SQLite), and the insert into audit_trail under that value is what
 // makes the event visible, in one write. The unique keys of audit_trail
 // make a value and an event each confirmed once: a second confirmation
 // of an event finds it there and stops, and a value already taken (on
@@ -299,8 +299,8 @@ func (s *Store) insertConfirmed(ctx context.Context, d eventDoc) error {
 		// The value is taken (on FerretDB v1 often: its $inc is a read,
 		// then a write), or the event confirmed already. A confirmation
 		// removes the pending document once it inserted the event, so the
-		// pending document, read by id (which FerretDB v1 serves by
-		// index), tells which, unless a confirmer stopped between the two
+		// pending document, read by id (which FerretDB v1 hands to
+		// SQLite, in a collection of pending events only), tells which, unless a confirmer stopped between the two
 		// writes: after a few tries the trail itself is searched by the
 		// event's id, which FerretDB v1 does by reading all of it.
 		if attempt < confirmByPendingAttempts {
