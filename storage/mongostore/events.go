@@ -298,11 +298,12 @@ func (s *Store) insertConfirmed(ctx context.Context, d eventDoc) error {
 		}
 		// The value is taken (on FerretDB v1 often: its $inc is a read,
 		// then a write), or the event confirmed already. A confirmation
-		// removes the pending document once it inserted the event, so the
-		// pending document, read by id (which FerretDB v1 hands to
-		// SQLite, in a collection of pending events only), tells which, unless a confirmer stopped between the two
-		// writes: after a few tries the trail itself is searched by the
-		// event's id, which FerretDB v1 does by reading all of it.
+		// removes the pending document once it inserted the event, so
+		// the pending document, read by id (which FerretDB v1 hands to
+		// SQLite, in a collection of pending events only), tells which,
+		// unless a confirmer stopped between the two writes: after a few
+		// tries the trail itself is searched by the event's id, which
+		// FerretDB v1 does by decoding all of it.
 		if attempt < confirmByPendingAttempts {
 			err = s.events.FindOne(ctx, bson.D{{Key: "_id", Value: d.ID}}, options.FindOne().SetProjection(idOnly)).Err()
 			if errors.Is(err, mongo.ErrNoDocuments) {
