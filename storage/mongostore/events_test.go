@@ -2,12 +2,18 @@ package mongostore
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/orgadmin/orgadmin/storage"
 )
@@ -459,4 +465,43 @@ func TestEventListingSettlesBoundedBatch(t *testing.T) {
 	settle(t, s, w.org, later, true)
 	require.Zero(t, eventCount(t, s, pendingIDs[listSettleBatch], false))
 	require.Len(t, listed(t, s, w.org), listSettleBatch+1)
+}
+
+// On a server whose $inc is a read and then a write (FerretDB v1, which
+// byPointer stands for), the confirmations of one process take counter
+// values in turn: each inserts its event into audit_trail once, at the
+// first value it took, however many run at once.
+func TestConfirmationsOfOneProcessTakeValuesInTurn(t *testing.T) {
+	sent := &commands{}
+	c, err := mongo.Connect(options.Client().ApplyURI(testURI(t)).SetTimeout(testTimeout).
+		SetMonitor(&event.CommandMonitor{Started: sent.started}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	s, err := New(t.Context(), newDB(t, c), Options{Timeout: testTimeout, MaxInFlight: -1})
+	require.NoError(t, err)
+	s.byPointer = true
+	ctx := t.Context()
+	org := uuid.NewString()
+	const n = 24
+	ends := make([]func(error), n)
+	for i := range ends {
+		a, _ := withEvent(org, "user.create", uuid.NewString())
+		ends[i], err = s.beginEvent(ctx, a)
+		require.NoError(t, err)
+	}
+	sent.take()
+	var wg sync.WaitGroup
+	for _, end := range ends {
+		wg.Go(func() { end(nil) })
+	}
+	wg.Wait()
+
+	inserts := 0
+	for _, cmd := range sent.take() {
+		if strings.HasPrefix(cmd, "insert "+trailColl+" ") {
+			inserts++
+		}
+	}
+	assert.Equal(t, n, inserts, "inserts into the trail")
+	assert.Len(t, listed(t, s, org), n, "every event confirmed")
 }
