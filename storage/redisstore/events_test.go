@@ -49,3 +49,33 @@ func TestOldEventsSortBelowNewOnes(t *testing.T) {
 	assert.Equal(t, []string{"new-2", "new-1", "old-c", "old-b", "old-a"}, got)
 	assert.Equal(t, []int64{2, 1, -1, -2, -3}, seqs)
 }
+
+// A write whose script runs again with the same event (a resendable
+// script resent) records the event once and gives its Seq back: the
+// next event has the next Seq.
+func TestEventOfAScriptRunAgainIsRecordedOnce(t *testing.T) {
+	for name, client := range clients() {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			s, _ := usersWorld(t, client(t))
+			event := func(id string) *storage.Audit {
+				return &storage.Audit{Event: storage.Event{ID: id, Org: "acme", At: crashT0, ActorUsername: "system", Action: "user.instances.set"}}
+			}
+			c := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "Jumbo"}}
+			args := withAudit(event("once"), "robot", encode(toInstDoc(c)))
+			for range 2 {
+				require.Equal(t, "OK", s.run(ctx, setInstancesScript, "acme", args...).Val())
+			}
+			require.NoError(t, s.SetInstances(ctx, "acme", "robot", c, event("next")))
+			page, err := s.ListEvents(ctx, "acme", storage.EventQuery{Limit: 10})
+			require.NoError(t, err)
+			var got []string
+			var seqs []int64
+			for _, e := range page.Events {
+				got, seqs = append(got, e.ID), append(seqs, e.Seq)
+			}
+			assert.Equal(t, []string{"next", "once"}, got)
+			assert.Equal(t, []int64{2, 1}, seqs)
+		})
+	}
+}
