@@ -42,6 +42,8 @@ import "github.com/redis/go-redis/v9"
 //	seeded         set of seed marks (MarkSeeded)
 //	events         sorted set of audit events, scored by Seq (events.go)
 //	eseq           the Seq of the org's last audit event
+//	etrim          the DropBefore (15-digit ms) up to which the head of
+//	               events was last found trimmed (events.go)
 //
 // Global keys (their own slots), after "<prefix>":
 //
