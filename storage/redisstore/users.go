@@ -165,7 +165,7 @@ func (s *Store) listAllUsers(ctx context.Context, org string, q storage.UserQuer
 	if q.After != "" {
 		// Every member of the user q.After starts with q.After and a NUL
 		// byte, below q.After and the byte 1, which no username holds.
-		r = redis.ZRangeArgs{Key: base + "recs", Start: "[" + q.After + "", Stop: "+", ByLex: true, Count: int64(q.Limit) + 1}
+		r = redis.ZRangeArgs{Key: base + "recs", Start: "[" + q.After + "\x01", Stop: "+", ByLex: true, Count: int64(q.Limit) + 1}
 	}
 	for migrated := false; ; migrated = true {
 		var members *redis.StringSliceCmd
