@@ -120,8 +120,13 @@ func (s *Store) stepped(step string) error {
 // of recs, whose members hold the records, with the counts of recs and
 // of the users hash, in one MULTI/EXEC: no script, and one string per
 // user to parse. When the counts differ (an org written by an earlier
-// version, which kept no recs), it builds recs once and reads again. A
-// page of service accounts or humans is one script (listUsersScript).
+// version, which kept no recs), it builds recs once and reads again.
+// Every write of this version keeps recs a subset of the users, so equal
+// counts mean the same users; a process of an earlier version still
+// writing to the same Redis would leave its changes to existing users out
+// of recs (not its creations, which change the count), so upgrade every
+// process before the pages are read. A page of service accounts or
+// humans is one script (listUsersScript).
 func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) (storage.UserPage, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
