@@ -27,10 +27,18 @@ import (
 // same step it drops the events at the head of the set (the oldest
 // stored) that are older than the Audit's DropBefore, up to
 // eventTrimBatch (one whose writer's clock ran behind a later one's
-// lingers until it reaches the head; listings filter it out), and, when
-// the set holds more than MaxPerOrg, the oldest beyond it (up to
-// eventTrimBatch): each write removes more than it adds, so the set never
-// stays above the bound.
+// lingers until it reaches the head; listings filter it out). Reading the
+// head costs more than the rest of the audit but INCR and ZADD, so the
+// org's key "<prefix>{o:<org>}:etrim" keeps the DropBefore of the last
+// write that left no event older than it at the head, and a write whose
+// DropBefore is less than eventTrimEvery milliseconds later skips the
+// check: an expired event lingers that much longer at most, which the
+// listings' own filter hides. One write
+// in eventBoundEvery (those whose Seq is a multiple of it) counts the set
+// and, when it holds more than MaxPerOrg, drops the oldest beyond it (up
+// to eventTrimBatch): so the set holds at most MaxPerOrg plus
+// eventBoundEvery events, and counting it costs a write a fraction of a
+// command.
 //
 // Events stored by an earlier version of this package have score 0 and
 // no Seq. The first listing of their org that meets one gives them all,
@@ -41,26 +49,52 @@ import (
 // auditScript.
 const eventTrimBatch = "128"
 
+// eventTrimEvery is how far (in milliseconds) a write's DropBefore must
+// pass the last one checked for the write to check the head of the set
+// again, in the Lua text of auditScript.
+const eventTrimEvery = "1000"
+
+// eventBoundEvery is how often (in Seqs) a write enforces MaxPerOrg, in
+// the Lua text of auditScript.
+const eventBoundEvery = "16"
+
 // auditScript defines audit(b, i), which records the event of ARGV[i]
 // (the member; ” for none) with the org's next Seq, unless the set holds
-// it already (a script run again), dropping those at the head older than
-// the bound ARGV[i+1] (” for none) and the oldest beyond ARGV[i+2]
-// events (0 for no bound).
+// it already (a script run again: the Seq taken is given back), dropping
+// those at the head older than the bound ARGV[i+1] (” for none; see
+// eventTrimEvery for when it looks) and,
+// when the Seq is a multiple of eventBoundEvery, the oldest beyond
+// ARGV[i+2] events (0 for no bound). ZADD NX tells whether the member was
+// new, so the long member is hashed once, not once to look it up and
+// again to add it.
 const auditScript = `
 local function audit(b, i)
   if ARGV[i] == nil or ARGV[i] == '' then return end
-  local z = b..'events'
-  if redis.call('ZSCORE', z, ARGV[i]) then return end
-  redis.call('ZADD', z, redis.call('INCR', b..'eseq'), ARGV[i])
-  if ARGV[i+1] ~= '' then
-    for _ = 1, ` + eventTrimBatch + ` do
-      local head = redis.call('ZRANGE', z, 0, 0)
-      if #head == 0 or string.sub(head[1], 1, 15) >= ARGV[i+1] then break end
-      redis.call('ZREMRANGEBYRANK', z, 0, 0)
+  local z, q = b..'events', b..'eseq'
+  local seq = redis.call('INCR', q)
+  if redis.call('ZADD', z, 'NX', seq, ARGV[i]) == 0 then
+    redis.call('DECR', q)
+    return
+  end
+  local bound = ARGV[i+1]
+  if bound ~= '' then
+    local t = b..'etrim'
+    local last = redis.call('GET', t)
+    if not last or tonumber(bound) - tonumber(last) >= ` + eventTrimEvery + ` then
+      local done = false
+      for _ = 1, ` + eventTrimBatch + ` do
+        local head = redis.call('ZRANGE', z, 0, 0)
+        if #head == 0 or string.sub(head[1], 1, 15) >= bound then
+          done = true
+          break
+        end
+        redis.call('ZREMRANGEBYRANK', z, 0, 0)
+      end
+      if done then redis.call('SET', t, bound) else redis.call('DEL', t) end
     end
   end
   local max = tonumber(ARGV[i+2])
-  if max > 0 then
+  if max > 0 and seq % ` + eventBoundEvery + ` == 0 then
     local over = redis.call('ZCARD', z) - max
     if over > 0 then redis.call('ZREMRANGEBYRANK', z, 0, math.min(over, ` + eventTrimBatch + `) - 1) end
   end

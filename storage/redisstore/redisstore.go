@@ -166,6 +166,7 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, org string, args ...a
 var resendable = map[*redis.Script]bool{
 	getUserScript:      true,
 	listUsersScript:    true,
+	migrateRecsScript:  true,
 	credentialScript:   true,
 	listActivityScript: true,
 	embedTargetScript:  true,

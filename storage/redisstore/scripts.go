@@ -18,8 +18,17 @@ import "github.com/redis/go-redis/v9"
 //	               string, which a remembered token location reads with
 //	               the pointer in one MGET; every script that changes those
 //	               fields rewrites it
-//	ix:all ix:sa ix:hu   sorted sets (score 0) of folded usernames: every
-//	               user, service accounts, humans; listed BYLEX
+//	recs           sorted set (score 0) of "<folded>\0<user>\n<inst>": every
+//	               user with its records, in the order of folded
+//	               usernames (which hold no NUL byte), listed BYLEX or by
+//	               rank: a page of all users is one ZRANGE, read without
+//	               a script (users.go); every script that changes the
+//	               users or inst fields replaces the member
+//	ix:sa ix:hu    sorted sets (score 0) of folded usernames: service
+//	               accounts, humans; listed BYLEX
+//	ix:all         the folded usernames of every user, as written by
+//	               earlier versions: removed when recs is built from the
+//	               hashes (migrateRecsScript)
 //	tok:<uid>      hash: token id -> token record (with its digest)
 //	toks:<uid>     the same records joined by newlines (which JSON never
 //	               holds raw), absent when there are none: what a listing
@@ -33,6 +42,8 @@ import "github.com/redis/go-redis/v9"
 //	seeded         set of seed marks (MarkSeeded)
 //	events         sorted set of audit events, scored by Seq (events.go)
 //	eseq           the Seq of the org's last audit event
+//	etrim          the DropBefore (15-digit ms) up to which the head of
+//	               events was last found trimmed (events.go)
 //
 // Global keys (their own slots), after "<prefix>":
 //
@@ -52,9 +63,19 @@ import "github.com/redis/go-redis/v9"
 // tokens.go), so a crash leaves at most a pointer to nothing, which never
 // authenticates.
 
-// orgBase is the Lua prelude that derives the org's key base from KEYS[1].
-const orgBase = `
+// orgBase is the Lua prelude that derives the org's key base from KEYS[1],
+// with userIDFunc.
+const orgBase = userIDFunc + `
 local b = string.sub(KEYS[1], 1, -4)
+`
+
+// userIDFunc defines userID(u), the id of the user record u. encode
+// writes the id first, so a pattern finds it far more cheaply than
+// cjson.decode of the whole record, which reads any other form.
+const userIDFunc = `
+local function userID(u)
+  return string.match(u, '^{"id":"([^"\\]*)"') or cjson.decode(u).id
+end
 `
 
 // relist defines relist(b, uid), which rewrites toks:<uid> from tok:<uid>
@@ -67,6 +88,15 @@ local function relist(b, uid)
   else
     redis.call('SET', b..'toks:'..uid, table.concat(recs, '\n'))
   end
+end
+`
+
+// setRec defines setRec(b, f, rec), which replaces the member of the
+// folded username f in recs by one holding rec ("<user>\n<inst>").
+const setRec = `
+local function setRec(b, f, rec)
+  redis.call('ZREMRANGEBYLEX', b..'recs', '['..f..'\0', '('..f..'\1')
+  redis.call('ZADD', b..'recs', 0, f..'\0'..rec)
 end
 `
 
@@ -83,9 +113,10 @@ local max = tonumber(ARGV[6])
 if max > 0 and redis.call('HLEN', b..'users') >= max then return 'LIMIT' end
 redis.call('HSET', b..'users', ARGV[1], ARGV[3])
 redis.call('HSET', b..'inst', ARGV[1], ARGV[4])
-redis.call('SET', b..'user:'..ARGV[2], ARGV[3]..'\n'..ARGV[4])
+local rec = ARGV[3]..'\n'..ARGV[4]
+redis.call('SET', b..'user:'..ARGV[2], rec)
 redis.call('HSET', b..'uid', ARGV[2], ARGV[1])
-redis.call('ZADD', b..'ix:all', 0, ARGV[1])
+redis.call('ZADD', b..'recs', 0, ARGV[1]..'\0'..rec)
 redis.call('ZADD', b..'ix:'..ARGV[5], 0, ARGV[1])
 audit(b, 7)
 return 'OK'
@@ -98,13 +129,15 @@ if not u then return false end
 return {u, redis.call('HGET', b..'inst', ARGV[1])}
 `)
 
-var updateUserScript = redis.NewScript(orgBase + auditScript + `
+var updateUserScript = redis.NewScript(orgBase + setRec + auditScript + `
 -- ARGV: id, user, inst, kind
 local f = redis.call('HGET', b..'uid', ARGV[1])
 if not f then return 'NOTFOUND' end
 redis.call('HSET', b..'users', f, ARGV[2])
 redis.call('HSET', b..'inst', f, ARGV[3])
-redis.call('SET', b..'user:'..ARGV[1], ARGV[2]..'\n'..ARGV[3])
+local rec = ARGV[2]..'\n'..ARGV[3]
+redis.call('SET', b..'user:'..ARGV[1], rec)
+setRec(b, f, rec)
 redis.call('ZREM', b..'ix:sa', f)
 redis.call('ZREM', b..'ix:hu', f)
 redis.call('ZADD', b..'ix:'..ARGV[4], 0, f)
@@ -112,12 +145,14 @@ audit(b, 5)
 return 'OK'
 `)
 
-var setInstancesScript = redis.NewScript(orgBase + auditScript + `
+var setInstancesScript = redis.NewScript(orgBase + setRec + auditScript + `
 -- ARGV: folded, inst
 local u = redis.call('HGET', b..'users', ARGV[1])
 if not u then return 'NOTFOUND' end
 redis.call('HSET', b..'inst', ARGV[1], ARGV[2])
-redis.call('SET', b..'user:'..cjson.decode(u).id, u..'\n'..ARGV[2])
+local rec = u..'\n'..ARGV[2]
+redis.call('SET', b..'user:'..userID(u), rec)
+setRec(b, ARGV[1], rec)
 audit(b, 3)
 return 'OK'
 `)
@@ -131,7 +166,7 @@ local f = ARGV[1]
 local u = redis.call('HGET', b..'users', f)
 if not u then return false end
 local i = redis.call('HGET', b..'inst', f)
-local id = cjson.decode(u).id
+local id = userID(u)
 local gone = {}
 local tk = b..'tok:'..id
 for _, v in ipairs(redis.call('HVALS', tk)) do
@@ -149,7 +184,7 @@ redis.call('ZREM', b..'active', f..'\0'..id)
 redis.call('HDEL', b..'users', f)
 redis.call('HDEL', b..'inst', f)
 redis.call('HDEL', b..'uid', id)
-redis.call('ZREM', b..'ix:all', f)
+redis.call('ZREMRANGEBYLEX', b..'recs', '['..f..'\0', '('..f..'\1')
 redis.call('ZREM', b..'ix:sa', f)
 redis.call('ZREM', b..'ix:hu', f)
 if ARGV[2] == '1' then
@@ -160,9 +195,11 @@ audit(b, 4)
 return {u, i or '', gone}
 `)
 
-// listUsersScript returns {total, names, users, insts} for one page: by keyset
-// (after the folded username ARGV[2], BYLEX) or by rank (ARGV[3] to
-// ARGV[4]), at most ARGV[5] users. Both cost O(log N + page), however deep.
+// listUsersScript returns {total, names, users, insts} for one page of
+// service accounts or humans (ARGV[1], "sa" or "hu"): by keyset (after
+// the folded username ARGV[2], BYLEX) or by rank (ARGV[3] to ARGV[4]),
+// at most ARGV[5] users. Both cost O(log N + page), however deep. A page
+// of all users reads recs instead, without a script (users.go).
 var listUsersScript = redis.NewScript(orgBase + `
 -- ARGV: index, after, first rank, last rank, count
 -- (the ranks are computed by the caller: Lua numbers lose large integers)
@@ -176,6 +213,23 @@ end
 local total = redis.call('ZCARD', ix)
 if #names == 0 then return {total, {}, {}, {}} end
 return {total, names, redis.call('HMGET', b..'users', unpack(names)), redis.call('HMGET', b..'inst', unpack(names))}
+`)
+
+// migrateRecsScript builds recs from the users and inst hashes, which
+// are the truth, and removes ix:all, which recs replaces: what a listing
+// of all users does once when it finds recs not counting the users, as in
+// an org written by an earlier version. It returns how many users recs
+// holds.
+var migrateRecsScript = redis.NewScript(orgBase + `
+local r = b..'recs'
+redis.call('DEL', r, b..'ix:all')
+local us = redis.call('HGETALL', b..'users')
+for j = 1, #us, 2 do
+  local f = us[j]
+  local i = redis.call('HGET', b..'inst', f) or ''
+  redis.call('ZADD', r, 0, f..'\0'..us[j+1]..'\n'..i)
+end
+return #us / 2
 `)
 
 // tokenRecord defines credential(b, uid, tid), which reads the token tid
@@ -202,7 +256,7 @@ local function target(b, name, tokens)
   if not u then return {false, false, false} end
   local recs = false
   if tokens == '1' then
-    recs = redis.call('GET', b..'toks:'..cjson.decode(u).id) or ''
+    recs = redis.call('GET', b..'toks:'..userID(u)) or ''
   end
   return {u, redis.call('HGET', b..'inst', name) or '', recs}
 end
@@ -244,7 +298,7 @@ return c
 // few as it can and passes the records as one string. Once the Store
 // knows where a token's records are, it reads them without the script
 // (credentialAt) when the request's target is the caller or none.
-var authenticateScript = redis.NewScript(targetRecords + `
+var authenticateScript = redis.NewScript(userIDFunc + targetRecords + `
 -- ARGV: prefix, target folded ('' for none), tokens ('1' or '0')
 local v = redis.call('GET', KEYS[1])
 if not v then return false end

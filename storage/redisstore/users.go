@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -115,19 +116,28 @@ func (s *Store) stepped(step string) error {
 	return s.step(step)
 }
 
-// ListUsers implements storage.Store.
+// ListUsers implements storage.Store. A page of all users is one ZRANGE
+// of recs, whose members hold the records, with the counts of recs and
+// of the users hash, in one MULTI/EXEC: no script, and one string per
+// user to parse. When the counts differ (an org written by an earlier
+// version, which kept no recs), it builds recs once and reads again.
+// Every write of this version keeps recs a subset of the users, so equal
+// counts mean the same users; a process of an earlier version still
+// writing to the same Redis would leave its changes to existing users out
+// of recs (not its creations, which change the count), so upgrade every
+// process before the pages are read. A page of service accounts or
+// humans is one script (listUsersScript).
 func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) (storage.UserPage, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	index := "all"
-	if q.ServiceAccount != nil {
-		index = kind(*q.ServiceAccount)
-	}
 	// No sorted set holds 2^53 members: a larger offset is past the end
 	// anyway, and clamping it keeps the ranks exact integers.
-	first := int(min(int64(q.Offset), 1<<53))
-	v, err := s.run(ctx, listUsersScript, org, index, q.After,
-		strconv.Itoa(first), strconv.Itoa(first+q.Limit), strconv.Itoa(q.Limit+1)).Slice()
+	first := int64(min(int64(q.Offset), 1<<53))
+	if q.ServiceAccount == nil {
+		return s.listAllUsers(ctx, org, q, first)
+	}
+	v, err := s.run(ctx, listUsersScript, org, kind(*q.ServiceAccount), q.After,
+		strconv.FormatInt(first, 10), strconv.FormatInt(first+int64(q.Limit), 10), strconv.Itoa(q.Limit+1)).Slice()
 	if err != nil {
 		return storage.UserPage{}, failed("list users", err)
 	}
@@ -151,6 +161,55 @@ func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) 
 		page.Users = append(page.Users, u)
 	}
 	return page, nil
+}
+
+// listAllUsers reads a page of all users from recs.
+func (s *Store) listAllUsers(ctx context.Context, org string, q storage.UserQuery, first int64) (storage.UserPage, error) {
+	base := s.orgBase(org)
+	r := redis.ZRangeArgs{Key: base + "recs", Start: first, Stop: first + int64(q.Limit)}
+	if q.After != "" {
+		// Every member of the user q.After starts with q.After and a NUL
+		// byte, below q.After and the byte 1, which no username holds.
+		r = redis.ZRangeArgs{Key: base + "recs", Start: "[" + q.After + "\x01", Stop: "+", ByLex: true, Count: int64(q.Limit) + 1}
+	}
+	for migrated := false; ; migrated = true {
+		var members *redis.StringSliceCmd
+		var recs, users *redis.IntCmd
+		_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			members = p.ZRangeArgs(ctx, r)
+			recs = p.ZCard(ctx, base+"recs")
+			users = p.HLen(ctx, base+"users")
+			return nil
+		})
+		if err != nil {
+			return storage.UserPage{}, failed("list users", err)
+		}
+		if recs.Val() != users.Val() && !migrated {
+			if err := s.run(ctx, migrateRecsScript, org).Err(); err != nil {
+				return storage.UserPage{}, failed("list users: build recs", err)
+			}
+			continue
+		}
+		ms := members.Val()
+		page := storage.UserPage{Users: slices.Grow(q.Into, min(len(ms), q.Limit)), Total: int(recs.Val())}
+		for _, m := range ms {
+			if len(page.Users)-len(q.Into) == q.Limit {
+				page.More = true
+				break
+			}
+			folded, rec, ok := strings.Cut(m, "\x00")
+			user, inst, ok2 := strings.Cut(rec, "\n")
+			if !ok || !ok2 {
+				return storage.UserPage{}, fmt.Errorf("redisstore: list users: corrupt member of %q", folded)
+			}
+			u, err := userFrom(org, folded, user, inst)
+			if err != nil {
+				return storage.UserPage{}, err
+			}
+			page.Users = append(page.Users, u)
+		}
+		return page, nil
+	}
 }
 
 // str returns v as a string; a nil reply (a missing field) is "".
