@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
-	"io"
 	"strings"
 	"time"
 
@@ -101,7 +100,7 @@ func (s *Service) CreateToken(ctx context.Context, a Auth, username string, in C
 	if u.ID != c.userID && !u.IsServiceAccount {
 		return Token{}, forbidden("tokens of a human user can only be created by that user")
 	}
-	value, err := newSecret(s.rand, tokenPrefix)
+	value, err := s.newSecret(tokenPrefix)
 	if err != nil {
 		return Token{}, internal("mint token", err)
 	}
@@ -298,9 +297,9 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 // newSecret returns prefix + 43 base62 characters carrying 256 random bits
 // + a 6-character base62 CRC-32 of the random part, a checksum with which
 // scanners can tell a real secret from a look-alike without asking us.
-func newSecret(r io.Reader, prefix string) (string, error) {
+func (s *Service) newSecret(prefix string) (string, error) {
 	var buf [32]byte
-	if _, err := io.ReadFull(r, buf[:]); err != nil {
+	if err := s.readRandom(buf[:]); err != nil {
 		return "", err
 	}
 	var out [len(tokenPrefix) + secretBodyLen + secretSumLen]byte
