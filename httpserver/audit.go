@@ -21,7 +21,7 @@ func (h *Handler) listAuditEvents(_ http.ResponseWriter, r *http.Request, c cred
 	var d decoder
 	var q orgadmin.AuditQuery
 	if v, ok := d.query(r); ok {
-		q.Limit = optional(d.queryInt(v, "limit"))
+		q.Limit = d.queryInt(v, "limit")
 		q.PageToken = v.Get("page_token")
 		fields := []*string{&q.Action, &q.Actor, &q.TargetKind, &q.TargetID, &q.TargetUsername}
 		for i, name := range auditFilters {

@@ -107,22 +107,23 @@ func (d *decoder) wrongType(want string, raw json.RawMessage, at []any) {
 	d.add(orgadmin.IssueInvalidType, fmt.Sprintf("Expected %s, received %s", want, kind(raw)), at)
 }
 
-// string decodes key as a string; absent, null or mistyped yields nil.
-func (d *decoder) string(o object, key string, required bool, path ...any) *string {
+// string decodes key as a string; absent, null or mistyped is unset.
+// (An Optional, not a pointer, which would put each value on the heap.)
+func (d *decoder) string(o object, key string, required bool, path ...any) orgadmin.Optional[string] {
 	raw := d.field(o, key, required, path)
 	if raw == nil {
-		return nil
+		return orgadmin.Optional[string]{}
 	}
 	if kind(raw) != "string" {
 		d.wrongType("string", raw, append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[string]{}
 	}
 	s := jsonString(raw)
 	if loneSurrogate(raw) {
 		d.add(orgadmin.IssueInvalidString, "String must be valid Unicode (no lone surrogate escapes)", append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[string]{}
 	}
-	return &s
+	return orgadmin.Some(s)
 }
 
 // loneSurrogate reports whether raw, a valid JSON string, escapes a UTF-16
@@ -174,51 +175,42 @@ func hex4(b []byte) rune {
 // int decodes key as a whole number: 4 and 4.0 are accepted, 2.5 is not.
 // Values beyond the int range are clamped, so that range checks report
 // them.
-func (d *decoder) int(o object, key string, required bool, path ...any) *int {
+func (d *decoder) int(o object, key string, required bool, path ...any) orgadmin.Optional[int] {
 	raw := d.field(o, key, required, path)
 	if raw == nil {
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	if kind(raw) != "number" {
 		d.wrongType("number", raw, append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		d.wrongType("number", raw, append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	if f != math.Trunc(f) {
 		d.add(orgadmin.IssueInvalidType, "Expected integer, received float", append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	n := math.MaxInt32 + 1.0
 	n = math.Max(-n, math.Min(n, f))
-	v := int(n)
-	return &v
+	return orgadmin.Some(int(n))
 }
 
 // seconds decodes key as a whole number of seconds (as int does) into a
 // duration; absent, null or mistyped is unset.
 func (d *decoder) seconds(o object, key string, required bool, path ...any) orgadmin.Optional[time.Duration] {
-	n := d.int(o, key, required, path...)
-	if n == nil {
+	n, ok := d.int(o, key, required, path...).Get()
+	if !ok {
 		return orgadmin.Optional[time.Duration]{}
 	}
-	return orgadmin.Some(time.Duration(*n) * time.Second)
+	return orgadmin.Some(time.Duration(n) * time.Second)
 }
 
 // optString is string as an Optional.
 func (d *decoder) optString(o object, key string, path ...any) orgadmin.Optional[string] {
-	return optional(d.string(o, key, false, path...))
-}
-
-// optional is *p as an Optional: unset for nil.
-func optional[T any](p *T) orgadmin.Optional[T] {
-	if p == nil {
-		return orgadmin.Optional[T]{}
-	}
-	return orgadmin.Some(*p)
+	return d.string(o, key, false, path...)
 }
 
 // object decodes key as an object; absent, null or mistyped yields nil.

@@ -35,11 +35,11 @@ func (d *decoder) instanceSide(cfg object, key string, scaling bool) orgadmin.In
 	}
 	path := []any{"config", key}
 	s := orgadmin.InstanceSide{
-		Size:     orgadmin.Size(deref(d.string(o, "instance_size", true, path...))),
+		Size:     orgadmin.Size(d.string(o, "instance_size", true, path...).Value),
 		Cooldown: d.seconds(o, "cooldown_seconds", false, path...),
 	}
 	if scaling {
-		s.FlockSize = deref(d.int(o, "flock_size", true, path...))
+		s.FlockSize = d.int(o, "flock_size", true, path...).Value
 	}
 	return s
 }

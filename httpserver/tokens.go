@@ -9,12 +9,12 @@ import (
 func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
 	d := h.readBody(w, r)
 	in := orgadmin.CreateTokenInput{
-		Name:        deref(d.string(d.body, "name", true)),
+		Name:        d.string(d.body, "name", true).Value,
 		TTL:         d.seconds(d.body, "ttl", false),
-		Description: deref(d.string(d.body, "description", false)),
+		Description: d.string(d.body, "description", false).Value,
 	}
-	if typ := d.string(d.body, "token_type", false); typ != nil {
-		in.Type = orgadmin.Some(orgadmin.TokenType(*typ))
+	if typ, ok := d.string(d.body, "token_type", false).Get(); ok {
+		in.Type = orgadmin.Some(orgadmin.TokenType(typ))
 	}
 	in.DecodeIssues = d.issues
 	t, err := h.svc.CreateToken(r.Context(), c.auth(), r.PathValue("username"), in)
