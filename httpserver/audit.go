@@ -17,7 +17,7 @@ var auditFilters = []string{"action", "actor", "target_kind", "target_id", "targ
 
 // listAuditEvents serves GET /ext/audit/events?limit=&page_token=&action=
 // &actor=&target_kind=&target_id=&target_username=&since=&until=.
-func (h *Handler) listAuditEvents(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) listAuditEvents(_ http.ResponseWriter, r *http.Request, c credential) (auditPage, error) {
 	var d decoder
 	var q orgadmin.AuditQuery
 	if v, ok := d.query(r); ok {

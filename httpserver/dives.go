@@ -6,7 +6,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c credential) (embedSessionAnswer, error) {
 	d := h.readBody(w, r)
 	in := orgadmin.CreateEmbedSessionInput{
 		Username:     d.string(d.body, "username", true).Value,

@@ -21,7 +21,7 @@ type answer interface {
 }
 
 // releaser is an answer that holds an array to give back once it is
-// written.
+// written (opReleased).
 type releaser interface {
 	release()
 }
@@ -34,7 +34,7 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return
 const maxPooledAnswer = 64 << 10
 
 // writeJSON writes a as the JSON body of a response with the given status.
-func writeJSON(w http.ResponseWriter, status int, a answer) {
+func writeJSON[A answer](w http.ResponseWriter, status int, a A) {
 	buf := answerBufs.Get().(*[]byte)
 	b := append(a.appendJSON((*buf)[:0]), '\n')
 	// The keys are in canonical form already, and the values share one

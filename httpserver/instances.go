@@ -7,12 +7,12 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c credential) (configAnswer, error) {
 	cfg, err := h.svc.GetInstanceConfig(r.Context(), c.auth(), r.PathValue("username"))
 	return configAnswer(cfg), err
 }
 
-func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c credential) (configAnswer, error) {
 	d := h.readBody(w, r)
 	var in orgadmin.SetInstanceConfigInput
 	if cfg := d.object(d.body, "config", true); cfg != nil {
@@ -52,7 +52,7 @@ func (d *decoder) instanceSide(cfg object, path []any, scaling bool) orgadmin.In
 	return s
 }
 
-func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c credential) (activeAccounts, error) {
 	accs, err := h.svc.GetActiveAccounts(r.Context(), c.auth())
 	return activeAccounts(accs), err
 }

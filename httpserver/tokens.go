@@ -6,7 +6,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credential) (tokenAnswer, error) {
 	d := h.readBody(w, r)
 	in := orgadmin.CreateTokenInput{
 		Name:        d.string(d.body, "name", true).Value,
@@ -21,12 +21,12 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credenti
 	return tokenAnswer(t), err
 }
 
-func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c credential) (tokenList, error) {
 	ts, err := h.svc.ListTokens(r.Context(), c.auth(), r.PathValue("username"))
 	return tokenList(ts), err
 }
 
-func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c credential) (emptyAnswer, error) {
 	err := h.svc.DeleteToken(r.Context(), c.auth(), r.PathValue("username"), r.PathValue("token_id"))
 	return emptyAnswer{}, err
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c credential) (serviceAccountAnswer, error) {
 	d := h.readBody(w, r)
 	in := orgadmin.CreateServiceAccountInput{
 		Username:    d.string(d.body, "username", true).Value,
@@ -22,7 +22,7 @@ func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c
 	return serviceAccountAnswer(u), err
 }
 
-func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c credential) (userPage, error) {
 	var d decoder
 	var opt orgadmin.ListUsersOptions
 	if q, ok := d.query(r); ok {
@@ -50,7 +50,7 @@ var userArrays = sync.Pool{New: func() any { return new([]orgadmin.User) }}
 // past a page of the largest size is left to the garbage collector.
 const maxPooledUsers = orgadmin.MaxUserPageSize
 
-func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c credential) (deletedUserAnswer, error) {
 	u, err := h.svc.DeleteUser(r.Context(), c.auth(), r.PathValue("username"))
 	return deletedUserAnswer(u), err
 }
