@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -48,6 +48,45 @@ type decoder struct {
 	// body is the request body's object; nil when the body is not one.
 	body   object
 	issues []orgadmin.Issue
+	// buf, when not nil, holds the body and the members of its objects
+	// (readBody), until release.
+	buf *bodyBuffers
+}
+
+// bodyBuffers are what reading a request body takes: its bytes and the
+// members of its objects, kept from one request to the next (bodies).
+// Nothing decoded from a body points into them: strings are copies, and
+// raw values are cloned (decoder.raw, decoder.array).
+type bodyBuffers struct {
+	text    bytes.Buffer
+	members object
+}
+
+// bodies holds the buffers of request bodies.
+var bodies = sync.Pool{New: func() any { return new(bodyBuffers) }}
+
+// maxPooledBody and maxPooledMembers bound the buffers bodies keeps;
+// larger ones are left to the garbage collector.
+const (
+	maxPooledBody    = 64 << 10
+	maxPooledMembers = 1 << 10
+)
+
+// release gives d's buffers back, once the request is decoded and its
+// Service call made; d may not be used after.
+func (d *decoder) release() {
+	b := d.buf
+	if b == nil {
+		return
+	}
+	*d = decoder{}
+	if b.text.Cap() > maxPooledBody || cap(b.members) > maxPooledMembers {
+		return
+	}
+	b.text.Reset()
+	clear(b.members[:cap(b.members)]) // keeps no key alive
+	b.members = b.members[:0]
+	bodies.Put(b)
 }
 
 func (d *decoder) add(code orgadmin.IssueCode, msg string, path []any) {
@@ -241,7 +280,15 @@ func (d *decoder) item(raw json.RawMessage, path []any) object {
 // given twice (where json.Unmarshal lets the last one win) is an issue at
 // that key, which is then left out, like a field of the wrong type.
 func (d *decoder) members(raw []byte, path []any, last string) object {
-	o := splitObject(raw)
+	var o object
+	if d.buf != nil {
+		// After the members of the objects read before, which keep
+		// theirs: each object is read whole, at once.
+		all := splitObjectInto(d.buf.members, raw)
+		o, d.buf.members = all[len(d.buf.members):len(all):len(all)], all
+	} else {
+		o = splitObject(raw)
+	}
 	seen := map[string]int{} // how often each key came so far
 	twice := false
 	for _, m := range o {
@@ -280,7 +327,11 @@ func at(path []any, last string) []any {
 // (BENCHMARKS.md, "The request body, read once"); a fuzz target holds it
 // to encoding/json.
 func splitObject(raw []byte) object {
-	o := make(object, 0, smallObject)
+	return splitObjectInto(make(object, 0, smallObject), raw)
+}
+
+// splitObjectInto is splitObject appending to o.
+func splitObjectInto(o object, raw []byte) object {
 	i := 1 // past the '{'
 	for {
 		i = skipSpace(raw, i)
@@ -382,11 +433,14 @@ func (d *decoder) raw(o object, key string) json.RawMessage {
 
 // readBody reads the request body, which must be one JSON object in
 // valid UTF-8 of at most the Handler's MaxBodyBytes, into a decoder of its
-// members. What is wrong with the body as a whole is the decoder's one
-// issue, at the empty path; its object is then nil.
+// members, to be released once the Service is called. What is wrong with
+// the body as a whole is the decoder's one issue, at the empty path; its
+// object is then nil.
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) decoder {
-	var d decoder // returned by value: it stays in its handler's frame
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	// Returned by value: it stays in its handler's frame.
+	d := decoder{buf: bodies.Get().(*bodyBuffers)}
+	_, err := d.buf.text.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody))
+	body := d.buf.text.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

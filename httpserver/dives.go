@@ -8,6 +8,7 @@ import (
 
 func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c credential) (embedSessionAnswer, error) {
 	d := h.readBody(w, r)
+	defer d.release()
 	in := orgadmin.CreateEmbedSessionInput{
 		Username:     d.string(d.body, "username", true).Value,
 		SessionName:  d.optString(d.body, "session_name"),

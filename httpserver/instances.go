@@ -14,6 +14,7 @@ func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c cr
 
 func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c credential) (configAnswer, error) {
 	d := h.readBody(w, r)
+	defer d.release()
 	var in orgadmin.SetInstanceConfigInput
 	if cfg := d.object(d.body, "config", true); cfg != nil {
 		in.Config = orgadmin.InstanceConfig{

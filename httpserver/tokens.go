@@ -8,6 +8,7 @@ import (
 
 func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credential) (tokenAnswer, error) {
 	d := h.readBody(w, r)
+	defer d.release()
 	in := orgadmin.CreateTokenInput{
 		Name:        d.string(d.body, "name", true).Value,
 		TTL:         d.seconds(d.body, "ttl", false),

@@ -13,6 +13,7 @@ import (
 
 func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c credential) (serviceAccountAnswer, error) {
 	d := h.readBody(w, r)
+	defer d.release()
 	in := orgadmin.CreateServiceAccountInput{
 		Username:    d.string(d.body, "username", true).Value,
 		Description: d.string(d.body, "description", false).Value,
