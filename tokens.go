@@ -346,13 +346,24 @@ func encodeBase62(dst, src []byte) {
 		pos := len(src) - 1 - i // byte position from the least significant end
 		limbs[len(limbs)-1-pos/4] |= uint32(b) << (8 * (pos % 4))
 	}
-	for i := len(dst) - 1; i >= 0; i-- {
+	// Each pass divides by 62^5, the largest power of 62 below 1<<32,
+	// and writes the remainder's five digits: a fifth of the passes over
+	// the limbs that one digit per pass takes. Limbs that have come down
+	// to zero at the top are skipped.
+	const pow = 62 * 62 * 62 * 62 * 62
+	for i := len(dst) - 1; i >= 0; {
+		for len(limbs) > 0 && limbs[0] == 0 {
+			limbs = limbs[1:]
+		}
 		var rem uint64
 		for j := range limbs {
 			cur := rem<<32 | uint64(limbs[j])
-			limbs[j] = uint32(cur / 62) // #nosec G115 -- rem < 62, so cur < 62<<32 and cur/62 < 1<<32
-			rem = cur % 62
+			limbs[j] = uint32(cur / pow) // #nosec G115 -- rem < pow, so cur < pow<<32 and cur/pow < 1<<32
+			rem = cur % pow
 		}
-		dst[i] = base62[rem]
+		for k := 0; k < 5 && i >= 0; k, i = k+1, i-1 {
+			dst[i] = base62[rem%62]
+			rem /= 62
+		}
 	}
 }
