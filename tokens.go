@@ -30,14 +30,16 @@ type Token struct {
 func (t Token) ReadOnly() bool { return t.Type == TokenReadScaling }
 
 func tokenFromRecord(t storage.Token) Token {
-	return Token{
-		ID:          t.ID,
-		Name:        t.Name,
-		Description: t.Description,
-		ExpireAt:    t.ExpiresAt,
-		CreatedAt:   t.CreatedAt,
-		Type:        TokenType(t.Type),
-	}
+	var out Token
+	setToken(&out, &t)
+	return out
+}
+
+// setToken sets every field of *dst from the record t (no Value: a
+// record has none), field by field, as setUser does.
+func setToken(dst *Token, t *storage.Token) {
+	dst.Value, dst.ID, dst.Name, dst.Description = "", t.ID, t.Name, t.Description
+	dst.ExpireAt, dst.CreatedAt, dst.Type = t.ExpiresAt, t.CreatedAt, TokenType(t.Type)
 }
 
 // CreateTokenInput is the body of create token.
@@ -203,8 +205,8 @@ func (s *Service) ListTokens(ctx context.Context, a Auth, username string) ([]To
 
 func tokensFromRecords(recs []storage.Token) []Token {
 	out := make([]Token, len(recs))
-	for i, t := range recs {
-		out[i] = tokenFromRecord(t)
+	for i := range recs {
+		setToken(&out[i], &recs[i])
 	}
 	return out
 }

@@ -31,3 +31,22 @@ func TestSetUserSetsEveryField(t *testing.T) {
 		t.Errorf("over a stale User: %+v, want %+v", got, want)
 	}
 }
+
+// TestSetTokenSetsEveryField is TestSetUserSetsEveryField for tokens.
+func TestSetTokenSetsEveryField(t *testing.T) {
+	rec := storage.Token{ID: "tid", Name: "ci", Type: "read_write", CreatedAt: time.UnixMilli(1)}
+	var want Token
+	setToken(&want, &rec)
+	got := Token{Value: "stale", ID: "stale", Name: "stale", Description: "stale",
+		ExpireAt: time.Unix(99, 0), CreatedAt: time.Unix(99, 0), Type: "stale"}
+	v := reflect.ValueOf(got)
+	for i := range v.NumField() {
+		if v.Field(i).IsZero() {
+			t.Fatalf("the stale Token leaves %s zero: give it a value", v.Type().Field(i).Name)
+		}
+	}
+	setToken(&got, &rec)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("over a stale Token: %+v, want %+v", got, want)
+	}
+}

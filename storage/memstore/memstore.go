@@ -480,7 +480,8 @@ func (s *Store) liveTokens(dst []storage.Token, u *userRec, liveAt time.Time) []
 	for tr := u.tokens; tr != 0; {
 		t := s.tokens.at(tr)
 		if t.liveAt(liveAt) {
-			out = append(out, t.record(org, uid))
+			out = append(out, storage.Token{})
+			t.recordInto(&out[len(out)-1], org, uid)
 		}
 		tr = t.next
 	}

@@ -127,17 +127,17 @@ func (t *tokenRec) str(i int) string { return cut(t.s, t.ends[:], i) }
 // record returns the storage.Token t holds, of the user userID of the org
 // orgID.
 func (t *tokenRec) record(orgID, userID string) storage.Token {
-	return storage.Token{
-		ID:          t.str(tID),
-		Org:         orgID,
-		UserID:      userID,
-		Digest:      t.digest,
-		Name:        t.str(tName),
-		Description: t.str(tDescription),
-		Type:        t.str(tType),
-		CreatedAt:   t.created,
-		ExpiresAt:   t.expires,
-	}
+	var r storage.Token
+	t.recordInto(&r, orgID, userID)
+	return r
+}
+
+// recordInto sets every field of *r to those of the token t holds, as
+// record returns them, field by field (see userRec.recordInto).
+func (t *tokenRec) recordInto(r *storage.Token, orgID, userID string) {
+	r.ID, r.Org, r.UserID, r.Digest = t.str(tID), orgID, userID, t.digest
+	r.Name, r.Description, r.Type = t.str(tName), t.str(tDescription), t.str(tType)
+	r.CreatedAt, r.ExpiresAt = t.created, t.expires
 }
 
 // less orders the tokens of a user: by CreatedAt, then ID.

@@ -290,18 +290,27 @@ func TestRecordIntoSetsEveryField(t *testing.T) {
 	e.set(storage.User{ID: "id", Username: "Alice", Role: "Member", CreatedAt: time.UnixMilli(1)}, "Alice", "alice")
 	var want storage.User
 	e.recordInto(&want, "org")
-	got := filledUser(t)
+	got := filled[storage.User](t)
 	e.recordInto(&got, "org")
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("over a filled User: %+v, want %+v", got, want)
 	}
+
+	tr := newTokenRec(storage.Token{ID: "tid", Name: "ci", Type: "read_write", CreatedAt: time.UnixMilli(1)}, 1)
+	var wantToken storage.Token
+	tr.recordInto(&wantToken, "org", "uid")
+	gotToken := filled[storage.Token](t)
+	tr.recordInto(&gotToken, "org", "uid")
+	if !reflect.DeepEqual(gotToken, wantToken) {
+		t.Errorf("over a filled Token: %+v, want %+v", gotToken, wantToken)
+	}
 }
 
-// filledUser returns a storage.User with every field, nested ones
-// included, set to a value other than its zero.
-func filledUser(t *testing.T) storage.User {
+// filled returns a T with every field, nested ones included, set to a
+// value other than its zero.
+func filled[T any](t *testing.T) T {
 	t.Helper()
-	var u storage.User
+	var u T
 	var fill func(v reflect.Value)
 	fill = func(v reflect.Value) {
 		switch v.Kind() {
@@ -311,6 +320,12 @@ func filledUser(t *testing.T) storage.User {
 			v.SetBool(true)
 		case reflect.Int:
 			v.SetInt(7)
+		case reflect.Uint8:
+			v.SetUint(7)
+		case reflect.Array:
+			for i := range v.Len() {
+				fill(v.Index(i))
+			}
 		case reflect.Slice:
 			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
 			fill(v.Index(0))
