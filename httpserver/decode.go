@@ -286,6 +286,9 @@ func (d *decoder) members(raw []byte, path []any, last string) object {
 		// theirs: each object is read whole, at once.
 		all := splitObjectInto(d.buf.members, raw)
 		o, d.buf.members = all[len(d.buf.members):len(all):len(all)], all
+		if o == nil {
+			o = object{} // {} is an empty object, not a missing one
+		}
 	} else {
 		o = splitObject(raw)
 	}

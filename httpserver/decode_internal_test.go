@@ -92,3 +92,13 @@ func TestReadBodyRelease(t *testing.T) {
 	// Decoded strings are copies, not views of the reused buffers.
 	assert.Equal(t, []string{"", "a token", ""}, kept)
 }
+
+// TestMembersEmptyObjectFreshBuffers reads {} into buffers that have held
+// nothing yet (a new pool entry): an empty object, not a missing one.
+func TestMembersEmptyObjectFreshBuffers(t *testing.T) {
+	d := decoder{buf: new(bodyBuffers)}
+	o := d.members([]byte(`{}`), []any{}, "")
+	assert.NotNil(t, o, "an empty object is not a missing one")
+	assert.Empty(t, o)
+	assert.Empty(t, d.issues)
+}
