@@ -237,28 +237,29 @@ func (s *Service) emit(ctx context.Context, ev storage.Event) {
 
 // configJSON is an instance configuration in the API's shape, for the
 // before and after of an event.
+// Its sides are values, not pointers, each of which would be an
+// allocation: an effective cooldown is never zero, so zero is an unset one
+// (on a pulse side), and flock_size is a field of the read-scaling side
+// only.
 func configJSON(c storage.InstanceConfig) []byte {
-	type side struct {
-		Size      Size   `json:"instance_size"`
-		FlockSize *int   `json:"flock_size,omitempty"`
-		Cooldown  *int64 `json:"cooldown_seconds,omitempty"`
+	type readWrite struct {
+		Size     Size  `json:"instance_size"`
+		Cooldown int64 `json:"cooldown_seconds,omitzero"`
 	}
-	conv := func(s InstanceSide, scaling bool) side {
-		out := side{Size: s.Size}
-		if scaling {
-			out.FlockSize = &s.FlockSize
-		}
-		if d, ok := s.Cooldown.Get(); ok {
-			secs := int64(d / time.Second)
-			out.Cooldown = &secs
-		}
-		return out
+	type readScaling struct {
+		Size      Size  `json:"instance_size"`
+		FlockSize int   `json:"flock_size"`
+		Cooldown  int64 `json:"cooldown_seconds,omitzero"`
 	}
+	secs := func(s InstanceSide) int64 { return int64(s.Cooldown.Value / time.Second) } // 0 when unset
 	cfg := configFromRecord(c)
 	b, _ := json.Marshal(struct {
-		ReadWrite   side `json:"read_write"`
-		ReadScaling side `json:"read_scaling"`
-	}{conv(cfg.ReadWrite, false), conv(cfg.ReadScaling, true)}) // cannot fail
+		ReadWrite   readWrite   `json:"read_write"`
+		ReadScaling readScaling `json:"read_scaling"`
+	}{
+		readWrite{cfg.ReadWrite.Size, secs(cfg.ReadWrite)},
+		readScaling{cfg.ReadScaling.Size, cfg.ReadScaling.FlockSize, secs(cfg.ReadScaling)},
+	}) // cannot fail
 	return b
 }
 

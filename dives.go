@@ -239,7 +239,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	if !u.IsServiceAccount {
 		return "", badRequest(Issue{Message: "Embed sessions can only be created for service accounts", Path: NewPath("username"), Code: IssueNotAllowed})
 	}
-	value, err := newSecret(s.rand, sessionPrefix)
+	value, err := s.newSecret(sessionPrefix)
 	if err != nil {
 		return "", internal("mint session", err)
 	}

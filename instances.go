@@ -64,12 +64,18 @@ type InstanceSide struct {
 
 // check adds every problem of c to is, under path.
 func (c InstanceConfig) check(is *issues, path ...any) {
-	checkSide(is, c.ReadWrite, false, append(slices.Clip(path), "read_write")...)
-	checkSide(is, c.ReadScaling, true, append(slices.Clip(path), "read_scaling")...)
+	var buf [maxCheckDepth]any // the sides' paths, on the stack
+	checkSide(is, c.ReadWrite, false, append(append(buf[:0], path...), "read_write")...)
+	checkSide(is, c.ReadScaling, true, append(append(buf[:0], path...), "read_scaling")...)
 }
 
+// maxCheckDepth is the depth of path a check builds on its stack; a
+// deeper one (a seed's) is built on the heap.
+const maxCheckDepth = 8
+
 func checkSide(is *issues, s InstanceSide, scaling bool, path ...any) {
-	at := func(field string) []any { return append(slices.Clip(path), field) }
+	var buf [maxCheckDepth]any // a field's path, on the stack
+	at := func(field string) []any { return append(append(buf[:0], path...), field) }
 	if s.Size == "" {
 		is.required(at("instance_size")...)
 	} else {

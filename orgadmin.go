@@ -226,7 +226,7 @@ func (s *Service) clock() time.Time {
 // their creation within a Service whatever its clock says.
 func (s *Service) newID() (string, error) {
 	var id uuid.UUID
-	if _, err := io.ReadFull(s.rand, id[:]); err != nil {
+	if err := s.readRandom(id[:]); err != nil {
 		return "", internal("new id", err)
 	}
 	ms := uint64(max(s.now().UnixMilli(), 0)) & (1<<48 - 1)
@@ -242,6 +242,23 @@ func (s *Service) newID() (string, error) {
 	id[7] = byte(seq)           // #nosec G115 -- the sequence's low byte, kept on purpose
 	id[8] = id[8]&0x3f | 0x80   // RFC 9562 variant
 	return id.String(), nil
+}
+
+// readRandom fills b from the Service's source of randomness. b stays
+// where the caller has it (on its stack): the default source,
+// crypto/rand, is read in place, and any other through a buffer of its
+// own, since an io.Reader may keep the slice it is given.
+func (s *Service) readRandom(b []byte) error {
+	if s.rand == rand.Reader {
+		_, err := rand.Read(b)
+		return err
+	}
+	buf := make([]byte, len(b))
+	if _, err := io.ReadFull(s.rand, buf); err != nil {
+		return err
+	}
+	copy(b, buf)
+	return nil
 }
 
 // Ping reports whether the store answers.

@@ -98,7 +98,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 	}
 	value := in.Token
 	if value == "" {
-		if value, err = newSecret(s.rand, tokenPrefix); err != nil {
+		if value, err = s.newSecret(tokenPrefix); err != nil {
 			return "", internal("mint token", err)
 		}
 	} else if err := s.checkBootstrapToken(ctx, &u, value); err != nil {

@@ -61,3 +61,28 @@ func TestEncodeBase62MatchesBigInt(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeBase62Checksum checks the checksum's encoding (4 bytes into
+// 6 digits, a last pass of one digit) against math/big, and the padding
+// of small numbers.
+func TestEncodeBase62Checksum(t *testing.T) {
+	for _, src := range [][]byte{{0, 0, 0, 0}, {0, 0, 0, 61}, {0, 0, 0, 62}, {0x12, 0x34, 0x56, 0x78}, {0xff, 0xff, 0xff, 0xff}} {
+		got := make([]byte, secretSumLen)
+		encodeBase62(got, src)
+		want := new(big.Int).SetBytes(src).Text(62)
+		want = strings.Repeat("0", secretSumLen-len(want)) + want
+		// big.Int's base-62 digits are 0-9a-zA-Z; ours are 0-9A-Za-z.
+		want = strings.Map(func(c rune) rune {
+			switch {
+			case 'a' <= c && c <= 'z':
+				return c - 'a' + 'A'
+			case 'A' <= c && c <= 'Z':
+				return c - 'A' + 'a'
+			}
+			return c
+		}, want)
+		if string(got) != want {
+			t.Errorf("encodeBase62(%x) = %s, want %s", src, got, want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
-	"io"
 	"strings"
 	"time"
 
@@ -31,14 +30,16 @@ type Token struct {
 func (t Token) ReadOnly() bool { return t.Type == TokenReadScaling }
 
 func tokenFromRecord(t storage.Token) Token {
-	return Token{
-		ID:          t.ID,
-		Name:        t.Name,
-		Description: t.Description,
-		ExpireAt:    t.ExpiresAt,
-		CreatedAt:   t.CreatedAt,
-		Type:        TokenType(t.Type),
-	}
+	var out Token
+	setToken(&out, &t)
+	return out
+}
+
+// setToken sets every field of *dst from the record t (no Value: a
+// record has none), field by field, as setUser does.
+func setToken(dst *Token, t *storage.Token) {
+	dst.Value, dst.ID, dst.Name, dst.Description = "", t.ID, t.Name, t.Description
+	dst.ExpireAt, dst.CreatedAt, dst.Type = t.ExpiresAt, t.CreatedAt, TokenType(t.Type)
 }
 
 // CreateTokenInput is the body of create token.
@@ -101,7 +102,7 @@ func (s *Service) CreateToken(ctx context.Context, a Auth, username string, in C
 	if u.ID != c.userID && !u.IsServiceAccount {
 		return Token{}, forbidden("tokens of a human user can only be created by that user")
 	}
-	value, err := newSecret(s.rand, tokenPrefix)
+	value, err := s.newSecret(tokenPrefix)
 	if err != nil {
 		return Token{}, internal("mint token", err)
 	}
@@ -204,8 +205,8 @@ func (s *Service) ListTokens(ctx context.Context, a Auth, username string) ([]To
 
 func tokensFromRecords(recs []storage.Token) []Token {
 	out := make([]Token, len(recs))
-	for i, t := range recs {
-		out[i] = tokenFromRecord(t)
+	for i := range recs {
+		setToken(&out[i], &recs[i])
 	}
 	return out
 }
@@ -298,9 +299,9 @@ const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 // newSecret returns prefix + 43 base62 characters carrying 256 random bits
 // + a 6-character base62 CRC-32 of the random part, a checksum with which
 // scanners can tell a real secret from a look-alike without asking us.
-func newSecret(r io.Reader, prefix string) (string, error) {
+func (s *Service) newSecret(prefix string) (string, error) {
 	var buf [32]byte
-	if _, err := io.ReadFull(r, buf[:]); err != nil {
+	if err := s.readRandom(buf[:]); err != nil {
 		return "", err
 	}
 	var out [len(tokenPrefix) + secretBodyLen + secretSumLen]byte
@@ -347,13 +348,24 @@ func encodeBase62(dst, src []byte) {
 		pos := len(src) - 1 - i // byte position from the least significant end
 		limbs[len(limbs)-1-pos/4] |= uint32(b) << (8 * (pos % 4))
 	}
-	for i := len(dst) - 1; i >= 0; i-- {
+	// Each pass divides by 62^5, the largest power of 62 below 1<<32,
+	// and writes the remainder's five digits: a fifth of the passes over
+	// the limbs that one digit per pass takes. Limbs that have come down
+	// to zero at the top are skipped.
+	const pow = 62 * 62 * 62 * 62 * 62
+	for i := len(dst) - 1; i >= 0; {
+		for len(limbs) > 0 && limbs[0] == 0 {
+			limbs = limbs[1:]
+		}
 		var rem uint64
 		for j := range limbs {
 			cur := rem<<32 | uint64(limbs[j])
-			limbs[j] = uint32(cur / 62) // #nosec G115 -- rem < 62, so cur < 62<<32 and cur/62 < 1<<32
-			rem = cur % 62
+			limbs[j] = uint32(cur / pow) // #nosec G115 -- rem < pow, so cur < pow<<32 and cur/pow < 1<<32
+			rem = cur % pow
 		}
-		dst[i] = base62[rem]
+		for k := 0; k < 5 && i >= 0; k, i = k+1, i-1 {
+			dst[i] = base62[rem%62]
+			rem /= 62
+		}
 	}
 }

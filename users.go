@@ -27,20 +27,20 @@ type User struct {
 	CreatedAt        time.Time
 }
 
-func userFromRecord(u storage.User) User {
-	return User{
-		ID:               u.ID,
-		Org:              u.Org,
-		Username:         u.Username,
-		Description:      u.Description,
-		IsServiceAccount: u.IsServiceAccount,
-		Role:             Role(u.Role),
-		Privileges:       u.Privileges,
-		Email:            u.Email,
-		FirstName:        u.FirstName,
-		LastName:         u.LastName,
-		CreatedAt:        u.CreatedAt,
-	}
+func userFromRecord(u *storage.User) User {
+	var out User
+	setUser(&out, u)
+	return out
+}
+
+// setUser sets every field of *dst from the record u, field by field: a
+// page's users are written where the page holds them, without a User
+// built aside and copied over.
+func setUser(dst *User, u *storage.User) {
+	dst.ID, dst.Org, dst.Username, dst.Description = u.ID, u.Org, u.Username, u.Description
+	dst.IsServiceAccount, dst.Role, dst.Privileges = u.IsServiceAccount, Role(u.Role), u.Privileges
+	dst.Email, dst.FirstName, dst.LastName = u.Email, u.FirstName, u.LastName
+	dst.CreatedAt = u.CreatedAt
 }
 
 // CreateServiceAccountInput is the body of create service account.
@@ -168,7 +168,7 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser, who ac
 		return User{}, internal("create user", err)
 	}
 	s.emit(ctx, ev)
-	return userFromRecord(rec), nil
+	return userFromRecord(&rec), nil
 }
 
 // taken reports whether err is createUser's answer to a username that is
@@ -205,7 +205,7 @@ func (s *Service) GetUser(ctx context.Context, org, username string) (User, erro
 	if err != nil {
 		return User{}, err
 	}
-	return userFromRecord(u), nil
+	return userFromRecord(&u), nil
 }
 
 // GrantPrivilege adds a privilege to the user of org named username. It
@@ -266,7 +266,7 @@ func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User
 		return User{}, s.storeErr("delete user", err, "user", "username")
 	}
 	s.emit(ctx, ev)
-	return userFromRecord(u), nil
+	return userFromRecord(&u), nil
 }
 
 // ListUsersOptions selects a page of users. Unset fields take their
@@ -327,8 +327,9 @@ func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (
 		return UserPage{}, internal("list users", err)
 	}
 	out := UserPage{Users: slices.Grow(opt.Into[:0], len(page.Users)), TotalCount: page.Total}
-	for _, u := range page.Users {
-		out.Users = append(out.Users, userFromRecord(u))
+	out.Users = out.Users[:len(page.Users)]
+	for i := range page.Users {
+		setUser(&out.Users[i], &page.Users[i])
 	}
 	if out.Users == nil {
 		out.Users = []User{} // an empty page, not none

@@ -17,11 +17,11 @@ var auditFilters = []string{"action", "actor", "target_kind", "target_id", "targ
 
 // listAuditEvents serves GET /ext/audit/events?limit=&page_token=&action=
 // &actor=&target_kind=&target_id=&target_username=&since=&until=.
-func (h *Handler) listAuditEvents(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) listAuditEvents(_ http.ResponseWriter, r *http.Request, c credential) (auditPage, error) {
 	var d decoder
 	var q orgadmin.AuditQuery
 	if v, ok := d.query(r); ok {
-		q.Limit = optional(d.queryInt(v, "limit"))
+		q.Limit = d.queryInt(v, "limit")
 		q.PageToken = v.Get("page_token")
 		fields := []*string{&q.Action, &q.Actor, &q.TargetKind, &q.TargetID, &q.TargetUsername}
 		for i, name := range auditFilters {

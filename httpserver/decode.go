@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -48,6 +48,45 @@ type decoder struct {
 	// body is the request body's object; nil when the body is not one.
 	body   object
 	issues []orgadmin.Issue
+	// buf, when not nil, holds the body and the members of its objects
+	// (readBody), until release.
+	buf *bodyBuffers
+}
+
+// bodyBuffers are what reading a request body takes: its bytes and the
+// members of its objects, kept from one request to the next (bodies).
+// Nothing decoded from a body points into them: strings are copies, and
+// raw values are cloned (decoder.raw, decoder.array).
+type bodyBuffers struct {
+	text    bytes.Buffer
+	members object
+}
+
+// bodies holds the buffers of request bodies.
+var bodies = sync.Pool{New: func() any { return new(bodyBuffers) }}
+
+// maxPooledBody and maxPooledMembers bound the buffers bodies keeps;
+// larger ones are left to the garbage collector.
+const (
+	maxPooledBody    = 64 << 10
+	maxPooledMembers = 1 << 10
+)
+
+// release gives d's buffers back, once the request is decoded and its
+// Service call made; d may not be used after.
+func (d *decoder) release() {
+	b := d.buf
+	if b == nil {
+		return
+	}
+	*d = decoder{}
+	if b.text.Cap() > maxPooledBody || cap(b.members) > maxPooledMembers {
+		return
+	}
+	b.text.Reset()
+	clear(b.members[:cap(b.members)]) // keeps no key alive
+	b.members = b.members[:0]
+	bodies.Put(b)
 }
 
 func (d *decoder) add(code orgadmin.IssueCode, msg string, path []any) {
@@ -107,22 +146,23 @@ func (d *decoder) wrongType(want string, raw json.RawMessage, at []any) {
 	d.add(orgadmin.IssueInvalidType, fmt.Sprintf("Expected %s, received %s", want, kind(raw)), at)
 }
 
-// string decodes key as a string; absent, null or mistyped yields nil.
-func (d *decoder) string(o object, key string, required bool, path ...any) *string {
+// string decodes key as a string; absent, null or mistyped is unset.
+// (An Optional, not a pointer, which would put each value on the heap.)
+func (d *decoder) string(o object, key string, required bool, path ...any) orgadmin.Optional[string] {
 	raw := d.field(o, key, required, path)
 	if raw == nil {
-		return nil
+		return orgadmin.Optional[string]{}
 	}
 	if kind(raw) != "string" {
 		d.wrongType("string", raw, append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[string]{}
 	}
 	s := jsonString(raw)
 	if loneSurrogate(raw) {
 		d.add(orgadmin.IssueInvalidString, "String must be valid Unicode (no lone surrogate escapes)", append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[string]{}
 	}
-	return &s
+	return orgadmin.Some(s)
 }
 
 // loneSurrogate reports whether raw, a valid JSON string, escapes a UTF-16
@@ -174,51 +214,42 @@ func hex4(b []byte) rune {
 // int decodes key as a whole number: 4 and 4.0 are accepted, 2.5 is not.
 // Values beyond the int range are clamped, so that range checks report
 // them.
-func (d *decoder) int(o object, key string, required bool, path ...any) *int {
+func (d *decoder) int(o object, key string, required bool, path ...any) orgadmin.Optional[int] {
 	raw := d.field(o, key, required, path)
 	if raw == nil {
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	if kind(raw) != "number" {
 		d.wrongType("number", raw, append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	f, err := strconv.ParseFloat(string(raw), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		d.wrongType("number", raw, append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	if f != math.Trunc(f) {
 		d.add(orgadmin.IssueInvalidType, "Expected integer, received float", append(slices.Clip(path), key))
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	n := math.MaxInt32 + 1.0
 	n = math.Max(-n, math.Min(n, f))
-	v := int(n)
-	return &v
+	return orgadmin.Some(int(n))
 }
 
 // seconds decodes key as a whole number of seconds (as int does) into a
 // duration; absent, null or mistyped is unset.
 func (d *decoder) seconds(o object, key string, required bool, path ...any) orgadmin.Optional[time.Duration] {
-	n := d.int(o, key, required, path...)
-	if n == nil {
+	n, ok := d.int(o, key, required, path...).Get()
+	if !ok {
 		return orgadmin.Optional[time.Duration]{}
 	}
-	return orgadmin.Some(time.Duration(*n) * time.Second)
+	return orgadmin.Some(time.Duration(n) * time.Second)
 }
 
 // optString is string as an Optional.
 func (d *decoder) optString(o object, key string, path ...any) orgadmin.Optional[string] {
-	return optional(d.string(o, key, false, path...))
-}
-
-// optional is *p as an Optional: unset for nil.
-func optional[T any](p *T) orgadmin.Optional[T] {
-	if p == nil {
-		return orgadmin.Optional[T]{}
-	}
-	return orgadmin.Some(*p)
+	return d.string(o, key, false, path...)
 }
 
 // object decodes key as an object; absent, null or mistyped yields nil.
@@ -249,7 +280,18 @@ func (d *decoder) item(raw json.RawMessage, path []any) object {
 // given twice (where json.Unmarshal lets the last one win) is an issue at
 // that key, which is then left out, like a field of the wrong type.
 func (d *decoder) members(raw []byte, path []any, last string) object {
-	o := splitObject(raw)
+	var o object
+	if d.buf != nil {
+		// After the members of the objects read before, which keep
+		// theirs: each object is read whole, at once.
+		all := splitObjectInto(d.buf.members, raw)
+		o, d.buf.members = all[len(d.buf.members):len(all):len(all)], all
+		if o == nil {
+			o = object{} // {} is an empty object, not a missing one
+		}
+	} else {
+		o = splitObject(raw)
+	}
 	seen := map[string]int{} // how often each key came so far
 	twice := false
 	for _, m := range o {
@@ -288,7 +330,11 @@ func at(path []any, last string) []any {
 // (BENCHMARKS.md, "The request body, read once"); a fuzz target holds it
 // to encoding/json.
 func splitObject(raw []byte) object {
-	o := object{}
+	return splitObjectInto(make(object, 0, smallObject), raw)
+}
+
+// splitObjectInto is splitObject appending to o.
+func splitObjectInto(o object, raw []byte) object {
 	i := 1 // past the '{'
 	for {
 		i = skipSpace(raw, i)
@@ -305,6 +351,10 @@ func splitObject(raw []byte) object {
 		}
 	}
 }
+
+// smallObject is the room an object's members are first given: that of
+// the objects of every request body of the API, read in one allocation.
+const smallObject = 4
 
 // skipSpace returns the index of the first byte at or after i that is not
 // JSON white space.
@@ -386,11 +436,14 @@ func (d *decoder) raw(o object, key string) json.RawMessage {
 
 // readBody reads the request body, which must be one JSON object in
 // valid UTF-8 of at most the Handler's MaxBodyBytes, into a decoder of its
-// members. What is wrong with the body as a whole is the decoder's one
-// issue, at the empty path; its object is then nil.
-func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) *decoder {
-	d := new(decoder)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+// members, to be released once the Service is called. What is wrong with
+// the body as a whole is the decoder's one issue, at the empty path; its
+// object is then nil.
+func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) decoder {
+	// Returned by value: it stays in its handler's frame.
+	d := decoder{buf: bodies.Get().(*bodyBuffers)}
+	_, err := d.buf.text.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody))
+	body := d.buf.text.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {

@@ -3,6 +3,8 @@ package httpserver
 import (
 	"bytes"
 	"encoding/json"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -57,4 +59,46 @@ func FuzzSplitObject(f *testing.F) {
 			t.FailNow()
 		}
 	})
+}
+
+// TestReadBodyRelease reads bodies through readBody, as handlers do,
+// each released before the next: what each decodes is its own, and a
+// released decoder's buffers keep nothing of the body it read.
+func TestReadBodyRelease(t *testing.T) {
+	h := &Handler{maxBody: DefaultMaxBodyBytes}
+	bodies := []string{
+		`{"config":{"read_write":{"instance_size":"jumbo"},"read_scaling":{"instance_size":"standard","flock_size":2}}}`,
+		`{"name":"a token","description":"kept"}`,
+		`{"name":"x","name":"y","ttl":300}`,
+	}
+	var kept []string
+	for _, body := range bodies {
+		r := httptest.NewRequest("POST", "/", strings.NewReader(body))
+		d := h.readBody(httptest.NewRecorder(), r)
+		require.NotNil(t, d.buf)
+		buf := d.buf
+		kept = append(kept, d.string(d.body, "name", false).Value)
+		if cfg := d.object(d.body, "config", false); cfg != nil {
+			rw := d.object(cfg, "read_write", false, "config")
+			assert.Equal(t, "jumbo", d.string(rw, "instance_size", false, "config", "read_write").Value)
+		}
+		d.release()
+		assert.Nil(t, d.buf, "a released decoder holds no buffers")
+		assert.Zero(t, buf.text.Len(), "the body's bytes are dropped")
+		for _, m := range buf.members[:cap(buf.members)] {
+			assert.Zero(t, m, "no member of the body is kept")
+		}
+	}
+	// Decoded strings are copies, not views of the reused buffers.
+	assert.Equal(t, []string{"", "a token", ""}, kept)
+}
+
+// TestMembersEmptyObjectFreshBuffers reads {} into buffers that have held
+// nothing yet (a new pool entry): an empty object, not a missing one.
+func TestMembersEmptyObjectFreshBuffers(t *testing.T) {
+	d := decoder{buf: new(bodyBuffers)}
+	o := d.members([]byte(`{}`), []any{}, "")
+	assert.NotNil(t, o, "an empty object is not a missing one")
+	assert.Empty(t, o)
+	assert.Empty(t, d.issues)
 }

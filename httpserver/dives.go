@@ -6,14 +6,15 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c credential) (embedSessionAnswer, error) {
 	d := h.readBody(w, r)
+	defer d.release()
 	in := orgadmin.CreateEmbedSessionInput{
-		Username:     deref(d.string(d.body, "username", true)),
+		Username:     d.string(d.body, "username", true).Value,
 		SessionName:  d.optString(d.body, "session_name"),
 		SessionHint:  d.optString(d.body, "session_hint"),
 		InitialState: d.raw(d.body, "initial_state"),
-		Version:      optional(d.int(d.body, "version", false)),
+		Version:      d.int(d.body, "version", false),
 	}
 	if items := d.array(d.body, "required_resources"); items != nil {
 		in.RequiredResources = make([]orgadmin.Resource, 0, len(items))
@@ -21,8 +22,8 @@ func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c c
 			path := []any{"required_resources", i}
 			var res orgadmin.Resource // a mistyped item stays zero, keeping indexes
 			if ro := d.item(raw, path); ro != nil {
-				res.URL = deref(d.string(ro, "url", true, path...))
-				res.Alias = deref(d.string(ro, "alias", false, path...))
+				res.URL = d.string(ro, "url", true, path...).Value
+				res.Alias = d.string(ro, "alias", false, path...).Value
 			}
 			in.RequiredResources = append(in.RequiredResources, res)
 		}

@@ -21,7 +21,7 @@ type answer interface {
 }
 
 // releaser is an answer that holds an array to give back once it is
-// written.
+// written (opReleased).
 type releaser interface {
 	release()
 }
@@ -34,12 +34,14 @@ var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return
 const maxPooledAnswer = 64 << 10
 
 // writeJSON writes a as the JSON body of a response with the given status.
-func writeJSON(w http.ResponseWriter, status int, a answer) {
+func writeJSON[A answer](w http.ResponseWriter, status int, a A) {
 	buf := answerBufs.Get().(*[]byte)
 	b := append(a.appendJSON((*buf)[:0]), '\n')
 	// The keys are in canonical form already, and the values share one
-	// array of their own (Header.Set would make one for each).
-	v := &[3]string{"application/json", "no-store", strconv.Itoa(len(b))}
+	// array of their own (Header.Set would make one for each), in the
+	// request's recorder when there is one.
+	v := headerValues(w)
+	*v = [3]string{"application/json", "no-store", strconv.Itoa(len(b))}
 	h := w.Header()
 	h["Content-Type"] = v[0:1:1]
 	h["Cache-Control"] = v[1:2:2]
@@ -50,6 +52,16 @@ func writeJSON(w http.ResponseWriter, status int, a answer) {
 		*buf = b
 		answerBufs.Put(buf)
 	}
+}
+
+// headerValues returns an array for the values of an answer's headers,
+// which the response holds until it is sent: that of w when it is the
+// recorder of a request (made with it, in one allocation), or a new one.
+func headerValues(w http.ResponseWriter) *[3]string {
+	if rec, ok := w.(*recorder); ok {
+		return &rec.headerValues
+	}
+	return new([3]string)
 }
 
 // appendKey appends the key of an object's member: after a comma, unless

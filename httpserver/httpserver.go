@@ -151,13 +151,7 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 		mux.HandleFunc(method+" "+cfg.Prefix+p, func(w http.ResponseWriter, r *http.Request) {
 			cred, scheme, err := h.authenticate(r)
 			if err == nil {
-				var a answer
-				if a, err = rt.handle(w, r, cred); err == nil {
-					writeJSON(w, http.StatusOK, a)
-					if rel, ok := a.(releaser); ok {
-						rel.release()
-					}
-				}
+				err = rt.serve(w, r, cred)
 			}
 			if h.metrics != nil && scheme != "" {
 				h.metrics.authenticated(scheme, err)
@@ -270,28 +264,60 @@ func CleanPath(p string) bool {
 }
 
 // route is one operation of the API: its pattern, and the function that
-// decodes its request, calls the Service with the request's credential
-// and returns the answer.
+// serves it with the request's credential (op): its answer written, or
+// its error returned.
 type route struct {
 	pattern string
-	handle  func(w http.ResponseWriter, r *http.Request, c credential) (answer, error)
+	serve   func(w http.ResponseWriter, r *http.Request, c credential) error
+}
+
+// op returns the function that serves the operation of handle, which
+// decodes the request, calls the Service and returns the answer: the
+// answer written as the JSON body of a 200, or handle's error. It is
+// generic in the answer's type so that the answer is written from where
+// handle returned it (an answer returned as an interface went to the
+// heap, one allocation per request).
+func op[A answer](handle func(w http.ResponseWriter, r *http.Request, c credential) (A, error)) func(http.ResponseWriter, *http.Request, credential) error {
+	return func(w http.ResponseWriter, r *http.Request, c credential) error {
+		a, err := handle(w, r, c)
+		if err == nil {
+			writeJSON(w, http.StatusOK, a)
+		}
+		return err
+	}
+}
+
+// opReleased is op for an answer that holds an array to give back once
+// it is written; handle gives it back itself when it fails.
+func opReleased[A interface {
+	answer
+	releaser
+}](handle func(w http.ResponseWriter, r *http.Request, c credential) (A, error)) func(http.ResponseWriter, *http.Request, credential) error {
+	return func(w http.ResponseWriter, r *http.Request, c credential) error {
+		a, err := handle(w, r, c)
+		if err == nil {
+			writeJSON(w, http.StatusOK, a)
+			a.release()
+		}
+		return err
+	}
 }
 
 // routes is the table of every /v1 operation, and of the extensions
 // beside them (the audit trail).
 func (h *Handler) routes() []route {
 	return []route{
-		{"GET /v1/users/{username}/instances", h.getInstanceConfig},
-		{"PUT /v1/users/{username}/instances", h.setInstanceConfig},
-		{"GET /v1/active_accounts", h.getActiveAccounts},
-		{"POST /v1/users", h.createServiceAccount},
-		{"GET /v1/users", h.listUsers},
-		{"DELETE /v1/users/{username}", h.deleteUser},
-		{"POST /v1/users/{username}/tokens", h.createToken},
-		{"GET /v1/users/{username}/tokens", h.listTokens},
-		{"DELETE /v1/users/{username}/tokens/{token_id}", h.deleteToken},
-		{"POST /v1/dives/{dive_id}/embed-session", h.createEmbedSession},
-		{"GET " + AuditEventsPath, h.listAuditEvents},
+		{"GET /v1/users/{username}/instances", op(h.getInstanceConfig)},
+		{"PUT /v1/users/{username}/instances", op(h.setInstanceConfig)},
+		{"GET /v1/active_accounts", op(h.getActiveAccounts)},
+		{"POST /v1/users", op(h.createServiceAccount)},
+		{"GET /v1/users", opReleased(h.listUsers)},
+		{"DELETE /v1/users/{username}", op(h.deleteUser)},
+		{"POST /v1/users/{username}/tokens", op(h.createToken)},
+		{"GET /v1/users/{username}/tokens", op(h.listTokens)},
+		{"DELETE /v1/users/{username}/tokens/{token_id}", op(h.deleteToken)},
+		{"POST /v1/dives/{dive_id}/embed-session", op(h.createEmbedSession)},
+		{"GET " + AuditEventsPath, op(h.listAuditEvents)},
 	}
 }
 

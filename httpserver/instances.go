@@ -7,18 +7,19 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) getInstanceConfig(_ http.ResponseWriter, r *http.Request, c credential) (configAnswer, error) {
 	cfg, err := h.svc.GetInstanceConfig(r.Context(), c.auth(), r.PathValue("username"))
 	return configAnswer(cfg), err
 }
 
-func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c credential) (configAnswer, error) {
 	d := h.readBody(w, r)
+	defer d.release()
 	var in orgadmin.SetInstanceConfigInput
 	if cfg := d.object(d.body, "config", true); cfg != nil {
 		in.Config = orgadmin.InstanceConfig{
-			ReadWrite:   d.instanceSide(cfg, "read_write", false),
-			ReadScaling: d.instanceSide(cfg, "read_scaling", true),
+			ReadWrite:   d.instanceSide(cfg, readWritePath, false),
+			ReadScaling: d.instanceSide(cfg, readScalingPath, true),
 		}
 	}
 	in.DecodeIssues = d.issues
@@ -26,25 +27,33 @@ func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c cr
 	return configAnswer(cfg), err
 }
 
-// instanceSide decodes config[key]; flock_size is read on the read-scaling
-// side only. What is missing or mistyped is a decode issue, and left zero.
-func (d *decoder) instanceSide(cfg object, key string, scaling bool) orgadmin.InstanceSide {
-	o := d.object(cfg, key, true, "config")
+// The paths of the sides of a configuration in the body: made once, as
+// a side's path is made for every request, and read only (an issue's
+// path is a copy).
+var (
+	readWritePath   = []any{"config", "read_write"}
+	readScalingPath = []any{"config", "read_scaling"}
+)
+
+// instanceSide decodes the side of the configuration cfg at path (config,
+// then its key); flock_size is read on the read-scaling side only. What
+// is missing or mistyped is a decode issue, and left zero.
+func (d *decoder) instanceSide(cfg object, path []any, scaling bool) orgadmin.InstanceSide {
+	o := d.object(cfg, path[1].(string), true, path[:1]...)
 	if o == nil {
 		return orgadmin.InstanceSide{}
 	}
-	path := []any{"config", key}
 	s := orgadmin.InstanceSide{
-		Size:     orgadmin.Size(deref(d.string(o, "instance_size", true, path...))),
+		Size:     orgadmin.Size(d.string(o, "instance_size", true, path...).Value),
 		Cooldown: d.seconds(o, "cooldown_seconds", false, path...),
 	}
 	if scaling {
-		s.FlockSize = deref(d.int(o, "flock_size", true, path...))
+		s.FlockSize = d.int(o, "flock_size", true, path...).Value
 	}
 	return s
 }
 
-func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) getActiveAccounts(_ http.ResponseWriter, r *http.Request, c credential) (activeAccounts, error) {
 	accs, err := h.svc.GetActiveAccounts(r.Context(), c.auth())
 	return activeAccounts(accs), err
 }

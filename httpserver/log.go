@@ -361,6 +361,9 @@ type recorder struct {
 	status int
 	bytes  int64
 	wrote  bool
+	// headerValues hold the values of the headers of a JSON answer
+	// (writeJSON).
+	headerValues [3]string
 }
 
 func (r *recorder) WriteHeader(status int) {

@@ -6,27 +6,28 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credential) (tokenAnswer, error) {
 	d := h.readBody(w, r)
+	defer d.release()
 	in := orgadmin.CreateTokenInput{
-		Name:        deref(d.string(d.body, "name", true)),
+		Name:        d.string(d.body, "name", true).Value,
 		TTL:         d.seconds(d.body, "ttl", false),
-		Description: deref(d.string(d.body, "description", false)),
+		Description: d.string(d.body, "description", false).Value,
 	}
-	if typ := d.string(d.body, "token_type", false); typ != nil {
-		in.Type = orgadmin.Some(orgadmin.TokenType(*typ))
+	if typ, ok := d.string(d.body, "token_type", false).Get(); ok {
+		in.Type = orgadmin.Some(orgadmin.TokenType(typ))
 	}
 	in.DecodeIssues = d.issues
 	t, err := h.svc.CreateToken(r.Context(), c.auth(), r.PathValue("username"), in)
 	return tokenAnswer(t), err
 }
 
-func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) listTokens(_ http.ResponseWriter, r *http.Request, c credential) (tokenList, error) {
 	ts, err := h.svc.ListTokens(r.Context(), c.auth(), r.PathValue("username"))
 	return tokenList(ts), err
 }
 
-func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) deleteToken(_ http.ResponseWriter, r *http.Request, c credential) (emptyAnswer, error) {
 	err := h.svc.DeleteToken(r.Context(), c.auth(), r.PathValue("username"), r.PathValue("token_id"))
 	return emptyAnswer{}, err
 }

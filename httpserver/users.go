@@ -11,25 +11,26 @@ import (
 	"github.com/orgadmin/orgadmin"
 )
 
-func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c credential) (serviceAccountAnswer, error) {
 	d := h.readBody(w, r)
+	defer d.release()
 	in := orgadmin.CreateServiceAccountInput{
-		Username:    deref(d.string(d.body, "username", true)),
-		Description: deref(d.string(d.body, "description", false)),
+		Username:    d.string(d.body, "username", true).Value,
+		Description: d.string(d.body, "description", false).Value,
 	}
 	in.DecodeIssues = d.issues
 	u, err := h.svc.CreateServiceAccount(r.Context(), c.auth(), in)
 	return serviceAccountAnswer(u), err
 }
 
-func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c credential) (userPage, error) {
 	var d decoder
 	var opt orgadmin.ListUsersOptions
 	if q, ok := d.query(r); ok {
-		opt.Limit = optional(d.queryInt(q, "limit"))
-		opt.Offset = optional(d.queryInt(q, "offset"))
+		opt.Limit = d.queryInt(q, "limit")
+		opt.Offset = d.queryInt(q, "offset")
 		opt.PageToken = q.Get("page_token")
-		opt.ServiceAccount = optional(d.queryBool(q, "is_service_account"))
+		opt.ServiceAccount = d.queryBool(q, "is_service_account")
 	}
 	opt.DecodeIssues = d.issues
 	held := userArrays.Get().(*[]orgadmin.User)
@@ -50,7 +51,7 @@ var userArrays = sync.Pool{New: func() any { return new([]orgadmin.User) }}
 // past a page of the largest size is left to the garbage collector.
 const maxPooledUsers = orgadmin.MaxUserPageSize
 
-func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c credential) (answer, error) {
+func (h *Handler) deleteUser(_ http.ResponseWriter, r *http.Request, c credential) (deletedUserAnswer, error) {
 	u, err := h.svc.DeleteUser(r.Context(), c.auth(), r.PathValue("username"))
 	return deletedUserAnswer(u), err
 }
@@ -66,34 +67,32 @@ func (d *decoder) query(r *http.Request) (url.Values, bool) {
 	return q, true
 }
 
-// queryInt decodes an integer query parameter; absent yields nil. Values
+// queryInt decodes an integer query parameter; absent is unset. Values
 // beyond the int32 range are clamped so that range checks report them.
-func (d *decoder) queryInt(q url.Values, key string) *int {
+func (d *decoder) queryInt(q url.Values, key string) orgadmin.Optional[int] {
 	if !q.Has(key) {
-		return nil
+		return orgadmin.Optional[int]{}
 	}
 	n, err := strconv.ParseInt(q.Get(key), 10, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		d.add(orgadmin.IssueInvalidType, "Expected integer", []any{key})
-		return nil
+		return orgadmin.Optional[int]{}
 	}
-	v := int(max(math.MinInt32, min(math.MaxInt32+1, n)))
-	return &v
+	return orgadmin.Some(int(max(math.MinInt32, min(math.MaxInt32+1, n))))
 }
 
 // queryBool decodes a boolean query parameter, "true" or "false"; absent
-// yields nil.
-func (d *decoder) queryBool(q url.Values, key string) *bool {
+// is unset.
+func (d *decoder) queryBool(q url.Values, key string) orgadmin.Optional[bool] {
 	if !q.Has(key) {
-		return nil
+		return orgadmin.Optional[bool]{}
 	}
 	switch v := q.Get(key); v {
 	case "true", "false":
-		b := v == "true"
-		return &b
+		return orgadmin.Some(v == "true")
 	}
 	d.add(orgadmin.IssueInvalidType, `Expected "true" or "false"`, []any{key})
-	return nil
+	return orgadmin.Optional[bool]{}
 }
 
 // serviceAccountAnswer is the answer of create service account:
@@ -162,12 +161,4 @@ func appendUser(b []byte, u orgadmin.User) []byte {
 	b = appendOptField(b, "first_name", u.FirstName)
 	b = appendOptField(b, "last_name", u.LastName)
 	return append(b, '}')
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
 }

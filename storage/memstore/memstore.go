@@ -197,12 +197,19 @@ func (s *Store) lookupID(orgID, id string) (*org, ref) {
 // user returns the storage.User of the user r, sharing no memory that can
 // change with the store.
 func (s *Store) user(r ref) storage.User {
+	var u storage.User
+	s.userInto(&u, r)
+	return u
+}
+
+// userInto sets *u to the storage.User of the user r, as user returns it,
+// in place: a page's records are written where the page holds them.
+func (s *Store) userInto(u *storage.User, r ref) {
 	e := s.users.at(r)
-	u := e.record(s.orgList[e.org].rec.ID)
+	e.recordInto(u, s.orgList[e.org].rec.ID)
 	if p, ok := s.privileges[r]; ok {
 		u.Privileges = slices.Clone(p)
 	}
-	return u
 }
 
 // setPrivileges keeps a copy of ps as the privileges of the user r.
@@ -315,7 +322,8 @@ func (s *Store) ListUsers(_ context.Context, orgID string, q storage.UserQuery) 
 			page.More = true
 			return false
 		}
-		page.Users = append(page.Users, s.user(r))
+		page.Users = append(page.Users, storage.User{})
+		s.userInto(&page.Users[len(page.Users)-1], r)
 		return true
 	})
 	return page, nil
@@ -472,7 +480,8 @@ func (s *Store) liveTokens(dst []storage.Token, u *userRec, liveAt time.Time) []
 	for tr := u.tokens; tr != 0; {
 		t := s.tokens.at(tr)
 		if t.liveAt(liveAt) {
-			out = append(out, t.record(org, uid))
+			out = append(out, storage.Token{})
+			t.recordInto(&out[len(out)-1], org, uid)
 		}
 		tr = t.next
 	}

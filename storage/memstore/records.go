@@ -69,22 +69,22 @@ func (e *userRec) set(u storage.User, username, folded string) {
 // privileges. Its strings are shared with the store, which never changes
 // them.
 func (e *userRec) record(orgID string) storage.User {
-	return storage.User{
-		ID:               e.str(uID),
-		Org:              orgID,
-		Username:         e.str(uUsername),
-		FoldedUsername:   e.str(uFolded),
-		Description:      e.str(uDescription),
-		IsServiceAccount: e.serviceAccount,
-		Role:             e.str(uRole),
-		Email:            e.str(uEmail),
-		FirstName:        e.str(uFirstName),
-		LastName:         e.str(uLastName),
-		CreatedAt:        e.created,
-		Instances: storage.InstanceConfig{
-			ReadWrite:   storage.InstanceSide{Size: e.str(uRWSize), FlockSize: e.rw.flock, CooldownSeconds: e.rw.cooldown},
-			ReadScaling: storage.InstanceSide{Size: e.str(uRSSize), FlockSize: e.rs.flock, CooldownSeconds: e.rs.cooldown},
-		},
+	var u storage.User
+	e.recordInto(&u, orgID)
+	return u
+}
+
+// recordInto sets every field of *u but its privileges to those of the
+// user e holds, of the org orgID, as record returns them.
+func (e *userRec) recordInto(u *storage.User, orgID string) {
+	u.Privileges = nil
+	u.ID, u.Org, u.Username, u.FoldedUsername = e.str(uID), orgID, e.str(uUsername), e.str(uFolded)
+	u.Description, u.IsServiceAccount, u.Role = e.str(uDescription), e.serviceAccount, e.str(uRole)
+	u.Email, u.FirstName, u.LastName = e.str(uEmail), e.str(uFirstName), e.str(uLastName)
+	u.CreatedAt = e.created
+	u.Instances = storage.InstanceConfig{
+		ReadWrite:   storage.InstanceSide{Size: e.str(uRWSize), FlockSize: e.rw.flock, CooldownSeconds: e.rw.cooldown},
+		ReadScaling: storage.InstanceSide{Size: e.str(uRSSize), FlockSize: e.rs.flock, CooldownSeconds: e.rs.cooldown},
 	}
 }
 
@@ -127,17 +127,17 @@ func (t *tokenRec) str(i int) string { return cut(t.s, t.ends[:], i) }
 // record returns the storage.Token t holds, of the user userID of the org
 // orgID.
 func (t *tokenRec) record(orgID, userID string) storage.Token {
-	return storage.Token{
-		ID:          t.str(tID),
-		Org:         orgID,
-		UserID:      userID,
-		Digest:      t.digest,
-		Name:        t.str(tName),
-		Description: t.str(tDescription),
-		Type:        t.str(tType),
-		CreatedAt:   t.created,
-		ExpiresAt:   t.expires,
-	}
+	var r storage.Token
+	t.recordInto(&r, orgID, userID)
+	return r
+}
+
+// recordInto sets every field of *r to those of the token t holds, as
+// record returns them, field by field (see userRec.recordInto).
+func (t *tokenRec) recordInto(r *storage.Token, orgID, userID string) {
+	r.ID, r.Org, r.UserID, r.Digest = t.str(tID), orgID, userID, t.digest
+	r.Name, r.Description, r.Type = t.str(tName), t.str(tDescription), t.str(tType)
+	r.CreatedAt, r.ExpiresAt = t.created, t.expires
 }
 
 // less orders the tokens of a user: by CreatedAt, then ID.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -278,4 +279,68 @@ func TestUnlimitedCreationDropsExpiredNowAndThen(t *testing.T) {
 	if _, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256(fmt.Append(nil, 0))}); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("a dropped token still found: %v", err)
 	}
+}
+
+// TestRecordIntoSetsEveryField writes a user's record over a storage.User
+// whose every field holds something else (as a reused page's elements
+// may): it must come out as it does over a zero one, so that no field of
+// storage.User is left as it was.
+func TestRecordIntoSetsEveryField(t *testing.T) {
+	var e userRec
+	e.set(storage.User{ID: "id", Username: "Alice", Role: "Member", CreatedAt: time.UnixMilli(1)}, "Alice", "alice")
+	var want storage.User
+	e.recordInto(&want, "org")
+	got := filled[storage.User](t)
+	e.recordInto(&got, "org")
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("over a filled User: %+v, want %+v", got, want)
+	}
+
+	tr := newTokenRec(storage.Token{ID: "tid", Name: "ci", Type: "read_write", CreatedAt: time.UnixMilli(1)}, 1)
+	var wantToken storage.Token
+	tr.recordInto(&wantToken, "org", "uid")
+	gotToken := filled[storage.Token](t)
+	tr.recordInto(&gotToken, "org", "uid")
+	if !reflect.DeepEqual(gotToken, wantToken) {
+		t.Errorf("over a filled Token: %+v, want %+v", gotToken, wantToken)
+	}
+}
+
+// filled returns a T with every field, nested ones included, set to a
+// value other than its zero.
+func filled[T any](t *testing.T) T {
+	t.Helper()
+	var u T
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.String:
+			v.SetString("stale")
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int:
+			v.SetInt(7)
+		case reflect.Uint8:
+			v.SetUint(7)
+		case reflect.Array:
+			for i := range v.Len() {
+				fill(v.Index(i))
+			}
+		case reflect.Slice:
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+			fill(v.Index(0))
+		case reflect.Struct:
+			if v.Type() == reflect.TypeFor[time.Time]() {
+				v.Set(reflect.ValueOf(time.Unix(99, 0)))
+				return
+			}
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		default:
+			t.Fatalf("no stale value for a field of kind %s", v.Kind())
+		}
+	}
+	fill(reflect.ValueOf(&u).Elem())
+	return u
 }
