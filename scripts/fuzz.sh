@@ -2,8 +2,10 @@
 # Runs every fuzz target of the module (each func FuzzXxx(f *testing.F) in
 # a _test.go file) for a short time, one target at a time, as fuzzing
 # requires. Called by scripts/test.sh, where the targets share about
-# a minute (FUZZBUDGET, in seconds) evenly, at least 2 s each; each
-# target also costs a second or two to start and to replay its corpus. Run it
+# a minute (FUZZBUDGET, in seconds) evenly, at least 6 s each: a
+# target's time includes gathering the coverage of its seeds, which takes
+# FuzzCreateEmbedSession about 4.5 s (138 seeds), and a target given less
+# would report 0 execs. Each target also costs a second to start. Run it
 # alone with a FUZZTIME per target to search harder:
 #
 #   FUZZTIME=5m scripts/fuzz.sh
@@ -42,7 +44,7 @@ if [ -z "$targets" ]; then
   exit 1
 fi
 n=$(wc -l <<<"$targets")
-fuzztime=${FUZZTIME:-$(((${FUZZBUDGET:-54} / n) > 2 ? ${FUZZBUDGET:-54} / n : 2))s}
+fuzztime=${FUZZTIME:-$(((${FUZZBUDGET:-54} / n) > 6 ? ${FUZZBUDGET:-54} / n : 6))s}
 echo "$n fuzz targets, $fuzztime each"
 
 . scripts/fuzzlib.sh
