@@ -505,3 +505,48 @@ func TestConfirmationsOfOneProcessTakeValuesInTurn(t *testing.T) {
 	assert.Equal(t, n, inserts, "inserts into the trail")
 	assert.Len(t, listed(t, s, org), n, "every event confirmed")
 }
+
+// Processes sharing the database still take one counter value at once on
+// such a server: the trail's _id makes the later one take another, and
+// the pending document tells a value taken from an event confirmed. Every
+// event ends up in the trail once, at a value of its own.
+func TestConfirmationsOfProcessesSharingTheDatabase(t *testing.T) {
+	db := newDB(t, client(t))
+	ctx := t.Context()
+	org := uuid.NewString()
+	const stores, each = 3, 12
+	var ends []func(error)
+	var ids []string
+	for range stores {
+		s, err := New(ctx, db, Options{Timeout: testTimeout, MaxInFlight: -1})
+		require.NoError(t, err)
+		s.byPointer = true
+		for range each {
+			a, id := withEvent(org, "user.create", uuid.NewString())
+			end, err := s.beginEvent(ctx, a)
+			require.NoError(t, err)
+			ends, ids = append(ends, end), append(ids, id)
+		}
+	}
+	var wg sync.WaitGroup
+	for _, end := range ends {
+		wg.Go(func() { end(nil) })
+	}
+	wg.Wait()
+
+	var docs []trailDoc
+	cur, err := db.Collection(trailColl).Find(ctx, bson.D{{Key: "org", Value: org}})
+	require.NoError(t, err)
+	require.NoError(t, cur.All(ctx, &docs))
+	seqs := map[int64]bool{}
+	var got []string
+	for _, d := range docs {
+		assert.False(t, seqs[d.Seq], "Seq %d given twice", d.Seq)
+		seqs[d.Seq] = true
+		got = append(got, d.EID)
+	}
+	assert.ElementsMatch(t, ids, got, "each event in the trail once")
+	n, err := db.Collection(eventsColl).CountDocuments(ctx, bson.D{{Key: "org", Value: org}})
+	require.NoError(t, err)
+	assert.Zero(t, n, "no event left pending")
+}
