@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -85,29 +86,69 @@ func (r *scanner) str() string {
 	if r.bad {
 		return ""
 	}
+	rest := r.s[r.i:]
+	// Mostly the string is plain ASCII up to its closing quote, which
+	// plainPrefix finds eight bytes at a time.
+	n := plainPrefix(rest)
+	if n < len(rest) && rest[n] == '"' {
+		r.i += n + 1
+		return rest[:n]
+	}
 	// An escaped quote ends v early, but v then holds its backslash.
-	n := strings.IndexByte(r.s[r.i:], '"')
+	n = strings.IndexByte(rest, '"')
 	if n < 0 {
 		r.bad = true
 		return ""
 	}
-	v := r.s[r.i : r.i+n]
-	ascii := true
+	v := rest[:n]
 	for i := 0; i < len(v); i++ {
-		if c := v[i]; !plainByte[c] {
-			if c < utf8.RuneSelf { // a backslash or a control character
-				r.bad = true
-				return ""
-			}
-			ascii = false
+		if c := v[i]; !plainByte[c] && c < utf8.RuneSelf { // a backslash or a control character
+			r.bad = true
+			return ""
 		}
 	}
-	if !ascii && !utf8.ValidString(v) {
+	if !utf8.ValidString(v) {
 		r.bad = true
 		return ""
 	}
 	r.i += n + 1
 	return v
+}
+
+// Each byte of these words is the same byte.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainPrefix returns the length of the longest prefix of s of plain
+// bytes (plainByte) other than the double quote: the index of the first
+// quote, backslash, control or non-ASCII byte, or len(s). It looks at
+// eight bytes at once: in each test below, the lowest byte flagged is
+// one that holds (a borrow flags bytes above it only), so the lowest of
+// all is the first byte that is not plain.
+func plainPrefix(s string) int {
+	i := 0
+	for ; len(s)-i >= 8; i += 8 {
+		b := s[i : i+8] // one load of eight bytes, without bounds checks
+		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		quote := w ^ ('"' * ones)
+		slash := w ^ ('\\' * ones)
+		m := w | // a byte of 0x80 or more
+			(w-0x20*ones)&^w | // a control byte
+			(quote-ones)&^quote | // a quote
+			(slash-ones)&^slash // a backslash
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; !plainByte[c] || c == '"' {
+			return i
+		}
+	}
+	return i
 }
 
 // lit reads the text lit, exactly.
