@@ -261,6 +261,10 @@ func (r *scanner) end() bool {
 
 // readUserDoc decodes a user record into d.
 func readUserDoc(s string, d *userDoc) bool {
+	if readUserDocAsWritten(s, d) {
+		return true
+	}
+	*d = userDoc{}
 	r := scanner{s: s}
 	r.object(func(key string) {
 		switch key {
@@ -291,8 +295,58 @@ func readUserDoc(s string, d *userDoc) bool {
 	return r.end()
 }
 
+// readUserDocAsWritten reads a user record in the very form encode
+// writes it (its fields in order, those left out when empty, no white
+// space), the form of every record a page of users reads; any other form
+// is false.
+func readUserDocAsWritten(s string, d *userDoc) bool {
+	r := scanner{s: s}
+	r.lit(`{"id":`)
+	d.ID = r.str()
+	r.lit(`,"n":`)
+	d.Username = r.str()
+	if r.opt(`,"ds":`) {
+		d.Description = r.str()
+	}
+	if r.opt(`,"sa":`) {
+		r.lit("true")
+		d.SA = true
+	}
+	r.lit(`,"r":`)
+	d.Role = r.str()
+	if r.opt(`,"p":`) {
+		d.Privileges = r.strs()
+	}
+	if r.opt(`,"em":`) {
+		d.Email = r.str()
+	}
+	if r.opt(`,"fn":`) {
+		d.FirstName = r.str()
+	}
+	if r.opt(`,"ln":`) {
+		d.LastName = r.str()
+	}
+	r.lit(`,"c":`)
+	d.Created = r.int()
+	r.lit(`}`)
+	return !r.bad && r.i == len(r.s)
+}
+
+// opt reads the text lit if it comes next, and reports whether it did.
+func (r *scanner) opt(lit string) bool {
+	if r.bad || !strings.HasPrefix(r.s[r.i:], lit) {
+		return false
+	}
+	r.i += len(lit)
+	return true
+}
+
 // readInstDoc decodes an instance configuration record into d.
 func readInstDoc(s string, d *instDoc) bool {
+	if readInstDocAsWritten(s, d) {
+		return true
+	}
+	*d = instDoc{}
 	r := scanner{s: s}
 	side := func(sd *sideDoc) {
 		r.object(func(key string) {
@@ -319,6 +373,32 @@ func readInstDoc(s string, d *instDoc) bool {
 		}
 	})
 	return r.end()
+}
+
+// readInstDocAsWritten reads an instance configuration record in the
+// very form encode writes it; any other form is false.
+func readInstDocAsWritten(s string, d *instDoc) bool {
+	r := scanner{s: s}
+	r.lit(`{"rw":`)
+	r.sideAsWritten(&d.RW)
+	r.lit(`,"rs":`)
+	r.sideAsWritten(&d.RS)
+	r.lit(`}`)
+	return !r.bad && r.i == len(r.s)
+}
+
+// sideAsWritten reads one side of an instance configuration in the form
+// encode writes it.
+func (r *scanner) sideAsWritten(sd *sideDoc) {
+	r.lit(`{"s":`)
+	sd.Size = r.str()
+	if r.opt(`,"f":`) {
+		sd.Flock = r.smallInt()
+	}
+	if r.opt(`,"cd":`) {
+		sd.Cooldown = r.smallInt()
+	}
+	r.lit(`}`)
 }
 
 // smallInt reads an integer that fits an int32, so that it fits an int

@@ -45,6 +45,7 @@ func TestRecordReadersMatchEncodingJSON(t *testing.T) {
 			sameAsJSON(t, enc, readUserDoc)
 			var d userDoc
 			assert.Equal(t, json.Valid([]byte(enc)) && !needsEscape(enc), readUserDoc(enc, &d), "fast path for %s", enc)
+			assert.Equal(t, json.Valid([]byte(enc)) && !needsEscape(enc), readUserDocAsWritten(enc, &d), "as-written path for %s", enc)
 		}
 		for _, tok := range []tokenDoc{
 			{ID: s, Digest: "ab", Name: s, Description: s, Type: "read_write", Created: 1, Expires: 0},
@@ -61,6 +62,7 @@ func TestRecordReadersMatchEncodingJSON(t *testing.T) {
 		sameAsJSON(t, enc, readInstDoc)
 		var d instDoc
 		assert.True(t, readInstDoc(enc, &d), "fast path for %s", enc)
+		assert.True(t, readInstDocAsWritten(enc, &d), "as-written path for %s", enc)
 	}
 }
 
@@ -88,6 +90,13 @@ func TestRecordReadersOddTexts(t *testing.T) {
 		`{"p":["a",]}`, `{"p":["a" "b"]}`, `{"p":[1]}`, `{"p":"a"}`, "{\"id\":\"a\x01\"}", "{\"id\":\"\xff\"}",
 		`{"id":"\u0061"}`, `{"id":"a\/b"}`, `{"n":"x"` + "\n" + `,"r":"Admin"}`, `{"rw":{"s":"x","f":2147483648}}`,
 		`{"rw":{"s":"x","f":-2147483648}}`, `{"rw":{}}`, `{"rw":null}`, `{"rs":{"cd":1,"cd":2}}`, `{"e":0,"d":"ff"}`,
+		// Near the form encode writes.
+		`{"id":"a","n":"b","sa":false,"r":"x","c":1}`, `{"id":"a","n":"b","r":"x","c":1,"c":2}`,
+		`{"id":"a","n":"b","r":"x","c":1} `, `{"id":"a","n":"b","r":"x","p":null,"c":1}`,
+		`{"id":"a","n":"b","sa":true,"r":"x","c":-0}`, `{"id":"a","n":"b","r":"x","ds":"d","c":1}`,
+		`{"id":"a","n":"b","r":"x","p":[],"em":"","c":1}`, `{"id":"a","n":"b","r":"x"}`,
+		`{"rw":{"s":"x","f":1,"f":2},"rs":{"s":"y"}}`, `{"rw":{"s":"x"},"rs":{"s":"y"},"rw":{"s":"z"}}`,
+		`{"rw":{"s":"x","cd":1,"f":2},"rs":{"s":"y"}}`, `{"rw":{"s":"x"},"rs":{"s":"y","f":0}}`,
 	}
 	for _, s := range texts {
 		sameAsJSON(t, s, readUserDoc)
