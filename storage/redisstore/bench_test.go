@@ -131,3 +131,30 @@ func listTokensRequest(token string) *http.Request {
 	req.Header.Set("Authorization", "Bearer "+token)
 	return req
 }
+
+// BenchmarkReadAccessOtherUser authenticates an Admin whose token's
+// location the Store knows, with another user (a service account) as the
+// request's target, as GET /v1/users/{u}/instances does.
+func BenchmarkReadAccessOtherUser(b *testing.B) {
+	s := newStore(b, serverClient(b), true)
+	svc := orgadmin.New(s, orgadmin.Config{})
+	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := svc.Authenticate(b.Context(), token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.CreateServiceAccount(b.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "robot"}); err != nil {
+		b.Fatal(err)
+	}
+	q := storage.AccessQuery{Digest: sha256.Sum256([]byte(token)), Username: "robot"}
+	b.ReportAllocs()
+	for b.Loop() {
+		a, err := s.ReadAccess(b.Context(), q)
+		if err != nil || !a.TargetFound {
+			b.Fatal(err, a.TargetFound)
+		}
+	}
+}

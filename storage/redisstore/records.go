@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"math/bits"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -85,29 +86,69 @@ func (r *scanner) str() string {
 	if r.bad {
 		return ""
 	}
+	rest := r.s[r.i:]
+	// Mostly the string is plain ASCII up to its closing quote, which
+	// plainPrefix finds eight bytes at a time.
+	n := plainPrefix(rest)
+	if n < len(rest) && rest[n] == '"' {
+		r.i += n + 1
+		return rest[:n]
+	}
 	// An escaped quote ends v early, but v then holds its backslash.
-	n := strings.IndexByte(r.s[r.i:], '"')
+	n = strings.IndexByte(rest, '"')
 	if n < 0 {
 		r.bad = true
 		return ""
 	}
-	v := r.s[r.i : r.i+n]
-	ascii := true
+	v := rest[:n]
 	for i := 0; i < len(v); i++ {
-		if c := v[i]; !plainByte[c] {
-			if c < utf8.RuneSelf { // a backslash or a control character
-				r.bad = true
-				return ""
-			}
-			ascii = false
+		if c := v[i]; !plainByte[c] && c < utf8.RuneSelf { // a backslash or a control character
+			r.bad = true
+			return ""
 		}
 	}
-	if !ascii && !utf8.ValidString(v) {
+	if !utf8.ValidString(v) {
 		r.bad = true
 		return ""
 	}
 	r.i += n + 1
 	return v
+}
+
+// Each byte of these words is the same byte.
+const (
+	ones  = 0x0101010101010101
+	highs = 0x8080808080808080
+)
+
+// plainPrefix returns the length of the longest prefix of s of plain
+// bytes (plainByte) other than the double quote: the index of the first
+// quote, backslash, control or non-ASCII byte, or len(s). It looks at
+// eight bytes at once: in each test below, the lowest byte flagged is
+// one that holds (a borrow flags bytes above it only), so the lowest of
+// all is the first byte that is not plain.
+func plainPrefix(s string) int {
+	i := 0
+	for ; len(s)-i >= 8; i += 8 {
+		b := s[i : i+8] // one load of eight bytes, without bounds checks
+		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		quote := w ^ ('"' * ones)
+		slash := w ^ ('\\' * ones)
+		m := w | // a byte of 0x80 or more
+			(w-0x20*ones)&^w | // a control byte
+			(quote-ones)&^quote | // a quote
+			(slash-ones)&^slash // a backslash
+		if m &= highs; m != 0 {
+			return i + bits.TrailingZeros64(m)/8
+		}
+	}
+	for ; i < len(s); i++ {
+		if c := s[i]; !plainByte[c] || c == '"' {
+			return i
+		}
+	}
+	return i
 }
 
 // lit reads the text lit, exactly.
@@ -220,6 +261,10 @@ func (r *scanner) end() bool {
 
 // readUserDoc decodes a user record into d.
 func readUserDoc(s string, d *userDoc) bool {
+	if readUserDocAsWritten(s, d) {
+		return true
+	}
+	*d = userDoc{}
 	r := scanner{s: s}
 	r.object(func(key string) {
 		switch key {
@@ -250,8 +295,58 @@ func readUserDoc(s string, d *userDoc) bool {
 	return r.end()
 }
 
+// readUserDocAsWritten reads a user record in the very form encode
+// writes it (its fields in order, those left out when empty, no white
+// space), the form of every record a page of users reads; any other form
+// is false.
+func readUserDocAsWritten(s string, d *userDoc) bool {
+	r := scanner{s: s}
+	r.lit(`{"id":`)
+	d.ID = r.str()
+	r.lit(`,"n":`)
+	d.Username = r.str()
+	if r.opt(`,"ds":`) {
+		d.Description = r.str()
+	}
+	if r.opt(`,"sa":`) {
+		r.lit("true")
+		d.SA = true
+	}
+	r.lit(`,"r":`)
+	d.Role = r.str()
+	if r.opt(`,"p":`) {
+		d.Privileges = r.strs()
+	}
+	if r.opt(`,"em":`) {
+		d.Email = r.str()
+	}
+	if r.opt(`,"fn":`) {
+		d.FirstName = r.str()
+	}
+	if r.opt(`,"ln":`) {
+		d.LastName = r.str()
+	}
+	r.lit(`,"c":`)
+	d.Created = r.int()
+	r.lit(`}`)
+	return !r.bad && r.i == len(r.s)
+}
+
+// opt reads the text lit if it comes next, and reports whether it did.
+func (r *scanner) opt(lit string) bool {
+	if r.bad || !strings.HasPrefix(r.s[r.i:], lit) {
+		return false
+	}
+	r.i += len(lit)
+	return true
+}
+
 // readInstDoc decodes an instance configuration record into d.
 func readInstDoc(s string, d *instDoc) bool {
+	if readInstDocAsWritten(s, d) {
+		return true
+	}
+	*d = instDoc{}
 	r := scanner{s: s}
 	side := func(sd *sideDoc) {
 		r.object(func(key string) {
@@ -278,6 +373,32 @@ func readInstDoc(s string, d *instDoc) bool {
 		}
 	})
 	return r.end()
+}
+
+// readInstDocAsWritten reads an instance configuration record in the
+// very form encode writes it; any other form is false.
+func readInstDocAsWritten(s string, d *instDoc) bool {
+	r := scanner{s: s}
+	r.lit(`{"rw":`)
+	r.sideAsWritten(&d.RW)
+	r.lit(`,"rs":`)
+	r.sideAsWritten(&d.RS)
+	r.lit(`}`)
+	return !r.bad && r.i == len(r.s)
+}
+
+// sideAsWritten reads one side of an instance configuration in the form
+// encode writes it.
+func (r *scanner) sideAsWritten(sd *sideDoc) {
+	r.lit(`{"s":`)
+	sd.Size = r.str()
+	if r.opt(`,"f":`) {
+		sd.Flock = r.smallInt()
+	}
+	if r.opt(`,"cd":`) {
+		sd.Cooldown = r.smallInt()
+	}
+	r.lit(`}`)
 }
 
 // smallInt reads an integer that fits an int32, so that it fits an int

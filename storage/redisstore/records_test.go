@@ -45,6 +45,7 @@ func TestRecordReadersMatchEncodingJSON(t *testing.T) {
 			sameAsJSON(t, enc, readUserDoc)
 			var d userDoc
 			assert.Equal(t, json.Valid([]byte(enc)) && !needsEscape(enc), readUserDoc(enc, &d), "fast path for %s", enc)
+			assert.Equal(t, json.Valid([]byte(enc)) && !needsEscape(enc), readUserDocAsWritten(enc, &d), "as-written path for %s", enc)
 		}
 		for _, tok := range []tokenDoc{
 			{ID: s, Digest: "ab", Name: s, Description: s, Type: "read_write", Created: 1, Expires: 0},
@@ -61,6 +62,7 @@ func TestRecordReadersMatchEncodingJSON(t *testing.T) {
 		sameAsJSON(t, enc, readInstDoc)
 		var d instDoc
 		assert.True(t, readInstDoc(enc, &d), "fast path for %s", enc)
+		assert.True(t, readInstDocAsWritten(enc, &d), "as-written path for %s", enc)
 	}
 }
 
@@ -88,6 +90,13 @@ func TestRecordReadersOddTexts(t *testing.T) {
 		`{"p":["a",]}`, `{"p":["a" "b"]}`, `{"p":[1]}`, `{"p":"a"}`, "{\"id\":\"a\x01\"}", "{\"id\":\"\xff\"}",
 		`{"id":"\u0061"}`, `{"id":"a\/b"}`, `{"n":"x"` + "\n" + `,"r":"Admin"}`, `{"rw":{"s":"x","f":2147483648}}`,
 		`{"rw":{"s":"x","f":-2147483648}}`, `{"rw":{}}`, `{"rw":null}`, `{"rs":{"cd":1,"cd":2}}`, `{"e":0,"d":"ff"}`,
+		// Near the form encode writes.
+		`{"id":"a","n":"b","sa":false,"r":"x","c":1}`, `{"id":"a","n":"b","r":"x","c":1,"c":2}`,
+		`{"id":"a","n":"b","r":"x","c":1} `, `{"id":"a","n":"b","r":"x","p":null,"c":1}`,
+		`{"id":"a","n":"b","sa":true,"r":"x","c":-0}`, `{"id":"a","n":"b","r":"x","ds":"d","c":1}`,
+		`{"id":"a","n":"b","r":"x","p":[],"em":"","c":1}`, `{"id":"a","n":"b","r":"x"}`,
+		`{"rw":{"s":"x","f":1,"f":2},"rs":{"s":"y"}}`, `{"rw":{"s":"x"},"rs":{"s":"y"},"rw":{"s":"z"}}`,
+		`{"rw":{"s":"x","cd":1,"f":2},"rs":{"s":"y"}}`, `{"rw":{"s":"x"},"rs":{"s":"y","f":0}}`,
 	}
 	for _, s := range texts {
 		sameAsJSON(t, s, readUserDoc)
@@ -106,4 +115,60 @@ func FuzzRecordReaders(f *testing.F) {
 		sameAsJSON(t, s, readInstDoc)
 		sameAsJSON(t, s, readTokenDoc)
 	})
+}
+
+// plainPrefix finds the first byte that is not plain, or the quote, at
+// every position of strings long and short, after plain bytes of every
+// value.
+func TestPlainPrefix(t *testing.T) {
+	naive := func(s string) int {
+		for i := 0; i < len(s); i++ {
+			if !plainByte[s[i]] || s[i] == '"' {
+				return i
+			}
+		}
+		return len(s)
+	}
+	var plain []byte
+	for c := 0; c < 256; c++ {
+		if plainByte[c] && c != '"' {
+			plain = append(plain, byte(c))
+		}
+	}
+	for n := 0; n <= 24; n++ {
+		for _, fill := range plain {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = fill
+			}
+			require.Equal(t, n, plainPrefix(string(b)), "%d of %q", n, fill)
+			for at := 0; at < n; at++ {
+				for _, odd := range []byte{'"', '\\', 0, 0x1f, 0x80, 0xff, 0xc3} {
+					b[at] = odd
+					require.Equal(t, naive(string(b)), plainPrefix(string(b)), "%q", b)
+					require.Equal(t, at, plainPrefix(string(b)), "%q", b)
+					b[at] = fill
+				}
+			}
+		}
+	}
+	// Bytes that are not plain after the first one do not move it.
+	require.Equal(t, 3, plainPrefix("abc\"\\\x00\x80defgh"))
+	require.Equal(t, 10, plainPrefix("abcdefgh ~\x01\x7f"))
+}
+
+// BenchmarkUserFrom decodes a user record and its instance configuration
+// as a page of users does, for each of its members.
+func BenchmarkUserFrom(b *testing.B) {
+	user := encode(userDoc{ID: "0b5f8a6e-3c1d-4f7a-9e2b-6d4c8a1f0e93", Username: "service-account-0042", SA: true,
+		Role: "Member", Description: "Loads the nightly exports of the analytics warehouse into the reporting tables",
+		Privileges: []string{"read_users", "read_tokens"}, Email: "service-account-0042@example.com",
+		FirstName: "Service", LastName: "Account", Created: 1_750_000_000_123})
+	inst := encode(instDoc{RW: sideDoc{Size: "jumbo", Flock: 4, Cooldown: 600}, RS: sideDoc{Size: "mega", Flock: 16, Cooldown: 86400}})
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := userFrom("acme", "service-account-0042", user, inst); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
