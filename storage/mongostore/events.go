@@ -281,8 +281,12 @@ func (s *Store) confirmEvent(ctx context.Context, d eventDoc) error {
 // next free value of its org's counter, unless it is there already.
 func (s *Store) insertConfirmed(ctx context.Context, d eventDoc) error {
 	if s.byPointer {
-		s.confirming.Lock()
-		defer s.confirming.Unlock()
+		select {
+		case s.confirming <- struct{}{}:
+			defer func() { <-s.confirming }()
+		case <-ctx.Done():
+			return fmt.Errorf("confirm event: %w", ctx.Err())
+		}
 	}
 	for attempt := 1; ; attempt++ {
 		seq, err := s.claimSeqs(ctx, d.Org, 1)

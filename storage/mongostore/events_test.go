@@ -550,3 +550,25 @@ func TestConfirmationsOfProcessesSharingTheDatabase(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, n, "no event left pending")
 }
+
+// A confirmation waiting for its process's turn stops when its context
+// ends: the event stays pending, for the next listing or Cleanup.
+func TestConfirmationWaitingItsTurnStopsWithItsContext(t *testing.T) {
+	s := newTestStore(t)
+	s.byPointer = true
+	ctx, cancel := context.WithCancel(t.Context())
+	a, id := withEvent(uuid.NewString(), "user.create", uuid.NewString())
+	end, err := s.beginEvent(ctx, a)
+	require.NoError(t, err)
+	s.confirming <- struct{}{} // another confirmation has the turn
+	defer func() { <-s.confirming }()
+	cancel()
+	done := make(chan struct{})
+	go func() { end(nil); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(testTimeout):
+		t.Fatal("the confirmation still waits for its turn after its context ended")
+	}
+	assert.Equal(t, int64(1), eventCount(t, s, id, true), "left pending")
+}

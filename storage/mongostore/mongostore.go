@@ -66,7 +66,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -143,11 +142,12 @@ type Store struct {
 	// filter but a bare {_id: X}: users are then found by name through
 	// the names collection (see the package comment).
 	byPointer bool
-	// confirming is held by a confirmation of an event (confirmEvent)
-	// on such a server, whose $inc is a read and then a write: the
-	// confirmations of one process then take counter values one at a
-	// time instead of colliding on them and trying again.
-	confirming sync.Mutex
+	// confirming holds a value while a confirmation of an event
+	// (confirmEvent) takes its counter value on such a server, whose $inc
+	// is a read and then a write: the confirmations of one process then
+	// take values one at a time instead of colliding on them and trying
+	// again. One waits for its turn only as long as its context allows.
+	confirming chan struct{}
 
 	// afterStep, when set (by tests), runs after each step of CreateUser
 	// and DeleteUser; an error stops the call there, as a crash would.
@@ -161,21 +161,22 @@ var _ storage.Store = (*Store)(nil)
 // when done. It fails when the indexes cannot be created.
 func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) {
 	s := &Store{
-		db:        db,
-		timeout:   opts.Timeout,
-		orgs:      db.Collection(orgsColl),
-		users:     db.Collection(usersColl),
-		tokens:    db.Collection(tokensColl),
-		sessions:  db.Collection(sessionsColl),
-		ducklings: db.Collection(ducklingsColl),
-		dives:     db.Collection(divesColl),
-		feedback:  db.Collection(feedbackColl),
-		names:     db.Collection(namesColl),
-		seedMarks: db.Collection(seedMarksColl),
-		events:    db.Collection(eventsColl),
-		trail:     db.Collection(trailColl),
-		eventSeqs: db.Collection(eventSeqsColl),
-		revoked:   db.Collection(revokedColl),
+		db:         db,
+		confirming: make(chan struct{}, 1),
+		timeout:    opts.Timeout,
+		orgs:       db.Collection(orgsColl),
+		users:      db.Collection(usersColl),
+		tokens:     db.Collection(tokensColl),
+		sessions:   db.Collection(sessionsColl),
+		ducklings:  db.Collection(ducklingsColl),
+		dives:      db.Collection(divesColl),
+		feedback:   db.Collection(feedbackColl),
+		names:      db.Collection(namesColl),
+		seedMarks:  db.Collection(seedMarksColl),
+		events:     db.Collection(eventsColl),
+		trail:      db.Collection(trailColl),
+		eventSeqs:  db.Collection(eventSeqsColl),
+		revoked:    db.Collection(revokedColl),
 	}
 	switch n := opts.MaxInFlight; {
 	case n == 0:
