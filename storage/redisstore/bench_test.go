@@ -98,16 +98,8 @@ func BenchmarkListTokensLoopback(b *testing.B) {
 func listTokensHandlers(b *testing.B) (token string, h, bare http.Handler) {
 	c := serverClient(b)
 	s := newStore(b, c, true)
-	svc := orgadmin.New(s, orgadmin.Config{})
-	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	svc, token, admin := benchAdmin(b, s)
 	// Ten tokens, as the load harness lists.
-	admin, err := svc.Authenticate(b.Context(), token)
-	if err != nil {
-		b.Fatal(err)
-	}
 	for i := range 9 {
 		if _, err := svc.CreateToken(b.Context(), admin, "admin", orgadmin.CreateTokenInput{Name: fmt.Sprint("bench-", i)}); err != nil {
 			b.Fatal(err)
@@ -137,15 +129,7 @@ func listTokensRequest(token string) *http.Request {
 // request's target, as GET /v1/users/{u}/instances does.
 func BenchmarkReadAccessOtherUser(b *testing.B) {
 	s := newStore(b, serverClient(b), true)
-	svc := orgadmin.New(s, orgadmin.Config{})
-	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	admin, err := svc.Authenticate(b.Context(), token)
-	if err != nil {
-		b.Fatal(err)
-	}
+	svc, token, admin := benchAdmin(b, s)
 	if _, err := svc.CreateServiceAccount(b.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "robot"}); err != nil {
 		b.Fatal(err)
 	}
@@ -157,4 +141,20 @@ func BenchmarkReadAccessOtherUser(b *testing.B) {
 			b.Fatal(err, a.TargetFound)
 		}
 	}
+}
+
+// benchAdmin bootstraps the org "bench" on s with its Admin "admin", and
+// returns the Service, the Admin's token and its authentication.
+func benchAdmin(b *testing.B, s *Store) (*orgadmin.Service, string, orgadmin.Auth) {
+	b.Helper()
+	svc := orgadmin.New(s, orgadmin.Config{})
+	token, err := svc.Bootstrap(b.Context(), orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := svc.Authenticate(b.Context(), token)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return svc, token, admin
 }

@@ -453,8 +453,7 @@ func readTokenDocAsWritten(s string, d *tokenDoc) bool {
 	d.Digest = r.str()
 	r.lit(`,"n":`)
 	d.Name = r.str()
-	if strings.HasPrefix(r.s[r.i:], `,"ds":`) {
-		r.lit(`,"ds":`)
+	if r.opt(`,"ds":`) {
 		d.Description = r.str()
 	}
 	r.lit(`,"ty":`)
