@@ -1006,6 +1006,31 @@ func TestBootstrap_CreatesOrgAndAdmin(t *testing.T) {
 	require.NoError(t, err, "the token works")
 }
 
+// A Bootstrap refused for a malformed username or token value writes
+// nothing: neither the organization nor the Admin, nor an audit event.
+func TestBootstrap_MalformedInputWritesNothing(t *testing.T) {
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{Now: newFakeClock().Now})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		in   orgadmin.BootstrapInput
+		path string
+	}{
+		{orgadmin.BootstrapInput{Org: "acme", Username: "1root"}, "username"},
+		{orgadmin.BootstrapInput{Org: "acme", Username: ""}, "username"},
+		{orgadmin.BootstrapInput{Org: "acme", Username: "root", Token: "short"}, "token"},
+	} {
+		_, err := svc.Bootstrap(ctx, tc.in)
+		is := requireCode(t, err, orgadmin.ErrBadRequest)
+		require.Len(t, is.Issues, 1, "%+v", tc.in)
+		assert.Equal(t, tc.path, is.Issues[0].Path.String(), "%+v", tc.in)
+		_, err = store.GetOrg(ctx, "acme")
+		require.ErrorIs(t, err, storage.ErrNotFound, "after Bootstrap(%+v)", tc.in)
+	}
+	_, err := svc.GetUser(ctx, "acme", "root")
+	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+}
+
 func TestBootstrap_SameTokenAgainChangesNothing(t *testing.T) {
 	clk := newFakeClock()
 	store := memstore.New()
