@@ -16,6 +16,12 @@
 // role decides, then BAD_REQUEST with every problem of the request, then
 // NOT_FOUND, then FORBIDDEN for what depends on the target.
 //
+// The username an operation acts on (a path parameter of the API) is
+// malformed, a BAD_REQUEST, when it is not 1 to 255 characters of valid
+// UTF-8, as the specification bounds it; a name that breaks the username
+// rule (ValidUsername) otherwise, such as "1bad", names no user: NOT_FOUND.
+// Creating a user checks the whole rule: a BAD_REQUEST.
+//
 // Every operation returns an *Error on failure; its Code says what kind
 // (BAD_REQUEST with Issues that list every problem found, UNAUTHORIZED,
 // FORBIDDEN, NOT_FOUND, INTERNAL_SERVER_ERROR). Classify an error with
