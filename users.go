@@ -79,7 +79,11 @@ func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateSer
 }
 
 // NewUser describes a user created through the Go API (CreateUser), which,
-// unlike the HTTP API, can create human users and Admins.
+// unlike the HTTP API, can create human users and Admins. Username follows
+// the username rule (ValidUsername); Description is at most 1000
+// characters; Email, FirstName, LastName and each privilege at most 1024
+// (a privilege at least 1). Only a human user may have an email or a name:
+// a service account with one is a BAD_REQUEST at is_service_account.
 type NewUser struct {
 	Username         string
 	Role             Role // "" means Member
