@@ -163,13 +163,14 @@ func (e *Error) As(target any) bool {
 	return false
 }
 
-// ValidationError is a request the client refuses before sending it,
-// naming the field, as the server would answer it with a 400: a TTL or a
-// cooldown that is not a whole number of seconds (a time.Duration of 300
-// is 300ns) or is out of range, or a path parameter (a username, a token
-// id, a Dive id) that is empty, "." or "..", which no user, token or Dive
-// has and which a router in front of the API would send to another route.
-// errors.Is(err, ErrBadRequest) holds; no request was sent.
+// ValidationError is a request the client refuses before sending it, with
+// issues that name the field as a 400's do: a TTL or a cooldown that is not
+// a whole number of seconds (a time.Duration of 300 is 300ns) or is out of
+// range, which the server would refuse with a 400; or a path parameter (a
+// username, a token id, a Dive id) that is empty, "." or "..", which no
+// user, token or Dive has and which a router in front of the API would
+// clean into another route's path. errors.Is(err, ErrBadRequest) holds; no
+// request was sent.
 type ValidationError struct {
 	// Issues say what is wrong, at the field's wire name ("ttl",
 	// "config.read_write.cooldown_seconds", "token_id").
