@@ -1328,6 +1328,37 @@ func TestCreateToken_DefaultLimitIs1000(t *testing.T) {
 	e.token(t, "other", orgadmin.CreateTokenInput{Name: "x"})
 }
 
+// A negative MaxTokensPerUser, EmbedSessionTTL or DucklingLease means the
+// default, as a negative retention does: Bootstrap mints a token, the
+// limit is 1000 live tokens, a session lives 24 hours and an active mark
+// 10 minutes.
+func TestConfig_NegativeMeansDefault(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{MaxTokensPerUser: -1, EmbedSessionTTL: -time.Hour, DucklingLease: -time.Minute})
+	ctx := context.Background()
+	require.NotEmpty(t, e.adminToken, "Bootstrap minted a token")
+	e.serviceAccount(t, "bot")
+	for i := range 1000 {
+		_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)})
+		require.NoError(t, err, "token %d", i)
+	}
+	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "one more"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+
+	require.NoError(t, e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: "0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b", Title: "Sales"}))
+	value, err := e.svc.CreateEmbedSession(ctx, e.admin, "0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b", orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	require.NoError(t, err)
+	es, err := e.svc.ResolveEmbedSession(ctx, value)
+	require.NoError(t, err)
+	assert.Equal(t, 24*time.Hour, es.ExpiresAt.Sub(es.CreatedAt))
+
+	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
+	e.clk.Advance(10*time.Minute - time.Second)
+	accounts, err := e.svc.GetActiveAccounts(ctx, e.admin)
+	require.NoError(t, err)
+	require.Len(t, accounts, 1)
+	assert.Equal(t, orgadmin.StatusActive, accounts[0].Ducklings[0].Status)
+}
+
 func TestListUsers_RequiresViewAllMembers(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
