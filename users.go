@@ -212,8 +212,10 @@ func (s *Service) GetUser(ctx context.Context, org, username string) (User, erro
 	return userFromRecord(&u), nil
 }
 
-// GrantPrivilege adds a privilege to the user of org named username. It
-// fails with NOT_FOUND when the user does not exist.
+// GrantPrivilege adds a privilege to the user of org named username;
+// granting one the user holds changes nothing. It fails with BAD_REQUEST
+// for a privilege that is empty or longer than 1024 characters, and with
+// NOT_FOUND when the user does not exist.
 func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege string) error {
 	var is issues
 	is.checkString(privilege, 1, maxShortString, "privilege")
