@@ -72,7 +72,8 @@ func (c Caller) Org() string { return c.org }
 // ActAsOrg.
 func (c Caller) UserID() string { return c.userID }
 
-// Username returns the caller's username, spelled as stored.
+// Username returns the caller's username, spelled as stored; "" for a
+// Caller of ActAsOrg.
 func (c Caller) Username() string { return c.username }
 
 // Role returns the caller's role.
@@ -86,11 +87,11 @@ func (c Caller) Privileges() []string { return slices.Clone(c.privileges) }
 func (c Caller) IsServiceAccount() bool { return c.isServiceAccount }
 
 // TokenID returns the id of the token the caller presented; "" for a
-// Caller of ActAs.
+// Caller of ActAs or ActAsOrg.
 func (c Caller) TokenID() string { return c.tokenID }
 
 // TokenType returns the type of the token the caller presented
-// (TokenReadWrite for a Caller of ActAs).
+// (TokenReadWrite for a Caller of ActAs or ActAsOrg).
 func (c Caller) TokenType() TokenType { return c.tokenType }
 
 // valid reports whether the Service made c.

@@ -24,7 +24,7 @@ type FeedbackInput struct {
 // Limits of feedback fields.
 const (
 	MaxFeedbackPagePath  = 2048
-	MaxFeedbackPageTitle = maxShortString
+	MaxFeedbackPageTitle = maxShortString // 1024
 	MaxFeedbackSource    = 255
 )
 

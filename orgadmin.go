@@ -16,6 +16,12 @@
 // role decides, then BAD_REQUEST with every problem of the request, then
 // NOT_FOUND, then FORBIDDEN for what depends on the target.
 //
+// The username an operation acts on (a path parameter of the API) is
+// malformed, a BAD_REQUEST, when it is not 1 to 255 characters of valid
+// UTF-8, as the specification bounds it; a name that breaks the username
+// rule (ValidUsername) otherwise, such as "1bad", names no user: NOT_FOUND.
+// Creating a user checks the whole rule: a BAD_REQUEST.
+//
 // Every operation returns an *Error on failure; its Code says what kind
 // (BAD_REQUEST with Issues that list every problem found, UNAUTHORIZED,
 // FORBIDDEN, NOT_FOUND, INTERNAL_SERVER_ERROR). Classify an error with
@@ -76,7 +82,8 @@ type Config struct {
 	// Rand is the source of token values, session values and ids. Nil means
 	// crypto/rand.Reader.
 	Rand io.Reader
-	// MaxTokensPerUser bounds the live tokens of one user. Zero means 1000.
+	// MaxTokensPerUser bounds the live tokens of one user. Zero or a
+	// negative value means 1000.
 	MaxTokensPerUser int
 	// MaxUsersPerOrg bounds the users of one organization, human users and
 	// service accounts alike: creating one more is a BAD_REQUEST. Zero
@@ -88,14 +95,15 @@ type Config struct {
 	// zero value means read_write "standard" and read_scaling "standard"
 	// with flock_size 4. It must satisfy the configuration rules.
 	DefaultInstances InstanceConfig
-	// EmbedSessionTTL is how long an embed session lives. Zero means 24h.
+	// EmbedSessionTTL is how long an embed session lives. Zero or a
+	// negative value means 24h.
 	EmbedSessionTTL time.Duration
 	// DucklingLease is how long an activity report keeps a Duckling active
-	// without renewal. Zero means 10 minutes.
+	// without renewal. Zero or a negative value means 10 minutes.
 	DucklingLease time.Duration
 	// AuditRetention is how long audit events are kept: each change drops
-	// the events of its org older than that. Zero means 90 days
-	// (DefaultAuditRetention).
+	// the events of its org older than that. Zero or a negative value
+	// means 90 days (DefaultAuditRetention).
 	AuditRetention time.Duration
 	// MaxAuditEventsPerOrg bounds the audit events kept for one
 	// organization: each change drops the oldest beyond it. Zero means
@@ -105,8 +113,8 @@ type Config struct {
 	// RevokedTokenRetention is how long the store remembers the digest of
 	// an invalidated token that never expires, so that presenting it again
 	// is told apart (ErrRevokedToken) from a token never issued; a token
-	// with an expiry is remembered until it would have expired. Zero means
-	// 30 days (DefaultRevokedTokenRetention).
+	// with an expiry is remembered until it would have expired. Zero or a
+	// negative value means 30 days (DefaultRevokedTokenRetention).
 	RevokedTokenRetention time.Duration
 	// AuditLog, when not nil, receives one record per audit event, at
 	// level Info with the message "audit", once the change and its event
@@ -180,7 +188,7 @@ func New(store storage.Store, cfg Config) *Service {
 	if s.rand == nil {
 		s.rand = rand.Reader
 	}
-	if s.maxTokens == 0 {
+	if s.maxTokens <= 0 {
 		s.maxTokens = 1000
 	}
 	switch {
@@ -189,10 +197,10 @@ func New(store storage.Store, cfg Config) *Service {
 	case s.maxUsers < 0:
 		s.maxUsers = 0
 	}
-	if s.sessionTTL == 0 {
+	if s.sessionTTL <= 0 {
 		s.sessionTTL = 24 * time.Hour
 	}
-	if s.lease == 0 {
+	if s.lease <= 0 {
 		s.lease = 10 * time.Minute
 	}
 	def := cfg.DefaultInstances

@@ -72,11 +72,16 @@ const BootstrapTokenName = "bootstrap"
 // returns "" and no error: the Admin has tokens enough, and revoking one
 // makes room for the next call.
 //
-// It fails with BAD_REQUEST, and revokes nothing, when in.Token is not 16
-// to 512 printable ASCII characters or is another user's token, when the
-// user exists and is not an Admin, or when it is missing and the
-// organization holds the maximum number of users (Config.MaxUsersPerOrg).
+// It fails with BAD_REQUEST, and writes nothing, for a malformed
+// organization id, username or in.Token (not 16 to 512 printable ASCII
+// characters). It fails with BAD_REQUEST, and revokes nothing, when
+// in.Token is another user's token, when the user exists and is not an
+// Admin, or when it is missing and the organization holds the maximum
+// number of users (Config.MaxUsersPerOrg).
 func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, error) {
+	if err := checkBootstrapInput(in); err != nil {
+		return "", err // before CreateOrg: a malformed input writes nothing
+	}
 	if err := s.CreateOrg(ctx, in.Org); err != nil {
 		return "", err
 	}
@@ -121,14 +126,25 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 	return t.Value, err
 }
 
-// checkBootstrapToken refuses value as the bootstrap token of u when it
-// breaks the rule of seeded values or is another user's token.
-func (s *Service) checkBootstrapToken(ctx context.Context, u *storage.User, value string) error {
+// checkBootstrapInput refuses a username that breaks the username rule
+// and a token value that breaks the rule of seeded values. (CreateOrg
+// checks the organization id before it writes.)
+func checkBootstrapInput(in BootstrapInput) error {
 	var is issues
-	SeedTokenInput{Value: value, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}}.check(&is)
-	if len(is) > 0 {
-		return badRequest(Issue{Message: is[0].Message, Path: NewPath("token"), Code: is[0].Code})
+	is.checkUsername(in.Username, "username")
+	if in.Token != "" {
+		var ts issues
+		SeedTokenInput{Value: in.Token, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}}.check(&ts)
+		for _, t := range ts {
+			is.add(t.Code, t.Message, "token")
+		}
 	}
+	return is.err()
+}
+
+// checkBootstrapToken refuses value, well-formed (checkBootstrapInput), as
+// the bootstrap token of u when it is another user's token.
+func (s *Service) checkBootstrapToken(ctx context.Context, u *storage.User, value string) error {
 	a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(value)})
 	switch {
 	case errors.Is(err, storage.ErrNotFound):

@@ -1006,6 +1006,31 @@ func TestBootstrap_CreatesOrgAndAdmin(t *testing.T) {
 	require.NoError(t, err, "the token works")
 }
 
+// A Bootstrap refused for a malformed username or token value writes
+// nothing: neither the organization nor the Admin, nor an audit event.
+func TestBootstrap_MalformedInputWritesNothing(t *testing.T) {
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{Now: newFakeClock().Now})
+	ctx := context.Background()
+	for _, tc := range []struct {
+		in   orgadmin.BootstrapInput
+		path string
+	}{
+		{orgadmin.BootstrapInput{Org: "acme", Username: "1root"}, "username"},
+		{orgadmin.BootstrapInput{Org: "acme", Username: ""}, "username"},
+		{orgadmin.BootstrapInput{Org: "acme", Username: "root", Token: "short"}, "token"},
+	} {
+		_, err := svc.Bootstrap(ctx, tc.in)
+		is := requireCode(t, err, orgadmin.ErrBadRequest)
+		require.Len(t, is.Issues, 1, "%+v", tc.in)
+		assert.Equal(t, tc.path, is.Issues[0].Path.String(), "%+v", tc.in)
+		_, err = store.GetOrg(ctx, "acme")
+		require.ErrorIs(t, err, storage.ErrNotFound, "after Bootstrap(%+v)", tc.in)
+	}
+	_, err := svc.GetUser(ctx, "acme", "root")
+	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+}
+
 func TestBootstrap_SameTokenAgainChangesNothing(t *testing.T) {
 	clk := newFakeClock()
 	store := memstore.New()
@@ -1301,6 +1326,37 @@ func TestCreateToken_DefaultLimitIs1000(t *testing.T) {
 	// The limit is per user.
 	e.serviceAccount(t, "other")
 	e.token(t, "other", orgadmin.CreateTokenInput{Name: "x"})
+}
+
+// A negative MaxTokensPerUser, EmbedSessionTTL or DucklingLease means the
+// default, as a negative retention does: Bootstrap mints a token, the
+// limit is 1000 live tokens, a session lives 24 hours and an active mark
+// 10 minutes.
+func TestConfig_NegativeMeansDefault(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{MaxTokensPerUser: -1, EmbedSessionTTL: -time.Hour, DucklingLease: -time.Minute})
+	ctx := context.Background()
+	require.NotEmpty(t, e.adminToken, "Bootstrap minted a token")
+	e.serviceAccount(t, "bot")
+	for i := range 1000 {
+		_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)})
+		require.NoError(t, err, "token %d", i)
+	}
+	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "one more"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+
+	require.NoError(t, e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: "0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b", Title: "Sales"}))
+	value, err := e.svc.CreateEmbedSession(ctx, e.admin, "0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b", orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	require.NoError(t, err)
+	es, err := e.svc.ResolveEmbedSession(ctx, value)
+	require.NoError(t, err)
+	assert.Equal(t, 24*time.Hour, es.ExpiresAt.Sub(es.CreatedAt))
+
+	require.NoError(t, e.svc.MarkDucklingActive(ctx, testOrg, "bot", "rw"))
+	e.clk.Advance(10*time.Minute - time.Second)
+	accounts, err := e.svc.GetActiveAccounts(ctx, e.admin)
+	require.NoError(t, err)
+	require.Len(t, accounts, 1)
+	assert.Equal(t, orgadmin.StatusActive, accounts[0].Ducklings[0].Status)
 }
 
 func TestListUsers_RequiresViewAllMembers(t *testing.T) {

@@ -251,7 +251,7 @@ type SeedTokenInput struct {
 // Bounds of seeded token values.
 const (
 	MinSeedTokenLen = 16
-	MaxSeedTokenLen = maxTokenLen
+	MaxSeedTokenLen = maxTokenLen // 512
 )
 
 func (in SeedTokenInput) check(is *issues) {

@@ -79,7 +79,11 @@ func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateSer
 }
 
 // NewUser describes a user created through the Go API (CreateUser), which,
-// unlike the HTTP API, can create human users and Admins.
+// unlike the HTTP API, can create human users and Admins. Username follows
+// the username rule (ValidUsername); Description is at most 1000
+// characters; Email, FirstName, LastName and each privilege at most 1024
+// (a privilege at least 1). Only a human user may have an email or a name:
+// a service account with one is a BAD_REQUEST at is_service_account.
 type NewUser struct {
 	Username         string
 	Role             Role // "" means Member
@@ -208,8 +212,10 @@ func (s *Service) GetUser(ctx context.Context, org, username string) (User, erro
 	return userFromRecord(&u), nil
 }
 
-// GrantPrivilege adds a privilege to the user of org named username. It
-// fails with NOT_FOUND when the user does not exist.
+// GrantPrivilege adds a privilege to the user of org named username;
+// granting one the user holds changes nothing. It fails with BAD_REQUEST
+// for a privilege that is empty or longer than 1024 characters, and with
+// NOT_FOUND when the user does not exist.
 func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege string) error {
 	var is issues
 	is.checkString(privilege, 1, maxShortString, "privilege")

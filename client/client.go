@@ -15,9 +15,9 @@
 // *Error carrying the HTTP status, the error code, the message and the
 // issues; errors.Is(err, orgadmin.ErrNotFound) (or client.ErrNotFound, the
 // same value) tests its code, and errors.As gets at it. A request the
-// client refuses before sending it (a TTL that is not whole seconds) is a
-// *ValidationError. Transport failures are returned as they come,
-// wrapped.
+// client refuses before sending it (a TTL that is not whole seconds, a
+// token id of "..") is a *ValidationError. Transport failures are returned
+// as they come, wrapped.
 //
 // Idempotent requests (GET, PUT, DELETE) are retried with exponential
 // backoff and jitter when the server answers 429, 502, 503 or 504,

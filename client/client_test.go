@@ -413,6 +413,57 @@ func TestOptions(t *testing.T) {
 	assert.Equal(t, 2, calls)
 }
 
+// A path parameter that is empty, "." or ".." is refused before anything
+// is sent: escaped, it is still an empty or dot segment, which a ServeMux
+// in front of the API cleans away, sending the request to another route:
+// DELETE /v1/users/robot/tokens/.. would be DELETE /v1/users/robot.
+func TestDotSegmentPathParametersAreRefused(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	srv.CreateServiceAccount("robot")
+	tok := srv.CreateToken("robot", orgadmin.CreateTokenInput{Name: "ci"})
+	srv.RegisterDive(orgadmin.Dive{ID: diveID, Title: "Sales"})
+	mux := http.NewServeMux() // a host's mux in front, as in the README's "Mounting"
+	mux.Handle("/", srv.Handler())
+	front := httptest.NewServer(mux)
+	t.Cleanup(front.Close)
+	c := client.New(front.URL, srv.AdminToken())
+	ctx := t.Context()
+	cfg := client.InstanceConfig{ReadWrite: client.InstanceSide{Size: client.SizeJumbo}, ReadScaling: client.InstanceSide{Size: client.SizeJumbo}}
+	for _, bad := range []string{"", ".", ".."} {
+		for name, call := range map[string]func() (string, error){
+			"GetInstanceConfig": func() (string, error) { _, err := c.GetInstanceConfig(ctx, bad); return "username", err },
+			"SetInstanceConfig": func() (string, error) { _, err := c.SetInstanceConfig(ctx, bad, cfg); return "username", err },
+			"CreateToken": func() (string, error) {
+				_, err := c.CreateToken(ctx, bad, client.CreateTokenRequest{Name: "x"})
+				return "username", err
+			},
+			"ListTokens":       func() (string, error) { _, err := c.ListTokens(ctx, bad); return "username", err },
+			"DeleteToken":      func() (string, error) { return "token_id", c.DeleteToken(ctx, "robot", bad) },
+			"DeleteToken user": func() (string, error) { return "username", c.DeleteToken(ctx, bad, "x") },
+			"DeleteUser":       func() (string, error) { _, err := c.DeleteUser(ctx, bad); return "username", err },
+			"CreateEmbedSession": func() (string, error) {
+				_, err := c.CreateEmbedSession(ctx, bad, client.CreateEmbedSessionRequest{Username: "robot"})
+				return "dive_id", err
+			},
+		} {
+			field, err := call()
+			var ve *client.ValidationError
+			require.ErrorAs(t, err, &ve, "%s(%q)", name, bad)
+			require.Len(t, ve.Issues, 1, "%s(%q)", name, bad)
+			assert.Equal(t, field, ve.Issues[0].Path.String(), "%s(%q)", name, bad)
+			assert.ErrorIs(t, err, client.ErrBadRequest)
+		}
+	}
+	_, ok := srv.User("robot")
+	assert.True(t, ok, "robot was not deleted")
+	assert.Len(t, srv.Tokens("robot"), 1)
+	assert.Equal(t, client.SizeStandard, srv.InstanceConfig("robot").ReadWrite.Size)
+	assert.Empty(t, srv.Journal(), "nothing was sent")
+	_, err := client.New(front.URL, tok).ListTokens(ctx, "robot")
+	require.NoError(t, err, "the token still works")
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

@@ -67,6 +67,9 @@ type EmbedSession struct {
 // for a service account (operation dashboards-createEmbedSession). The
 // caller must be an Admin.
 func (c *Client) CreateEmbedSession(ctx context.Context, diveID string, in CreateEmbedSessionRequest) (*EmbedSession, error) {
+	if err := invalid(checkSegment(nil, "dive_id", diveID)); err != nil {
+		return nil, err
+	}
 	var out EmbedSession
 	u := c.base + "/v1/dives/" + url.PathEscape(diveID) + "/embed-session"
 	if err := c.call(ctx, request{method: http.MethodPost, url: u, body: in, auth: true}, &out); err != nil {

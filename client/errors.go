@@ -163,14 +163,17 @@ func (e *Error) As(target any) bool {
 	return false
 }
 
-// ValidationError is a request the client refuses before sending it,
-// naming the field, as the server would answer it with a 400: a TTL or a
-// cooldown that is not a whole number of seconds (a time.Duration of 300
-// is 300ns) or is out of range. errors.Is(err, ErrBadRequest) holds; no
+// ValidationError is a request the client refuses before sending it, with
+// issues that name the field as a 400's do: a TTL or a cooldown that is not
+// a whole number of seconds (a time.Duration of 300 is 300ns) or is out of
+// range, which the server would refuse with a 400; or a path parameter (a
+// username, a token id, a Dive id) that is empty, "." or "..", which no
+// user, token or Dive has and which a router in front of the API would
+// clean into another route's path. errors.Is(err, ErrBadRequest) holds; no
 // request was sent.
 type ValidationError struct {
 	// Issues say what is wrong, at the field's wire name ("ttl",
-	// "config.read_write.cooldown_seconds").
+	// "config.read_write.cooldown_seconds", "token_id").
 	Issues []Issue
 }
 
@@ -206,6 +209,21 @@ func checkSeconds(issues []Issue, d, lo, hi time.Duration, path ...any) []Issue 
 		return append(issues, Issue{Message: fmt.Sprintf("Number must be greater than or equal to %d", lo/time.Second), Path: at, Code: IssueTooSmall})
 	case d > hi:
 		return append(issues, Issue{Message: fmt.Sprintf("Number must be less than or equal to %d", hi/time.Second), Path: at, Code: IssueTooBig})
+	}
+	return issues
+}
+
+// checkSegment adds to issues when value, the path parameter named name
+// on the wire, cannot be sent as a path segment: empty, "." or "..".
+// Escaping leaves those as they are, and a ServeMux in front of the API
+// cleans them away, sending the request to another route (DELETE
+// /v1/users/robot/tokens/.. would be DELETE /v1/users/robot).
+func checkSegment(issues []Issue, name, value string) []Issue {
+	switch value {
+	case "":
+		return append(issues, Issue{Message: "String must contain at least 1 character(s)", Path: orgadmin.NewPath(name), Code: IssueTooSmall})
+	case ".", "..":
+		return append(issues, Issue{Message: fmt.Sprintf("Expected a path segment, received %q", value), Path: orgadmin.NewPath(name), Code: IssueInvalidString})
 	}
 	return issues
 }

@@ -58,10 +58,9 @@ type sideWire struct {
 	CooldownSeconds *int64 `json:"cooldown_seconds,omitempty"`
 }
 
-// wireConfig returns cfg in its wire form, or a *ValidationError naming
-// the cooldown it cannot carry.
-func wireConfig(cfg InstanceConfig) (configWire, error) {
-	var issues []Issue
+// wireConfig returns cfg in its wire form, and issues with those of cfg
+// (a cooldown it cannot carry) as a *ValidationError.
+func wireConfig(issues []Issue, cfg InstanceConfig) (configWire, error) {
 	side := func(s InstanceSide, name string, scaling bool) sideWire {
 		w := sideWire{InstanceSize: s.Size}
 		if scaling {
@@ -96,6 +95,9 @@ func (w configWire) config() InstanceConfig {
 // (operation instances-getInstanceConfigForUser). The caller must be an
 // Admin or that user.
 func (c *Client) GetInstanceConfig(ctx context.Context, username string) (*InstanceConfig, error) {
+	if err := invalid(checkSegment(nil, "username", username)); err != nil {
+		return nil, err
+	}
 	var out configWire
 	if err := c.call(ctx, request{method: http.MethodGet, url: c.userPath(username, "instances"), auth: true, retry: true}, &out); err != nil {
 		return nil, err
@@ -109,7 +111,7 @@ func (c *Client) GetInstanceConfig(ctx context.Context, username string) (*Insta
 // The caller must be an Admin or that user. A cooldown the API cannot
 // carry is a *ValidationError, before any request.
 func (c *Client) SetInstanceConfig(ctx context.Context, username string, cfg InstanceConfig) (*InstanceConfig, error) {
-	w, err := wireConfig(cfg)
+	w, err := wireConfig(checkSegment(nil, "username", username), cfg)
 	if err != nil {
 		return nil, err
 	}

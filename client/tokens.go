@@ -57,17 +57,18 @@ type CreateTokenRequest struct {
 	Type TokenType
 }
 
-// check returns a *ValidationError when r cannot be sent.
-func (r CreateTokenRequest) check() error {
-	if r.TTL == 0 {
-		return nil
+// check adds to issues when r cannot be sent, and returns them as a
+// *ValidationError.
+func (r CreateTokenRequest) check(issues []Issue) error {
+	if r.TTL != 0 {
+		issues = checkSeconds(issues, r.TTL, orgadmin.MinTokenTTL, orgadmin.MaxTokenTTL, "ttl")
 	}
-	return invalid(checkSeconds(nil, r.TTL, orgadmin.MinTokenTTL, orgadmin.MaxTokenTTL, "ttl"))
+	return invalid(issues)
 }
 
 // MarshalJSON encodes r in its wire form, with ttl in seconds.
 func (r CreateTokenRequest) MarshalJSON() ([]byte, error) {
-	if err := r.check(); err != nil {
+	if err := r.check(nil); err != nil {
 		return nil, err
 	}
 	wire := struct {
@@ -84,7 +85,7 @@ func (r CreateTokenRequest) MarshalJSON() ([]byte, error) {
 // themself; an Admin also for a service account. A TTL the API cannot
 // carry is a *ValidationError, before any request.
 func (c *Client) CreateToken(ctx context.Context, username string, in CreateTokenRequest) (*Token, error) {
-	if err := in.check(); err != nil {
+	if err := in.check(checkSegment(nil, "username", username)); err != nil {
 		return nil, err
 	}
 	var out tokenWire
@@ -100,6 +101,9 @@ func (c *Client) CreateToken(ctx context.Context, username string, in CreateToke
 // users-listTokens). A user may list their own; an Admin those of anyone
 // in the organization.
 func (c *Client) ListTokens(ctx context.Context, username string) ([]Token, error) {
+	if err := invalid(checkSegment(nil, "username", username)); err != nil {
+		return nil, err
+	}
 	var out struct {
 		Tokens []tokenWire `json:"tokens"`
 	}
@@ -118,5 +122,8 @@ func (c *Client) ListTokens(ctx context.Context, username string) ([]Token, erro
 // (errors.Is(err, ErrNotFound)); one that a retry finds gone after an
 // earlier attempt may have deleted it also matches ErrDeletedOnRetry.
 func (c *Client) DeleteToken(ctx context.Context, username, tokenID string) error {
+	if err := invalid(checkSegment(checkSegment(nil, "username", username), "token_id", tokenID)); err != nil {
+		return err
+	}
 	return c.call(ctx, request{method: http.MethodDelete, url: c.userPath(username, "tokens", tokenID), auth: true, retry: true}, nil)
 }

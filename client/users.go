@@ -200,6 +200,9 @@ type DeletedUser struct {
 // ErrNotFound)); one that a retry finds gone after an earlier attempt may
 // have deleted it also matches ErrDeletedOnRetry.
 func (c *Client) DeleteUser(ctx context.Context, username string) (*DeletedUser, error) {
+	if err := invalid(checkSegment(nil, "username", username)); err != nil {
+		return nil, err
+	}
 	var out DeletedUser
 	if err := c.call(ctx, request{method: http.MethodDelete, url: c.userPath(username), auth: true, retry: true}, &out); err != nil {
 		return nil, err

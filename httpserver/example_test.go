@@ -64,6 +64,60 @@ func serversOf(resp *http.Response) string {
 	return strings.Join(strings.Fields(string(body)[i:i+j]), " ")
 }
 
+// Beside the host's routes: the Handler at "/v1/" and "/ext/" of a
+// ServeMux, with the document, the health check and the feedback where
+// the host likes, and unclean paths sent to the Handler before the mux
+// can redirect them to another route.
+func Example_besideYourRoutes() {
+	svc, token := exampleService()
+	logger := slog.New(slog.DiscardHandler) // in a program: slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	// README
+	api := httpserver.New(svc, httpserver.Config{Logger: logger})
+	mux := http.NewServeMux()
+	mux.Handle("/v1/", api)
+	mux.Handle("/ext/", api)                                        // the audit trail
+	mux.Handle("GET /openapi.json", httpserver.OpenAPIHandler("/")) // the document, anywhere
+	mux.Handle("GET /healthz", httpserver.Health(svc))
+	mux.Handle("/docs/api/feedback/agent", httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: logger}))
+	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !httpserver.CleanPath(r.URL.EscapedPath()) {
+			api.ServeHTTP(w, r) // a plain-text 404, never a redirect
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	// README
+	srv := httptest.NewServer(root)
+	defer srv.Close()
+	ctx := context.Background()
+	if _, err := svc.CreateServiceAccount(ctx, orgadmin.Bearer(token), orgadmin.CreateServiceAccountInput{Username: "robot"}); err != nil {
+		panic(err)
+	}
+	for _, p := range []string{"/v1/users", "/ext/audit/events", "/openapi.json", "/healthz"} {
+		fmt.Println(p, fetch(srv.URL+p, "Authorization", "Bearer "+token).Status)
+	}
+	// A ServeMux alone would answer 307 to /v1/users/robot, and a client
+	// that follows it would delete the user.
+	req, err := http.NewRequest("DELETE", srv.URL+"/v1/users/robot/tokens/..", nil)
+	if err != nil {
+		panic(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	_, err = svc.GetUser(ctx, "acme", "robot")
+	fmt.Println("DELETE /v1/users/robot/tokens/..", resp.Status, err == nil)
+	// Output:
+	// /v1/users 200 OK
+	// /ext/audit/events 200 OK
+	// /openapi.json 200 OK
+	// /healthz 200 OK
+	// DELETE /v1/users/robot/tokens/.. 404 Not Found true
+}
+
 // Under a prefix with net/http: Config.Prefix, with the Handler mounted at
 // "/admin/" of a ServeMux.
 func Example_prefixWithServeMux() {

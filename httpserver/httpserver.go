@@ -116,7 +116,8 @@ func (c *Config) requestIDHeader() string {
 // /v1/./users, /v1/x/../users) included; a known path with a wrong method
 // answers 405 with an Allow header. (A ServeMux in front of the Handler
 // redirects unclean paths to their clean form before the Handler sees
-// them.) Mount it at the root of a mux, at "/v1/" beside other routes
+// them, which can lead a client to another route: see CleanPath.) Mount
+// it at the root of a mux, at "/v1/" beside other routes
 // (the document is then not served; serve OpenAPIHandler where you like),
 // or under a prefix (README, "Mounting").
 type Handler struct {
@@ -255,9 +256,11 @@ func (h *Handler) authenticate(r *http.Request) (credential, string, error) {
 // trailing slash allowed: no empty, "." or ".." element. (An escaped
 // slash, %2F, is part of its element, as routing takes it.) The Handler
 // answers any other path a plain-text 404. An http.ServeMux would
-// redirect it to its clean form before the Handler sees it: a server that
-// puts one in front of the Handler sends such requests to the Handler
-// first (see examples/server) to answer them alike.
+// redirect it to its clean form, keeping the method, before the Handler
+// sees it, and a client that follows the redirect would act on another
+// route (DELETE /v1/users/robot/tokens/.. on DELETE /v1/users/robot): a
+// server that puts one in front of the Handler sends such requests to the
+// Handler first (README, "Mounting"; examples/server).
 func CleanPath(p string) bool {
 	c := path.Clean(p)
 	return p != "" && p[0] == '/' && (c == p || c+"/" == p)

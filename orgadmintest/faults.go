@@ -39,8 +39,10 @@ type Fault struct {
 	Times int
 	// Status, when not 0, is the status answered: with the API's JSON
 	// error envelope for a status the API has a code for (400, 401, 403,
-	// 404, 429, 500; a 429 is TOO_MANY_REQUESTS), with its status text in
-	// plain text otherwise (a gateway's 502, 503 or 504).
+	// 404, 429, 500; a 429 is TOO_MANY_REQUESTS; a 400 has one issue,
+	// "Refused by an injected fault", as every 400 of the API has issues),
+	// with its status text in plain text otherwise (a gateway's 502, 503
+	// or 504).
 	Status int
 	// RetryAfter, when positive, is sent as the Retry-After header of the
 	// Status answer, in whole seconds, rounded up.
@@ -233,6 +235,11 @@ func writeFault(w http.ResponseWriter, f *Fault) {
 	}
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(f.Status)
+	if code == orgadmin.CodeBadRequest { // the API lists at least one issue on every 400
+		_, _ = fmt.Fprintf(w, "{\"message\":%q,\"code\":%q,\"issues\":[{\"message\":\"Refused by an injected fault\",\"path\":[],\"code\":%q}]}\n",
+			code.Message(), code, orgadmin.IssueNotAllowed)
+		return
+	}
 	_, _ = fmt.Fprintf(w, "{\"message\":%q,\"code\":%q}\n", code.Message(), code)
 }
 

@@ -81,6 +81,26 @@ func TestFaultAnswersTheNextRequests(t *testing.T) {
 	}
 }
 
+// An injected 400 is shaped as the API's own are: the OpenAPI document
+// and the client promise every 400 at least one issue.
+func TestInjectedBadRequestHasAnIssue(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	srv.InjectFault(orgadmintest.Fault{Times: 1, Status: http.StatusBadRequest})
+	res, body, err := do(t, srv.URL(), "GET", "/v1/users", srv.AdminToken(), "")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, res.StatusCode)
+	assert.JSONEq(t, `{"message": "Bad Request", "code": "BAD_REQUEST",
+		"issues": [{"message": "Refused by an injected fault", "path": [], "code": "not_allowed"}]}`, string(body))
+	srv.InjectFault(orgadmintest.Fault{Times: 1, Status: http.StatusBadRequest})
+	_, err = noRetry(srv, srv.AdminToken()).ListTokens(t.Context(), "admin")
+	var e *client.Error
+	require.ErrorAs(t, err, &e)
+	require.Len(t, e.Issues, 1)
+	assert.Equal(t, orgadmin.IssueNotAllowed, e.Issues[0].Code)
+	assert.Empty(t, e.Issues[0].Path)
+}
+
 func TestFaultOnARoute(t *testing.T) {
 	t.Parallel()
 	srv := orgadmintest.NewServer(t)

@@ -248,8 +248,10 @@ func (s *Server) Client() *http.Client { return s.srv.Client() }
 // Handler returns the fake as an http.Handler: the API, the health check
 // and the feedback endpoint, with the injected faults and the journal, as
 // the Server serves them. Wrap it in middleware of your own and serve it
-// with httptest.NewServer, or mount it in a mux; the Server's clock, seed
-// and inspection methods act on it alike.
+// with httptest.NewServer, or mount it in a mux (which redirects unclean
+// paths, such as /v1/users/robot/tokens/.., to other routes before the
+// fake can answer them a 404; see httpserver.CleanPath); the Server's
+// clock, seed and inspection methods act on it alike.
 func (s *Server) Handler() http.Handler { return s.handler }
 
 // AdminToken returns the token of the bootstrapped Admin.

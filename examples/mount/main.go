@@ -39,14 +39,25 @@ func main() {
 	// health check and the page-feedback endpoint where this program wants
 	// them. (Under a prefix: httpserver.Config.Prefix, or http.StripPrefix;
 	// see the README's "Mounting".)
-	mux.Handle("/v1/", httpserver.New(svc, httpserver.Config{Logger: logger}))
+	api := httpserver.New(svc, httpserver.Config{Logger: logger})
+	mux.Handle("/v1/", api)
+	mux.Handle("/ext/", api) // the audit trail
 	mux.Handle("GET /admin/openapi.json", httpserver.OpenAPIHandler("/"))
 	mux.Handle("GET /admin/healthz", httpserver.Health(svc))
 	mux.Handle("/admin/feedback", httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: logger}))
+	// The mux would redirect an unclean path (/v1/users/robot/tokens/..)
+	// to another route, method kept: the Handler answers it a 404 instead.
+	root := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !httpserver.CleanPath(r.URL.EscapedPath()) {
+			api.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 
 	srv := &http.Server{
 		Addr:              "127.0.0.1:8081",
-		Handler:           mux,
+		Handler:           root,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
