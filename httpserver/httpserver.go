@@ -260,7 +260,7 @@ func (h *Handler) authenticate(r *http.Request) (credential, string, error) {
 // sees it, and a client that follows the redirect would act on another
 // route (DELETE /v1/users/robot/tokens/.. on DELETE /v1/users/robot): a
 // server that puts one in front of the Handler sends such requests to the
-// Handler first (README, "Mounting"; examples/server).
+// Handler first (README, "Mounting").
 func CleanPath(p string) bool {
 	c := path.Clean(p)
 	return p != "" && p[0] == '/' && (c == p || c+"/" == p)
