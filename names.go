@@ -16,6 +16,9 @@ const (
 	MaxTokenNameLen   = 255
 	MaxFlockSize      = 64
 	MaxFeedbackText   = 2000
+	// MaxPrivileges bounds the privileges one user holds (NewUser,
+	// GrantPrivilege), which the specification leaves unbounded.
+	MaxPrivileges = 64
 	// maxShortString bounds free strings the specification leaves unbounded (emails,
 	// names, session names, resource URLs, feedback paths).
 	maxShortString = 1024

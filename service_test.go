@@ -1724,3 +1724,31 @@ func TestListingsAreTheirCallersOwn(t *testing.T) {
 	}
 	assert.Equal(t, kept, first.Users, "a page changed after later listings")
 }
+
+// A user holds at most MaxPrivileges privileges, however they come.
+func TestPrivilegesAreBounded(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	privileges := func(n int) []string {
+		ps := make([]string, n)
+		for i := range ps {
+			ps[i] = fmt.Sprintf("p.%d", i)
+		}
+		return ps
+	}
+	_, err := e.svc.CreateUser(ctx, testOrg, orgadmin.NewUser{Username: "many", Privileges: privileges(orgadmin.MaxPrivileges + 1)})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, [][]any{{"privileges"}}, issuePaths(t, err))
+	_, err = e.svc.GetUser(ctx, testOrg, "many")
+	requireCode(t, err, orgadmin.ErrNotFound)
+
+	_, err = e.svc.CreateUser(ctx, testOrg, orgadmin.NewUser{Username: "full", Privileges: privileges(orgadmin.MaxPrivileges)})
+	require.NoError(t, err)
+	require.NoError(t, e.svc.GrantPrivilege(ctx, testOrg, "full", "p.0"), "one held changes nothing")
+	err = e.svc.GrantPrivilege(ctx, testOrg, "full", "one.more")
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, [][]any{{"privilege"}}, issuePaths(t, err))
+	u, err := e.svc.GetUser(ctx, testOrg, "full")
+	require.NoError(t, err)
+	assert.Equal(t, privileges(orgadmin.MaxPrivileges), u.Privileges)
+}

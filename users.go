@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"iter"
 	"slices"
 	"time"
@@ -82,7 +83,7 @@ func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateSer
 // unlike the HTTP API, can create human users and Admins. Username follows
 // the username rule (ValidUsername); Description is at most 1000
 // characters; Email, FirstName, LastName and each privilege at most 1024
-// (a privilege at least 1). Only a human user may have an email or a name:
+// (a privilege at least 1); Privileges at most MaxPrivileges. Only a human user may have an email or a name:
 // a service account with one is a BAD_REQUEST at is_service_account.
 type NewUser struct {
 	Username         string
@@ -121,8 +122,12 @@ func validateNewUser(nu NewUser) error {
 	if nu.IsServiceAccount && (nu.Email != "" || nu.FirstName != "" || nu.LastName != "") {
 		is.add(IssueNotAllowed, "Only human users have an email or a name", "is_service_account")
 	}
-	for i, p := range nu.Privileges {
-		is.checkString(p, 1, maxShortString, "privileges", i)
+	if len(nu.Privileges) > MaxPrivileges {
+		is.add(IssueTooBig, fmt.Sprintf("Array must contain at most %d element(s)", MaxPrivileges), "privileges")
+	} else {
+		for i, p := range nu.Privileges {
+			is.checkString(p, 1, maxShortString, "privileges", i)
+		}
 	}
 	if nu.Instances != nil {
 		nu.Instances.check(&is, "instances")
@@ -214,8 +219,9 @@ func (s *Service) GetUser(ctx context.Context, org, username string) (User, erro
 
 // GrantPrivilege adds a privilege to the user of org named username;
 // granting one the user holds changes nothing. It fails with BAD_REQUEST
-// for a privilege that is empty or longer than 1024 characters, and with
-// NOT_FOUND when the user does not exist.
+// for a privilege that is empty or longer than 1024 characters, or one
+// more for a user who holds MaxPrivileges, and with NOT_FOUND when the
+// user does not exist.
 func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege string) error {
 	var is issues
 	is.checkString(privilege, 1, maxShortString, "privilege")
@@ -228,6 +234,9 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 	}
 	if contains(u.Privileges, privilege) {
 		return nil
+	}
+	if len(u.Privileges) >= MaxPrivileges {
+		return badRequest(Issue{Message: fmt.Sprintf("The user holds the maximum number of privileges (%d)", MaxPrivileges), Path: NewPath("privilege"), Code: IssueTooBig})
 	}
 	before := privilegesJSON(u.Privileges)
 	u.Privileges = append(u.Privileges, privilege)
