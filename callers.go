@@ -201,6 +201,7 @@ func (s *Service) authenticateDigest(ctx context.Context, d storage.Digest, q st
 // ActAs returns the Caller of the user of org named username, as if it had
 // presented one of its read_write tokens, for Go programs that act on
 // behalf of a user they have authenticated themselves. It fails with
+// BAD_REQUEST for a malformed username (see the package doc), and with
 // NOT_FOUND when the user does not exist.
 //
 // Every operation given the Caller reads its user again: once the user is

@@ -216,7 +216,8 @@ const maxTokenIDLen = 255
 
 // DeleteToken invalidates the token tokenID of the user named username in
 // the caller's org; from then on it authenticates nowhere. It fails like
-// ListTokens, and with NOT_FOUND when the user has no such live token.
+// ListTokens, with BAD_REQUEST for a tokenID that is empty or longer than
+// 255 characters, and with NOT_FOUND when the user has no such live token.
 func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID string) error {
 	var is issues
 	is.checkString(tokenID, 1, maxTokenIDLen, "token_id")
