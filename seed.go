@@ -343,7 +343,9 @@ func (sd Seed) Validate() error {
 // is, and a user or token that an earlier loading created and that was
 // deleted, revoked or expired since is not created again (the store keeps
 // a mark of each loaded user and token; see storage.Store.MarkSeeded). So
-// applying the same seed twice changes nothing, and brings back nothing.
+// applying the same seed twice changes nothing, and brings back nothing,
+// also when two processes sharing the store apply it at once (a user the
+// other created meanwhile is one that exists).
 // Duckling activity is recorded for users this call creates. On a
 // validation error nothing is written, nor when the seed would take an
 // organization past the limit of users or a user past the limit of live
@@ -509,6 +511,9 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 		}
 		_, err = s.CreateUser(ctx, org, u.newUser())
 		created = err == nil
+		if taken(err) { // created since, by another process loading it
+			err = nil
+		}
 	}
 	if err != nil {
 		return err

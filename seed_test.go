@@ -2,6 +2,7 @@ package orgadmin_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -482,4 +483,67 @@ func TestSeed_ExistingDiveIsLeftAsItIs(t *testing.T) {
 	after, err := store.GetDive(context.Background(), "acme", "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f")
 	require.NoError(t, err)
 	assert.Equal(t, before, after)
+}
+
+// racingStore is a store on which another process loads the same seed
+// just before this one's first creation of a user: that user (and every
+// other of the seed) exists by the time the creation reaches the store.
+type racingStore struct {
+	*memstore.Store
+	other func()
+}
+
+func (s *racingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
+	if other := s.other; other != nil {
+		s.other = nil
+		other()
+	}
+	return s.Store.CreateUser(ctx, u, lim, a)
+}
+
+// Two servers started together on one fresh store with one seed both
+// start: a user the other loading created between this one's look-up and
+// its creation is one that exists, left as it is, and nothing is loaded
+// twice.
+func TestSeed_LoadingRacingAnotherProcessSucceeds(t *testing.T) {
+	clk := newFakeClock()
+	once := memstore.New()
+	loadSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), sampleSeed)
+	want := observeSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), once)
+
+	store := &racingStore{Store: memstore.New()}
+	other := orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now})
+	store.other = func() { loadSeed(t, other, sampleSeed) }
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	loadSeed(t, svc, sampleSeed)
+	require.Nil(t, store.other, "the other loading ran")
+	assert.Equal(t, withoutIDs(want), withoutIDs(observeSeed(t, svc, store)))
+
+	alice, err := svc.Authenticate(context.Background(), aliceToken)
+	require.NoError(t, err)
+	for action, n := range map[string]int{orgadmin.ActionUserCreate: 3, orgadmin.ActionTokenSeed: 2} {
+		events, err := svc.AuditEvents(context.Background(), alice, orgadmin.AuditQuery{Action: action})
+		require.NoError(t, err)
+		assert.Len(t, events.Events, n, "each %s once", action)
+	}
+}
+
+// withoutIDs is st with the ids of its users and tokens, which each
+// loading mints anew, left out.
+func withoutIDs(st seedState) seedState {
+	users := slices.Clone(st.Users.Users)
+	for i := range users {
+		users[i].ID = ""
+	}
+	st.Users.Users = users
+	tokens := map[string][]orgadmin.Token{}
+	for name, ts := range st.Tokens {
+		ts = slices.Clone(ts)
+		for i := range ts {
+			ts[i].ID = ""
+		}
+		tokens[name] = ts
+	}
+	st.Tokens = tokens
+	return st
 }
