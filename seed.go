@@ -1,6 +1,7 @@
 package orgadmin
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -135,6 +136,9 @@ func DecodeSeed(r io.Reader) (Seed, error) {
 	if err := checkKeys(raw, reflect.TypeFor[Seed](), ""); err != nil {
 		return Seed{}, fmt.Errorf("seed: %w", err)
 	}
+	if kind := jsonKind(raw); kind != "an object" && kind != "null" {
+		return Seed{}, fmt.Errorf("seed: want a JSON object, not %s", kind)
+	}
 	// Through a pointer, which a JSON null leaves nil: null is no seed.
 	var sd *Seed
 	if err := json.Unmarshal(raw, &sd); err != nil {
@@ -147,10 +151,16 @@ func DecodeSeed(r io.Reader) (Seed, error) {
 }
 
 // checkKeys returns an error naming the first key, at any depth of raw
-// (valid JSON at path), that the JSON form of t does not have, or that an
-// object gives twice. Values of the wrong JSON type are left to
-// json.Unmarshal to report.
+// (valid JSON at path), that the JSON form of t does not have, that an
+// object gives twice, or whose value is of the wrong JSON type (a number
+// for a string, say; null is the zero value of any type, as
+// json.Unmarshal has it).
 func checkKeys(raw json.RawMessage, t reflect.Type, path string) error {
+	if t.Kind() != reflect.Pointer && path != "" {
+		if want, got := kindOf(t), jsonKind(raw); got != "null" && got != want {
+			return fmt.Errorf("%s: want %s, not %s", path, want, got)
+		}
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return checkKeys(raw, t.Elem(), path)
@@ -187,6 +197,45 @@ func checkKeys(raw json.RawMessage, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// kindOf names the JSON type of the seed's Go type t, which is not a
+// pointer, as jsonKind does.
+func kindOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct:
+		return "an object"
+	default: // float64
+		return "a number"
+	}
+}
+
+// jsonKind names the JSON type of raw, a valid JSON value.
+func jsonKind(raw json.RawMessage) string {
+	b := bytes.TrimLeft(raw, " \t\r\n")
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	default:
+		return "a number"
+	}
 }
 
 // fieldOf returns the field of the struct type t whose json tag names key.

@@ -381,6 +381,32 @@ func TestDecodeSeed_RefusesUnknownAndDuplicateKeys(t *testing.T) {
 	assert.Equal(t, "Admin", sd.Organizations[0].Users[0].Role)
 }
 
+// A value of the wrong JSON type is refused with its path, so that the
+// operator can tell which of many entries holds it; null stands for the
+// zero value, as json.Unmarshal has it.
+func TestDecodeSeed_WrongTypeNamesItsPath(t *testing.T) {
+	for js, want := range map[string]string{
+		`[]`:                    "seed: want a JSON object, not an array",
+		`"acme"`:                "seed: want a JSON object, not a string",
+		`{"organizations": {}}`: "seed: organizations: want an array, not an object",
+		`{"organizations": [{"id": "acme"}, {"id": 5}]}`:                                                            "seed: organizations[1].id: want a string, not a number",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a"}, {"username": 5}]}]}`:                        "seed: organizations[0].users[1].username: want a string, not a number",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "is_service_account": "yes"}]}]}`:            "seed: organizations[0].users[0].is_service_account: want a boolean, not a string",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "privileges": "all"}]}]}`:                    "seed: organizations[0].users[0].privileges: want an array, not a string",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "privileges": [true]}]}]}`:                   "seed: organizations[0].users[0].privileges[0]: want a string, not a boolean",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "tokens": [{"name": "t", "ttl": "1h"}]}]}]}`: "seed: organizations[0].users[0].tokens[0].ttl: want a number, not a string",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "instances": []}]}]}`:                        "seed: organizations[0].users[0].instances: want an object, not an array",
+		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "version": "3"}]}]}`:                               "seed: organizations[0].dives[0].version: want a number, not a string",
+	} {
+		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		assert.EqualErrorf(t, err, want, "%s", js)
+	}
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "a",
+	  "role": null, "privileges": null, "tokens": [{"name": "t", "value": "v", "ttl": null}], "instances": null}], "dives": null}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, orgadmin.SeedUser{Username: "a", Tokens: []orgadmin.SeedToken{{Name: "t", Value: "v"}}}, sd.Organizations[0].Users[0])
+}
+
 // A seed file is one JSON object and nothing else: a stray closing bracket
 // after it is refused like any other trailing data (found by FuzzSeed).
 func TestDecodeSeed_RefusesAnyDataAfterTheObject(t *testing.T) {
