@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -159,6 +160,11 @@ func checkKeys(raw json.RawMessage, t reflect.Type, path string) error {
 	if t.Kind() != reflect.Pointer && path != "" {
 		if want, got := kindOf(t), jsonKind(raw); got != "null" && got != want {
 			return fmt.Errorf("%s: want %s, not %s", path, want, got)
+		}
+		if t.Kind() == reflect.Float64 && jsonKind(raw) == "a number" {
+			if _, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64); err != nil {
+				return fmt.Errorf("%s: %s is out of range", path, bytes.TrimSpace(raw))
+			}
 		}
 	}
 	switch t.Kind() {

@@ -397,6 +397,7 @@ func TestDecodeSeed_WrongTypeNamesItsPath(t *testing.T) {
 		`{"organizations": [{"id": "acme", "users": [{"username": "a", "tokens": [{"name": "t", "ttl": "1h"}]}]}]}`: "seed: organizations[0].users[0].tokens[0].ttl: want a number, not a string",
 		`{"organizations": [{"id": "acme", "users": [{"username": "a", "instances": []}]}]}`:                        "seed: organizations[0].users[0].instances: want an object, not an array",
 		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "version": "3"}]}]}`:                               "seed: organizations[0].dives[0].version: want a number, not a string",
+		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "version": 1e400}]}]}`:                             "seed: organizations[0].dives[0].version: 1e400 is out of range",
 	} {
 		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
 		assert.EqualErrorf(t, err, want, "%s", js)
