@@ -574,3 +574,60 @@ func withoutIDs(st seedState) seedState {
 	st.Tokens = tokens
 	return st
 }
+
+// reservingStore is a store on which another process's creation of a
+// token with the same value is under way when this one's first creation
+// reaches the store: the value is reserved (the first step of a creation
+// on a Redis Cluster), so the creation is refused, but the token cannot
+// be read yet; the other creation ends right after this one's look-up.
+type reservingStore struct {
+	*memstore.Store
+	other  func() // the other creation, at the first CreateToken
+	finish func() // set by the first CreateToken, run after the next ReadAccess
+}
+
+func (s *reservingStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
+	if s.other != nil {
+		s.finish, s.other = s.other, nil
+		return storage.ErrAlreadyExists
+	}
+	return s.Store.CreateToken(ctx, t, lim, a)
+}
+
+func (s *reservingStore) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
+	a, err := s.Store.ReadAccess(ctx, q)
+	if finish := s.finish; finish != nil {
+		s.finish = nil
+		finish()
+	}
+	return a, err
+}
+
+// Seeding a value that another process is seeding for the same user at
+// that moment (servers started together with one fixture) ends with the
+// one token, whichever creation stores it.
+func TestSeedToken_ValueBeingSeededByAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	store := &reservingStore{Store: memstore.New()}
+	svc := orgadmin.New(store, orgadmin.Config{})
+	other := orgadmin.New(store.Store, orgadmin.Config{})
+	require.NoError(t, other.CreateOrg(ctx, "acme"))
+	_, err := other.CreateUser(ctx, "acme", orgadmin.NewUser{Username: "robot", IsServiceAccount: true})
+	require.NoError(t, err)
+	in := orgadmin.SeedTokenInput{Value: "seeded-token-robot-0001", CreateTokenInput: orgadmin.CreateTokenInput{Name: "r"}}
+	store.other = func() {
+		_, err := other.SeedToken(ctx, "acme", "robot", in)
+		require.NoError(t, err)
+	}
+
+	tok, err := svc.SeedToken(ctx, "acme", "robot", in)
+	require.NoError(t, err)
+	require.Nil(t, store.finish, "the other creation ran")
+	assert.Equal(t, in.Value, tok.Value)
+	robot, err := svc.Authenticate(ctx, in.Value)
+	require.NoError(t, err)
+	toks, err := svc.ListTokens(ctx, robot, "robot")
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	assert.Equal(t, tok.ID, toks[0].ID)
+}
