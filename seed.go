@@ -119,8 +119,9 @@ func whole(n *float64) int {
 }
 
 // DecodeSeed reads a Seed from its JSON form, one JSON object and nothing
-// after it. A key the format does not have (keys are matched exactly), or
-// one an object gives twice, is an error naming its path, such as
+// after it. A key the format does not have (keys are matched exactly), one
+// an object gives twice, or a value of the wrong JSON type (or a number
+// beyond a float64), is an error naming its path, such as
 // organizations[0].users[1].rol; null, like any other non-object, is an
 // error.
 func DecodeSeed(r io.Reader) (Seed, error) {
