@@ -401,6 +401,15 @@ func TestRedisClientMessagesAreLogLines(t *testing.T) {
 	assert.True(t, found, "go-redis's message is not in the log: %s", stderr)
 }
 
+// A Redis Cluster has database 0 only: a -store naming another is
+// refused before anything is written, rather than using database 0.
+func TestRedisClusterWithDatabaseIsRefused(t *testing.T) {
+	for _, uri := range []string{"redis://127.0.0.1:1/1?addr=127.0.0.1:2", "redis://127.0.0.1:1/x?addr=127.0.0.1:2"} {
+		err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", uri}, func(string) string { return "" }, io.Discard, nil)
+		require.ErrorContains(t, err, "a Redis Cluster has database 0 only", uri)
+	}
+}
+
 func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "cassandra://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")

@@ -54,6 +54,10 @@ func openRedis(uri string, log *slog.Logger, tp trace.TracerProvider) (storage.S
 	}
 	var c redis.UniversalClient
 	if u.Query().Has("addr") {
+		// go-redis ignores the path of a Cluster's URL.
+		if db := strings.TrimPrefix(u.Path, "/"); db != "" && db != "0" {
+			return nil, nil, fmt.Errorf("-store %q: a Redis Cluster has database 0 only", redact(uri))
+		}
 		opts, err := redis.ParseClusterURL(uri)
 		if err != nil {
 			return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
