@@ -1,6 +1,7 @@
 package orgadmin
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"io"
 	"math"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -117,8 +119,9 @@ func whole(n *float64) int {
 }
 
 // DecodeSeed reads a Seed from its JSON form, one JSON object and nothing
-// after it. A key the format does not have (keys are matched exactly), or
-// one an object gives twice, is an error naming its path, such as
+// after it. A key the format does not have (keys are matched exactly), one
+// an object gives twice, or a value of the wrong JSON type (or a number
+// beyond a float64), is an error naming its path, such as
 // organizations[0].users[1].rol; null, like any other non-object, is an
 // error.
 func DecodeSeed(r io.Reader) (Seed, error) {
@@ -135,6 +138,9 @@ func DecodeSeed(r io.Reader) (Seed, error) {
 	if err := checkKeys(raw, reflect.TypeFor[Seed](), ""); err != nil {
 		return Seed{}, fmt.Errorf("seed: %w", err)
 	}
+	if kind := jsonKind(raw); kind != "an object" && kind != "null" {
+		return Seed{}, fmt.Errorf("seed: want a JSON object, not %s", kind)
+	}
 	// Through a pointer, which a JSON null leaves nil: null is no seed.
 	var sd *Seed
 	if err := json.Unmarshal(raw, &sd); err != nil {
@@ -147,10 +153,21 @@ func DecodeSeed(r io.Reader) (Seed, error) {
 }
 
 // checkKeys returns an error naming the first key, at any depth of raw
-// (valid JSON at path), that the JSON form of t does not have, or that an
-// object gives twice. Values of the wrong JSON type are left to
-// json.Unmarshal to report.
+// (valid JSON at path), that the JSON form of t does not have, that an
+// object gives twice, or whose value is of the wrong JSON type (a number
+// for a string, say; null is the zero value of any type, as
+// json.Unmarshal has it).
 func checkKeys(raw json.RawMessage, t reflect.Type, path string) error {
+	if t.Kind() != reflect.Pointer && path != "" {
+		if want, got := kindOf(t), jsonKind(raw); got != "null" && got != want {
+			return fmt.Errorf("%s: want %s, not %s", path, want, got)
+		}
+		if t.Kind() == reflect.Float64 && jsonKind(raw) == "a number" {
+			if _, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64); err != nil {
+				return fmt.Errorf("%s: %s is out of range", path, bytes.TrimSpace(raw))
+			}
+		}
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return checkKeys(raw, t.Elem(), path)
@@ -187,6 +204,45 @@ func checkKeys(raw json.RawMessage, t reflect.Type, path string) error {
 		}
 	}
 	return nil
+}
+
+// kindOf names the JSON type of the seed's Go type t, which is not a
+// pointer, as jsonKind does.
+func kindOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice:
+		return "an array"
+	case reflect.Struct:
+		return "an object"
+	default: // float64
+		return "a number"
+	}
+}
+
+// jsonKind names the JSON type of raw, a valid JSON value.
+func jsonKind(raw json.RawMessage) string {
+	b := bytes.TrimLeft(raw, " \t\r\n")
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	case '[':
+		return "an array"
+	case '{':
+		return "an object"
+	default:
+		return "a number"
+	}
 }
 
 // fieldOf returns the field of the struct type t whose json tag names key.
@@ -343,7 +399,9 @@ func (sd Seed) Validate() error {
 // is, and a user or token that an earlier loading created and that was
 // deleted, revoked or expired since is not created again (the store keeps
 // a mark of each loaded user and token; see storage.Store.MarkSeeded). So
-// applying the same seed twice changes nothing, and brings back nothing.
+// applying the same seed twice changes nothing, and brings back nothing,
+// also when two processes sharing the store apply it at once (a user the
+// other created meanwhile is one that exists).
 // Duckling activity is recorded for users this call creates. On a
 // validation error nothing is written, nor when the seed would take an
 // organization past the limit of users or a user past the limit of live
@@ -509,6 +567,9 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 		}
 		_, err = s.CreateUser(ctx, org, u.newUser())
 		created = err == nil
+		if taken(err) { // created since, by another process loading it
+			err = nil
+		}
 	}
 	if err != nil {
 		return err

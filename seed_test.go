@@ -2,6 +2,7 @@ package orgadmin_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -380,6 +381,33 @@ func TestDecodeSeed_RefusesUnknownAndDuplicateKeys(t *testing.T) {
 	assert.Equal(t, "Admin", sd.Organizations[0].Users[0].Role)
 }
 
+// A value of the wrong JSON type is refused with its path, so that the
+// operator can tell which of many entries holds it; null stands for the
+// zero value, as json.Unmarshal has it.
+func TestDecodeSeed_WrongTypeNamesItsPath(t *testing.T) {
+	for js, want := range map[string]string{
+		`[]`:                    "seed: want a JSON object, not an array",
+		`"acme"`:                "seed: want a JSON object, not a string",
+		`{"organizations": {}}`: "seed: organizations: want an array, not an object",
+		`{"organizations": [{"id": "acme"}, {"id": 5}]}`:                                                            "seed: organizations[1].id: want a string, not a number",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a"}, {"username": 5}]}]}`:                        "seed: organizations[0].users[1].username: want a string, not a number",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "is_service_account": "yes"}]}]}`:            "seed: organizations[0].users[0].is_service_account: want a boolean, not a string",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "privileges": "all"}]}]}`:                    "seed: organizations[0].users[0].privileges: want an array, not a string",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "privileges": [true]}]}]}`:                   "seed: organizations[0].users[0].privileges[0]: want a string, not a boolean",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "tokens": [{"name": "t", "ttl": "1h"}]}]}]}`: "seed: organizations[0].users[0].tokens[0].ttl: want a number, not a string",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "instances": []}]}]}`:                        "seed: organizations[0].users[0].instances: want an object, not an array",
+		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "version": "3"}]}]}`:                               "seed: organizations[0].dives[0].version: want a number, not a string",
+		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "version": 1e400}]}]}`:                             "seed: organizations[0].dives[0].version: 1e400 is out of range",
+	} {
+		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		assert.EqualErrorf(t, err, want, "%s", js)
+	}
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "a",
+	  "role": null, "privileges": null, "tokens": [{"name": "t", "value": "v", "ttl": null}], "instances": null}], "dives": null}]}`))
+	require.NoError(t, err)
+	assert.Equal(t, orgadmin.SeedUser{Username: "a", Tokens: []orgadmin.SeedToken{{Name: "t", Value: "v"}}}, sd.Organizations[0].Users[0])
+}
+
 // A seed file is one JSON object and nothing else: a stray closing bracket
 // after it is refused like any other trailing data (found by FuzzSeed).
 func TestDecodeSeed_RefusesAnyDataAfterTheObject(t *testing.T) {
@@ -482,4 +510,124 @@ func TestSeed_ExistingDiveIsLeftAsItIs(t *testing.T) {
 	after, err := store.GetDive(context.Background(), "acme", "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f")
 	require.NoError(t, err)
 	assert.Equal(t, before, after)
+}
+
+// racingStore is a store on which another process loads the same seed
+// just before this one's first creation of a user: that user (and every
+// other of the seed) exists by the time the creation reaches the store.
+type racingStore struct {
+	*memstore.Store
+	other func()
+}
+
+func (s *racingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
+	if other := s.other; other != nil {
+		s.other = nil
+		other()
+	}
+	return s.Store.CreateUser(ctx, u, lim, a)
+}
+
+// Two servers started together on one fresh store with one seed both
+// start: a user the other loading created between this one's look-up and
+// its creation is one that exists, left as it is, and nothing is loaded
+// twice.
+func TestSeed_LoadingRacingAnotherProcessSucceeds(t *testing.T) {
+	clk := newFakeClock()
+	once := memstore.New()
+	loadSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), sampleSeed)
+	want := observeSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), once)
+
+	store := &racingStore{Store: memstore.New()}
+	other := orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now})
+	store.other = func() { loadSeed(t, other, sampleSeed) }
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	loadSeed(t, svc, sampleSeed)
+	require.Nil(t, store.other, "the other loading ran")
+	assert.Equal(t, withoutIDs(want), withoutIDs(observeSeed(t, svc, store)))
+
+	alice, err := svc.Authenticate(context.Background(), aliceToken)
+	require.NoError(t, err)
+	for action, n := range map[string]int{orgadmin.ActionUserCreate: 3, orgadmin.ActionTokenSeed: 2} {
+		events, err := svc.AuditEvents(context.Background(), alice, orgadmin.AuditQuery{Action: action})
+		require.NoError(t, err)
+		assert.Len(t, events.Events, n, "each %s once", action)
+	}
+}
+
+// withoutIDs is st with the ids of its users and tokens, which each
+// loading mints anew, left out.
+func withoutIDs(st seedState) seedState {
+	users := slices.Clone(st.Users.Users)
+	for i := range users {
+		users[i].ID = ""
+	}
+	st.Users.Users = users
+	tokens := map[string][]orgadmin.Token{}
+	for name, ts := range st.Tokens {
+		ts = slices.Clone(ts)
+		for i := range ts {
+			ts[i].ID = ""
+		}
+		tokens[name] = ts
+	}
+	st.Tokens = tokens
+	return st
+}
+
+// reservingStore is a store on which another process's creation of a
+// token with the same value is under way when this one's first creation
+// reaches the store: the value is reserved (the first step of a creation
+// on a Redis Cluster), so the creation is refused, but the token cannot
+// be read yet; the other creation ends right after this one's look-up.
+type reservingStore struct {
+	*memstore.Store
+	other  func() // the other creation, at the first CreateToken
+	finish func() // set by the first CreateToken, run after the next ReadAccess
+}
+
+func (s *reservingStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
+	if s.other != nil {
+		s.finish, s.other = s.other, nil
+		return storage.ErrAlreadyExists
+	}
+	return s.Store.CreateToken(ctx, t, lim, a)
+}
+
+func (s *reservingStore) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.Access, error) {
+	a, err := s.Store.ReadAccess(ctx, q)
+	if finish := s.finish; finish != nil {
+		s.finish = nil
+		finish()
+	}
+	return a, err
+}
+
+// Seeding a value that another process is seeding for the same user at
+// that moment (servers started together with one fixture) ends with the
+// one token, whichever creation stores it.
+func TestSeedToken_ValueBeingSeededByAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	store := &reservingStore{Store: memstore.New()}
+	svc := orgadmin.New(store, orgadmin.Config{})
+	other := orgadmin.New(store.Store, orgadmin.Config{})
+	require.NoError(t, other.CreateOrg(ctx, "acme"))
+	_, err := other.CreateUser(ctx, "acme", orgadmin.NewUser{Username: "robot", IsServiceAccount: true})
+	require.NoError(t, err)
+	in := orgadmin.SeedTokenInput{Value: "seeded-token-robot-0001", CreateTokenInput: orgadmin.CreateTokenInput{Name: "r"}}
+	store.other = func() {
+		_, err := other.SeedToken(ctx, "acme", "robot", in)
+		require.NoError(t, err)
+	}
+
+	tok, err := svc.SeedToken(ctx, "acme", "robot", in)
+	require.NoError(t, err)
+	require.Nil(t, store.finish, "the other creation ran")
+	assert.Equal(t, in.Value, tok.Value)
+	robot, err := svc.Authenticate(ctx, in.Value)
+	require.NoError(t, err)
+	toks, err := svc.ListTokens(ctx, robot, "robot")
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	assert.Equal(t, tok.ID, toks[0].ID)
 }

@@ -277,17 +277,42 @@ func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTo
 	if err != nil {
 		return Token{}, err
 	}
-	t, err := s.insertToken(ctx, &u, in.Value, in.CreateTokenInput, system, ActionTokenSeed)
-	if ErrorCode(err) == CodeBadRequest {
+	for attempt := 1; ; attempt++ {
+		t, err := s.insertToken(ctx, &u, in.Value, in.CreateTokenInput, system, ActionTokenSeed)
+		if ErrorCode(err) != CodeBadRequest {
+			return t, err
+		}
 		a, lerr := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(in.Value))})
-		if lerr == nil && a.Credential.Token.UserID == u.ID {
+		switch {
+		case lerr == nil && a.Credential.Token.UserID == u.ID:
 			t = tokenFromRecord(a.Credential.Token)
 			t.Value = in.Value
 			return t, nil
+		case taken(err) && errors.Is(lerr, storage.ErrNotFound) && attempt < seedTokenAttempts:
+			// The value is held by a creation still under way (another
+			// process seeding it; a Redis Cluster reserves the value
+			// before it stores the token): try again a little later, to
+			// find its token or, should that creation fail, to store
+			// this one.
+			select {
+			case <-ctx.Done():
+				return t, err
+			case <-time.After(time.Duration(attempt) * seedTokenBackoff):
+			}
+			continue
 		}
+		return t, err
 	}
-	return t, err
 }
+
+// SeedToken tries a value that a creation under way holds
+// seedTokenAttempts times, waiting seedTokenBackoff longer before each
+// try: about half a second in all, time enough for a creation that is not
+// stuck.
+const (
+	seedTokenAttempts = 10
+	seedTokenBackoff  = 10 * time.Millisecond
+)
 
 // Prefixes of minted secrets, so that a leaked one can be recognised.
 const (

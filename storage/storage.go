@@ -160,7 +160,8 @@ type Store interface {
 	// from a fixture; keys recorded before are kept as they are. Marks
 	// are never removed: they outlive the records they name, so that
 	// loading a fixture again does not bring back what was deleted since.
-	// The org need not exist.
+	// The org need not exist. Concurrent calls for one org, from one
+	// process or several sharing the store, all succeed.
 	MarkSeeded(ctx context.Context, org string, keys []string) error
 	// SeedMarks returns every key MarkSeeded recorded for org, in no
 	// particular order; none for an org without marks.

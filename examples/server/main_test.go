@@ -378,6 +378,38 @@ func TestAuditLogFlag(t *testing.T) {
 	assert.NotContains(t, stderr.String(), `"msg":"audit"`)
 }
 
+// What go-redis reports on its own (a pool that cannot dial) is a JSON
+// line of the server's log, as every other line is, not a plain-text
+// line on the process's standard error.
+func TestRedisClientMessagesAreLogLines(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	stderr := &syncBuffer{}
+	err = run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", "redis://" + addr + "/0"}, func(string) string { return "" }, stderr, nil)
+	require.ErrorContains(t, err, "connection refused")
+	found := false
+	for line := range strings.Lines(stderr.String()) {
+		var entry struct{ Level, Msg, Error string }
+		require.NoError(t, json.Unmarshal([]byte(line), &entry), "a line that is not JSON: %q", line)
+		if entry.Msg == "redis" && strings.Contains(entry.Error, "failed to dial") {
+			assert.Equal(t, "WARN", entry.Level)
+			found = true
+		}
+	}
+	assert.True(t, found, "go-redis's message is not in the log: %s", stderr)
+}
+
+// A Redis Cluster has database 0 only: a -store naming another is
+// refused before anything is written, rather than using database 0.
+func TestRedisClusterWithDatabaseIsRefused(t *testing.T) {
+	for _, uri := range []string{"redis://127.0.0.1:1/1?addr=127.0.0.1:2", "redis://127.0.0.1:1/x?addr=127.0.0.1:2"} {
+		err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", uri}, func(string) string { return "" }, io.Discard, nil)
+		require.ErrorContains(t, err, "a Redis Cluster has database 0 only", uri)
+	}
+}
+
 func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "cassandra://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")

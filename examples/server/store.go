@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net/url"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
@@ -26,7 +28,7 @@ func openStore(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 	case "memory":
 		return memstore.New(), func() {}, nil
 	case "redis", "rediss":
-		return openRedis(uri, tp)
+		return openRedis(uri, log, tp)
 	case "mongodb", "mongodb+srv":
 		return openMongo(ctx, uri, log, tp)
 	case "postgres", "postgresql", "sqlite":
@@ -42,14 +44,20 @@ func openStore(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 
 // openRedis opens redis://HOST:PORT[/DB], or a Redis Cluster given as
 // redis://HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3, with a span of each
-// command to tp when it is not nil.
-func openRedis(uri string, tp trace.TracerProvider) (storage.Store, func(), error) {
+// command to tp when it is not nil; what go-redis reports on its own goes
+// to log.
+func openRedis(uri string, log *slog.Logger, tp trace.TracerProvider) (storage.Store, func(), error) {
+	redisLog.use(log)
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
 	}
 	var c redis.UniversalClient
 	if u.Query().Has("addr") {
+		// go-redis ignores the path of a Cluster's URL.
+		if db := strings.TrimPrefix(u.Path, "/"); db != "" && db != "0" {
+			return nil, nil, fmt.Errorf("-store %q: a Redis Cluster has database 0 only", redact(uri))
+		}
 		opts, err := redis.ParseClusterURL(uri)
 		if err != nil {
 			return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
@@ -77,6 +85,32 @@ func openRedis(uri string, tp trace.TracerProvider) (storage.Store, func(), erro
 		return nil, nil, err
 	}
 	return s, func() { _ = c.Close() }, nil
+}
+
+// redisLog receives what go-redis reports on its own (a pool that cannot
+// dial, say), which it would otherwise print on the process's standard
+// error as plain text, among the server's JSON lines and in the middle of
+// one that is being written. go-redis has one logger per process: the
+// last server to open a Redis store (there is one, but for tests) gets
+// the messages.
+var redisLog redisLogger
+
+type redisLogger struct {
+	once sync.Once
+	log  atomic.Pointer[slog.Logger]
+}
+
+// use makes log the one that receives go-redis's messages.
+func (l *redisLogger) use(log *slog.Logger) {
+	l.log.Store(log)
+	l.once.Do(func() { redis.SetLogger(l) })
+}
+
+// Printf writes one of go-redis's messages as a warning.
+func (l *redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	if log := l.log.Load(); log != nil {
+		log.WarnContext(ctx, "redis", "error", fmt.Sprintf(format, v...))
+	}
 }
 
 // storeKind returns the scheme of a -store value ("memory" for memory,

@@ -31,6 +31,7 @@ func RunShared(t *testing.T, newStores func(t testing.TB) (storage.Store, storag
 	t.Run("TokenRacingUserDeletion", func(t *testing.T) { testTokenRacingUserDeletion(t, services(newStores(t))) })
 	t.Run("Restarts", func(t *testing.T) { testRestarts(t, newStores) })
 	t.Run("Reseeding", func(t *testing.T) { testReseeding(t, newStores) })
+	t.Run("SeedingAtOnce", func(t *testing.T) { testSeedingAtOnce(t, newStores) })
 	t.Run("UserLimit", func(t *testing.T) { testSharedUserLimit(t, newStores) })
 	t.Run("AuditTrail", func(t *testing.T) { testSharedAuditTrail(t, skewed(newStores(t))) })
 }
@@ -291,6 +292,37 @@ func testReseeding(t *testing.T, newStores func(t testing.TB) (storage.Store, st
 	seed(services[1], `, {"name": "new", "value": "seeded-token-new-0001"}`)
 	assert.True(t, authenticates("seeded-token-new-0001"), "a token new to the seed")
 	assert.False(t, authenticates("seeded-token-ci-0001"))
+}
+
+// Two processes started together on one fresh database with one seed
+// both load it: each user and token is loaded once, and works through
+// either.
+func testSeedingAtOnce(t *testing.T, newStores func(t testing.TB) (storage.Store, storage.Store)) {
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(fmt.Sprintf(reseedFixture, "")))
+	require.NoError(t, err)
+	for round := range serviceRounds {
+		services := services(newStores(t))
+		ctx := t.Context()
+		for i, err := range race(2, func(i int) error { return services[i].ApplySeed(ctx, sd) }) {
+			require.NoError(t, err, "round %d: loading %d", round, i)
+		}
+		for _, v := range []string{"seeded-token-ci-0001", "seeded-token-short-0001", "seeded-token-robot-0001"} {
+			for _, svc := range services {
+				_, err := svc.Authenticate(ctx, v)
+				require.NoError(t, err, "round %d: %s", round, v)
+			}
+		}
+		alice, err := services[0].ActAs(ctx, "acme", "alice")
+		require.NoError(t, err)
+		page, err := services[1].ListUsers(ctx, alice, orgadmin.ListUsersOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, 2, page.TotalCount, "round %d", round)
+		for _, u := range []string{"alice", "robot"} {
+			toks, err := services[1].ListTokens(ctx, alice, u)
+			require.NoError(t, err)
+			assert.Len(t, toks, map[string]int{"alice": 2, "robot": 1}[u], "round %d: tokens of %s", round, u)
+		}
+	}
 }
 
 // Creations racing through two Services, each on a Store of its own over

@@ -69,9 +69,15 @@ func (s *Store) MarkSeeded(ctx context.Context, org string, keys []string) error
 	}
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	_, err := s.seedMarks.UpdateOne(ctx, bson.D{{Key: "_id", Value: org}},
-		bson.D{{Key: "$addToSet", Value: bson.D{{Key: "keys", Value: bson.D{{Key: "$each", Value: keys}}}}}},
-		options.UpdateOne().SetUpsert(true))
+	filter := bson.D{{Key: "_id", Value: org}}
+	update := bson.D{{Key: "$addToSet", Value: bson.D{{Key: "keys", Value: bson.D{{Key: "$each", Value: keys}}}}}}
+	_, err := s.seedMarks.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		// Two upserts of the org's first marks collided on the insert
+		// (servers started together with one fixture): the document
+		// exists now, and the loser's update finds it.
+		_, err = s.seedMarks.UpdateOne(ctx, filter, update, options.UpdateOne().SetUpsert(true))
+	}
 	return wrap("mark seeded", err)
 }
 

@@ -25,6 +25,22 @@ var concurrencyTests = []subtest{
 	{"CreateEmbedSessionRacingDeleteUser", testConcurrentCreateEmbedSessionRacingDeleteUser},
 	{"SetInstancesAtomic", testConcurrentSetInstancesAtomic},
 	{"UpdateUserAtomic", testConcurrentUpdateUserAtomic},
+	{"MarkSeededSameOrg", testConcurrentMarkSeededSameOrg},
+}
+
+// Concurrent MarkSeeded calls of the same keys for one org that has no
+// marks yet, as servers started together with one fixture make them, all
+// succeed, and the keys are kept.
+func testConcurrentMarkSeededSameOrg(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	o := newOrg(t, s)
+	keys := []string{"user:alice", "token:ab12"}
+	for i, err := range race(racers, func(int) error { return s.MarkSeeded(ctx, o.ID, keys) }) {
+		require.NoError(t, err, "call %d", i)
+	}
+	marks, err := s.SeedMarks(ctx, o.ID)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, keys, marks)
 }
 
 // racers is how many goroutines race in each concurrency test.
