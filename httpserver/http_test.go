@@ -468,6 +468,26 @@ func TestDeleteTokenInvalidatesAtOnce(t *testing.T) {
 	requireError(t, f.do("GET", userPath("robot", "tokens"), bearer(f.robot), nil), 401)
 }
 
+// DESIGN §4: token ids are UUIDs, which are the same in upper or lower
+// case (RFC 9562): the token named by its id in upper case is invalidated,
+// not "not found" while it keeps working.
+func TestDeleteTokenIDIsCaseInsensitive(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	tok := requireOK(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), map[string]any{"name": "shouted"}))
+	value, id := tok["token"].(string), tok["id"].(string)
+	require.NotEqual(t, id, strings.ToUpper(id))
+
+	r := f.do("DELETE", userPath("robot", "tokens", strings.ToUpper(id)), bearer(f.admin), nil)
+	requireOK(t, r)
+	assert.Equal(t, "{}", strings.TrimSpace(string(r.body)))
+	assert.False(t, f.authenticates(value))
+	for _, item := range listTokens(t, f.world, f.admin, "robot") {
+		assert.NotEqual(t, id, item["id"])
+	}
+	requireError(t, f.do("DELETE", userPath("robot", "tokens", id), bearer(f.admin), nil), 404)
+}
+
 // DESIGN §6: a user holds at most MaxTokensPerUser live tokens; one more is
 // a 400. Expired and deleted tokens do not count.
 func TestTokenLimitPerUser(t *testing.T) {
