@@ -1471,6 +1471,29 @@ func TestManyIssuesInOneBodyAreListed(t *testing.T) {
 	}
 }
 
+// DESIGN §9: the 8192 bytes are of JSON as a client writes it, where
+// "&", "<" and ">" take a byte each. (They were counted as encoding/json
+// escapes them for HTML, six bytes each: URLs with query strings counted
+// several times their size.)
+func TestEmbedSessionRequiredResourcesSizeOfURLsWithQueries(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	const frame = `[{"url":""}]`
+	urlOf := func(n int) string { // n bytes of a URL with a query
+		u := "https://example.com/db?" + strings.Repeat("a=<b>&", n/6+1)
+		return u[:n]
+	}
+	u := urlOf(orgadmin.MaxResourcesJSON - len(frame))
+	s := f.embedSession(t, `{"username":"robot","required_resources":[{"url":"`+u+`"}]}`)
+	assert.Equal(t, []orgadmin.Resource{{URL: u}}, s.RequiredResources)
+	u = urlOf(2000)
+	s = f.embedSession(t, `{"username":"robot","required_resources":[{"url":"`+u+`"},{"url":"`+u+`","alias":"a&b"}]}`)
+	assert.Equal(t, []orgadmin.Resource{{URL: u}, {URL: u, Alias: "a&b"}}, s.RequiredResources)
+	u = urlOf(orgadmin.MaxResourcesJSON - len(frame) + 1)
+	is := requireIssue(t, f.embed(acmeDiveID, `{"username":"robot","required_resources":[{"url":"`+u+`"}]}`), "required_resources")
+	assert.Equal(t, "too_big", is.Code)
+}
+
 // DESIGN §9: initial_state is a JSON object of at most 64 KiB, handed to
 // the renderer as is.
 func TestEmbedSessionInitialState(t *testing.T) {
