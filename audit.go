@@ -37,6 +37,9 @@ const (
 	TargetEmbedSession = "embed_session"
 )
 
+// targetKinds are the kinds of the targets of audit events.
+var targetKinds = []string{TargetOrg, TargetUser, TargetToken, TargetDive, TargetEmbedSession}
+
 // SystemActor is the ActorUsername of an event of a change made through
 // the Go API on no user's behalf (CreateOrg, CreateUser, Bootstrap,
 // seeding, RegisterDive, GrantPrivilege).
@@ -311,6 +314,9 @@ func (q AuditQuery) query() (storage.EventQuery, issues) {
 		{q.TargetID, "target_id"}, {q.TargetUsername, "target_username"},
 	} {
 		is.checkString(f.v, 0, maxAuditFilterLen, f.name)
+	}
+	if q.TargetKind != "" {
+		checkEnum(&is, q.TargetKind, targetKinds, "target_kind")
 	}
 	if !eq.Since.IsZero() && !eq.Until.IsZero() && !eq.Since.Before(eq.Until) {
 		is.add(IssueInvalidString, "until must be after since", "until")

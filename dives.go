@@ -45,19 +45,25 @@ const (
 )
 
 // checkResources adds every problem of rs under path, including a total size
-// over MaxResourcesJSON bytes of JSON.
+// over MaxResourcesJSON bytes of JSON. The size is that of the compact
+// JSON, with "&", "<" and ">" written as themselves (as clients write
+// them; encoding/json escapes them for HTML, in six bytes each).
 func checkResources(is *issues, rs []Resource, path ...any) {
 	size := 2 + max(len(rs)-1, 0) // brackets and commas
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
 	for i, r := range rs {
 		at := func(field string) []any { return append(slices.Clip(path), i, field) }
 		// Each string is bounded by the total below.
 		is.checkString(r.URL, 1, MaxResourcesJSON, at("url")...)
 		is.checkString(r.Alias, 0, MaxResourcesJSON, at("alias")...)
-		b, _ := json.Marshal(struct {
+		buf.Reset()
+		_ = enc.Encode(struct {
 			URL   string `json:"url"`
 			Alias string `json:"alias,omitempty"`
-		}{r.URL, r.Alias})
-		size += len(b)
+		}{r.URL, r.Alias}) // strings always encode
+		size += buf.Len() - 1 // but the newline Encode ends with
 	}
 	if size > MaxResourcesJSON {
 		is.add(IssueTooBig, "required_resources must be at most 8192 bytes of JSON", path...)

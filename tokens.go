@@ -214,13 +214,17 @@ func tokensFromRecords(recs []storage.Token) []Token {
 // maxTokenIDLen bounds token ids in paths; longer ones are a BAD_REQUEST.
 const maxTokenIDLen = 255
 
-// DeleteToken invalidates the token tokenID of the user named username in
-// the caller's org; from then on it authenticates nowhere. It fails like
-// ListTokens, with BAD_REQUEST for a tokenID that is empty or longer than
-// 255 characters, and with NOT_FOUND when the user has no such live token.
+// DeleteToken invalidates the token tokenID (its UUID, in either case) of
+// the user named username in the caller's org; from then on it
+// authenticates nowhere. It fails like ListTokens, with BAD_REQUEST for a
+// tokenID that is empty or longer than 255 characters, and with NOT_FOUND
+// when the user has no such live token.
 func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID string) error {
 	var is issues
 	is.checkString(tokenID, 1, maxTokenIDLen, "token_id")
+	if id, ok := canonicalUUID(tokenID); ok {
+		tokenID = id // a UUID is the same in upper case (RFC 9562)
+	}
 	t := pathTarget(username)
 	var c call
 	if err := s.begin(ctx, &c, a, opDeleteToken, &t, readUser, is); err != nil {

@@ -170,6 +170,15 @@ func TestAuditTrailBadQuery(t *testing.T) {
 	}
 	assert.ElementsMatch(t, []string{"limit", "action", "page_token", "since", "until"}, paths)
 	requireError(t, f.do("GET", httpserver.AuditEventsPath+"?limit=x", bearer(f.admin), nil), http.StatusBadRequest)
+	// target_kind is one of the kinds of targets, as the OpenAPI
+	// document says, not a filter that quietly matches nothing.
+	for _, kind := range []string{"x", "users", "Token", "embed-session"} {
+		is := requireIssue(t, f.do("GET", httpserver.AuditEventsPath+"?target_kind="+kind, bearer(f.admin), nil), "target_kind")
+		assert.Equal(t, "invalid_enum_value", is.Code, "%s", kind)
+	}
+	for _, kind := range []string{"org", "user", "token", "dive", "embed_session"} {
+		requireOK(t, f.do("GET", httpserver.AuditEventsPath+"?target_kind="+kind, bearer(f.admin), nil))
+	}
 	assert.Equal(t, http.StatusMethodNotAllowed, f.do("POST", httpserver.AuditEventsPath, bearer(f.admin), nil).status)
 }
 

@@ -22,7 +22,8 @@ import (
 // nil where there is no object, and empty, not nil, for {}.
 type object []member
 
-// member is a member of an object.
+// member is a member of an object. Its value is nil for a key the object
+// gives twice, which members reports and leaves out.
 type member struct {
 	key   string
 	value json.RawMessage
@@ -113,33 +114,28 @@ func kind(raw json.RawMessage) string {
 
 // field returns the raw value of key, or nil when it is absent or null. A
 // required field that is absent or null gets an issue, unless o is nil (a
-// body that is not an object has had its issue) or the key had one.
+// body that is not an object has had its issue) or the key had one (it
+// was given twice).
 func (d *decoder) field(o object, key string, required bool, path []any) json.RawMessage {
 	if o == nil {
 		return nil
 	}
 	raw, ok := o.get(key)
+	if ok && raw == nil { // given twice: members reported it
+		return nil
+	}
 	if ok && kind(raw) != "null" {
 		return raw
 	}
 	if !required {
 		return nil
 	}
-	if at := append(slices.Clip(path), key); !d.reported(at) {
-		if ok {
-			d.add(orgadmin.IssueInvalidType, "Expected a value, received null", at)
-		} else {
-			d.add(orgadmin.IssueInvalidType, "Required", at)
-		}
+	if at := append(slices.Clip(path), key); ok {
+		d.add(orgadmin.IssueInvalidType, "Expected a value, received null", at)
+	} else {
+		d.add(orgadmin.IssueInvalidType, "Required", at)
 	}
 	return nil
-}
-
-// reported reports whether an issue is at path already (a key given
-// twice, left out).
-func (d *decoder) reported(path []any) bool {
-	p := orgadmin.NewPath(path...)
-	return slices.ContainsFunc(d.issues, func(is orgadmin.Issue) bool { return slices.Equal(is.Path, p) })
 }
 
 func (d *decoder) wrongType(want string, raw json.RawMessage, at []any) {
@@ -278,7 +274,11 @@ func (d *decoder) item(raw json.RawMessage, path []any) object {
 // members decodes raw, a valid JSON object in valid UTF-8 at path
 // (followed by the field last, unless it is ""), into its members. A key
 // given twice (where json.Unmarshal lets the last one win) is an issue at
-// that key, which is then left out, like a field of the wrong type.
+// that key, which is then left out, like a field of the wrong type: it
+// stays a member once, without a value, so that field reports nothing
+// more of it. (Looking for the issue among those found instead took time
+// in proportion to their number for every missing field: a body of many
+// items, each missing one, took time in the square of its size.)
 func (d *decoder) members(raw []byte, path []any, last string) object {
 	var o object
 	if d.buf != nil {
@@ -307,8 +307,13 @@ func (d *decoder) members(raw []byte, path []any, last string) object {
 	}
 	kept := make(object, 0, len(o))
 	for _, m := range o {
-		if seen[m.key] == 1 {
+		switch seen[m.key] {
+		case 0: // a key given twice, kept already
+		case 1:
 			kept = append(kept, m)
+		default:
+			kept = append(kept, member{key: m.key})
+			seen[m.key] = 0
 		}
 	}
 	return kept
