@@ -52,6 +52,9 @@ const logFlushDelay = 100 * time.Millisecond
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Once the first signal has come, the signals' default action is back:
+	// a second one ends the process at once, requests under way or not.
+	context.AfterFunc(ctx, stop)
 	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr, nil)
 	switch {
 	case errors.Is(err, flag.ErrHelp): // -h: the usage is printed
