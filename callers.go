@@ -343,7 +343,10 @@ func (c *call) target() (*storage.User, bool) {
 // of the path username and is, all at once. With the credential, in the
 // same store read, it reads into c what r asks of t. The rest of the order
 // is the operation's: NOT_FOUND for a missing target, then FORBIDDEN for
-// what depends on it.
+// what depends on it. An operation without a target whose input can be
+// large (a body of many items) checks it after begin, with nil here: the
+// order is the same, and a request refused before BAD_REQUEST does not
+// pay for checking its input.
 func (s *Service) begin(ctx context.Context, c *call, a Auth, o op, t *target, r read, is issues) error {
 	want := t != nil && t.canExist && r != readNone
 	// What is read with a credential: the target, with its tokens when r

@@ -214,7 +214,10 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 		is.add(IssueInvalidString, "Invalid uuid", "dive_id")
 	}
 	var c call
-	if err := s.begin(ctx, &c, a, opCreateEmbedSession, nil, readNone, append(is, in.problems()...)); err != nil {
+	if err := s.begin(ctx, &c, a, opCreateEmbedSession, nil, readNone, nil); err != nil {
+		return "", err
+	}
+	if err := append(is, in.problems()...).err(); err != nil {
 		return "", err
 	}
 	// The username can only name a user if it is a valid one; either way,

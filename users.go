@@ -68,7 +68,10 @@ func (in CreateServiceAccountInput) problems() issues {
 // or the org holds the maximum number of users (Config.MaxUsersPerOrg).
 func (s *Service) CreateServiceAccount(ctx context.Context, a Auth, in CreateServiceAccountInput) (User, error) {
 	var c call
-	if err := s.begin(ctx, &c, a, opCreateServiceAccount, nil, readNone, in.problems()); err != nil {
+	if err := s.begin(ctx, &c, a, opCreateServiceAccount, nil, readNone, nil); err != nil {
+		return User{}, err
+	}
+	if err := in.problems().err(); err != nil {
 		return User{}, err
 	}
 	return s.createUser(ctx, c.org, NewUser{

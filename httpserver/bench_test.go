@@ -209,3 +209,31 @@ func BenchmarkWorkloadsHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRefusedLargeBody serves a body at the size limit that is all
+// problems (some 349 000 required_resources items, each without its url),
+// with a token that authenticates nowhere: what a client without a
+// credential can make the Handler do with one request. The answer is 401;
+// the body is decoded, and the Service checks nothing of it.
+func BenchmarkRefusedLargeBody(b *testing.B) {
+	f := newFixture(b, orgadmin.Config{})
+	const head, tail = `{"username":"robot","required_resources":[`, `]}`
+	n := (httpserver.DefaultMaxBodyBytes - len(head) - len(tail) + 1) / 3 // items "{}," but the last
+	body := head + strings.Repeat("{},", n-1) + "{}" + tail
+	for b.Loop() {
+		req, err := http.NewRequestWithContext(b.Context(), "POST", f.srv.URL+embedPath(acmeDiveID), strings.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer not-a-token-of-anyone")
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+		if res.StatusCode != http.StatusUnauthorized {
+			b.Fatalf("status %d", res.StatusCode)
+		}
+	}
+}
