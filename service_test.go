@@ -1310,16 +1310,24 @@ func TestError_InternalCauseNeverInIssues(t *testing.T) {
 	assert.ErrorIs(t, manual, orgadmin.ErrInternal)
 }
 
+// requireTokenLimit creates limit tokens for the service account named
+// username, as the Admin, then checks that one more is a BAD_REQUEST.
+func requireTokenLimit(t *testing.T, e *env, username string, limit int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := range limit {
+		_, err := e.svc.CreateToken(ctx, e.admin, username, orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)})
+		require.NoError(t, err, "token %d", i)
+	}
+	_, err := e.svc.CreateToken(ctx, e.admin, username, orgadmin.CreateTokenInput{Name: "one more"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+}
+
 func TestCreateToken_DefaultLimitIs1000(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()
 	e.serviceAccount(t, "bot")
-	for i := range 1000 {
-		_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)})
-		require.NoError(t, err, "token %d", i)
-	}
-	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "one more"})
-	requireCode(t, err, orgadmin.ErrBadRequest)
+	requireTokenLimit(t, e, "bot", 1000)
 	toks, err := e.svc.ListTokens(ctx, e.admin, "bot")
 	require.NoError(t, err)
 	assert.Len(t, toks, 1000)
@@ -1337,12 +1345,7 @@ func TestConfig_NegativeMeansDefault(t *testing.T) {
 	ctx := context.Background()
 	require.NotEmpty(t, e.adminToken, "Bootstrap minted a token")
 	e.serviceAccount(t, "bot")
-	for i := range 1000 {
-		_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: fmt.Sprint("t", i)})
-		require.NoError(t, err, "token %d", i)
-	}
-	_, err := e.svc.CreateToken(ctx, e.admin, "bot", orgadmin.CreateTokenInput{Name: "one more"})
-	requireCode(t, err, orgadmin.ErrBadRequest)
+	requireTokenLimit(t, e, "bot", 1000)
 
 	require.NoError(t, e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: "0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b", Title: "Sales"}))
 	value, err := e.svc.CreateEmbedSession(ctx, e.admin, "0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b", orgadmin.CreateEmbedSessionInput{Username: "bot"})
