@@ -306,3 +306,19 @@ func TestOpenAPIDocumentsTheRequestIDHeader(t *testing.T) {
 		}
 	}
 }
+
+// DESIGN §8: a Duckling is rw, or rs.N for 0 ≤ N < flock_size, and
+// flock_size is at most 64: the document's pattern takes exactly those ids.
+func TestOpenAPIDucklingIDPattern(t *testing.T) {
+	t.Parallel()
+	doc, err := openAPI()
+	require.NoError(t, err)
+	re := regexp.MustCompile(doc.Components.Schemas["Duckling"].Value.Properties["id"].Value.Pattern)
+	assert.True(t, re.MatchString("rw"))
+	for n := range orgadmin.MaxFlockSize {
+		assert.True(t, re.MatchString(fmt.Sprintf("rs.%d", n)), "rs.%d", n)
+	}
+	for _, id := range []string{"rs.64", "rs.99", "rs.100", "rs.00", "rs.01", "rs.-1", "rs.", "rs", "ro", "rw.0", " rw", "rs.1 "} {
+		assert.False(t, re.MatchString(id), "%q", id)
+	}
+}
