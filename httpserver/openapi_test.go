@@ -230,21 +230,30 @@ func TestCheckExchangeCatchesDrift(t *testing.T) {
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer x")
 	for _, tc := range []struct {
-		status int
-		body   string
+		status    int
+		body      string
+		requestID string
 	}{
-		{200, `{"accounts":[{"username":"a","ducklings":[{"id":"rw","type":"read_write","status":"asleep"}]}]}`},
-		{200, `{"accounts":[],"extra":1}`},
-		{404, `{"message":"Not Found","code":"BAD_REQUEST"}`},
-		{418, `{"message":"Not Found","code":"NOT_FOUND"}`},
+		{200, `{"accounts":[{"username":"a","ducklings":[{"id":"rw","type":"read_write","status":"asleep"}]}]}`, ""},
+		{200, `{"accounts":[],"extra":1}`, ""},
+		{404, `{"message":"Not Found","code":"BAD_REQUEST"}`, ""},
+		{418, `{"message":"Not Found","code":"NOT_FOUND"}`, ""},
+		{200, `{"accounts":[]}`, "two words"},
+		{401, `{"message":"Invalid Credentials","code":"UNAUTHORIZED"}`, strings.Repeat("x", httpserver.MaxRequestIDLen+1)},
 	} {
+		header := http.Header{"Content-Type": {"application/json"}}
+		if tc.requestID != "" {
+			header.Set(httpserver.DefaultRequestIDHeader, tc.requestID)
+		}
 		ft := &failRecorder{TB: t}
 		func() {
 			defer func() { _ = recover() }()
-			checkExchange(ft, req, nil, response{status: tc.status, header: http.Header{"Content-Type": {"application/json"}}, body: []byte(tc.body)})
+			checkExchange(ft, req, nil, response{status: tc.status, header: header, body: []byte(tc.body)})
 		}()
-		assert.True(t, ft.failed, "%d %s passed", tc.status, tc.body)
+		assert.True(t, ft.failed, "%d %s (request id %q) passed", tc.status, tc.body, tc.requestID)
 	}
+	// The same answers with a well-formed id pass.
+	checkExchange(t, req, nil, response{status: 200, header: http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"0123456789abcdef"}}, body: []byte(`{"accounts":[]}`)})
 }
 
 // failRecorder is a testing.TB that records failure instead of failing.
@@ -268,5 +277,48 @@ func TestOpenAPIUsernamePatternIsTheRule(t *testing.T) {
 	re := regexp.MustCompile(p)
 	for _, name := range []string{"a", "Émile", "ab_1", "a٣", "_a", "1a", "a-b", "a b", "日本", "a\u0301", "ǅx", "x²"} {
 		assert.Equal(t, orgadmin.ValidUsername(name), re.MatchString(name), "%q", name)
+	}
+}
+
+// Every answer of the API carries the request's id in X-Request-Id (the
+// client reads it into Error.RequestID): the document says so for every
+// response of every operation, with the form of the ids the Handler
+// gives, so that checkExchange checks the header of every answer.
+func TestOpenAPIDocumentsTheRequestIDHeader(t *testing.T) {
+	t.Parallel()
+	doc, err := openAPI()
+	require.NoError(t, err)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			for status, res := range op.Responses.Map() {
+				h := res.Value.Headers[httpserver.DefaultRequestIDHeader]
+				if !assert.NotNil(t, h, "%s %s %s: no %s header", method, path, status, httpserver.DefaultRequestIDHeader) {
+					continue
+				}
+				s := h.Value.Schema.Value
+				require.NotNil(t, s.MaxLength, "%s %s %s", method, path, status)
+				assert.EqualValues(t, httpserver.MaxRequestIDLen, *s.MaxLength, "%s %s %s", method, path, status)
+				re := regexp.MustCompile(s.Pattern)
+				for _, id := range []string{"0123456789abcdef", "req-1", "a.b~c:d/e+f=g@h;i_j", "x y", `x"y`, "é", ""} {
+					assert.Equal(t, httpserver.ValidRequestID(id), re.MatchString(id), "%s %s %s: %q", method, path, status, id)
+				}
+			}
+		}
+	}
+}
+
+// DESIGN §8: a Duckling is rw, or rs.N for 0 ≤ N < flock_size, and
+// flock_size is at most 64: the document's pattern takes exactly those ids.
+func TestOpenAPIDucklingIDPattern(t *testing.T) {
+	t.Parallel()
+	doc, err := openAPI()
+	require.NoError(t, err)
+	re := regexp.MustCompile(doc.Components.Schemas["Duckling"].Value.Properties["id"].Value.Pattern)
+	assert.True(t, re.MatchString("rw"))
+	for n := range orgadmin.MaxFlockSize {
+		assert.True(t, re.MatchString(fmt.Sprintf("rs.%d", n)), "rs.%d", n)
+	}
+	for _, id := range []string{"rs.64", "rs.99", "rs.100", "rs.00", "rs.01", "rs.-1", "rs.", "rs", "ro", "rw.0", " rw", "rs.1 "} {
+		assert.False(t, re.MatchString(id), "%q", id)
 	}
 }

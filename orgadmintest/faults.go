@@ -40,7 +40,8 @@ type Fault struct {
 	// Status, when not 0, is the status answered: with the API's JSON
 	// error envelope for a status the API has a code for (400, 401, 403,
 	// 404, 429, 500; a 429 is TOO_MANY_REQUESTS; a 400 has one issue,
-	// "Refused by an injected fault", as every 400 of the API has issues),
+	// "Refused by an injected fault", as every 400 of the API has issues;
+	// a 401 has the API's WWW-Authenticate challenge),
 	// with its status text in plain text otherwise (a gateway's 502, 503
 	// or 504).
 	Status int
@@ -232,6 +233,9 @@ func writeFault(w http.ResponseWriter, f *Fault) {
 		w.WriteHeader(f.Status)
 		_, _ = fmt.Fprintln(w, http.StatusText(f.Status))
 		return
+	}
+	if code == orgadmin.CodeUnauthorized { // the challenge of every 401 of the API
+		h.Set("WWW-Authenticate", `Bearer realm="orgadmin"`)
 	}
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(f.Status)

@@ -101,6 +101,31 @@ func TestInjectedBadRequestHasAnIssue(t *testing.T) {
 	assert.Empty(t, e.Issues[0].Path)
 }
 
+// An injected 401 carries the challenge every 401 of the API carries
+// (RFC 9110 requires one), with the same value.
+func TestInjectedUnauthorizedHasTheChallenge(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	real, _, err := do(t, srv.URL(), "GET", "/v1/users", "not-a-token", "")
+	require.NoError(t, err)
+	require.Equal(t, http.StatusUnauthorized, real.StatusCode)
+	require.NotEmpty(t, real.Header.Values("WWW-Authenticate"))
+
+	srv.InjectFault(orgadmintest.Fault{Times: 1, Status: http.StatusUnauthorized})
+	res, body, err := do(t, srv.URL(), "GET", "/v1/users", srv.AdminToken(), "")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	assert.JSONEq(t, `{"message":"Invalid Credentials","code":"UNAUTHORIZED"}`, string(body))
+	assert.Equal(t, real.Header.Values("WWW-Authenticate"), res.Header.Values("WWW-Authenticate"))
+
+	// Other statuses carry none, as the API's own.
+	srv.InjectFault(orgadmintest.Fault{Times: 1, Status: http.StatusForbidden})
+	res, _, err = do(t, srv.URL(), "GET", "/v1/users", srv.AdminToken(), "")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusForbidden, res.StatusCode)
+	assert.Empty(t, res.Header.Values("WWW-Authenticate"))
+}
+
 func TestFaultOnARoute(t *testing.T) {
 	t.Parallel()
 	srv := orgadmintest.NewServer(t)

@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -171,10 +172,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 // of its own: a switch on the two exact paths spares every API request a
 // second ServeMux. An unclean path (//v1/users, /v1/./users, /healthz/)
 // is never one of the two, so api answers it a plain-text 404, where a
-// ServeMux would redirect it to its clean form.
+// ServeMux would redirect it to its clean form. An escaped slash (%2F) is
+// part of its element, as the API's own routes take it: a path with one
+// is neither of the two.
 func routes(api, health, feedback http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
+		p := r.URL.Path
+		if raw := r.URL.RawPath; raw != "" && (strings.Contains(raw, "%2F") || strings.Contains(raw, "%2f")) {
+			p = "" // RawPath is set only for a path escaped unusually
+		}
+		switch p {
 		case "/healthz":
 			health.ServeHTTP(w, r)
 		case httpserver.FeedbackPath:
