@@ -74,6 +74,7 @@ func RunFaults(t *testing.T, target FaultTarget) {
 		{"DownAndBack", testDownAndBack},
 		{"ReplyLost", testReplyLost},
 		{"MixedOperations", testMixedOperations},
+		{"GoReplyLost", testGoReplyLost},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +94,7 @@ type env struct {
 	token   string // the Admin's
 
 	direct      *orgadmin.Service
+	faulty      *orgadmin.Service // on the store behind the proxies
 	directStore storage.Store
 	timeout     time.Duration   // the faulty store's per-operation timeout
 	admin       orgadmin.Caller // the Admin, on direct
@@ -122,6 +124,7 @@ func newEnv(t *testing.T, tp *toxiproxy, target FaultTarget) *env {
 	require.NoError(t, e.direct.RegisterDive(ctx, "acme", orgadmin.Dive{ID: e.dive, Title: "Sales", Version: 1}))
 
 	svc := orgadmin.New(faulty, orgadmin.Config{})
+	e.faulty = svc
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", httpserver.New(svc, httpserver.Config{Logger: quiet}))
@@ -311,6 +314,9 @@ func testDownAndBack(t *testing.T, e *env) {
 // lostWrite is one write of testReplyLost.
 type lostWrite struct {
 	name string
+	// action is the audit action of the write, made on the user named
+	// prefix followed by the attempt's number.
+	action, prefix string
 	// prepare sets the write up, through the direct Service, with names
 	// of its own for the attempt n, and returns its request, the body of
 	// its 200 ("" for a token: see checkTokenAnswer), and a check, through
@@ -335,17 +341,17 @@ func testReplyLost(t *testing.T, e *env) {
 	config := `{"read_write":{"instance_size":"jumbo","cooldown_seconds":120},` +
 		`"read_scaling":{"instance_size":"mega","flock_size":3,"cooldown_seconds":400}}`
 	writes := []lostWrite{
-		{"create user", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+		{"create user", orgadmin.ActionUserCreate, "newcomer", func(t *testing.T, n int) (string, string, string, string, func() bool) {
 			name := fmt.Sprint("newcomer", n)
 			return http.MethodPost, "/v1/users", `{"username":"` + name + `"}`, `{"username":"` + name + `"}`, userThere(name)
 		}},
-		{"delete user", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+		{"delete user", orgadmin.ActionUserDelete, "leaver", func(t *testing.T, n int) (string, string, string, string, func() bool) {
 			name := fmt.Sprint("leaver", n)
 			newAccount(t, name)
 			there := userThere(name)
 			return http.MethodDelete, "/v1/users/" + name, "", `{"username":"` + name + `"}`, func() bool { return !there() }
 		}},
-		{"set instances", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+		{"set instances", orgadmin.ActionInstancesSet, "tuned", func(t *testing.T, n int) (string, string, string, string, func() bool) {
 			name := fmt.Sprint("tuned", n)
 			newAccount(t, name)
 			return http.MethodPut, "/v1/users/" + name + "/instances", `{"config":` + config + `}`, config, func() bool {
@@ -354,7 +360,7 @@ func testReplyLost(t *testing.T, e *env) {
 				return err == nil && sameJSON(b, []byte(config))
 			}
 		}},
-		{"create token", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+		{"create token", orgadmin.ActionTokenCreate, "minter", func(t *testing.T, n int) (string, string, string, string, func() bool) {
 			name := fmt.Sprint("minter", n)
 			newAccount(t, name)
 			return http.MethodPost, "/v1/users/" + name + "/tokens", `{"name":"ci"}`, "", func() bool {
@@ -362,7 +368,7 @@ func testReplyLost(t *testing.T, e *env) {
 				return err == nil && len(toks) > 0
 			}
 		}},
-		{"delete token", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+		{"delete token", orgadmin.ActionTokenDelete, "revoker", func(t *testing.T, n int) (string, string, string, string, func() bool) {
 			name := fmt.Sprint("revoker", n)
 			newAccount(t, name)
 			tok, err := e.direct.CreateToken(ctx, e.admin, name, orgadmin.CreateTokenInput{Name: "ci"})
@@ -424,6 +430,7 @@ func testReplyLost(t *testing.T, e *env) {
 				default:
 					t.Errorf("unexpected answer %s", a)
 				}
+				e.requireAudited(t, w.action, fmt.Sprint(w.prefix, n), landed())
 				if lost {
 					// A 500 may have undone the write (a store that cannot
 					// tell whether it may keep it); a 200 may not have.
@@ -440,6 +447,32 @@ func testReplyLost(t *testing.T, e *env) {
 			}
 		})
 	}
+}
+
+// requireAudited requires that the audit trail holds an event of action
+// on the user named name exactly when the write has taken effect: for a
+// token creation, the creations less the deletions are the tokens listed.
+func (e *env) requireAudited(t *testing.T, action, name string, landed bool) {
+	t.Helper()
+	ctx := t.Context()
+	count := func(action string) int {
+		page, err := e.direct.AuditEvents(ctx, e.admin, orgadmin.AuditQuery{Action: action, TargetUsername: name})
+		require.NoError(t, err)
+		return len(page.Events)
+	}
+	if action != orgadmin.ActionTokenCreate {
+		want := 0
+		if landed {
+			want = 1
+		}
+		require.Equal(t, want, count(action), "%s events of %s; the write has taken effect: %v", action, name, landed)
+		return
+	}
+	toks, err := e.direct.ListTokens(ctx, e.admin, name)
+	require.NoError(t, err)
+	created, deleted := count(orgadmin.ActionTokenCreate), count(orgadmin.ActionTokenDelete)
+	require.LessOrEqual(t, created, 1, "token creations of %s in the trail", name)
+	require.Equal(t, len(toks), created-deleted, "tokens of %s listed, against %d creations and %d deletions in the trail", name, created, deleted)
 }
 
 // requireListedTokensWork requires, when path is that of a user's

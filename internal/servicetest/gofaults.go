@@ -1,0 +1,185 @@
+package servicetest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// goWrite is one write of the Go API in testGoReplyLost.
+type goWrite struct {
+	name string
+	// action is the audit action of the write, made on the user named
+	// prefix followed by the attempt's number; "" for a write that is
+	// not audited.
+	action, prefix string
+	// prepare sets the write up, through the direct Service, for the
+	// user name, and returns the write, made through svc, and a check,
+	// through the direct Service, of whether it has taken effect.
+	prepare func(t *testing.T, name string) (write func(svc *orgadmin.Service) error, landed func() bool)
+	// retried says what a second run of the write, once the first one
+	// took effect, may answer besides nil.
+	retried func(err error) bool
+}
+
+// The answer to a write of the Go API is lost after the write took
+// effect: the write returns nil or an error, and run again once the store
+// is back, it succeeds (or answers what its documentation says a retry
+// answers) without doing the write twice; the audit trail holds the
+// write's event once.
+func testGoReplyLost(t *testing.T, e *env) {
+	ctx := t.Context()
+	newAccount := func(t *testing.T, name string) {
+		_, err := e.direct.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+	}
+	faultyAdmin := func(svc *orgadmin.Service) (orgadmin.Caller, error) { return svc.ActAs(ctx, "acme", "admin") }
+	writes := []goWrite{
+		{"CreateUser", orgadmin.ActionUserCreate, "human", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
+			return func(svc *orgadmin.Service) error {
+					_, err := svc.CreateUser(ctx, "acme", orgadmin.NewUser{Username: name, Email: name + "@example.com"})
+					return err
+				}, func() bool {
+					_, err := e.direct.GetUser(ctx, "acme", name)
+					return err == nil
+				}
+		}, func(err error) bool { return orgadmin.ErrorCode(err) == orgadmin.CodeBadRequest }},
+		{"GrantPrivilege", orgadmin.ActionUserGrant, "granted", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
+			newAccount(t, name)
+			return func(svc *orgadmin.Service) error {
+					return svc.GrantPrivilege(ctx, "acme", name, "member_management.view_all_members")
+				}, func() bool {
+					u, err := e.direct.GetUser(ctx, "acme", name)
+					return err == nil && len(u.Privileges) == 1
+				}
+		}, nil},
+		{"SeedToken", orgadmin.ActionTokenSeed, "seeded", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
+			newAccount(t, name)
+			value := "seeded-value-of-" + name
+			return func(svc *orgadmin.Service) error {
+					_, err := svc.SeedToken(ctx, "acme", name, orgadmin.SeedTokenInput{Value: value, CreateTokenInput: orgadmin.CreateTokenInput{Name: "ci"}})
+					return err
+				}, func() bool {
+					_, err := e.direct.Authenticate(ctx, value)
+					return err == nil
+				}
+		}, nil},
+		{"CreateEmbedSession", orgadmin.ActionEmbedSessionCreate, "embedded", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
+			newAccount(t, name)
+			landed := func() bool {
+				page, err := e.directStore.ListEvents(ctx, "acme", storageEventQuery(orgadmin.ActionEmbedSessionCreate, name))
+				return err == nil && len(page.Events) > 0
+			}
+			return func(svc *orgadmin.Service) error {
+				c, err := faultyAdmin(svc)
+				if err != nil {
+					return err
+				}
+				_, err = svc.CreateEmbedSession(ctx, c, e.dive, orgadmin.CreateEmbedSessionInput{Username: name})
+				return err
+			}, landed
+		}, nil},
+		{"MarkDucklingActive", "", "running", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
+			newAccount(t, name)
+			return func(svc *orgadmin.Service) error {
+					return svc.MarkDucklingActive(ctx, "acme", name, "rw")
+				}, func() bool {
+					accts, err := e.direct.GetActiveAccounts(ctx, e.admin)
+					if err != nil {
+						return false
+					}
+					for _, a := range accts {
+						if a.Username == name {
+							return true
+						}
+					}
+					return false
+				}
+		}, nil},
+	}
+	slow := fault{name: "slow answers", toxics: []toxic{{Name: "slow", Type: "latency", Stream: "downstream",
+		Attributes: map[string]int64{"latency": e.timeout.Milliseconds() / 6}}}}
+	cut := fault{name: "server gone", off: true}
+	for _, w := range writes {
+		t.Run(w.name, func(t *testing.T) {
+			for n := 1; ; n++ {
+				name := fmt.Sprint(w.prefix, n)
+				write, landed := w.prepare(t, name)
+				require.False(t, landed(), "the write has taken effect before it was made")
+				require.Equal(t, 200, e.waitFor("GET", "/healthz").status, "healthy before the fault")
+				require.NoError(t, e.inject(slow))
+				done := make(chan error, 1)
+				go func() { done <- write(e.faulty) }()
+				var err error
+				lost := false
+			wait:
+				for {
+					select {
+					case err = <-done:
+						break wait
+					default:
+					}
+					if landed() {
+						require.NoError(t, e.inject(cut))
+						require.NoError(t, e.heal(slow))
+						require.NoError(t, e.heal(cut))
+						lost = true
+						err = <-done
+						break wait
+					}
+					time.Sleep(time.Millisecond)
+				}
+				if !lost {
+					require.NoError(t, e.heal(slow))
+				}
+				require.True(t, err == nil || orgadmin.ErrorCode(err) == orgadmin.CodeInternal, "%s answered %v", w.name, err)
+				if !lost {
+					if n == 3 {
+						t.Logf("the answer came before the write was seen to land, %d times: nothing lost", n)
+						return
+					}
+					continue
+				}
+				t.Logf("the write took effect and its answer was lost; it answered %v", err)
+				require.Equal(t, 200, e.waitFor("GET", "/healthz").status, "healthy after the fault")
+				if err != nil {
+					// A retry, with the store healthy.
+					err = write(e.faulty)
+					if err != nil && w.retried != nil && w.retried(err) {
+						err = nil
+					}
+					require.NoError(t, err, "%s retried", w.name)
+				}
+				require.True(t, landed(), "%s was retried and has not taken effect", w.name)
+				if w.action != "" && w.action != orgadmin.ActionTokenSeed && w.action != orgadmin.ActionEmbedSessionCreate {
+					e.requireAudited(t, w.action, name, true)
+				}
+				if w.action == orgadmin.ActionTokenSeed {
+					u, err := e.direct.GetUser(ctx, "acme", name)
+					require.NoError(t, err)
+					require.Equal(t, 1, e.requireTokensWork(t, u), "tokens of %s after its seeded token was retried", name)
+					seeds, deletes := e.countEvents(t, orgadmin.ActionTokenSeed, name), e.countEvents(t, orgadmin.ActionTokenDelete, name)
+					require.Equal(t, 1, seeds-deletes, "%d seeds and %d deletions in the trail for one token", seeds, deletes)
+				}
+				return
+			}
+		})
+	}
+}
+
+// countEvents counts the events of action on the user named name.
+func (e *env) countEvents(t *testing.T, action, name string) int {
+	t.Helper()
+	page, err := e.direct.AuditEvents(t.Context(), e.admin, orgadmin.AuditQuery{Action: action, TargetUsername: name})
+	require.NoError(t, err)
+	return len(page.Events)
+}
+
+func storageEventQuery(action, name string) storage.EventQuery {
+	return storage.EventQuery{Action: action, TargetUsername: name, Limit: 10}
+}
