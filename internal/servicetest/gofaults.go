@@ -2,6 +2,7 @@ package servicetest
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,6 +26,9 @@ type goWrite struct {
 	// retried says what a second run of the write, once the first one
 	// took effect, may answer besides nil.
 	retried func(err error) bool
+	// done, when set, checks the user name once the write, run again
+	// when it failed, has returned nil.
+	done func(t *testing.T, name string)
 }
 
 // The answer to a write of the Go API is lost after the write took
@@ -48,7 +52,7 @@ func testGoReplyLost(t *testing.T, e *env) {
 					_, err := e.direct.GetUser(ctx, "acme", name)
 					return err == nil
 				}
-		}, func(err error) bool { return orgadmin.ErrorCode(err) == orgadmin.CodeBadRequest }},
+		}, func(err error) bool { return orgadmin.ErrorCode(err) == orgadmin.CodeBadRequest }, nil},
 		{"GrantPrivilege", orgadmin.ActionUserGrant, "granted", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			newAccount(t, name)
 			return func(svc *orgadmin.Service) error {
@@ -57,7 +61,7 @@ func testGoReplyLost(t *testing.T, e *env) {
 					u, err := e.direct.GetUser(ctx, "acme", name)
 					return err == nil && len(u.Privileges) == 1
 				}
-		}, nil},
+		}, nil, nil},
 		{"SeedToken", orgadmin.ActionTokenSeed, "seeded", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			newAccount(t, name)
 			value := "seeded-value-of-" + name
@@ -68,7 +72,7 @@ func testGoReplyLost(t *testing.T, e *env) {
 					_, err := e.direct.Authenticate(ctx, value)
 					return err == nil
 				}
-		}, nil},
+		}, nil, nil},
 		{"CreateEmbedSession", orgadmin.ActionEmbedSessionCreate, "embedded", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			newAccount(t, name)
 			landed := func() bool {
@@ -83,7 +87,7 @@ func testGoReplyLost(t *testing.T, e *env) {
 				_, err = svc.CreateEmbedSession(ctx, c, e.dive, orgadmin.CreateEmbedSessionInput{Username: name})
 				return err
 			}, landed
-		}, nil},
+		}, nil, nil},
 		{"MarkDucklingActive", "", "running", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			newAccount(t, name)
 			return func(svc *orgadmin.Service) error {
@@ -100,7 +104,27 @@ func testGoReplyLost(t *testing.T, e *env) {
 					}
 					return false
 				}
-		}, nil},
+		}, nil, nil},
+		{"ApplySeed", orgadmin.ActionUserCreate, "seeded_user", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
+			sd := orgadmin.Seed{Organizations: []orgadmin.SeedOrg{{ID: "acme", Users: []orgadmin.SeedUser{{
+				Username: name, IsServiceAccount: true,
+				Ducklings: []orgadmin.SeedDuckling{{ID: "rw", Status: "active"}},
+			}}}}}
+			return func(svc *orgadmin.Service) error {
+					return svc.ApplySeed(ctx, sd)
+				}, func() bool {
+					_, err := e.direct.GetUser(ctx, "acme", name)
+					return err == nil
+				}
+		}, nil, func(t *testing.T, name string) {
+			// The loading that failed half-way is completed by the next:
+			// the user has the Ducklings the seed gives it.
+			accts, err := e.direct.GetActiveAccounts(ctx, e.admin)
+			require.NoError(t, err)
+			i := slices.IndexFunc(accts, func(a orgadmin.ActiveAccount) bool { return a.Username == name })
+			require.GreaterOrEqual(t, i, 0, "%s, seeded again after a loading failed, has no running Duckling", name)
+			require.Equal(t, []orgadmin.Duckling{{ID: "rw", Type: orgadmin.DucklingReadWrite, Status: orgadmin.StatusActive}}, accts[i].Ducklings)
+		}},
 	}
 	slow := fault{name: "slow answers", toxics: []toxic{{Name: "slow", Type: "latency", Stream: "downstream",
 		Attributes: map[string]int64{"latency": e.timeout.Milliseconds() / 6}}}}
@@ -165,6 +189,9 @@ func testGoReplyLost(t *testing.T, e *env) {
 					require.Equal(t, 1, e.requireTokensWork(t, u), "tokens of %s after its seeded token was retried", name)
 					seeds, deletes := e.countEvents(t, orgadmin.ActionTokenSeed, name), e.countEvents(t, orgadmin.ActionTokenDelete, name)
 					require.Equal(t, 1, seeds-deletes, "%d seeds and %d deletions in the trail for one token", seeds, deletes)
+				}
+				if w.done != nil {
+					w.done(t, name)
 				}
 				return
 			}
