@@ -75,6 +75,7 @@ func RunFaults(t *testing.T, target FaultTarget) {
 		{"ReplyLost", testReplyLost},
 		{"MixedOperations", testMixedOperations},
 		{"GoReplyLost", testGoReplyLost},
+		{"SlowWrites", testSlowWrites},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,55 +331,7 @@ type lostWrite struct {
 // the write would answer (the username taken, the user or token not
 // found). A client that resends a write that failed relies on that.
 func testReplyLost(t *testing.T, e *env) {
-	ctx := t.Context()
-	newAccount := func(t *testing.T, name string) {
-		_, err := e.direct.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: name})
-		require.NoError(t, err)
-	}
-	userThere := func(name string) func() bool {
-		return func() bool { _, err := e.direct.GetUser(ctx, "acme", name); return err == nil }
-	}
-	config := `{"read_write":{"instance_size":"jumbo","cooldown_seconds":120},` +
-		`"read_scaling":{"instance_size":"mega","flock_size":3,"cooldown_seconds":400}}`
-	writes := []lostWrite{
-		{"create user", orgadmin.ActionUserCreate, "newcomer", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("newcomer", n)
-			return http.MethodPost, "/v1/users", `{"username":"` + name + `"}`, `{"username":"` + name + `"}`, userThere(name)
-		}},
-		{"delete user", orgadmin.ActionUserDelete, "leaver", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("leaver", n)
-			newAccount(t, name)
-			there := userThere(name)
-			return http.MethodDelete, "/v1/users/" + name, "", `{"username":"` + name + `"}`, func() bool { return !there() }
-		}},
-		{"set instances", orgadmin.ActionInstancesSet, "tuned", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("tuned", n)
-			newAccount(t, name)
-			return http.MethodPut, "/v1/users/" + name + "/instances", `{"config":` + config + `}`, config, func() bool {
-				c, err := e.direct.GetInstanceConfig(ctx, e.admin, name)
-				b, _ := json.Marshal(configJSON(c))
-				return err == nil && sameJSON(b, []byte(config))
-			}
-		}},
-		{"create token", orgadmin.ActionTokenCreate, "minter", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("minter", n)
-			newAccount(t, name)
-			return http.MethodPost, "/v1/users/" + name + "/tokens", `{"name":"ci"}`, "", func() bool {
-				toks, err := e.direct.ListTokens(ctx, e.admin, name)
-				return err == nil && len(toks) > 0
-			}
-		}},
-		{"delete token", orgadmin.ActionTokenDelete, "revoker", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("revoker", n)
-			newAccount(t, name)
-			tok, err := e.direct.CreateToken(ctx, e.admin, name, orgadmin.CreateTokenInput{Name: "ci"})
-			require.NoError(t, err)
-			return http.MethodDelete, "/v1/users/" + name + "/tokens/" + tok.ID, "", `{}`, func() bool {
-				toks, err := e.direct.ListTokens(ctx, e.admin, name)
-				return err == nil && len(toks) == 0
-			}
-		}},
-	}
+	writes := e.lostWrites(t)
 	// Answers are delayed by a sixth of the timeout: time enough to see
 	// the write land before its answer comes, and short enough that the
 	// round trips of one operation fit in its timeout.
@@ -446,6 +399,60 @@ func testReplyLost(t *testing.T, e *env) {
 				}
 			}
 		})
+	}
+}
+
+// lostWrites returns the HTTP writes that testReplyLost and
+// testSlowWrites send.
+func (e *env) lostWrites(t *testing.T) []lostWrite {
+	ctx := t.Context()
+	newAccount := func(t *testing.T, name string) {
+		_, err := e.direct.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+	}
+	userThere := func(name string) func() bool {
+		return func() bool { _, err := e.direct.GetUser(ctx, "acme", name); return err == nil }
+	}
+	config := `{"read_write":{"instance_size":"jumbo","cooldown_seconds":120},` +
+		`"read_scaling":{"instance_size":"mega","flock_size":3,"cooldown_seconds":400}}`
+	return []lostWrite{
+		{"create user", orgadmin.ActionUserCreate, "newcomer", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("newcomer", n)
+			return http.MethodPost, "/v1/users", `{"username":"` + name + `"}`, `{"username":"` + name + `"}`, userThere(name)
+		}},
+		{"delete user", orgadmin.ActionUserDelete, "leaver", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("leaver", n)
+			newAccount(t, name)
+			there := userThere(name)
+			return http.MethodDelete, "/v1/users/" + name, "", `{"username":"` + name + `"}`, func() bool { return !there() }
+		}},
+		{"set instances", orgadmin.ActionInstancesSet, "tuned", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("tuned", n)
+			newAccount(t, name)
+			return http.MethodPut, "/v1/users/" + name + "/instances", `{"config":` + config + `}`, config, func() bool {
+				c, err := e.direct.GetInstanceConfig(ctx, e.admin, name)
+				b, _ := json.Marshal(configJSON(c))
+				return err == nil && sameJSON(b, []byte(config))
+			}
+		}},
+		{"create token", orgadmin.ActionTokenCreate, "minter", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("minter", n)
+			newAccount(t, name)
+			return http.MethodPost, "/v1/users/" + name + "/tokens", `{"name":"ci"}`, "", func() bool {
+				toks, err := e.direct.ListTokens(ctx, e.admin, name)
+				return err == nil && len(toks) > 0
+			}
+		}},
+		{"delete token", orgadmin.ActionTokenDelete, "revoker", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("revoker", n)
+			newAccount(t, name)
+			tok, err := e.direct.CreateToken(ctx, e.admin, name, orgadmin.CreateTokenInput{Name: "ci"})
+			require.NoError(t, err)
+			return http.MethodDelete, "/v1/users/" + name + "/tokens/" + tok.ID, "", `{}`, func() bool {
+				toks, err := e.direct.ListTokens(ctx, e.admin, name)
+				return err == nil && len(toks) == 0
+			}
+		}},
 	}
 }
 
