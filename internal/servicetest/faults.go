@@ -332,11 +332,6 @@ type lostWrite struct {
 // found). A client that resends a write that failed relies on that.
 func testReplyLost(t *testing.T, e *env) {
 	writes := e.lostWrites(t)
-	// Answers are delayed by a sixth of the timeout: time enough to see
-	// the write land before its answer comes, and short enough that the
-	// round trips of one operation fit in its timeout.
-	slow := fault{name: "slow answers", toxics: []toxic{{Name: "slow", Type: "latency", Stream: "downstream",
-		Attributes: map[string]int64{"latency": e.timeout.Milliseconds() / 6}}}}
 	cut := fault{name: "server gone", off: true}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
@@ -346,6 +341,7 @@ func testReplyLost(t *testing.T, e *env) {
 				method, path, body, ok, landed := w.prepare(t, n)
 				require.False(t, landed(), "the write has taken effect before it was sent")
 				require.Equal(t, http.StatusOK, e.waitFor(http.MethodGet, "/healthz").status, "healthy before the fault")
+				slow := slowAnswers(e.timeout, n)
 				require.NoError(t, e.inject(slow))
 				answered := make(chan answer, 1)
 				go func() { answered <- e.do(method, path, body) }()
@@ -454,6 +450,18 @@ func (e *env) lostWrites(t *testing.T) []lostWrite {
 			}
 		}},
 	}
+}
+
+// slowAnswers is the fault of the attempt n (from 1) of testReplyLost
+// and testGoReplyLost: answers delayed by a sixth of the timeout, time
+// enough to see the write land before its answer comes, and short enough
+// that the round trips of one operation fit in its timeout; then, should
+// they not fit (a write of many round trips, as PostgreSQL's transactions
+// are), by a fifteenth and a fortieth.
+func slowAnswers(timeout time.Duration, n int) fault {
+	part := []int64{6, 15, 40}[min(n, 3)-1]
+	return fault{name: "slow answers", toxics: []toxic{{Name: "slow", Type: "latency", Stream: "downstream",
+		Attributes: map[string]int64{"latency": timeout.Milliseconds() / part}}}}
 }
 
 // requireAudited requires that the audit trail holds an event of action

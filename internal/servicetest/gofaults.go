@@ -126,8 +126,6 @@ func testGoReplyLost(t *testing.T, e *env) {
 			require.Equal(t, []orgadmin.Duckling{{ID: "rw", Type: orgadmin.DucklingReadWrite, Status: orgadmin.StatusActive}}, accts[i].Ducklings)
 		}},
 	}
-	slow := fault{name: "slow answers", toxics: []toxic{{Name: "slow", Type: "latency", Stream: "downstream",
-		Attributes: map[string]int64{"latency": e.timeout.Milliseconds() / 6}}}}
 	cut := fault{name: "server gone", off: true}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
@@ -136,6 +134,7 @@ func testGoReplyLost(t *testing.T, e *env) {
 				write, landed := w.prepare(t, name)
 				require.False(t, landed(), "the write has taken effect before it was made")
 				require.Equal(t, 200, e.waitFor("GET", "/healthz").status, "healthy before the fault")
+				slow := slowAnswers(e.timeout, n)
 				require.NoError(t, e.inject(slow))
 				done := make(chan error, 1)
 				go func() { done <- write(e.faulty) }()
