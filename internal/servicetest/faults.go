@@ -419,8 +419,29 @@ func (e *env) lostWrites(t *testing.T) []lostWrite {
 		{"delete user", orgadmin.ActionUserDelete, "leaver", func(t *testing.T, n int) (string, string, string, string, func() bool) {
 			name := fmt.Sprint("leaver", n)
 			newAccount(t, name)
+			// Something of every kind a deletion removes.
+			tok, err := e.direct.CreateToken(ctx, e.admin, name, orgadmin.CreateTokenInput{Name: "ci"})
+			require.NoError(t, err)
+			session, err := e.direct.CreateEmbedSession(ctx, e.admin, e.dive, orgadmin.CreateEmbedSessionInput{Username: name})
+			require.NoError(t, err)
+			require.NoError(t, e.direct.MarkDucklingActive(ctx, "acme", name, "rw"))
 			there := userThere(name)
-			return http.MethodDelete, "/v1/users/" + name, "", `{"username":"` + name + `"}`, func() bool { return !there() }
+			return http.MethodDelete, "/v1/users/" + name, "", `{"username":"` + name + `"}`, func() bool {
+				if there() {
+					return false
+				}
+				// Gone, it is gone as a whole.
+				_, err := e.direct.Authenticate(ctx, tok.Value)
+				require.ErrorIs(t, err, orgadmin.ErrUnauthorized, "a token of %s, which is gone", name)
+				_, err = e.direct.ResolveEmbedSession(ctx, session)
+				require.ErrorIs(t, err, orgadmin.ErrNotFound, "a session of %s, which is gone", name)
+				accts, err := e.direct.GetActiveAccounts(ctx, e.admin)
+				require.NoError(t, err)
+				for _, a := range accts {
+					require.NotEqual(t, name, a.Username, "%s is gone and running", name)
+				}
+				return true
+			}
 		}},
 		{"set instances", orgadmin.ActionInstancesSet, "tuned", func(t *testing.T, n int) (string, string, string, string, func() bool) {
 			name := fmt.Sprint("tuned", n)
