@@ -105,6 +105,54 @@ func testGoReplyLost(t *testing.T, e *env) {
 					return false
 				}
 		}, nil, nil},
+		{"Bootstrap", "", "org", func(t *testing.T, org string) (func(*orgadmin.Service) error, func() bool) {
+			return func(svc *orgadmin.Service) error {
+					_, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: org, Username: "root", Token: "the-bootstrap-value-of-" + org})
+					return err
+				}, func() bool {
+					_, err := e.direct.GetUser(ctx, org, "root")
+					return err == nil
+				}
+		}, nil, func(t *testing.T, org string) {
+			// One organization, one Admin, one token: the value given.
+			root, err := e.direct.Authenticate(ctx, "the-bootstrap-value-of-"+org)
+			require.NoError(t, err)
+			toks, err := e.direct.ListTokens(ctx, root, "root")
+			require.NoError(t, err)
+			require.Len(t, toks, 1, "the tokens of the Admin of %s", org)
+			page, err := e.direct.ListUsers(ctx, root, orgadmin.ListUsersOptions{})
+			require.NoError(t, err)
+			require.Equal(t, 1, page.TotalCount, "the users of %s", org)
+			for action, n := range map[string]int{orgadmin.ActionOrgCreate: 1, orgadmin.ActionUserCreate: 1} {
+				events, err := e.direct.AuditEvents(ctx, root, orgadmin.AuditQuery{Action: action})
+				require.NoError(t, err)
+				require.Len(t, events.Events, n, "%s events of %s", action, org)
+			}
+		}},
+		{"Bootstrap, its token", "", "tokenorg", func(t *testing.T, org string) (func(*orgadmin.Service) error, func() bool) {
+			return func(svc *orgadmin.Service) error {
+					_, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: org, Username: "root", Token: "the-bootstrap-value-of-" + org})
+					return err
+				}, func() bool {
+					_, err := e.direct.Authenticate(ctx, "the-bootstrap-value-of-"+org)
+					return err == nil
+				}
+		}, nil, func(t *testing.T, org string) {
+			// One organization, one Admin, one token: the value given.
+			root, err := e.direct.Authenticate(ctx, "the-bootstrap-value-of-"+org)
+			require.NoError(t, err)
+			toks, err := e.direct.ListTokens(ctx, root, "root")
+			require.NoError(t, err)
+			require.Len(t, toks, 1, "the tokens of the Admin of %s", org)
+			page, err := e.direct.ListUsers(ctx, root, orgadmin.ListUsersOptions{})
+			require.NoError(t, err)
+			require.Equal(t, 1, page.TotalCount, "the users of %s", org)
+			for action, n := range map[string]int{orgadmin.ActionOrgCreate: 1, orgadmin.ActionUserCreate: 1} {
+				events, err := e.direct.AuditEvents(ctx, root, orgadmin.AuditQuery{Action: action})
+				require.NoError(t, err)
+				require.Len(t, events.Events, n, "%s events of %s", action, org)
+			}
+		}},
 		{"ApplySeed", orgadmin.ActionUserCreate, "seeded_user", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			sd := orgadmin.Seed{Organizations: []orgadmin.SeedOrg{{ID: "acme", Users: []orgadmin.SeedUser{{
 				Username: name, IsServiceAccount: true,
