@@ -402,7 +402,7 @@ func (sd Seed) Validate() error {
 // applying the same seed twice changes nothing, and brings back nothing,
 // also when two processes sharing the store apply it at once (a user the
 // other created meanwhile is one that exists).
-// Duckling activity is recorded for users this call creates. On a
+// Duckling activity is recorded for users no loading completed before. On a
 // validation error nothing is written, nor when the seed would take an
 // organization past the limit of users or a user past the limit of live
 // tokens.
@@ -560,13 +560,11 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 // loaded before, then marks the user and its tokens as loaded.
 func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked seedMarks) error {
 	_, err := s.GetUser(ctx, org, u.Username)
-	created := false
 	if ErrorCode(err) == CodeNotFound {
 		if marked.deleted(u) {
 			return nil
 		}
 		_, err = s.CreateUser(ctx, org, u.newUser())
-		created = err == nil
 		if taken(err) { // created since, by another process loading it
 			err = nil
 		}
@@ -584,7 +582,10 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 		}
 		loaded = append(loaded, tokenMark(t))
 	}
-	if created {
+	// A user not marked yet is one no loading completed: this one
+	// records its Ducklings, also when an earlier loading created the
+	// user and stopped before (its creation's answer lost, say).
+	if !marked[userMark(u)] {
 		for _, d := range u.Ducklings {
 			if err := s.markDuckling(ctx, org, u.Username, d.ID, DucklingState(d.Status) == StatusActive); err != nil {
 				return fmt.Errorf("duckling %q: %w", d.ID, err)

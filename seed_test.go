@@ -2,6 +2,7 @@ package orgadmin_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -630,4 +631,41 @@ func TestSeedToken_ValueBeingSeededByAnotherProcess(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, toks, 1)
 	assert.Equal(t, tok.ID, toks[0].ID)
+}
+
+// answerLosingStore stores the first user created and then fails, as a
+// store whose answer is lost on its way back does.
+type answerLosingStore struct {
+	*memstore.Store
+	lost bool
+}
+
+func (s *answerLosingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
+	err := s.Store.CreateUser(ctx, u, lim, a)
+	if err == nil && !s.lost {
+		s.lost = true
+		return errors.New("connection reset by peer")
+	}
+	return err
+}
+
+// A loading that stops because a user's creation answered an error after
+// the user was stored is completed by the next: the user gets its tokens
+// and its Ducklings, as if the first loading had succeeded.
+func TestSeed_LoadingStoppedByALostAnswerIsCompletedByTheNext(t *testing.T) {
+	clk := newFakeClock()
+	once := memstore.New()
+	loadSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), sampleSeed)
+	want := observeSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), once)
+
+	store := &answerLosingStore{Store: memstore.New()}
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(sampleSeed))
+	require.NoError(t, err)
+	err = svc.ApplySeed(context.Background(), sd)
+	require.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(err), "%v", err)
+	require.True(t, store.lost)
+
+	loadSeed(t, svc, sampleSeed)
+	assert.Equal(t, withoutIDs(want), withoutIDs(observeSeed(t, svc, store)))
 }

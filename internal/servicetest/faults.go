@@ -74,6 +74,8 @@ func RunFaults(t *testing.T, target FaultTarget) {
 		{"DownAndBack", testDownAndBack},
 		{"ReplyLost", testReplyLost},
 		{"MixedOperations", testMixedOperations},
+		{"GoReplyLost", testGoReplyLost},
+		{"SlowWrites", testSlowWrites},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -93,6 +95,7 @@ type env struct {
 	token   string // the Admin's
 
 	direct      *orgadmin.Service
+	faulty      *orgadmin.Service // on the store behind the proxies
 	directStore storage.Store
 	timeout     time.Duration   // the faulty store's per-operation timeout
 	admin       orgadmin.Caller // the Admin, on direct
@@ -122,6 +125,7 @@ func newEnv(t *testing.T, tp *toxiproxy, target FaultTarget) *env {
 	require.NoError(t, e.direct.RegisterDive(ctx, "acme", orgadmin.Dive{ID: e.dive, Title: "Sales", Version: 1}))
 
 	svc := orgadmin.New(faulty, orgadmin.Config{})
+	e.faulty = svc
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	mux := http.NewServeMux()
 	mux.Handle("/v1/", httpserver.New(svc, httpserver.Config{Logger: quiet}))
@@ -311,6 +315,9 @@ func testDownAndBack(t *testing.T, e *env) {
 // lostWrite is one write of testReplyLost.
 type lostWrite struct {
 	name string
+	// action is the audit action of the write, made on the user named
+	// prefix followed by the attempt's number.
+	action, prefix string
 	// prepare sets the write up, through the direct Service, with names
 	// of its own for the attempt n, and returns its request, the body of
 	// its 200 ("" for a token: see checkTokenAnswer), and a check, through
@@ -324,60 +331,7 @@ type lostWrite struct {
 // the write would answer (the username taken, the user or token not
 // found). A client that resends a write that failed relies on that.
 func testReplyLost(t *testing.T, e *env) {
-	ctx := t.Context()
-	newAccount := func(t *testing.T, name string) {
-		_, err := e.direct.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: name})
-		require.NoError(t, err)
-	}
-	userThere := func(name string) func() bool {
-		return func() bool { _, err := e.direct.GetUser(ctx, "acme", name); return err == nil }
-	}
-	config := `{"read_write":{"instance_size":"jumbo","cooldown_seconds":120},` +
-		`"read_scaling":{"instance_size":"mega","flock_size":3,"cooldown_seconds":400}}`
-	writes := []lostWrite{
-		{"create user", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("newcomer", n)
-			return http.MethodPost, "/v1/users", `{"username":"` + name + `"}`, `{"username":"` + name + `"}`, userThere(name)
-		}},
-		{"delete user", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("leaver", n)
-			newAccount(t, name)
-			there := userThere(name)
-			return http.MethodDelete, "/v1/users/" + name, "", `{"username":"` + name + `"}`, func() bool { return !there() }
-		}},
-		{"set instances", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("tuned", n)
-			newAccount(t, name)
-			return http.MethodPut, "/v1/users/" + name + "/instances", `{"config":` + config + `}`, config, func() bool {
-				c, err := e.direct.GetInstanceConfig(ctx, e.admin, name)
-				b, _ := json.Marshal(configJSON(c))
-				return err == nil && sameJSON(b, []byte(config))
-			}
-		}},
-		{"create token", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("minter", n)
-			newAccount(t, name)
-			return http.MethodPost, "/v1/users/" + name + "/tokens", `{"name":"ci"}`, "", func() bool {
-				toks, err := e.direct.ListTokens(ctx, e.admin, name)
-				return err == nil && len(toks) > 0
-			}
-		}},
-		{"delete token", func(t *testing.T, n int) (string, string, string, string, func() bool) {
-			name := fmt.Sprint("revoker", n)
-			newAccount(t, name)
-			tok, err := e.direct.CreateToken(ctx, e.admin, name, orgadmin.CreateTokenInput{Name: "ci"})
-			require.NoError(t, err)
-			return http.MethodDelete, "/v1/users/" + name + "/tokens/" + tok.ID, "", `{}`, func() bool {
-				toks, err := e.direct.ListTokens(ctx, e.admin, name)
-				return err == nil && len(toks) == 0
-			}
-		}},
-	}
-	// Answers are delayed by a sixth of the timeout: time enough to see
-	// the write land before its answer comes, and short enough that the
-	// round trips of one operation fit in its timeout.
-	slow := fault{name: "slow answers", toxics: []toxic{{Name: "slow", Type: "latency", Stream: "downstream",
-		Attributes: map[string]int64{"latency": e.timeout.Milliseconds() / 6}}}}
+	writes := e.lostWrites(t)
 	cut := fault{name: "server gone", off: true}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
@@ -387,6 +341,7 @@ func testReplyLost(t *testing.T, e *env) {
 				method, path, body, ok, landed := w.prepare(t, n)
 				require.False(t, landed(), "the write has taken effect before it was sent")
 				require.Equal(t, http.StatusOK, e.waitFor(http.MethodGet, "/healthz").status, "healthy before the fault")
+				slow := slowAnswers(e.timeout, n)
 				require.NoError(t, e.inject(slow))
 				answered := make(chan answer, 1)
 				go func() { answered <- e.do(method, path, body) }()
@@ -424,6 +379,7 @@ func testReplyLost(t *testing.T, e *env) {
 				default:
 					t.Errorf("unexpected answer %s", a)
 				}
+				e.requireAudited(t, w.action, fmt.Sprint(w.prefix, n), landed())
 				if lost {
 					// A 500 may have undone the write (a store that cannot
 					// tell whether it may keep it); a 200 may not have.
@@ -440,6 +396,119 @@ func testReplyLost(t *testing.T, e *env) {
 			}
 		})
 	}
+}
+
+// lostWrites returns the HTTP writes that testReplyLost and
+// testSlowWrites send.
+func (e *env) lostWrites(t *testing.T) []lostWrite {
+	ctx := t.Context()
+	newAccount := func(t *testing.T, name string) {
+		_, err := e.direct.CreateServiceAccount(ctx, e.admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+	}
+	userThere := func(name string) func() bool {
+		return func() bool { _, err := e.direct.GetUser(ctx, "acme", name); return err == nil }
+	}
+	config := `{"read_write":{"instance_size":"jumbo","cooldown_seconds":120},` +
+		`"read_scaling":{"instance_size":"mega","flock_size":3,"cooldown_seconds":400}}`
+	return []lostWrite{
+		{"create user", orgadmin.ActionUserCreate, "newcomer", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("newcomer", n)
+			return http.MethodPost, "/v1/users", `{"username":"` + name + `"}`, `{"username":"` + name + `"}`, userThere(name)
+		}},
+		{"delete user", orgadmin.ActionUserDelete, "leaver", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("leaver", n)
+			newAccount(t, name)
+			// Something of every kind a deletion removes.
+			tok, err := e.direct.CreateToken(ctx, e.admin, name, orgadmin.CreateTokenInput{Name: "ci"})
+			require.NoError(t, err)
+			session, err := e.direct.CreateEmbedSession(ctx, e.admin, e.dive, orgadmin.CreateEmbedSessionInput{Username: name})
+			require.NoError(t, err)
+			require.NoError(t, e.direct.MarkDucklingActive(ctx, "acme", name, "rw"))
+			there := userThere(name)
+			return http.MethodDelete, "/v1/users/" + name, "", `{"username":"` + name + `"}`, func() bool {
+				if there() {
+					return false
+				}
+				// Gone, it is gone as a whole.
+				_, err := e.direct.Authenticate(ctx, tok.Value)
+				require.ErrorIs(t, err, orgadmin.ErrUnauthorized, "a token of %s, which is gone", name)
+				_, err = e.direct.ResolveEmbedSession(ctx, session)
+				require.ErrorIs(t, err, orgadmin.ErrNotFound, "a session of %s, which is gone", name)
+				accts, err := e.direct.GetActiveAccounts(ctx, e.admin)
+				require.NoError(t, err)
+				for _, a := range accts {
+					require.NotEqual(t, name, a.Username, "%s is gone and running", name)
+				}
+				return true
+			}
+		}},
+		{"set instances", orgadmin.ActionInstancesSet, "tuned", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("tuned", n)
+			newAccount(t, name)
+			return http.MethodPut, "/v1/users/" + name + "/instances", `{"config":` + config + `}`, config, func() bool {
+				c, err := e.direct.GetInstanceConfig(ctx, e.admin, name)
+				b, _ := json.Marshal(configJSON(c))
+				return err == nil && sameJSON(b, []byte(config))
+			}
+		}},
+		{"create token", orgadmin.ActionTokenCreate, "minter", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("minter", n)
+			newAccount(t, name)
+			return http.MethodPost, "/v1/users/" + name + "/tokens", `{"name":"ci"}`, "", func() bool {
+				toks, err := e.direct.ListTokens(ctx, e.admin, name)
+				return err == nil && len(toks) > 0
+			}
+		}},
+		{"delete token", orgadmin.ActionTokenDelete, "revoker", func(t *testing.T, n int) (string, string, string, string, func() bool) {
+			name := fmt.Sprint("revoker", n)
+			newAccount(t, name)
+			tok, err := e.direct.CreateToken(ctx, e.admin, name, orgadmin.CreateTokenInput{Name: "ci"})
+			require.NoError(t, err)
+			return http.MethodDelete, "/v1/users/" + name + "/tokens/" + tok.ID, "", `{}`, func() bool {
+				toks, err := e.direct.ListTokens(ctx, e.admin, name)
+				return err == nil && len(toks) == 0
+			}
+		}},
+	}
+}
+
+// slowAnswers is the fault of the attempt n (from 1) of testReplyLost
+// and testGoReplyLost: answers delayed by a sixth of the timeout, time
+// enough to see the write land before its answer comes, and short enough
+// that the round trips of one operation fit in its timeout; then, should
+// they not fit (a write of many round trips, as PostgreSQL's transactions
+// are), by a fifteenth and a fortieth.
+func slowAnswers(timeout time.Duration, n int) fault {
+	part := []int64{6, 15, 40}[min(n, 3)-1]
+	return fault{name: "slow answers", toxics: []toxic{{Name: "slow", Type: "latency", Stream: "downstream",
+		Attributes: map[string]int64{"latency": timeout.Milliseconds() / part}}}}
+}
+
+// requireAudited requires that the audit trail holds an event of action
+// on the user named name exactly when the write has taken effect: for a
+// token creation, the creations less the deletions are the tokens listed.
+func (e *env) requireAudited(t *testing.T, action, name string, landed bool) {
+	t.Helper()
+	ctx := t.Context()
+	count := func(action string) int {
+		page, err := e.direct.AuditEvents(ctx, e.admin, orgadmin.AuditQuery{Action: action, TargetUsername: name})
+		require.NoError(t, err)
+		return len(page.Events)
+	}
+	if action != orgadmin.ActionTokenCreate {
+		want := 0
+		if landed {
+			want = 1
+		}
+		require.Equal(t, want, count(action), "%s events of %s; the write has taken effect: %v", action, name, landed)
+		return
+	}
+	toks, err := e.direct.ListTokens(ctx, e.admin, name)
+	require.NoError(t, err)
+	created, deleted := count(orgadmin.ActionTokenCreate), count(orgadmin.ActionTokenDelete)
+	require.LessOrEqual(t, created, 1, "token creations of %s in the trail", name)
+	require.Equal(t, len(toks), created-deleted, "tokens of %s listed, against %d creations and %d deletions in the trail", name, created, deleted)
 }
 
 // requireListedTokensWork requires, when path is that of a user's

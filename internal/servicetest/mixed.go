@@ -627,6 +627,7 @@ func check(t *testing.T, e *env, a *account) {
 	case absent:
 		require.False(t, there, "the answers proved %s gone; it is there", a.name)
 	}
+	checkTrail(t, e, a.name, there)
 	page, err := e.direct.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(1000)})
 	require.NoError(t, err)
 	listed := slices.ContainsFunc(page.Users, func(lu orgadmin.User) bool { return lu.Username == a.name })
@@ -710,4 +711,77 @@ func check(t *testing.T, e *env, a *account) {
 			require.False(t, works, "a session of a deleted incarnation of %s resolves", a.name)
 		}
 	}
+}
+
+// checkTrail requires that the audit trail agrees with what is stored of
+// the account name, there or not: each of its creations and deletions
+// recorded once, every token listed with its creation and without its
+// deletion, and its configuration the one the latest change recorded
+// set (or the default, when none did since it was created).
+func checkTrail(t *testing.T, e *env, name string, there bool) {
+	t.Helper()
+	ctx := t.Context()
+	var events []orgadmin.AuditEvent // newest first
+	q := orgadmin.AuditQuery{TargetUsername: name, Limit: orgadmin.Some(1000)}
+	for {
+		page, err := e.direct.AuditEvents(ctx, e.admin, q)
+		require.NoError(t, err)
+		events = append(events, page.Events...)
+		if page.NextPageToken == "" {
+			break
+		}
+		q.PageToken = page.NextPageToken
+	}
+	var creates, deletes int
+	for _, ev := range events {
+		switch ev.Action {
+		case orgadmin.ActionUserCreate:
+			creates++
+		case orgadmin.ActionUserDelete:
+			deletes++
+		}
+	}
+	want := 0
+	if there {
+		want = 1
+	}
+	require.Equal(t, want, creates-deletes, "%s: %d creations and %d deletions in the trail; it is there: %v", name, creates, deletes, there)
+	if !there {
+		return
+	}
+	// The events of the account as it is now: those since its latest
+	// creation. Their order is that of time, not of the trail: a store
+	// that confirms an event after its change (mongostore) may confirm a
+	// change's event after the event of a later change.
+	var born time.Time
+	for _, ev := range events {
+		if ev.Action == orgadmin.ActionUserCreate && ev.At.After(born) {
+			born = ev.At
+		}
+	}
+	events = slices.DeleteFunc(events, func(ev orgadmin.AuditEvent) bool { return ev.At.Before(born) })
+	slices.SortStableFunc(events, func(a, b orgadmin.AuditEvent) int { return b.At.Compare(a.At) })
+
+	toks, err := e.direct.ListTokens(ctx, e.admin, name)
+	require.NoError(t, err)
+	for _, tk := range toks {
+		created := slices.ContainsFunc(events, func(ev orgadmin.AuditEvent) bool {
+			return ev.Action == orgadmin.ActionTokenCreate && ev.TargetID == tk.ID
+		})
+		deleted := slices.ContainsFunc(events, func(ev orgadmin.AuditEvent) bool {
+			return ev.Action == orgadmin.ActionTokenDelete && ev.TargetID == tk.ID
+		})
+		require.True(t, created, "%s: token %s is listed and its creation is not in the trail", name, tk.ID)
+		require.False(t, deleted, "%s: token %s is listed and its deletion is in the trail", name, tk.ID)
+	}
+
+	c, err := e.direct.GetInstanceConfig(ctx, e.admin, name)
+	require.NoError(t, err)
+	b, _ := json.Marshal(configJSON(c))
+	set := slices.IndexFunc(events, func(ev orgadmin.AuditEvent) bool { return ev.Action == orgadmin.ActionInstancesSet })
+	if set < 0 {
+		require.Equal(t, canonical(defaultConfig), canonical(string(b)), "%s: no configuration change in the trail, and not the default", name)
+		return
+	}
+	require.Equal(t, canonical(string(events[set].After)), canonical(string(b)), "%s: the configuration is not the one the trail's latest change set", name)
 }
