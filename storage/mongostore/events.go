@@ -51,10 +51,13 @@ import (
 // minute ago); Cleanup settles every pending event, removing the unmade
 // ones older than pendingGrace, before it removes anything expired. So
 // after a process is killed mid-write, the next listing of the org shows
-// every change it made with its event (unless more than 16 events of the
-// org are pending: then the following listings, or Cleanup, show the
-// rest), and never an event whose change was not made; such an event is
-// removed by the first listing or Cleanup after it is a minute old.
+// every change it made with its event, and never an event whose change
+// was not made; such an event is removed by the first listing or Cleanup
+// after it is a minute old. When more than 16 events of the org are
+// pending, a listing settles the 16 oldest only: if those are unmade and
+// younger than a minute, they stay pending, and the following listings
+// read them again, so a made change behind them shows its event once they
+// are a minute old and removed, or at Cleanup.
 //
 // Sequence. Confirming an event gives it its Seq: the next value of its
 // org's counter (a document of audit_seq keyed by the org,
