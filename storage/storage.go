@@ -69,8 +69,11 @@ type Store interface {
 	// ErrNotFound.
 	GetUser(ctx context.Context, org, folded string) (User, error)
 	// UpdateUser replaces the stored user that has u's Org and ID with u,
-	// atomically. Username and FoldedUsername must not change. It returns
-	// ErrNotFound when no such user exists. It records a's event with the
+	// atomically, all but its instance configuration: u.Instances is
+	// ignored and the stored one kept, so that a concurrent SetInstances
+	// is never undone by a record read before it. Username and
+	// FoldedUsername must not change. It returns ErrNotFound when no such
+	// user exists. It records a's event with the
 	// change (nil: none).
 	UpdateUser(ctx context.Context, u User, a *Audit) error
 	// SetInstances replaces the instance configuration of the user of org

@@ -26,6 +26,7 @@ func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store) {
 	}{
 		{"CreateServiceAccountSameUsername", testServiceCreateSameUsername},
 		{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
+		{"SetInstanceConfigRacingGrantPrivilege", testServiceSetInstanceConfigRacingGrantPrivilege},
 		{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
 		{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
 	} {
@@ -155,6 +156,57 @@ func testServiceSetInstanceConfigSameUser(t *testing.T, s storage.Store) {
 		viaToken, err := svc.GetInstanceConfig(t.Context(), robot, "robot")
 		require.NoError(t, err)
 		require.Equal(t, describeInstances(stored), describeInstances(viaToken), "round %d: read as the user itself", round)
+	}
+}
+
+// PUTs of a user's configuration, one after the other, racing grants of
+// privileges to the same user: a grant leaves the configuration alone, so
+// a read of it between two PUTs finds what the earlier one wrote, never a
+// configuration that a grant read before that PUT and wrote back after it.
+func testServiceSetInstanceConfigRacingGrantPrivilege(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	const grantsEach = (orgadmin.MaxPrivileges - 1) / (serviceRacers - 1)
+	for round := range serviceRounds {
+		name := fmt.Sprint("robot", round) // a fresh user: privileges are bounded
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+		var granters atomic.Int32
+		granters.Store(serviceRacers - 1)
+		errs := race(serviceRacers, func(i int) error {
+			if i > 0 {
+				defer granters.Add(-1)
+				for n := range grantsEach {
+					if err := svc.GrantPrivilege(t.Context(), "acme", name, fmt.Sprint("privilege.", i, ".", n)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			var last orgadmin.InstanceConfig
+			for n := 0; n == 0 || granters.Load() > 0; n++ {
+				if n > 0 {
+					got, err := svc.GetInstanceConfig(t.Context(), admin, name)
+					if err != nil {
+						return err
+					}
+					if describeInstances(got) != describeInstances(last) {
+						return fmt.Errorf("after PUT %d of %s, read %s", n-1, describeInstances(last), describeInstances(got))
+					}
+				}
+				last = raceConfig(n % 64)
+				if _, err := svc.SetInstanceConfig(t.Context(), admin, name, orgadmin.SetInstanceConfigInput{Config: last}); err != nil {
+					return err
+				}
+			}
+			got, err := svc.GetInstanceConfig(t.Context(), admin, name)
+			if err == nil && describeInstances(got) != describeInstances(last) {
+				err = fmt.Errorf("after the last PUT, of %s, read %s", describeInstances(last), describeInstances(got))
+			}
+			return err
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: racer %d", round, i)
+		}
 	}
 }
 

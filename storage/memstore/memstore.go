@@ -245,6 +245,7 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 		o.kindIndex(e.serviceAccount).Delete(e.str(uFolded))
 		o.kindIndex(u.IsServiceAccount).Insert(r)
 	}
+	u.Instances = e.record(o.rec.ID).Instances // SetInstances owns them
 	e.set(u, e.str(uUsername), e.str(uFolded))
 	s.setPrivileges(r, u.Privileges)
 	s.record(a, o)

@@ -669,7 +669,6 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 		{Key: "first", Value: d.First},
 		{Key: "last", Value: d.Last},
 		{Key: "created", Value: d.Created},
-		{Key: "inst", Value: d.Instances},
 	}
 	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: u.Org}}
 	if ev := eventID(a); ev != "" {

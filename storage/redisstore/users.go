@@ -51,7 +51,7 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	v, err := s.run(ctx, updateUserScript, u.Org, withAudit(a, u.ID,
-		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount))...).Result()
+		encode(toUserDoc(u)), kind(u.IsServiceAccount))...).Result()
 	return status("update user", v, err)
 }
 

@@ -134,12 +134,10 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rw, rs := u.Instances.ReadWrite, u.Instances.ReadScaling
 	err := s.writeAudited(ctx, a, func(r runner) error {
 		res, err := r.ExecContext(ctx, s.q.updateUser, u.Org, u.ID,
 			u.Description, u.IsServiceAccount, u.Role, privileges(u.Privileges),
-			u.Email, u.FirstName, u.LastName, micros(u.CreatedAt),
-			rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
+			u.Email, u.FirstName, u.LastName, micros(u.CreatedAt))
 		return changedOne(res, err)
 	})
 	return failed("update user", err)

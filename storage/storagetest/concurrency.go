@@ -405,7 +405,6 @@ func testConcurrentUpdateUserAtomic(t *testing.T, s storage.Store) {
 	v2.Email = "alice@example.org"
 	v2.FirstName = "Alicia"
 	v2.LastName = "Second"
-	v2.Instances = configB
 	versions := []storage.User{v1, v2}
 	tok := createToken(t, s, v1, t0, time.Time{})
 

@@ -22,6 +22,7 @@ var userTests = []subtest{
 	{"GetMissing", testUserGetMissing},
 	{"OrgIsolation", testUserOrgIsolation},
 	{"Update", testUserUpdate},
+	{"UpdateKeepsInstances", testUserUpdateKeepsInstances},
 	{"UpdateMissing", testUserUpdateMissing},
 	{"UpdateOtherOrg", testUserUpdateOtherOrg},
 	{"SetInstances", testUserSetInstances},
@@ -148,7 +149,8 @@ func testUserOrgIsolation(t *testing.T, s storage.Store) {
 	assertUser(t, alice, getUser(t, s, a.ID, "alice"))
 }
 
-// UpdateUser replaces every field of the stored user, and no other user.
+// UpdateUser replaces every field of the stored user but its instance
+// configuration, and no other user.
 func testUserUpdate(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "Alice", false)
@@ -161,7 +163,6 @@ func testUserUpdate(t *testing.T, s storage.Store) {
 	changed.Email = "a.smith@example.org"
 	changed.FirstName = "Alicia"
 	changed.LastName = "Smith"
-	changed.Instances = configB
 	require.NoError(t, s.UpdateUser(t.Context(), changed, nil))
 	assertUser(t, changed, getUser(t, s, org.ID, "alice"))
 
@@ -171,6 +172,29 @@ func testUserUpdate(t *testing.T, s storage.Store) {
 	assertUser(t, fewer, getUser(t, s, org.ID, "alice"))
 
 	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
+}
+
+// UpdateUser keeps the stored instance configuration, whatever the record
+// it is given holds: a record read before a SetInstances and written back
+// after it does not undo that SetInstances.
+func testUserUpdateKeepsInstances(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	read := createUser(t, s, org.ID, "alice", false)
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
+
+	changed := read
+	changed.Description = "read before the configuration was set"
+	require.NoError(t, s.UpdateUser(t.Context(), changed, nil))
+	want := changed
+	want.Instances = configB
+	assertUser(t, want, getUser(t, s, org.ID, "alice"))
+	c, err := credential(t, s, createToken(t, s, read, t0, time.Time{}).Digest)
+	require.NoError(t, err)
+	assertUser(t, want, c.User, "the token's user")
+	p, err := s.ListUsers(t.Context(), org.ID, storage.UserQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, p.Users, 1)
+	assertUser(t, want, p.Users[0], "listed")
 }
 
 // UpdateUser of a user that does not exist is ErrNotFound and stores
