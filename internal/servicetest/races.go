@@ -3,6 +3,7 @@ package servicetest
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,6 +29,7 @@ func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store) {
 		{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
 		{"SetInstanceConfigRacingGrantPrivilege", testServiceSetInstanceConfigRacingGrantPrivilege},
 		{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
+		{"PagingRacingCreateDeleteUser", testServicePagingRacingChurn},
 		{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
 	} {
 		t.Run(r.name, func(t *testing.T) { r.fn(t, newStore(t)) })
@@ -207,6 +209,112 @@ func testServiceSetInstanceConfigRacingGrantPrivilege(t *testing.T, s storage.St
 		for i, err := range errs {
 			require.NoError(t, err, "round %d: racer %d", round, i)
 		}
+	}
+}
+
+// Walks of the users by page token, and of the audit trail, while other
+// users are created and deleted between those listed: a walk lists every
+// user that existed throughout it exactly once, in order, none twice, with
+// a total_count between the fewest and the most users there were; the
+// audit walk lists every event recorded before it began, none twice.
+func testServicePagingRacingChurn(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	const kept, churners, churns = 24, 4, 8
+	for i := range kept {
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("u%02d_kept", i)})
+		require.NoError(t, err)
+	}
+	auditWalk := func() ([]string, error) {
+		var ids []string
+		for ev, err := range svc.AllAuditEvents(t.Context(), admin, orgadmin.AuditQuery{Limit: orgadmin.Some(5)}) {
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, ev.ID)
+		}
+		return ids, nil
+	}
+	before, err := auditWalk()
+	require.NoError(t, err)
+
+	for round := range serviceRounds {
+		var done atomic.Int32
+		errs := race(churners+2, func(i int) error {
+			switch {
+			case i < churners:
+				defer done.Add(1)
+				for n := range churns {
+					// Names sort among the kept ones: u05_churn… between u05_kept's neighbours.
+					name := fmt.Sprintf("u%02d_churn%d_%d", (i*churns+n)%kept, round, i)
+					if _, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: name}); err != nil {
+						return err
+					}
+					if n%2 == 1 {
+						if _, err := svc.DeleteUser(t.Context(), admin, name); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			case i == churners:
+				for walked := false; !walked || done.Load() < churners; walked = true {
+					seen := make(map[string]bool)
+					var last string
+					opts := orgadmin.ListUsersOptions{Limit: orgadmin.Some(3)}
+					for {
+						page, err := svc.ListUsers(t.Context(), admin, opts)
+						if err != nil {
+							return err
+						}
+						if page.TotalCount < kept+1 || page.TotalCount > kept+1+churners*churns*(serviceRounds) {
+							return fmt.Errorf("total_count %d", page.TotalCount)
+						}
+						for _, u := range page.Users {
+							key := strings.ToLower(u.Username)
+							if seen[key] || key <= last {
+								return fmt.Errorf("listed %s after %s (seen before: %v)", key, last, seen[key])
+							}
+							seen[key], last = true, key
+						}
+						if page.NextPageToken == "" {
+							break
+						}
+						opts.PageToken = page.NextPageToken
+					}
+					for k := range kept {
+						if name := fmt.Sprintf("u%02d_kept", k); !seen[name] {
+							return fmt.Errorf("%s skipped", name)
+						}
+					}
+				}
+				return nil
+			default:
+				for walked := false; !walked || done.Load() < churners; walked = true {
+					ids, err := auditWalk()
+					if err != nil {
+						return err
+					}
+					seen := make(map[string]bool)
+					for _, id := range ids {
+						if seen[id] {
+							return fmt.Errorf("audit event %s listed twice", id)
+						}
+						seen[id] = true
+					}
+					for _, id := range before {
+						if !seen[id] {
+							return fmt.Errorf("audit event %s skipped", id)
+						}
+					}
+				}
+				return nil
+			}
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: racer %d", round, i)
+		}
+		before, err = auditWalk()
+		require.NoError(t, err)
 	}
 }
 
