@@ -76,12 +76,12 @@ type Store interface {
 	// user exists. It records a's event with the
 	// change (nil: none).
 	UpdateUser(ctx context.Context, u User, a *Audit) error
-	// SetInstances replaces the instance configuration of the user of org
-	// whose FoldedUsername is folded, atomically (a concurrent reader sees the
-	// old or the new configuration, never a mix). It returns ErrNotFound when
-	// no such user exists. It records a's event with the change (nil:
-	// none).
-	SetInstances(ctx context.Context, org, folded string, c InstanceConfig, a *Audit) error
+	// SetInstances replaces the instance configuration of the user userID
+	// of org, atomically (a concurrent reader sees the old or the new
+	// configuration, never a mix). It returns ErrNotFound when no such
+	// user exists: a user created anew under the same username is another
+	// user. It records a's event with the change (nil: none).
+	SetInstances(ctx context.Context, org, userID string, c InstanceConfig, a *Audit) error
 	// DeleteUser removes the user of org whose FoldedUsername is folded,
 	// together with its tokens, Duckling activity and embed sessions, and
 	// returns the removed record. Once it returns, and even if the process

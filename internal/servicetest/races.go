@@ -1,6 +1,7 @@
 package servicetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -28,6 +29,7 @@ func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store) {
 		{"CreateServiceAccountSameUsername", testServiceCreateSameUsername},
 		{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
 		{"SetInstanceConfigRacingGrantPrivilege", testServiceSetInstanceConfigRacingGrantPrivilege},
+		{"SetInstanceConfigRacingRecreateUser", testServiceSetInstanceConfigRacingRecreate},
 		{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
 		{"PagingRacingCreateDeleteUser", testServicePagingRacingChurn},
 		{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
@@ -316,6 +318,79 @@ func testServicePagingRacingChurn(t *testing.T, s storage.Store) {
 		before, err = auditWalk()
 		require.NoError(t, err)
 	}
+}
+
+// PUTs of a user's configuration racing the deletion of that user and
+// the creation of a new one of the same name: a PUT that found the old
+// user never changes the new one. The configuration of the new user is
+// the default, or that of the newest instances.set event naming the new
+// user's id: never a change to one user recorded as a change to another.
+func testServiceSetInstanceConfigRacingRecreate(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+	fresh, err := svc.GetInstanceConfig(t.Context(), admin, "robot")
+	require.NoError(t, err)
+
+	for round := range serviceRounds {
+		var recreated atomic.Bool
+		errs := race(serviceRacers, func(i int) error {
+			if i == 0 {
+				defer recreated.Store(true)
+				if _, err := svc.DeleteUser(t.Context(), admin, "robot"); err != nil {
+					return err
+				}
+				_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+				return err
+			}
+			for n := 0; !recreated.Load(); n++ {
+				_, err := svc.SetInstanceConfig(t.Context(), admin, "robot", orgadmin.SetInstanceConfigInput{Config: raceConfig((i + n*serviceRacers) % 64)})
+				if err != nil && !errors.Is(err, orgadmin.ErrNotFound) {
+					return err
+				}
+			}
+			return nil
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: racer %d", round, i)
+		}
+
+		robot, err := svc.GetUser(t.Context(), "acme", "robot")
+		require.NoError(t, err)
+		stored, err := svc.GetInstanceConfig(t.Context(), admin, "robot")
+		require.NoError(t, err)
+		page, err := svc.AuditEvents(t.Context(), admin, orgadmin.AuditQuery{Action: orgadmin.ActionInstancesSet, TargetID: robot.ID, Limit: orgadmin.Some(1)})
+		require.NoError(t, err)
+		want := describeInstances(fresh)
+		if len(page.Events) > 0 {
+			want = describeAuditConfig(t, page.Events[0].After)
+		}
+		require.Equal(t, want, describeInstances(stored), "round %d: the configuration of the user created again", round)
+	}
+}
+
+// describeAuditConfig renders the configuration of an event's before or
+// after as describeInstances renders one read back.
+func describeAuditConfig(tb testing.TB, doc json.RawMessage) string {
+	tb.Helper()
+	type side struct {
+		Size      orgadmin.Size `json:"instance_size"`
+		FlockSize int           `json:"flock_size"`
+		Cooldown  *int64        `json:"cooldown_seconds"`
+	}
+	var c struct {
+		ReadWrite   side `json:"read_write"`
+		ReadScaling side `json:"read_scaling"`
+	}
+	require.NoError(tb, json.Unmarshal(doc, &c))
+	back := func(s side) orgadmin.InstanceSide {
+		out := orgadmin.InstanceSide{Size: s.Size, FlockSize: s.FlockSize}
+		if s.Cooldown != nil {
+			out.Cooldown = orgadmin.Some(time.Duration(*s.Cooldown) * time.Second)
+		}
+		return out
+	}
+	return describeInstances(orgadmin.InstanceConfig{ReadWrite: back(c.ReadWrite), ReadScaling: back(c.ReadScaling)})
 }
 
 // raceCreations runs serviceRacers goroutines that each call create in a

@@ -145,13 +145,14 @@ return 'OK'
 `)
 
 var setInstancesScript = redis.NewScript(orgBase + setRec + auditScript + `
--- ARGV: folded, inst
-local u = redis.call('HGET', b..'users', ARGV[1])
-if not u then return 'NOTFOUND' end
-redis.call('HSET', b..'inst', ARGV[1], ARGV[2])
+-- ARGV: id, inst
+local f = redis.call('HGET', b..'uid', ARGV[1])
+if not f then return 'NOTFOUND' end
+local u = redis.call('HGET', b..'users', f)
+redis.call('HSET', b..'inst', f, ARGV[2])
 local rec = u..'\n'..ARGV[2]
-redis.call('SET', b..'user:'..userID(u), rec)
-setRec(b, ARGV[1], rec)
+redis.call('SET', b..'user:'..ARGV[1], rec)
+setRec(b, f, rec)
 audit(b, 3)
 return 'OK'
 `)

@@ -111,7 +111,7 @@ func newQueries(d *dialect) queries {
 	email = $7, first_name = $8, last_name = $9, created_at = $10
 	WHERE org = $1 AND id = $2`,
 		setInstances: `UPDATE users SET rw_size = $3, rw_flock = $4, rw_cooldown = $5, rs_size = $6, rs_flock = $7, rs_cooldown = $8
-	WHERE org = $1 AND folded = $2`,
+	WHERE org = $1 AND id = $2`,
 		deleteUser: "DELETE FROM users WHERE org = $1 AND folded = $2 RETURNING " + names(userColumns),
 
 		lockUser:          "SELECT 1 FROM users WHERE org = $1 AND id = $2 FOR UPDATE",

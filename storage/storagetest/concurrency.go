@@ -367,7 +367,7 @@ func testConcurrentSetInstancesAtomic(t *testing.T, s storage.Store) {
 			if (w+i)%2 == 1 {
 				c = configB
 			}
-			return s.SetInstances(t.Context(), org.ID, "alice", c, nil)
+			return s.SetInstances(t.Context(), org.ID, alice.ID, c, nil)
 		},
 		func() (string, error) {
 			switch n.Add(1) % 4 {
