@@ -193,7 +193,7 @@ func (s *Service) SetInstanceConfig(ctx context.Context, a Auth, username string
 	if err != nil {
 		return InstanceConfig{}, err
 	}
-	if err := s.store.SetInstances(ctx, c.org, t.folded, rec, aud); err != nil {
+	if err := s.store.SetInstances(ctx, c.org, u.ID, rec, aud); err != nil {
 		return InstanceConfig{}, s.storeErr("set instances", err, "user", "username")
 	}
 	s.emit(ctx, ev)

@@ -34,9 +34,9 @@ func (c *countingStore) CreateUser(ctx context.Context, u storage.User, lim stor
 	c.calls.Add(1)
 	return c.Store.CreateUser(ctx, u, lim, a)
 }
-func (c *countingStore) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig, a *storage.Audit) error {
+func (c *countingStore) SetInstances(ctx context.Context, org, userID string, cfg storage.InstanceConfig, a *storage.Audit) error {
 	c.calls.Add(1)
-	return c.Store.SetInstances(ctx, org, folded, cfg, a)
+	return c.Store.SetInstances(ctx, org, userID, cfg, a)
 }
 func (c *countingStore) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
 	c.calls.Add(1)

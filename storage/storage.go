@@ -69,16 +69,19 @@ type Store interface {
 	// ErrNotFound.
 	GetUser(ctx context.Context, org, folded string) (User, error)
 	// UpdateUser replaces the stored user that has u's Org and ID with u,
-	// atomically. Username and FoldedUsername must not change. It returns
-	// ErrNotFound when no such user exists. It records a's event with the
+	// atomically, all but its instance configuration: u.Instances is
+	// ignored and the stored one kept, so that a concurrent SetInstances
+	// is never undone by a record read before it. Username and
+	// FoldedUsername must not change. It returns ErrNotFound when no such
+	// user exists. It records a's event with the
 	// change (nil: none).
 	UpdateUser(ctx context.Context, u User, a *Audit) error
-	// SetInstances replaces the instance configuration of the user of org
-	// whose FoldedUsername is folded, atomically (a concurrent reader sees the
-	// old or the new configuration, never a mix). It returns ErrNotFound when
-	// no such user exists. It records a's event with the change (nil:
-	// none).
-	SetInstances(ctx context.Context, org, folded string, c InstanceConfig, a *Audit) error
+	// SetInstances replaces the instance configuration of the user userID
+	// of org, atomically (a concurrent reader sees the old or the new
+	// configuration, never a mix). It returns ErrNotFound when no such
+	// user exists: a user created anew under the same username is another
+	// user. It records a's event with the change (nil: none).
+	SetInstances(ctx context.Context, org, userID string, c InstanceConfig, a *Audit) error
 	// DeleteUser removes the user of org whose FoldedUsername is folded,
 	// together with its tokens, Duckling activity and embed sessions, and
 	// returns the removed record. Once it returns, and even if the process

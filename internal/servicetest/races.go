@@ -1,8 +1,10 @@
 package servicetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,7 +28,10 @@ func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store) {
 	}{
 		{"CreateServiceAccountSameUsername", testServiceCreateSameUsername},
 		{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
+		{"SetInstanceConfigRacingGrantPrivilege", testServiceSetInstanceConfigRacingGrantPrivilege},
+		{"SetInstanceConfigRacingRecreateUser", testServiceSetInstanceConfigRacingRecreate},
 		{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
+		{"PagingRacingCreateDeleteUser", testServicePagingRacingChurn},
 		{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
 	} {
 		t.Run(r.name, func(t *testing.T) { r.fn(t, newStore(t)) })
@@ -156,6 +161,236 @@ func testServiceSetInstanceConfigSameUser(t *testing.T, s storage.Store) {
 		require.NoError(t, err)
 		require.Equal(t, describeInstances(stored), describeInstances(viaToken), "round %d: read as the user itself", round)
 	}
+}
+
+// PUTs of a user's configuration, one after the other, racing grants of
+// privileges to the same user: a grant leaves the configuration alone, so
+// a read of it between two PUTs finds what the earlier one wrote, never a
+// configuration that a grant read before that PUT and wrote back after it.
+func testServiceSetInstanceConfigRacingGrantPrivilege(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	const grantsEach = (orgadmin.MaxPrivileges - 1) / (serviceRacers - 1)
+	for round := range serviceRounds {
+		name := fmt.Sprint("robot", round) // a fresh user: privileges are bounded
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+		var granters atomic.Int32
+		granters.Store(serviceRacers - 1)
+		errs := race(serviceRacers, func(i int) error {
+			if i > 0 {
+				defer granters.Add(-1)
+				for n := range grantsEach {
+					if err := svc.GrantPrivilege(t.Context(), "acme", name, fmt.Sprint("privilege.", i, ".", n)); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
+			var last orgadmin.InstanceConfig
+			for n := 0; n == 0 || granters.Load() > 0; n++ {
+				if n > 0 {
+					got, err := svc.GetInstanceConfig(t.Context(), admin, name)
+					if err != nil {
+						return err
+					}
+					if describeInstances(got) != describeInstances(last) {
+						return fmt.Errorf("after PUT %d of %s, read %s", n-1, describeInstances(last), describeInstances(got))
+					}
+				}
+				last = raceConfig(n % 64)
+				if _, err := svc.SetInstanceConfig(t.Context(), admin, name, orgadmin.SetInstanceConfigInput{Config: last}); err != nil {
+					return err
+				}
+			}
+			got, err := svc.GetInstanceConfig(t.Context(), admin, name)
+			if err == nil && describeInstances(got) != describeInstances(last) {
+				err = fmt.Errorf("after the last PUT, of %s, read %s", describeInstances(last), describeInstances(got))
+			}
+			return err
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: racer %d", round, i)
+		}
+	}
+}
+
+// Walks of the users by page token, and of the audit trail, while other
+// users are created and deleted between those listed: a walk lists every
+// user that existed throughout it exactly once, in order, none twice, with
+// a total_count between the fewest and the most users there were; the
+// audit walk lists every event recorded before it began, none twice.
+func testServicePagingRacingChurn(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	const kept, churners, churns = 24, 4, 8
+	for i := range kept {
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("u%02d_kept", i)})
+		require.NoError(t, err)
+	}
+	auditWalk := func() ([]string, error) {
+		var ids []string
+		for ev, err := range svc.AllAuditEvents(t.Context(), admin, orgadmin.AuditQuery{Limit: orgadmin.Some(5)}) {
+			if err != nil {
+				return nil, err
+			}
+			ids = append(ids, ev.ID)
+		}
+		return ids, nil
+	}
+	before, err := auditWalk()
+	require.NoError(t, err)
+
+	for round := range serviceRounds {
+		var done atomic.Int32
+		errs := race(churners+2, func(i int) error {
+			switch {
+			case i < churners:
+				defer done.Add(1)
+				for n := range churns {
+					// Names sort among the kept ones: u05_churn… between u05_kept's neighbours.
+					name := fmt.Sprintf("u%02d_churn%d_%d", (i*churns+n)%kept, round, i)
+					if _, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: name}); err != nil {
+						return err
+					}
+					if n%2 == 1 {
+						if _, err := svc.DeleteUser(t.Context(), admin, name); err != nil {
+							return err
+						}
+					}
+				}
+				return nil
+			case i == churners:
+				for walked := false; !walked || done.Load() < churners; walked = true {
+					seen := make(map[string]bool)
+					var last string
+					opts := orgadmin.ListUsersOptions{Limit: orgadmin.Some(3)}
+					for {
+						page, err := svc.ListUsers(t.Context(), admin, opts)
+						if err != nil {
+							return err
+						}
+						if page.TotalCount < kept+1 || page.TotalCount > kept+1+churners*churns*(serviceRounds) {
+							return fmt.Errorf("total_count %d", page.TotalCount)
+						}
+						for _, u := range page.Users {
+							key := strings.ToLower(u.Username)
+							if seen[key] || key <= last {
+								return fmt.Errorf("listed %s after %s (seen before: %v)", key, last, seen[key])
+							}
+							seen[key], last = true, key
+						}
+						if page.NextPageToken == "" {
+							break
+						}
+						opts.PageToken = page.NextPageToken
+					}
+					for k := range kept {
+						if name := fmt.Sprintf("u%02d_kept", k); !seen[name] {
+							return fmt.Errorf("%s skipped", name)
+						}
+					}
+				}
+				return nil
+			default:
+				for walked := false; !walked || done.Load() < churners; walked = true {
+					ids, err := auditWalk()
+					if err != nil {
+						return err
+					}
+					seen := make(map[string]bool)
+					for _, id := range ids {
+						if seen[id] {
+							return fmt.Errorf("audit event %s listed twice", id)
+						}
+						seen[id] = true
+					}
+					for _, id := range before {
+						if !seen[id] {
+							return fmt.Errorf("audit event %s skipped", id)
+						}
+					}
+				}
+				return nil
+			}
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: racer %d", round, i)
+		}
+		before, err = auditWalk()
+		require.NoError(t, err)
+	}
+}
+
+// PUTs of a user's configuration racing the deletion of that user and
+// the creation of a new one of the same name: a PUT that found the old
+// user never changes the new one. The configuration of the new user is
+// the default, or that of the newest instances.set event naming the new
+// user's id: never a change to one user recorded as a change to another.
+func testServiceSetInstanceConfigRacingRecreate(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+	fresh, err := svc.GetInstanceConfig(t.Context(), admin, "robot")
+	require.NoError(t, err)
+
+	for round := range serviceRounds {
+		var recreated atomic.Bool
+		errs := race(serviceRacers, func(i int) error {
+			if i == 0 {
+				defer recreated.Store(true)
+				if _, err := svc.DeleteUser(t.Context(), admin, "robot"); err != nil {
+					return err
+				}
+				_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+				return err
+			}
+			for n := 0; !recreated.Load(); n++ {
+				_, err := svc.SetInstanceConfig(t.Context(), admin, "robot", orgadmin.SetInstanceConfigInput{Config: raceConfig((i + n*serviceRacers) % 64)})
+				if err != nil && !errors.Is(err, orgadmin.ErrNotFound) {
+					return err
+				}
+			}
+			return nil
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: racer %d", round, i)
+		}
+
+		robot, err := svc.GetUser(t.Context(), "acme", "robot")
+		require.NoError(t, err)
+		stored, err := svc.GetInstanceConfig(t.Context(), admin, "robot")
+		require.NoError(t, err)
+		page, err := svc.AuditEvents(t.Context(), admin, orgadmin.AuditQuery{Action: orgadmin.ActionInstancesSet, TargetID: robot.ID, Limit: orgadmin.Some(1)})
+		require.NoError(t, err)
+		want := describeInstances(fresh)
+		if len(page.Events) > 0 {
+			want = describeAuditConfig(t, page.Events[0].After)
+		}
+		require.Equal(t, want, describeInstances(stored), "round %d: the configuration of the user created again", round)
+	}
+}
+
+// describeAuditConfig renders the configuration of an event's before or
+// after as describeInstances renders one read back.
+func describeAuditConfig(tb testing.TB, doc json.RawMessage) string {
+	tb.Helper()
+	type side struct {
+		Size      orgadmin.Size `json:"instance_size"`
+		FlockSize int           `json:"flock_size"`
+		Cooldown  *int64        `json:"cooldown_seconds"`
+	}
+	var c struct {
+		ReadWrite   side `json:"read_write"`
+		ReadScaling side `json:"read_scaling"`
+	}
+	require.NoError(tb, json.Unmarshal(doc, &c))
+	back := func(s side) orgadmin.InstanceSide {
+		out := orgadmin.InstanceSide{Size: s.Size, FlockSize: s.FlockSize}
+		if s.Cooldown != nil {
+			out.Cooldown = orgadmin.Some(time.Duration(*s.Cooldown) * time.Second)
+		}
+		return out
+	}
+	return describeInstances(orgadmin.InstanceConfig{ReadWrite: back(c.ReadWrite), ReadScaling: back(c.ReadScaling)})
 }
 
 // raceCreations runs serviceRacers goroutines that each call create in a

@@ -33,6 +33,7 @@ func RunShared(t *testing.T, newStores func(t testing.TB) (storage.Store, storag
 	t.Run("Reseeding", func(t *testing.T) { testReseeding(t, newStores) })
 	t.Run("SeedingAtOnce", func(t *testing.T) { testSeedingAtOnce(t, newStores) })
 	t.Run("UserLimit", func(t *testing.T) { testSharedUserLimit(t, newStores) })
+	t.Run("TokenLimit", func(t *testing.T) { testSharedTokenLimit(t, newStores) })
 	t.Run("AuditTrail", func(t *testing.T) { testSharedAuditTrail(t, skewed(newStores(t))) })
 }
 
@@ -358,4 +359,76 @@ func testSharedUserLimit(t *testing.T, newStores func(t testing.TB) (storage.Sto
 	page, err := services[0].ListUsers(ctx, admin, orgadmin.ListUsersOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, limit, page.TotalCount)
+}
+
+// Token creations racing through two Services, each on a Store of its own
+// over one database and with one Config.MaxTokensPerUser, fill the user's
+// quota exactly: when the tokens that held it have expired, and again when
+// some are revoked meanwhile. Never one over, never a refusal under it.
+func testSharedTokenLimit(t *testing.T, newStores func(t testing.TB) (storage.Store, storage.Store)) {
+	const limit = 6
+	a, b := newStores(t)
+	clock := fakeclock.New(time.Now())
+	services := servicesWith(orgadmin.Config{MaxTokensPerUser: limit, Now: clock.Now}, a, b)
+	ctx := t.Context()
+	token, err := services[0].Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := services[1].Authenticate(ctx, token)
+	require.NoError(t, err)
+	_, err = services[0].CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+
+	for i := range limit {
+		_, err := services[i%2].CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "short", TTL: orgadmin.Some(orgadmin.MinTokenTTL)})
+		require.NoError(t, err)
+	}
+	clock.Advance(orgadmin.MinTokenTTL + time.Second)
+
+	live := func(when string) []orgadmin.Token {
+		t.Helper()
+		listed, err := services[1].ListTokens(ctx, admin, "robot")
+		require.NoError(t, err, when)
+		require.LessOrEqual(t, len(listed), limit, "%s: live tokens", when)
+		return listed
+	}
+	create := func(when string) (created int) {
+		t.Helper()
+		errs := race(2*serviceRacers, func(i int) error {
+			_, err := services[i%2].CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: fmt.Sprint("racer ", i)})
+			return err
+		})
+		for i, err := range errs {
+			if err == nil {
+				created++
+			} else {
+				require.ErrorIs(t, err, orgadmin.ErrBadRequest, "%s: call %d", when, i)
+			}
+		}
+		return created
+	}
+	require.Equal(t, limit, create("over expired tokens"), "tokens created over expired ones")
+	require.Len(t, live("over expired tokens"), limit)
+
+	tokens := live("before the revocations")
+	errs := race(2*serviceRacers+limit/2, func(i int) error {
+		if i < limit/2 {
+			return services[1].DeleteToken(ctx, admin, "robot", tokens[i].ID)
+		}
+		_, err := services[i%2].CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: fmt.Sprint("racer ", i)})
+		if err != nil && !errors.Is(err, orgadmin.ErrBadRequest) {
+			return err
+		}
+		return nil
+	})
+	for i, err := range errs {
+		require.NoError(t, err, "racing revocations: call %d", i)
+	}
+	n := len(live("after the revocations"))
+	for ; n < limit; n++ {
+		_, err := services[n%2].CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "after"})
+		require.NoError(t, err, "with %d live tokens of %d", n, limit)
+	}
+	_, err = services[0].CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "one over"})
+	require.ErrorIs(t, err, orgadmin.ErrBadRequest)
+	require.Len(t, live("at the end"), limit)
 }

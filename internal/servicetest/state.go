@@ -53,8 +53,8 @@ func (c *Counter) UpdateUser(ctx context.Context, u storage.User, a *storage.Aud
 }
 
 // SetInstances implements storage.Store.
-func (c *Counter) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig, a *storage.Audit) error {
-	return c.count(c.Store.SetInstances(ctx, org, folded, cfg, a))
+func (c *Counter) SetInstances(ctx context.Context, org, userID string, cfg storage.InstanceConfig, a *storage.Audit) error {
+	return c.count(c.Store.SetInstances(ctx, org, userID, cfg, a))
 }
 
 // DeleteUser implements storage.Store.

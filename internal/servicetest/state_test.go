@@ -52,7 +52,7 @@ func TestSnapshotSeesEveryChange(t *testing.T) {
 				CreatedAt: t0, ExpiresAt: t0.Add(time.Minute)}, storage.TokenLimit{}, nil)
 		},
 		func() error {
-			return s.SetInstances(ctx, "acme", "a", storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "giga"}}, nil)
+			return s.SetInstances(ctx, "acme", "u1", storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "giga"}}, nil)
 		},
 		func() error {
 			return s.SetDuckling(ctx, storage.Duckling{Org: "acme", UserID: "u1", ID: "rw", Active: true, At: t0})

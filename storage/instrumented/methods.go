@@ -110,9 +110,9 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 }
 
 // SetInstances implements storage.Store.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, cfg storage.InstanceConfig, a *storage.Audit) error {
+func (s *Store) SetInstances(ctx context.Context, org, userID string, cfg storage.InstanceConfig, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opSetInstances)
-	err := s.next.SetInstances(ctx, org, folded, cfg, a)
+	err := s.next.SetInstances(ctx, org, userID, cfg, a)
 	s.end(c, err)
 	return err
 }

@@ -245,6 +245,7 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 		o.kindIndex(e.serviceAccount).Delete(e.str(uFolded))
 		o.kindIndex(u.IsServiceAccount).Insert(r)
 	}
+	u.Instances = e.record(o.rec.ID).Instances // SetInstances owns them
 	e.set(u, e.str(uUsername), e.str(uFolded))
 	s.setPrivileges(r, u.Privileges)
 	s.record(a, o)
@@ -252,10 +253,10 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 }
 
 // SetInstances implements storage.Store.
-func (s *Store) SetInstances(ctx context.Context, orgID, folded string, c storage.InstanceConfig, a *storage.Audit) error {
+func (s *Store) SetInstances(ctx context.Context, orgID, userID string, c storage.InstanceConfig, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, r := s.lookup(orgID, folded)
+	o, r := s.lookupID(orgID, userID)
 	if r == 0 {
 		return storage.ErrNotFound
 	}

@@ -28,13 +28,14 @@ func BenchmarkByName(b *testing.B) {
 	if err := s.CreateOrg(ctx, org, nil); err != nil {
 		b.Fatal(err)
 	}
-	names := make([]string, 1000)
+	names, ids := make([]string, 1000), make(map[string]string)
 	for i := range names {
 		u := crashUser(org.ID, fmt.Sprintf("robot%04d", i))
 		if err := s.CreateUser(ctx, u, storage.UserLimit{}, nil); err != nil {
 			b.Fatal(err)
 		}
 		names[i] = u.FoldedUsername
+		ids[u.FoldedUsername] = u.ID
 	}
 	cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
 	for _, bc := range []struct {
@@ -42,7 +43,7 @@ func BenchmarkByName(b *testing.B) {
 		op   func(folded string) error
 	}{
 		{"GetUser", func(folded string) error { _, err := s.GetUser(ctx, org.ID, folded); return err }},
-		{"SetInstances", func(folded string) error { return s.SetInstances(ctx, org.ID, folded, cfg, nil) }},
+		{"SetInstances", func(folded string) error { return s.SetInstances(ctx, org.ID, ids[folded], cfg, nil) }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.ReportAllocs()

@@ -26,7 +26,7 @@ func TestChangeByIDConfirmsTheEventItOverwrites(t *testing.T) {
 	// before confirming it).
 	other, otherID := withEvent(w.org, "instances.set", w.alice.ID)
 	crashAfter(s, stepEventChanged)
-	require.NoError(t, s.SetInstances(ctx, w.org, w.alice.FoldedUsername, storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}, other))
+	require.NoError(t, s.SetInstances(ctx, w.org, w.alice.ID, storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}, other))
 	s.afterStep = nil
 	require.Equal(t, int64(1), eventCount(t, s, otherID, true), "left pending")
 

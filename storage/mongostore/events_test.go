@@ -104,7 +104,7 @@ var crashCases = []struct {
 	}},
 	{"instances.set", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {
-			return s.SetInstances(ctx, w.org, w.alice.FoldedUsername, w.alice.Instances, a)
+			return s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, a)
 		}}
 	}},
 	{"token.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
@@ -437,7 +437,7 @@ func TestEventListingSettlesBoundedBatch(t *testing.T) {
 		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
 		a := aud
 		a.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
-		require.NoError(t, s.SetInstances(ctx, w.org, w.alice.FoldedUsername, w.alice.Instances, a))
+		require.NoError(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, a))
 		ids = append(ids, id)
 	}
 	s.afterStep = nil
@@ -453,7 +453,7 @@ func TestEventListingSettlesBoundedBatch(t *testing.T) {
 		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
 		a := aud
 		a.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
-		require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.FoldedUsername, w.alice.Instances, a), errCrash)
+		require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, a), errCrash)
 		pendingIDs = append(pendingIDs, id)
 	}
 	s.afterStep = nil

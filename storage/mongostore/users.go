@@ -669,7 +669,6 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 		{Key: "first", Value: d.First},
 		{Key: "last", Value: d.Last},
 		{Key: "created", Value: d.Created},
-		{Key: "inst", Value: d.Instances},
 	}
 	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: u.Org}}
 	if ev := eventID(a); ev != "" {
@@ -691,8 +690,8 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 }
 
 // SetInstances implements storage.Store, in one update of the user's
-// document.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig, a *storage.Audit) (err error) {
+// document, found by its id as UpdateUser finds it.
+func (s *Store) SetInstances(ctx context.Context, org, userID string, c storage.InstanceConfig, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	end, err := s.beginEvent(ctx, a)
@@ -701,16 +700,16 @@ func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.
 	}
 	defer func() { end(err) }()
 	update := bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}}}}
+	filter := bson.D{{Key: "_id", Value: key(org, userID)}, {Key: "org", Value: org}}
 	if ev := eventID(a); ev != "" {
 		update = bson.D{{Key: "$set", Value: bson.D{{Key: "inst", Value: instancesToDoc(c)}, {Key: "ev", Value: ev}}}}
-		_, err := s.changeUserByName(ctx, org, folded, func(string) bson.D { return update })
+		_, err := s.changeUser(ctx, func() (userDoc, error) { return s.liveUser(ctx, org, userID) },
+			func(userDoc) bson.D { return filter },
+			func(_, was userDoc) bool { return was.alive(org, userID) },
+			func(string) bson.D { return update })
 		return wrap("set instances", err)
 	}
-	if s.byPointer {
-		_, err := s.updateByName(ctx, org, folded, func(string) bson.D { return update })
-		return wrap("set instances", err)
-	}
-	res, err := s.users.UpdateOne(ctx, byName(org, folded), update)
+	res, err := s.users.UpdateOne(ctx, filter, update)
 	if err != nil {
 		return wrap("set instances", err)
 	}

@@ -65,7 +65,7 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			// Nothing of alice can be read or used.
 			_, err = s.GetUser(ctx, org.ID, "alice")
 			require.ErrorIs(t, err, storage.ErrNotFound)
-			require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}, nil), storage.ErrNotFound)
+			require.ErrorIs(t, s.SetInstances(ctx, org.ID, alice.ID, storage.InstanceConfig{}, nil), storage.ErrNotFound)
 			target, err := s.GetEmbedTarget(ctx, org.ID, "no-dive", "alice")
 			require.NoError(t, err)
 			assert.False(t, target.UserFound)
@@ -144,7 +144,7 @@ func TestCreateUserCrashPoints(t *testing.T) {
 			if stop == stepCreateName {
 				_, err := s.GetUser(ctx, org.ID, "alice")
 				require.ErrorIs(t, err, storage.ErrNotFound)
-				require.ErrorIs(t, s.SetInstances(ctx, org.ID, "alice", storage.InstanceConfig{}, nil), storage.ErrNotFound)
+				require.ErrorIs(t, s.SetInstances(ctx, org.ID, alice.ID, storage.InstanceConfig{}, nil), storage.ErrNotFound)
 				require.NoError(t, s.CreateUser(ctx, again, storage.UserLimit{}, nil))
 				requireNamed(t, s, again)
 				return
@@ -152,7 +152,7 @@ func TestCreateUserCrashPoints(t *testing.T) {
 			require.ErrorIs(t, s.CreateUser(ctx, again, storage.UserLimit{}, nil), storage.ErrAlreadyExists)
 			requireNamed(t, s, alice)
 			cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
-			require.NoError(t, s.SetInstances(ctx, org.ID, "alice", cfg, nil))
+			require.NoError(t, s.SetInstances(ctx, org.ID, alice.ID, cfg, nil))
 			got, err := s.GetUser(ctx, org.ID, "alice")
 			require.NoError(t, err)
 			assert.Equal(t, cfg, got.Instances)
@@ -205,8 +205,6 @@ func TestStaleNamePointer(t *testing.T) {
 		require.NoError(t, err)
 		_, err = s.GetUser(ctx, org.ID, name)
 		require.ErrorIs(t, err, storage.ErrNotFound, name)
-		cfg := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "jumbo"}}
-		require.ErrorIs(t, s.SetInstances(ctx, org.ID, name, cfg, nil), storage.ErrNotFound, name)
 		_, err = s.DeleteUser(ctx, org.ID, name, nil)
 		require.ErrorIs(t, err, storage.ErrNotFound, name)
 

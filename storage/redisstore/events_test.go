@@ -57,16 +57,16 @@ func TestEventOfAScriptRunAgainIsRecordedOnce(t *testing.T) {
 	for name, client := range clients() {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
-			s, _ := usersWorld(t, client(t))
+			s, us := usersWorld(t, client(t))
 			event := func(id string) *storage.Audit {
 				return &storage.Audit{Event: storage.Event{ID: id, Org: "acme", At: crashT0, ActorUsername: "system", Action: "user.instances.set"}}
 			}
 			c := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "Jumbo"}}
-			args := withAudit(event("once"), "robot", encode(toInstDoc(c)))
+			args := withAudit(event("once"), us[0].ID, encode(toInstDoc(c)))
 			for range 2 {
 				require.Equal(t, "OK", s.run(ctx, setInstancesScript, "acme", args...).Val())
 			}
-			require.NoError(t, s.SetInstances(ctx, "acme", "robot", c, event("next")))
+			require.NoError(t, s.SetInstances(ctx, "acme", us[0].ID, c, event("next")))
 			page, err := s.ListEvents(ctx, "acme", storage.EventQuery{Limit: 10})
 			require.NoError(t, err)
 			var got []string

@@ -130,29 +130,29 @@ return {u, redis.call('HGET', b..'inst', ARGV[1])}
 `)
 
 var updateUserScript = redis.NewScript(orgBase + setRec + auditScript + `
--- ARGV: id, user, inst, kind
+-- ARGV: id, user, kind; the user's instances are kept
 local f = redis.call('HGET', b..'uid', ARGV[1])
 if not f then return 'NOTFOUND' end
 redis.call('HSET', b..'users', f, ARGV[2])
-redis.call('HSET', b..'inst', f, ARGV[3])
-local rec = ARGV[2]..'\n'..ARGV[3]
+local rec = ARGV[2]..'\n'..(redis.call('HGET', b..'inst', f) or '')
 redis.call('SET', b..'user:'..ARGV[1], rec)
 setRec(b, f, rec)
 redis.call('ZREM', b..'ix:sa', f)
 redis.call('ZREM', b..'ix:hu', f)
-redis.call('ZADD', b..'ix:'..ARGV[4], 0, f)
-audit(b, 5)
+redis.call('ZADD', b..'ix:'..ARGV[3], 0, f)
+audit(b, 4)
 return 'OK'
 `)
 
 var setInstancesScript = redis.NewScript(orgBase + setRec + auditScript + `
--- ARGV: folded, inst
-local u = redis.call('HGET', b..'users', ARGV[1])
-if not u then return 'NOTFOUND' end
-redis.call('HSET', b..'inst', ARGV[1], ARGV[2])
+-- ARGV: id, inst
+local f = redis.call('HGET', b..'uid', ARGV[1])
+if not f then return 'NOTFOUND' end
+local u = redis.call('HGET', b..'users', f)
+redis.call('HSET', b..'inst', f, ARGV[2])
 local rec = u..'\n'..ARGV[2]
-redis.call('SET', b..'user:'..userID(u), rec)
-setRec(b, ARGV[1], rec)
+redis.call('SET', b..'user:'..ARGV[1], rec)
+setRec(b, f, rec)
 audit(b, 3)
 return 'OK'
 `)

@@ -146,7 +146,7 @@ func TestUserMirrorsRecords(t *testing.T) {
 			u.IsServiceAccount = false
 			require.NoError(t, s.UpdateUser(ctx, u, nil))
 			requireMirror("updated")
-			require.NoError(t, s.SetInstances(ctx, "acme", "robot", storage.InstanceConfig{
+			require.NoError(t, s.SetInstances(ctx, "acme", u.ID, storage.InstanceConfig{
 				ReadWrite: storage.InstanceSide{Size: "jumbo", CooldownSeconds: 600}}, nil))
 			requireMirror("instances set")
 			_, err := s.DeleteUser(ctx, "acme", "robot", nil)

@@ -51,15 +51,15 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	v, err := s.run(ctx, updateUserScript, u.Org, withAudit(a, u.ID,
-		encode(toUserDoc(u)), encode(toInstDoc(u.Instances)), kind(u.IsServiceAccount))...).Result()
+		encode(toUserDoc(u)), kind(u.IsServiceAccount))...).Result()
 	return status("update user", v, err)
 }
 
 // SetInstances implements storage.Store.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig, a *storage.Audit) error {
+func (s *Store) SetInstances(ctx context.Context, org, userID string, c storage.InstanceConfig, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, setInstancesScript, org, withAudit(a, folded, encode(toInstDoc(c)))...).Result()
+	v, err := s.run(ctx, setInstancesScript, org, withAudit(a, userID, encode(toInstDoc(c)))...).Result()
 	return status("set instances", v, err)
 }
 

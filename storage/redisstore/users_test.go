@@ -116,7 +116,7 @@ func TestRecsFollowEveryUserWrite(t *testing.T) {
 			assert.Equal(t, []string{member(ann), member(bob), member(robot)}, recs(), "created")
 
 			c := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "Jumbo"}, ReadScaling: storage.InstanceSide{Size: "Standard", FlockSize: 2}}
-			require.NoError(t, s.SetInstances(ctx, "acme", "bob", c, nil))
+			require.NoError(t, s.SetInstances(ctx, "acme", bob.ID, c, nil))
 			bob.Instances = c
 			ann.Description, ann.Role = "reads", "Admin"
 			require.NoError(t, s.UpdateUser(ctx, ann, nil))
@@ -143,7 +143,7 @@ func TestUserIDOfRecordsInAnotherForm(t *testing.T) {
 	other := `{"n":"Robot","sa":true,"r":"Member","c":` + encode(robot.CreatedAt.UnixMilli()) + `,"id":"` + robot.ID + `"}`
 	require.NoError(t, s.c.HSet(ctx, base+"users", "robot", other).Err())
 	c := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "Jumbo"}, ReadScaling: storage.InstanceSide{Size: "Standard"}}
-	require.NoError(t, s.SetInstances(ctx, "acme", "robot", c, nil))
+	require.NoError(t, s.SetInstances(ctx, "acme", robot.ID, c, nil))
 	rec, err := s.c.Get(ctx, base+"user:"+robot.ID).Result()
 	require.NoError(t, err)
 	assert.Equal(t, other+"\n"+encode(toInstDoc(c)), rec)

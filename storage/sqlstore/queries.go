@@ -108,11 +108,10 @@ func newQueries(d *dialect) queries {
 		insertUser: "INSERT INTO users (" + names(userColumns) + ") VALUES (" + params(1, len(userColumns)) + ")",
 		getUser:    "SELECT " + u + " FROM users u WHERE u.org = $1 AND u.folded = $2",
 		updateUser: `UPDATE users SET description = $3, service_account = $4, role = $5, privileges = $6,
-	email = $7, first_name = $8, last_name = $9, created_at = $10,
-	rw_size = $11, rw_flock = $12, rw_cooldown = $13, rs_size = $14, rs_flock = $15, rs_cooldown = $16
+	email = $7, first_name = $8, last_name = $9, created_at = $10
 	WHERE org = $1 AND id = $2`,
 		setInstances: `UPDATE users SET rw_size = $3, rw_flock = $4, rw_cooldown = $5, rs_size = $6, rs_flock = $7, rs_cooldown = $8
-	WHERE org = $1 AND folded = $2`,
+	WHERE org = $1 AND id = $2`,
 		deleteUser: "DELETE FROM users WHERE org = $1 AND folded = $2 RETURNING " + names(userColumns),
 
 		lockUser:          "SELECT 1 FROM users WHERE org = $1 AND id = $2 FOR UPDATE",

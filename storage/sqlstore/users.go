@@ -134,12 +134,10 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	rw, rs := u.Instances.ReadWrite, u.Instances.ReadScaling
 	err := s.writeAudited(ctx, a, func(r runner) error {
 		res, err := r.ExecContext(ctx, s.q.updateUser, u.Org, u.ID,
 			u.Description, u.IsServiceAccount, u.Role, privileges(u.Privileges),
-			u.Email, u.FirstName, u.LastName, micros(u.CreatedAt),
-			rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
+			u.Email, u.FirstName, u.LastName, micros(u.CreatedAt))
 		return changedOne(res, err)
 	})
 	return failed("update user", err)
@@ -147,12 +145,12 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 
 // SetInstances implements storage.Store: one UPDATE of the user's row, in
 // a transaction with its audit event when it has one.
-func (s *Store) SetInstances(ctx context.Context, org, folded string, c storage.InstanceConfig, a *storage.Audit) error {
+func (s *Store) SetInstances(ctx context.Context, org, userID string, c storage.InstanceConfig, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	rw, rs := c.ReadWrite, c.ReadScaling
 	err := s.writeAudited(ctx, a, func(r runner) error {
-		res, err := r.ExecContext(ctx, s.q.setInstances, org, folded,
+		res, err := r.ExecContext(ctx, s.q.setInstances, org, userID,
 			rw.Size, rw.FlockSize, rw.CooldownSeconds, rs.Size, rs.FlockSize, rs.CooldownSeconds)
 		return changedOne(res, err)
 	})

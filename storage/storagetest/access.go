@@ -166,13 +166,13 @@ func testAccessCurrentRecords(t *testing.T, s storage.Store) {
 	alice.Role = "Admin"
 	alice.Privileges = []string{"admin:users"}
 	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))
 	alice.Instances = configB
 	readAccess(t, s, tok, alice, "alice", t0, alice, []storage.Token{tok})
 	bob := createUser(t, s, org.ID, "bob", true)
 	bob.Privileges = []string{"read"}
 	require.NoError(t, s.UpdateUser(t.Context(), bob, nil))
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "bob", configB, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, bob.ID, configB, nil))
 	bob.Instances = configB
 	readAccess(t, s, tok, alice, "bob", t0, bob, []storage.Token{})
 }

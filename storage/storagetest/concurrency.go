@@ -367,7 +367,7 @@ func testConcurrentSetInstancesAtomic(t *testing.T, s storage.Store) {
 			if (w+i)%2 == 1 {
 				c = configB
 			}
-			return s.SetInstances(t.Context(), org.ID, "alice", c, nil)
+			return s.SetInstances(t.Context(), org.ID, alice.ID, c, nil)
 		},
 		func() (string, error) {
 			switch n.Add(1) % 4 {
@@ -405,7 +405,6 @@ func testConcurrentUpdateUserAtomic(t *testing.T, s storage.Store) {
 	v2.Email = "alice@example.org"
 	v2.FirstName = "Alicia"
 	v2.LastName = "Second"
-	v2.Instances = configB
 	versions := []storage.User{v1, v2}
 	tok := createToken(t, s, v1, t0, time.Time{})
 

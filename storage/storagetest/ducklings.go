@@ -182,7 +182,7 @@ func testDucklingListShowsCurrentUser(t *testing.T, s storage.Store) {
 	alice.Description = "updated"
 	alice.Privileges = []string{"admin:users"}
 	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))
 	alice.Instances = configB
 	assertActivity(t, []wantActivity{{alice, []storage.Duckling{d}}}, listActivity(t, s, org.ID))
 }

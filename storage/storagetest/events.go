@@ -155,7 +155,7 @@ func testEventEachChange(t *testing.T, s storage.Store) {
 	u.Privileges = append(u.Privileges, "more")
 	do("user.grant_privilege", func(ctx context.Context, a *storage.Audit) error { return s.UpdateUser(ctx, u, a) })
 	do("instances.set", func(ctx context.Context, a *storage.Audit) error {
-		return s.SetInstances(ctx, org.ID, u.FoldedUsername, configB, a)
+		return s.SetInstances(ctx, org.ID, u.ID, configB, a)
 	})
 	tok := newToken(u, t0, time.Time{})
 	do("token.create", func(ctx context.Context, a *storage.Audit) error {
@@ -242,7 +242,7 @@ func testEventNoAudit(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	u := createUser(t, s, org.ID, "Bob", true)
 	createToken(t, s, u, t0, time.Time{})
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, u.FoldedUsername, configB, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, u.ID, configB, nil))
 	assert.Empty(t, listEvents(t, s, org.ID))
 }
 

@@ -274,7 +274,7 @@ func testListUsersReflectsChanges(t *testing.T, s storage.Store) {
 	require.NoError(t, s.UpdateUser(t.Context(), heidi, nil))
 	_, err := s.DeleteUser(t.Context(), org, "bob", nil)
 	require.NoError(t, err)
-	require.NoError(t, s.SetInstances(t.Context(), org, "alice", configB, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org, users["alice"].ID, configB, nil))
 
 	checkPages(t, s, org, []pageCase{
 		{q: storage.UserQuery{Limit: 10}, users: []string{"alice", "carol.sa", "dave", "erin-bot", "frank", "grace", "heidi-bot"}, total: 7},

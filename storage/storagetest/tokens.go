@@ -69,7 +69,7 @@ func testCredentialReadsCurrentUser(t *testing.T, s storage.Store) {
 	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
 	requireTokenFound(t, s, tok, alice)
 
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))
 	alice.Instances = configB
 	requireTokenFound(t, s, tok, alice)
 }

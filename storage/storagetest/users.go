@@ -22,10 +22,12 @@ var userTests = []subtest{
 	{"GetMissing", testUserGetMissing},
 	{"OrgIsolation", testUserOrgIsolation},
 	{"Update", testUserUpdate},
+	{"UpdateKeepsInstances", testUserUpdateKeepsInstances},
 	{"UpdateMissing", testUserUpdateMissing},
 	{"UpdateOtherOrg", testUserUpdateOtherOrg},
 	{"SetInstances", testUserSetInstances},
 	{"SetInstancesMissing", testUserSetInstancesMissing},
+	{"SetInstancesRecreatedUsername", testUserSetInstancesRecreatedUsername},
 	{"CopiesOnRead", testUserCopiesOnRead},
 	{"CopiesOnWrite", testUserCopiesOnWrite},
 	{"LimitExceeded", testUserLimitExceeded},
@@ -138,7 +140,7 @@ func testUserOrgIsolation(t *testing.T, s storage.Store) {
 
 	_, err := s.GetUser(t.Context(), b.ID, "alice")
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.SetInstances(t.Context(), b.ID, "alice", configB, nil)
+	err = s.SetInstances(t.Context(), b.ID, alice.ID, configB, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = s.DeleteUser(t.Context(), b.ID, "alice", nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -148,7 +150,8 @@ func testUserOrgIsolation(t *testing.T, s storage.Store) {
 	assertUser(t, alice, getUser(t, s, a.ID, "alice"))
 }
 
-// UpdateUser replaces every field of the stored user, and no other user.
+// UpdateUser replaces every field of the stored user but its instance
+// configuration, and no other user.
 func testUserUpdate(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "Alice", false)
@@ -161,7 +164,6 @@ func testUserUpdate(t *testing.T, s storage.Store) {
 	changed.Email = "a.smith@example.org"
 	changed.FirstName = "Alicia"
 	changed.LastName = "Smith"
-	changed.Instances = configB
 	require.NoError(t, s.UpdateUser(t.Context(), changed, nil))
 	assertUser(t, changed, getUser(t, s, org.ID, "alice"))
 
@@ -171,6 +173,29 @@ func testUserUpdate(t *testing.T, s storage.Store) {
 	assertUser(t, fewer, getUser(t, s, org.ID, "alice"))
 
 	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
+}
+
+// UpdateUser keeps the stored instance configuration, whatever the record
+// it is given holds: a record read before a SetInstances and written back
+// after it does not undo that SetInstances.
+func testUserUpdateKeepsInstances(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	read := createUser(t, s, org.ID, "alice", false)
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, read.ID, configB, nil))
+
+	changed := read
+	changed.Description = "read before the configuration was set"
+	require.NoError(t, s.UpdateUser(t.Context(), changed, nil))
+	want := changed
+	want.Instances = configB
+	assertUser(t, want, getUser(t, s, org.ID, "alice"))
+	c, err := credential(t, s, createToken(t, s, read, t0, time.Time{}).Digest)
+	require.NoError(t, err)
+	assertUser(t, want, c.User, "the token's user")
+	p, err := s.ListUsers(t.Context(), org.ID, storage.UserQuery{Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, p.Users, 1)
+	assertUser(t, want, p.Users[0], "listed")
 }
 
 // UpdateUser of a user that does not exist is ErrNotFound and stores
@@ -211,14 +236,14 @@ func testUserSetInstances(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "Alice", false)
 	bob := createUser(t, s, org.ID, "bob", false)
 
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))
 	want := alice
 	want.Instances = configB
 	assertUser(t, want, getUser(t, s, org.ID, "alice"))
 
 	// Replaced, not merged: zero fields overwrite set ones.
 	zero := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "standard"}}
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", zero, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, zero, nil))
 	want.Instances = zero
 	assertUser(t, want, getUser(t, s, org.ID, "alice"))
 
@@ -229,13 +254,29 @@ func testUserSetInstances(t *testing.T, s storage.Store) {
 // nothing.
 func testUserSetInstancesMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
-	err := s.SetInstances(t.Context(), org.ID, "ghost", configB, nil)
+	ghost := newUser(org.ID, "ghost", false)
+	err := s.SetInstances(t.Context(), org.ID, ghost.ID, configB, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = s.GetUser(t.Context(), org.ID, "ghost")
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	err = s.SetInstances(t.Context(), uuid.NewString(), "ghost", configB, nil)
+	err = s.SetInstances(t.Context(), uuid.NewString(), ghost.ID, configB, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// SetInstances of a deleted user whose username was created anew is
+// ErrNotFound, and leaves the new user's configuration alone: a user
+// created again under a name inherits nothing of the one before.
+func testUserSetInstancesRecreatedUsername(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	old := createUser(t, s, org.ID, "alice", false)
+	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	require.NoError(t, err)
+	again := createUser(t, s, org.ID, "Alice", false)
+
+	err = s.SetInstances(t.Context(), org.ID, old.ID, configB, nil)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, again, getUser(t, s, org.ID, "alice"))
 }
 
 // Mutating a user returned by GetUser, ListUsers or DeleteUser changes
@@ -304,7 +345,7 @@ func testDeleteUserReturnsRecord(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "Alice", false)
 	bob := createUser(t, s, org.ID, "bob", false)
-	require.NoError(t, s.SetInstances(t.Context(), org.ID, "alice", configB, nil))
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))
 	want := alice
 	want.Instances = configB
 
