@@ -18,10 +18,17 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
+// KnownDefect names a race of RunRaces whose check a store is known to
+// fail, and why; RunRaces reports the race skipped, with that reason.
+type KnownDefect struct {
+	Race, Why string
+}
+
 // RunRaces runs concurrent operations through a Service on stores that
 // newStore makes, a fresh one for each race, as the API would: what they
-// check is what a client sees, whatever the store does inside.
-func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store) {
+// check is what a client sees, whatever the store does inside. A race
+// that known names is skipped, with its reason.
+func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store, known ...KnownDefect) {
 	for _, r := range []struct {
 		name string
 		fn   func(t *testing.T, s storage.Store)
@@ -34,7 +41,14 @@ func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store) {
 		{"PagingRacingCreateDeleteUser", testServicePagingRacingChurn},
 		{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
 	} {
-		t.Run(r.name, func(t *testing.T) { r.fn(t, newStore(t)) })
+		t.Run(r.name, func(t *testing.T) {
+			for _, k := range known {
+				if k.Race == r.name {
+					t.Skip("known defect: " + k.Why)
+				}
+			}
+			r.fn(t, newStore(t))
+		})
 	}
 }
 
