@@ -177,6 +177,15 @@ type seedState struct {
 	Dive   storage.Dive
 }
 
+// seededOnce is what sampleSeed, loaded once on a fresh memory store at
+// clk's time, leaves.
+func seededOnce(t testing.TB, clk *fakeClock) seedState {
+	t.Helper()
+	once := memstore.New()
+	loadSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), sampleSeed)
+	return observeSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), once)
+}
+
 func observeSeed(t testing.TB, svc *orgadmin.Service, store storage.Store) seedState {
 	t.Helper()
 	ctx := context.Background()
@@ -535,9 +544,7 @@ func (s *racingStore) CreateUser(ctx context.Context, u storage.User, lim storag
 // twice.
 func TestSeed_LoadingRacingAnotherProcessSucceeds(t *testing.T) {
 	clk := newFakeClock()
-	once := memstore.New()
-	loadSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), sampleSeed)
-	want := observeSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), once)
+	want := seededOnce(t, clk)
 
 	store := &racingStore{Store: memstore.New()}
 	other := orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now})
@@ -654,9 +661,7 @@ func (s *answerLosingStore) CreateUser(ctx context.Context, u storage.User, lim 
 // and its Ducklings, as if the first loading had succeeded.
 func TestSeed_LoadingStoppedByALostAnswerIsCompletedByTheNext(t *testing.T) {
 	clk := newFakeClock()
-	once := memstore.New()
-	loadSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), sampleSeed)
-	want := observeSeed(t, orgadmin.New(once, orgadmin.Config{Now: clk.Now}), once)
+	want := seededOnce(t, clk)
 
 	store := &answerLosingStore{Store: memstore.New()}
 	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})

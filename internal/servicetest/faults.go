@@ -325,6 +325,35 @@ type lostWrite struct {
 	prepare func(t *testing.T, n int) (method, path, body, ok string, landed func() bool)
 }
 
+// loseAnswer runs write, with answers slowed by slowAnswers(e.timeout, n),
+// and waits for it: once landed says the write took effect before its
+// answer came, it cuts every connection while the answer is on its way
+// and lets the client reconnect at once. It returns what write returned
+// and whether its answer was lost so.
+func loseAnswer[A any](t *testing.T, e *env, n int, landed func() bool, write func() A) (A, bool) {
+	t.Helper()
+	slow := slowAnswers(e.timeout, n)
+	cut := fault{name: "server gone", off: true}
+	require.NoError(t, e.inject(slow))
+	answered := make(chan A, 1)
+	go func() { answered <- write() }()
+	for {
+		select {
+		case a := <-answered:
+			require.NoError(t, e.heal(slow))
+			return a, false
+		default:
+		}
+		if landed() {
+			require.NoError(t, e.inject(cut))
+			require.NoError(t, e.heal(slow))
+			require.NoError(t, e.heal(cut))
+			return <-answered, true
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // The answer to a write is lost after the write took effect, and the
 // server is back at once, within the operation's timeout: the API answers
 // 200 with the write's own answer, or 500, and never what a second run of
@@ -332,7 +361,6 @@ type lostWrite struct {
 // found). A client that resends a write that failed relies on that.
 func testReplyLost(t *testing.T, e *env) {
 	writes := e.lostWrites(t)
-	cut := fault{name: "server gone", off: true}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
 			// The write must be seen to land before its answer comes, which
@@ -341,34 +369,7 @@ func testReplyLost(t *testing.T, e *env) {
 				method, path, body, ok, landed := w.prepare(t, n)
 				require.False(t, landed(), "the write has taken effect before it was sent")
 				require.Equal(t, http.StatusOK, e.waitFor(http.MethodGet, "/healthz").status, "healthy before the fault")
-				slow := slowAnswers(e.timeout, n)
-				require.NoError(t, e.inject(slow))
-				answered := make(chan answer, 1)
-				go func() { answered <- e.do(method, path, body) }()
-				var a answer
-				lost := false
-			wait:
-				for {
-					select {
-					case a = <-answered:
-						break wait
-					default:
-					}
-					if landed() {
-						// Cut every connection while the answer is on its
-						// way, and let the client reconnect at once.
-						require.NoError(t, e.inject(cut))
-						require.NoError(t, e.heal(slow))
-						require.NoError(t, e.heal(cut))
-						lost = true
-						a = <-answered
-						break wait
-					}
-					time.Sleep(time.Millisecond)
-				}
-				if !lost {
-					require.NoError(t, e.heal(slow))
-				}
+				a, lost := loseAnswer(t, e, n, landed, func() answer { return e.do(method, path, body) })
 				switch {
 				case a.failed():
 				case ok == "" && a.err == nil && a.status == http.StatusOK:

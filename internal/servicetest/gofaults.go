@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -43,6 +42,30 @@ func testGoReplyLost(t *testing.T, e *env) {
 		require.NoError(t, err)
 	}
 	faultyAdmin := func(svc *orgadmin.Service) (orgadmin.Caller, error) { return svc.ActAs(ctx, "acme", "admin") }
+	bootstrap := func(org string) func(*orgadmin.Service) error {
+		return func(svc *orgadmin.Service) error {
+			_, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: org, Username: "root", Token: "the-bootstrap-value-of-" + org})
+			return err
+		}
+	}
+	// bootstrappedOnce checks what Bootstrap, run again, leaves: one
+	// organization, one Admin, one token (the value given), each created
+	// once in the trail.
+	bootstrappedOnce := func(t *testing.T, org string) {
+		root, err := e.direct.Authenticate(ctx, "the-bootstrap-value-of-"+org)
+		require.NoError(t, err)
+		toks, err := e.direct.ListTokens(ctx, root, "root")
+		require.NoError(t, err)
+		require.Len(t, toks, 1, "the tokens of the Admin of %s", org)
+		page, err := e.direct.ListUsers(ctx, root, orgadmin.ListUsersOptions{})
+		require.NoError(t, err)
+		require.Equal(t, 1, page.TotalCount, "the users of %s", org)
+		for action, n := range map[string]int{orgadmin.ActionOrgCreate: 1, orgadmin.ActionUserCreate: 1} {
+			events, err := e.direct.AuditEvents(ctx, root, orgadmin.AuditQuery{Action: action})
+			require.NoError(t, err)
+			require.Len(t, events.Events, n, "%s events of %s", action, org)
+		}
+	}
 	writes := []goWrite{
 		{"CreateUser", orgadmin.ActionUserCreate, "human", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			return func(svc *orgadmin.Service) error {
@@ -106,53 +129,17 @@ func testGoReplyLost(t *testing.T, e *env) {
 				}
 		}, nil, nil},
 		{"Bootstrap", "", "org", func(t *testing.T, org string) (func(*orgadmin.Service) error, func() bool) {
-			return func(svc *orgadmin.Service) error {
-					_, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: org, Username: "root", Token: "the-bootstrap-value-of-" + org})
-					return err
-				}, func() bool {
-					_, err := e.direct.GetUser(ctx, org, "root")
-					return err == nil
-				}
-		}, nil, func(t *testing.T, org string) {
-			// One organization, one Admin, one token: the value given.
-			root, err := e.direct.Authenticate(ctx, "the-bootstrap-value-of-"+org)
-			require.NoError(t, err)
-			toks, err := e.direct.ListTokens(ctx, root, "root")
-			require.NoError(t, err)
-			require.Len(t, toks, 1, "the tokens of the Admin of %s", org)
-			page, err := e.direct.ListUsers(ctx, root, orgadmin.ListUsersOptions{})
-			require.NoError(t, err)
-			require.Equal(t, 1, page.TotalCount, "the users of %s", org)
-			for action, n := range map[string]int{orgadmin.ActionOrgCreate: 1, orgadmin.ActionUserCreate: 1} {
-				events, err := e.direct.AuditEvents(ctx, root, orgadmin.AuditQuery{Action: action})
-				require.NoError(t, err)
-				require.Len(t, events.Events, n, "%s events of %s", action, org)
+			return bootstrap(org), func() bool {
+				_, err := e.direct.GetUser(ctx, org, "root")
+				return err == nil
 			}
-		}},
+		}, nil, bootstrappedOnce},
 		{"Bootstrap, its token", "", "tokenorg", func(t *testing.T, org string) (func(*orgadmin.Service) error, func() bool) {
-			return func(svc *orgadmin.Service) error {
-					_, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: org, Username: "root", Token: "the-bootstrap-value-of-" + org})
-					return err
-				}, func() bool {
-					_, err := e.direct.Authenticate(ctx, "the-bootstrap-value-of-"+org)
-					return err == nil
-				}
-		}, nil, func(t *testing.T, org string) {
-			// One organization, one Admin, one token: the value given.
-			root, err := e.direct.Authenticate(ctx, "the-bootstrap-value-of-"+org)
-			require.NoError(t, err)
-			toks, err := e.direct.ListTokens(ctx, root, "root")
-			require.NoError(t, err)
-			require.Len(t, toks, 1, "the tokens of the Admin of %s", org)
-			page, err := e.direct.ListUsers(ctx, root, orgadmin.ListUsersOptions{})
-			require.NoError(t, err)
-			require.Equal(t, 1, page.TotalCount, "the users of %s", org)
-			for action, n := range map[string]int{orgadmin.ActionOrgCreate: 1, orgadmin.ActionUserCreate: 1} {
-				events, err := e.direct.AuditEvents(ctx, root, orgadmin.AuditQuery{Action: action})
-				require.NoError(t, err)
-				require.Len(t, events.Events, n, "%s events of %s", action, org)
+			return bootstrap(org), func() bool {
+				_, err := e.direct.Authenticate(ctx, "the-bootstrap-value-of-"+org)
+				return err == nil
 			}
-		}},
+		}, nil, bootstrappedOnce},
 		{"ApplySeed", orgadmin.ActionUserCreate, "seeded_user", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			sd := orgadmin.Seed{Organizations: []orgadmin.SeedOrg{{ID: "acme", Users: []orgadmin.SeedUser{{
 				Username: name, IsServiceAccount: true,
@@ -174,7 +161,6 @@ func testGoReplyLost(t *testing.T, e *env) {
 			require.Equal(t, []orgadmin.Duckling{{ID: "rw", Type: orgadmin.DucklingReadWrite, Status: orgadmin.StatusActive}}, accts[i].Ducklings)
 		}},
 	}
-	cut := fault{name: "server gone", off: true}
 	for _, w := range writes {
 		t.Run(w.name, func(t *testing.T) {
 			for n := 1; ; n++ {
@@ -182,32 +168,7 @@ func testGoReplyLost(t *testing.T, e *env) {
 				write, landed := w.prepare(t, name)
 				require.False(t, landed(), "the write has taken effect before it was made")
 				require.Equal(t, 200, e.waitFor("GET", "/healthz").status, "healthy before the fault")
-				slow := slowAnswers(e.timeout, n)
-				require.NoError(t, e.inject(slow))
-				done := make(chan error, 1)
-				go func() { done <- write(e.faulty) }()
-				var err error
-				lost := false
-			wait:
-				for {
-					select {
-					case err = <-done:
-						break wait
-					default:
-					}
-					if landed() {
-						require.NoError(t, e.inject(cut))
-						require.NoError(t, e.heal(slow))
-						require.NoError(t, e.heal(cut))
-						lost = true
-						err = <-done
-						break wait
-					}
-					time.Sleep(time.Millisecond)
-				}
-				if !lost {
-					require.NoError(t, e.heal(slow))
-				}
+				err, lost := loseAnswer(t, e, n, landed, func() error { return write(e.faulty) })
 				require.True(t, err == nil || orgadmin.ErrorCode(err) == orgadmin.CodeInternal, "%s answered %v", w.name, err)
 				if !lost {
 					if n == 3 {
