@@ -1312,7 +1312,7 @@ func TestError_InternalCauseNeverInIssues(t *testing.T) {
 
 // requireTokenLimit creates limit tokens for the service account named
 // username, as the Admin, then checks that one more is a BAD_REQUEST.
-func requireTokenLimit(t *testing.T, e *env, username string, limit int) {
+func requireTokenLimit(t testing.TB, e *env, username string, limit int) {
 	t.Helper()
 	ctx := context.Background()
 	for i := range limit {

@@ -330,7 +330,7 @@ type lostWrite struct {
 // answer came, it cuts every connection while the answer is on its way
 // and lets the client reconnect at once. It returns what write returned
 // and whether its answer was lost so.
-func loseAnswer[A any](t *testing.T, e *env, n int, landed func() bool, write func() A) (A, bool) {
+func loseAnswer[A any](t testing.TB, e *env, n int, landed func() bool, write func() A) (A, bool) {
 	t.Helper()
 	slow := slowAnswers(e.timeout, n)
 	cut := fault{name: "server gone", off: true}
