@@ -718,7 +718,7 @@ func check(t *testing.T, e *env, a *account) {
 // recorded once, every token listed with its creation and without its
 // deletion, and its configuration the one the latest change recorded
 // set (or the default, when none did since it was created).
-func checkTrail(t *testing.T, e *env, name string, there bool) {
+func checkTrail(t testing.TB, e *env, name string, there bool) {
 	t.Helper()
 	ctx := t.Context()
 	var events []orgadmin.AuditEvent // newest first
