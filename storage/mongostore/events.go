@@ -45,19 +45,18 @@ import (
 // equal value written by another change, or the record of a later
 // change, never confirms it.
 //
-// When: a listing first settles up to listSettleBatch (16) of its org's
-// pending events, the oldest, confirming the made ones and removing the
-// unmade ones recorded before its SettleBefore (the Service passes a
-// minute ago); Cleanup settles every pending event, removing the unmade
-// ones older than pendingGrace, before it removes anything expired. So
-// after a process is killed mid-write, the next listing of the org shows
-// every change it made with its event, and never an event whose change
-// was not made; such an event is removed by the first listing or Cleanup
-// after it is a minute old. When more than 16 events of the org are
-// pending, a listing settles the 16 oldest only: if those are unmade and
-// younger than a minute, they stay pending, and the following listings
-// read them again, so a made change behind them shows its event once they
-// are a minute old and removed, or at Cleanup.
+// When: a listing first settles its org's pending events, the oldest
+// first, confirming the made ones and removing the unmade ones recorded
+// before its SettleBefore (the Service passes a minute ago), and walks
+// past the unmade younger ones it leaves pending; Cleanup settles every
+// pending event, removing the unmade ones older than pendingGrace, before
+// it removes anything expired. So after a process is killed mid-write,
+// the next listing of the org shows every change it made with its event,
+// and never an event whose change was not made; such an event is removed
+// by the first listing or Cleanup after it is a minute old. A listing
+// reads at most listSettleMax (256) pending events: with more pending in
+// the org, a made change behind the 256 oldest shows its event at a later
+// listing, once older ones are settled, or at Cleanup.
 //
 // Sequence. Confirming an event gives it its Seq: the next value of its
 // org's counter (a document of audit_seq keyed by the org,
@@ -466,8 +465,7 @@ func lastEvent(id string) bson.E {
 // of a walk settles and fixes its watermark first (see Sequence above).
 func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery) (storage.EventPage, error) {
 	if !q.SettleBefore.IsZero() && q.BeforeSeq == 0 {
-		oldestFirst := bson.D{{Key: "at", Value: 1}, {Key: "_id", Value: 1}}
-		if _, err := s.settleEvents(ctx, bson.D{{Key: "org", Value: org}}, oldestFirst, listSettleBatch, q.SettleBefore); err != nil {
+		if err := s.settleOrgEvents(ctx, org, q.SettleBefore); err != nil {
 			return storage.EventPage{}, err
 		}
 	}
@@ -572,10 +570,37 @@ func (s *Store) watermark(ctx context.Context, org string) (int64, error) {
 	return top.Seq, nil
 }
 
-// listSettleBatch bounds how many pending events a listing settles
-// before it reads its page: the oldest of its org. The rest wait for the
-// next listing or Cleanup.
-const listSettleBatch = 16
+// A listing settles its org's pending events before it reads its page,
+// the oldest first, listSettleBatch at a time, and reads at most
+// listSettleMax of them: the rest wait for the next listing or Cleanup.
+const (
+	listSettleBatch = 16
+	listSettleMax   = 256
+)
+
+// settleOrgEvents settles the pending events of org for a listing, the
+// oldest first, walking past those it leaves pending (unmade, and
+// recorded at or after before: a writer may be about to make them), so
+// that they do not hide a made change recorded after them.
+func (s *Store) settleOrgEvents(ctx context.Context, org string, before time.Time) error {
+	oldestFirst := bson.D{{Key: "at", Value: 1}, {Key: "_id", Value: 1}}
+	var after *eventDoc
+	for read := 0; read < listSettleMax; read += listSettleBatch {
+		filter := bson.D{{Key: "org", Value: org}}
+		if after != nil {
+			filter = append(filter, bson.E{Key: "$or", Value: bson.A{
+				bson.D{{Key: "at", Value: bson.D{{Key: "$gt", Value: after.At}}}},
+				bson.D{{Key: "at", Value: after.At}, {Key: "_id", Value: bson.D{{Key: "$gt", Value: after.ID}}}},
+			}})
+		}
+		batch, err := s.settleEvents(ctx, filter, oldestFirst, listSettleBatch, before)
+		if err != nil || batch.read < listSettleBatch {
+			return err
+		}
+		after = &batch.last
+	}
+	return nil
+}
 
 // settleAllEvents settles every pending event, in batches of
 // cleanupBatch by id, for Cleanup; those recorded before the instant
@@ -592,7 +617,7 @@ func (s *Store) settleAllEvents(ctx context.Context, before time.Time) (int, err
 		if err != nil || batch.read < cleanupBatch {
 			return removed, err
 		}
-		last = batch.last
+		last = batch.last.ID
 	}
 }
 
@@ -603,10 +628,10 @@ func (s *Store) cleanupEvents(ctx context.Context, now time.Time) (int, error) {
 }
 
 // settled is what one settleEvents did: how many pending events it read,
-// the id of the last, and how many it removed.
+// the last, and how many it removed.
 type settled struct {
 	read, removed int
-	last          string
+	last          eventDoc
 }
 
 // settleEvents settles up to limit pending events that match filter, in
@@ -630,7 +655,7 @@ func (s *Store) settleEvents(ctx context.Context, filter, sort bson.D, limit int
 	}
 	out.read = len(pending)
 	for _, d := range pending {
-		out.last = d.ID
+		out.last = d
 		opCtx, cancel := s.op(ctx)
 		made, err := s.resolveEvent(opCtx, d)
 		switch {

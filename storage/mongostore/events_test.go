@@ -425,9 +425,11 @@ func TestEventInFlightNotRemoved(t *testing.T) {
 	}
 }
 
-// A listing settles at most listSettleBatch pending events, the oldest
-// of its org; the next listing goes on with the rest.
-func TestEventListingSettlesBoundedBatch(t *testing.T) {
+// A listing settles the pending events of its org a batch at a time,
+// the oldest first, and walks past those it leaves pending (unmade and
+// young), up to listSettleMax of them: a made change behind them shows
+// its event at once.
+func TestEventListingWalksPastPendingEvents(t *testing.T) {
 	s := newTestStore(t)
 	ctx := t.Context()
 	w := newCrashWorld(t, s)
@@ -442,29 +444,85 @@ func TestEventListingSettlesBoundedBatch(t *testing.T) {
 	}
 	s.afterStep = nil
 	settle(t, s, w.org, t0, true)
-	// Each change confirmed the one it overwrote; the last is pending.
+	// Each change confirmed the one it overwrote; the last is confirmed
+	// by the listing, past a full batch.
 	require.Len(t, listed(t, s, w.org), listSettleBatch+1)
 	require.Zero(t, eventCount(t, s, ids[listSettleBatch], true))
 
-	// Pending events whose changes are not made, more than a batch.
-	crashAfter(s, stepEventPending)
-	var pendingIDs []string
-	for i := range listSettleBatch + 1 {
-		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
-		a := aud
-		a.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
-		require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, a), errCrash)
-		pendingIDs = append(pendingIDs, id)
+	// More unmade events than a batch, younger than a minute, then a made
+	// change: the listing shows the made one and keeps the unmade pending.
+	unmade := func(n int, from time.Time) []string {
+		crashAfter(s, stepEventPending)
+		defer func() { s.afterStep = nil }()
+		var pending []string
+		for i := range n {
+			aud, id := withEvent(w.org, "instances.set", w.alice.ID)
+			aud.Event.At = from.Add(time.Duration(i) * time.Millisecond)
+			require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud), errCrash)
+			pending = append(pending, id)
+		}
+		return pending
 	}
+	made := func(at time.Time) string {
+		crashAfter(s, stepEventChanged)
+		defer func() { s.afterStep = nil }()
+		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
+		aud.Event.At = at
+		require.NoError(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud))
+		return id
+	}
+	t1 := t0.Add(time.Hour)
+	young := unmade(2*listSettleBatch+1, t1)
+	done := made(t1.Add(time.Second))
+	settle(t, s, w.org, t1.Add(2*time.Second), true)
+	require.Equal(t, int64(1), eventCount(t, s, done, false))
+	require.Zero(t, eventCount(t, s, done, true), "confirmed")
+	for i, id := range young {
+		require.Equal(t, int64(1), eventCount(t, s, id, true), "young event %d stays pending", i)
+	}
+	require.Len(t, listed(t, s, w.org), listSettleBatch+2)
+
+	// Once they are a minute old, a listing removes them.
+	settle(t, s, w.org, t1.Add(time.Hour), true)
+	for i, id := range young {
+		require.Zero(t, eventCount(t, s, id, false), "old event %d", i)
+	}
+}
+
+// A listing reads at most listSettleMax pending events: a made change
+// behind more unmade ones shows its event at a later listing.
+func TestEventListingSettlesBoundedWalk(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	w := newCrashWorld(t, s)
+	crashAfter(s, stepEventPending)
+	var pending []string
+	for i := range listSettleMax {
+		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
+		aud.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
+		require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud), errCrash)
+		pending = append(pending, id)
+	}
+	crashAfter(s, stepEventChanged)
+	aud, done := withEvent(w.org, "instances.set", w.alice.ID)
+	aud.Event.At = t0.Add(time.Minute)
+	require.NoError(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud))
 	s.afterStep = nil
+
+	// Young: the walk stops at the bound, before the made change.
+	settle(t, s, w.org, t0.Add(time.Minute), true)
+	require.Equal(t, int64(1), eventCount(t, s, done, true), "still pending")
+	// Old: the first listing removes the bound's worth, the second
+	// reaches the made change.
 	later := t0.Add(time.Hour)
 	settle(t, s, w.org, later, true)
-	for i, id := range pendingIDs {
-		require.Equal(t, int64(min(i/listSettleBatch, 1)), eventCount(t, s, id, false), "event %d", i)
-	}
+	require.Equal(t, int64(1), eventCount(t, s, done, true), "still pending")
 	settle(t, s, w.org, later, true)
-	require.Zero(t, eventCount(t, s, pendingIDs[listSettleBatch], false))
-	require.Len(t, listed(t, s, w.org), listSettleBatch+1)
+	require.Zero(t, eventCount(t, s, done, true))
+	require.Equal(t, []string{done}, listed(t, s, w.org))
+	for i, id := range pending {
+		require.Zero(t, eventCount(t, s, id, false), "event %d", i)
+	}
 }
 
 // On a server whose $inc is a read and then a write (FerretDB v1, which
