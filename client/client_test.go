@@ -523,3 +523,66 @@ func TestAuditEventsAgainstTheFake(t *testing.T) {
 	require.ErrorIs(t, err, client.ErrForbidden)
 	assert.Equal(t, http.StatusForbidden, apiError(t, err).StatusCode)
 }
+
+// The API answers no redirect. A client that followed one would send its
+// bearer token where the answer points: Go's http.Client keeps the
+// Authorization header for the same host name on another port, over
+// plain http after https, and for any subdomain. So the client follows
+// none, whatever client it sends through, and a 3xx is an *Error.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		t.Errorf("the redirect was followed: %s %s with Authorization %q", r.Method, r.URL, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"tokens":[],"token":"x","id":"x"}`)
+	}))
+	t.Cleanup(elsewhere.Close)
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.Path, status)
+		}))
+		t.Cleanup(api.Close)
+		for name, opts := range map[string][]client.Option{
+			"default client": nil,
+			"own client":     {client.WithHTTPClient(&http.Client{Timeout: time.Minute})},
+		} {
+			c := client.New(api.URL, "secret-bearer-token", opts...)
+			_, err := c.ListTokens(t.Context(), "robot")
+			e := apiError(t, err)
+			assert.Equal(t, status, e.StatusCode, "%s, GET", name)
+			assert.Equal(t, client.Code(""), e.Code)
+			assert.NotContains(t, err.Error(), "secret-bearer-token")
+			_, err = c.CreateToken(t.Context(), "robot", client.CreateTokenRequest{Name: "ci"})
+			assert.Equal(t, status, apiError(t, err).StatusCode, "%s, POST", name)
+		}
+	}
+	assert.Zero(t, reached.Load())
+}
+
+// A client given its own http.Client keeps it as it was: the client
+// stops redirects in a copy.
+func TestOwnHTTPClientIsLeftAsItWas(t *testing.T) {
+	t.Parallel()
+	hc := &http.Client{Timeout: time.Minute}
+	_ = client.New("http://127.0.0.1:1", "t", client.WithHTTPClient(hc))
+	assert.Nil(t, hc.CheckRedirect)
+}
+
+// An error says which call failed without its query, which may carry
+// feedback text or a page token, also when the request got no answer.
+func TestErrorsLeaveTheQueryOut(t *testing.T) {
+	t.Parallel()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	c := client.New(dead.URL, "secret-bearer-token", client.WithRetry(client.RetryPolicy{}))
+	_, err := c.SubmitFeedback(t.Context(), client.Feedback{PagePath: "/docs", Text: "private-feedback-text"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "private-feedback-text")
+	assert.Contains(t, err.Error(), dead.URL+"/docs/api/feedback/agent", "the error still says where")
+	_, err = c.ListUsers(t.Context(), client.ListUsersOptions{PageToken: "private-page-token"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "private-page-token")
+	assert.NotContains(t, err.Error(), "secret-bearer-token")
+}
