@@ -1952,6 +1952,36 @@ func TestFeedbackRatePerClient(t *testing.T) {
 	assert.Equal(t, 6, retryAfter(t, from("a")), "an hour's wait refills 10, no more")
 }
 
+// Without a ClientKey, a client is its IPv4 address, or the /64 network
+// of its IPv6 address: one host customarily holds a whole /64, and would
+// otherwise submit at will, from address after address, and push every
+// other client out of the handler's memory.
+func TestFeedbackClientIsAnIPv4AddressOrAnIPv6Network(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t, orgadmin.Config{})
+	h := httpserver.NewFeedback(w.svc, httpserver.FeedbackConfig{Now: w.clock.Now, Logger: discardLogger()})
+	from := func(remote string) int {
+		t.Helper()
+		r := httptest.NewRequest(http.MethodGet, "/docs/api/feedback/agent?page_path=%2Fdocs&text=hi", nil)
+		r.RemoteAddr = remote
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Code
+	}
+	for i := range 10 {
+		require.Equal(t, http.StatusOK, from(fmt.Sprintf("[2001:db8:1:2::%x]:%d", i+1, 40000+i)), "submission %d", i)
+	}
+	assert.Equal(t, http.StatusTooManyRequests, from("[2001:db8:1:2:ffff:ffff:ffff:ffff]:1"), "the same /64")
+	assert.Equal(t, http.StatusTooManyRequests, from("[2001:db8:1:2::1%eth0]:1"), "the same /64, with a zone")
+	assert.Equal(t, http.StatusOK, from("[2001:db8:1:3::1]:1"), "another /64")
+
+	for i := range 10 {
+		require.Equal(t, http.StatusOK, from(fmt.Sprintf("192.0.2.1:%d", 40000+i)), "submission %d", i)
+	}
+	assert.Equal(t, http.StatusTooManyRequests, from("[::ffff:192.0.2.1]:1"), "an IPv4-mapped address is its IPv4 address")
+	assert.Equal(t, http.StatusOK, from("192.0.2.2:1"), "another IPv4 address")
+}
+
 // A request refused as malformed does not count against the rate: it
 // gives back its token whole, whatever is left of the budget.
 func TestFeedbackBadRequestsDoNotCount(t *testing.T) {
