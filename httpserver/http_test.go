@@ -1726,6 +1726,26 @@ func TestRequestBodies(t *testing.T) {
 		r := requireOK(t, f.do("GET", userPath("robot", "instances"), bearer(f.admin), nil))
 		assert.Equal(t, "standard", r["read_write"].(map[string]any)["instance_size"], "no configuration was set")
 		requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), `{"username":"dupc","unknown":{"a":1,"a":2}}`))
+		requireOK(t, f.do("POST", "/v1/users", bearer(f.admin), `{"username":"dupd","unknown":1,"unknown":2}`))
+		requireOK(t, f.do("PUT", userPath("robot", "instances"), bearer(f.admin), `{"config":{"read_write":{"instance_size":"standard","x":1,"x":2},`+rs+`,"y":1,"y":2}}`))
+	})
+	// Keys no operation reads, each given twice, fill a body of 1 MiB: the
+	// answer lists what is wrong with what the operation reads, and no
+	// more. (An issue a key once made the answer to 1 MiB of them 4 MB,
+	// to any caller holding a token.)
+	t.Run("duplicate keys that are not read", func(t *testing.T) {
+		f := f.with(t)
+		var body strings.Builder
+		body.WriteString(`{"ttl":1`)
+		for i := 0; body.Len() < httpserver.DefaultMaxBodyBytes-64; i++ {
+			fmt.Fprintf(&body, `,"k%d":1,"k%d":1`, i, i)
+		}
+		body.WriteString(`}`)
+		r := f.do("POST", userPath("robot", "tokens"), bearer(f.admin), body.String())
+		require.Equal(t, http.StatusBadRequest, r.status)
+		assert.JSONEq(t, `{"message":"Bad Request","code":"BAD_REQUEST","issues":[
+			{"message":"Required","path":["name"],"code":"invalid_type"},
+			{"message":"Number must be greater than or equal to 300","path":["ttl"],"code":"too_small"}]}`, string(r.body))
 	})
 	t.Run("type and rule problems are listed together", func(t *testing.T) {
 		f := f.with(t)
