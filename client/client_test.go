@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -585,4 +586,44 @@ func TestErrorsLeaveTheQueryOut(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "private-page-token")
 	assert.NotContains(t, err.Error(), "secret-bearer-token")
+}
+
+// A server whose page token leads back to a page already read (one that
+// answers every page alike: a cache that ignores the query, say) would
+// keep a walk going for ever, yielding the same users again and again:
+// the walk ends with an error at the first token it has followed before.
+func TestWalksEndWhenAPageTokenComesBack(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		next := map[string]string{"": "A", "A": "B", "B": "A"}[r.URL.Query().Get("page_token")]
+		fmt.Fprintf(w, `{"users":[{"id":"1","username":"u","roles":["Member"],"created_ts":"2026-01-01T00:00:00.000Z"}],"total_count":1,
+			"events":[{"id":"1","time":"2026-01-01T00:00:00.000Z","action":"user.create","actor":{"username":"system"},"target":{"kind":"user"}}],
+			"next_page_token":%q}`, next)
+	}))
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, "t")
+	n := 0
+	var last error
+	for _, err := range c.AllUsers(t.Context(), client.ListUsersOptions{}) {
+		if n++; n > 10 {
+			t.Fatal("the walk goes on")
+		}
+		last = err
+	}
+	require.ErrorContains(t, last, "page token")
+	assert.Equal(t, 4, n, "three pages, then the error")
+	assert.Equal(t, int32(3), calls.Load())
+
+	n = 0
+	for _, err := range c.AllAuditEvents(t.Context(), client.AuditEventsOptions{}) {
+		if n++; n > 10 {
+			t.Fatal("the walk goes on")
+		}
+		last = err
+	}
+	require.ErrorContains(t, last, "page token")
+	assert.Equal(t, 4, n)
 }
