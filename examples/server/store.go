@@ -130,9 +130,9 @@ func storeKind(uri string) string {
 	return scheme
 }
 
-// redact hides the secrets of a store URI before it is shown: the
-// password of its user information, and the value of each query
-// parameter that can hold one (PostgreSQL's password and sslpassword,
+// redact hides the secrets of a URI (a store's, the OTLP endpoint)
+// before it is shown: the password of its user information, and the value
+// of each query parameter that can hold one (PostgreSQL's password and sslpassword,
 // MongoDB's tlsCertificateKeyFilePassword and authMechanismProperties,
 // which carries AWS session tokens).
 func redact(uri string) string {
