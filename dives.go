@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"time"
 
@@ -42,13 +43,24 @@ const (
 	// specification leaves open.
 	MaxSessionName = 8192
 	maxDiveTitle   = MaxDescriptionLen
+	// MaxResources is the most items a list of required resources can
+	// have: each takes at least 12 bytes of its JSON ({"url":"x"} and a
+	// comma), so no more fit in MaxResourcesJSON. A longer list is refused
+	// for its length alone, with one issue, its items unchecked: the
+	// answer to a request stays small however many items it sends.
+	MaxResources = (MaxResourcesJSON - 1) / 12
 )
 
 // checkResources adds every problem of rs under path, including a total size
-// over MaxResourcesJSON bytes of JSON. The size is that of the compact
+// over MaxResourcesJSON bytes of JSON; of a list of more than MaxResources
+// items, only that. The size is that of the compact
 // JSON, with "&", "<" and ">" written as themselves (as clients write
 // them; encoding/json escapes them for HTML, in six bytes each).
 func checkResources(is *issues, rs []Resource, path ...any) {
+	if len(rs) > MaxResources {
+		is.add(IssueTooBig, fmt.Sprintf("Array must contain at most %d element(s)", MaxResources), path...)
+		return
+	}
 	size := 2 + max(len(rs)-1, 0) // brackets and commas
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

@@ -283,3 +283,23 @@ func TestEmbedSession_RequiredResourcesOfExactly8192Bytes(t *testing.T) {
 	_, err := e.svc.CreateEmbedSession(context.Background(), e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", RequiredResources: resourcesOfJSONSize(t, 8192)})
 	require.NoError(t, err, "8192 bytes of JSON is at most 8192")
 }
+
+// A list of required resources longer than any that fits in 8192 bytes
+// of JSON is one issue, whatever its items: the answer to a request stays
+// small however many items it holds.
+func TestEmbedSession_MoreResourcesThanFitAreOneIssue(t *testing.T) {
+	e := diveEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	_, err := e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", RequiredResources: make([]orgadmin.Resource, 100_000)})
+	assert.Equal(t, [][]any{{"required_resources"}}, issuePaths(t, err))
+	many := make([]orgadmin.Resource, orgadmin.MaxResources)
+	for i := range many {
+		many[i].URL = "x"
+	}
+	_, err = e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", RequiredResources: many})
+	require.NoError(t, err, "MaxResources items fit")
+	_, err = e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", RequiredResources: append(many, orgadmin.Resource{URL: "x"})})
+	assert.Equal(t, [][]any{{"required_resources"}}, issuePaths(t, err))
+	err = e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: "7d3c8f2e-0a4b-4c5d-8e6f-1a2b3c4d5e6f", RequiredResources: make([]orgadmin.Resource, 100_000)})
+	assert.Equal(t, [][]any{{"required_resources"}}, issuePaths(t, err))
+}

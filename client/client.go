@@ -68,6 +68,8 @@ type Option func(*Client)
 
 // WithHTTPClient makes the Client send its requests through hc (for its
 // transport, timeouts or proxies). The default is http.DefaultClient.
+// Whichever it is, the Client follows no redirect (see New); hc itself
+// is left as it is.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
@@ -128,6 +130,11 @@ var DefaultRetryPolicy = RetryPolicy{MaxRetries: 3, MinBackoff: 100 * time.Milli
 // New returns a Client of the API at baseURL (such as
 // "https://api.example.com"; the /v1 prefix is added by each method) that
 // authenticates with the bearer token.
+//
+// The Client follows no redirect: the API answers none, and Go's
+// http.Client would send the bearer token on to where one points when it
+// names the same host on another port, the same host over plain http, or
+// a subdomain. A 3xx answer is an *Error with its status.
 func New(baseURL, token string, opts ...Option) *Client {
 	c := &Client{
 		base:      strings.TrimRight(baseURL, "/"),
@@ -140,6 +147,9 @@ func New(baseURL, token string, opts ...Option) *Client {
 	for _, opt := range opts {
 		opt(c)
 	}
+	hc := *c.hc // a copy: the caller's client, or the default one, is left as it is
+	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.hc = &hc
 	if c.feedbackURL == "" {
 		c.feedbackURL = c.base + FeedbackPath
 	}
@@ -233,6 +243,10 @@ func (c *Client) once(ctx context.Context, r request, target string, body []byte
 	}
 	res, err := c.hc.Do(req)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redact(ue.URL) // this request's own error: its query stays out, as below
+		}
 		if ctx.Err() != nil {
 			return fmt.Errorf("orgadmin: %w", err)
 		}

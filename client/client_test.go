@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -522,4 +523,107 @@ func TestAuditEventsAgainstTheFake(t *testing.T) {
 	_, err = client.New(srv.URL(), srv.CreateToken("bot", orgadmin.CreateTokenInput{Name: "b"})).AuditEvents(ctx, client.AuditEventsOptions{})
 	require.ErrorIs(t, err, client.ErrForbidden)
 	assert.Equal(t, http.StatusForbidden, apiError(t, err).StatusCode)
+}
+
+// The API answers no redirect. A client that followed one would send its
+// bearer token where the answer points: Go's http.Client keeps the
+// Authorization header for the same host name on another port, over
+// plain http after https, and for any subdomain. So the client follows
+// none, whatever client it sends through, and a 3xx is an *Error.
+func TestRedirectsAreNotFollowed(t *testing.T) {
+	t.Parallel()
+	var reached atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Add(1)
+		t.Errorf("the redirect was followed: %s %s with Authorization %q", r.Method, r.URL, r.Header.Get("Authorization"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"tokens":[],"token":"x","id":"x"}`)
+	}))
+	t.Cleanup(elsewhere.Close)
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.Path, status)
+		}))
+		t.Cleanup(api.Close)
+		for name, opts := range map[string][]client.Option{
+			"default client": nil,
+			"own client":     {client.WithHTTPClient(&http.Client{Timeout: time.Minute})},
+		} {
+			c := client.New(api.URL, "secret-bearer-token", opts...)
+			_, err := c.ListTokens(t.Context(), "robot")
+			e := apiError(t, err)
+			assert.Equal(t, status, e.StatusCode, "%s, GET", name)
+			assert.Equal(t, client.Code(""), e.Code)
+			assert.NotContains(t, err.Error(), "secret-bearer-token")
+			_, err = c.CreateToken(t.Context(), "robot", client.CreateTokenRequest{Name: "ci"})
+			assert.Equal(t, status, apiError(t, err).StatusCode, "%s, POST", name)
+		}
+	}
+	assert.Zero(t, reached.Load())
+}
+
+// A client given its own http.Client keeps it as it was: the client
+// stops redirects in a copy.
+func TestOwnHTTPClientIsLeftAsItWas(t *testing.T) {
+	t.Parallel()
+	hc := &http.Client{Timeout: time.Minute}
+	_ = client.New("http://127.0.0.1:1", "t", client.WithHTTPClient(hc))
+	assert.Nil(t, hc.CheckRedirect)
+}
+
+// An error says which call failed without its query, which may carry
+// feedback text or a page token, also when the request got no answer.
+func TestErrorsLeaveTheQueryOut(t *testing.T) {
+	t.Parallel()
+	dead := httptest.NewServer(http.NotFoundHandler())
+	dead.Close()
+	c := client.New(dead.URL, "secret-bearer-token", client.WithRetry(client.RetryPolicy{}))
+	_, err := c.SubmitFeedback(t.Context(), client.Feedback{PagePath: "/docs", Text: "private-feedback-text"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "private-feedback-text")
+	assert.Contains(t, err.Error(), dead.URL+"/docs/api/feedback/agent", "the error still says where")
+	_, err = c.ListUsers(t.Context(), client.ListUsersOptions{PageToken: "private-page-token"})
+	require.Error(t, err)
+	assert.NotContains(t, err.Error(), "private-page-token")
+	assert.NotContains(t, err.Error(), "secret-bearer-token")
+}
+
+// A server whose page token leads back to a page already read (one that
+// answers every page alike: a cache that ignores the query, say) would
+// keep a walk going for ever, yielding the same users again and again:
+// the walk ends with an error at the first token it has followed before.
+func TestWalksEndWhenAPageTokenComesBack(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		next := map[string]string{"": "A", "A": "B", "B": "A"}[r.URL.Query().Get("page_token")]
+		fmt.Fprintf(w, `{"users":[{"id":"1","username":"u","roles":["Member"],"created_ts":"2026-01-01T00:00:00.000Z"}],"total_count":1,
+			"events":[{"id":"1","time":"2026-01-01T00:00:00.000Z","action":"user.create","actor":{"username":"system"},"target":{"kind":"user"}}],
+			"next_page_token":%q}`, next)
+	}))
+	t.Cleanup(srv.Close)
+	c := client.New(srv.URL, "t")
+	n := 0
+	var last error
+	for _, err := range c.AllUsers(t.Context(), client.ListUsersOptions{}) {
+		if n++; n > 10 {
+			t.Fatal("the walk goes on")
+		}
+		last = err
+	}
+	require.ErrorContains(t, last, "page token")
+	assert.Equal(t, 4, n, "three pages, then the error")
+	assert.Equal(t, int32(3), calls.Load())
+
+	n = 0
+	for _, err := range c.AllAuditEvents(t.Context(), client.AuditEventsOptions{}) {
+		if n++; n > 10 {
+			t.Fatal("the walk goes on")
+		}
+		last = err
+	}
+	require.ErrorContains(t, last, "page token")
+	assert.Equal(t, 4, n)
 }

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"iter"
 	"net/http"
 	"net/url"
@@ -164,11 +165,21 @@ func (c *Client) AllUsers(ctx context.Context, opts ListUsersOptions) iter.Seq2[
 
 // all iterates over the items of the pages fetch returns, from the first
 // (next "") to the one whose next page token is "" or that is empty. A
-// failure is yielded once, with a zero item, and ends the iteration.
+// failure is yielded once, with a zero item, and ends the iteration; so
+// does a next page token that was followed before, which would lead the
+// walk round the same pages for ever (a broken server, or a cache in
+// front of it that ignores the query).
 func all[T any](fetch func(next string) (items []T, nextToken string, err error)) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		next := ""
+		followed := map[string]bool{}
 		for {
+			if followed[next] {
+				var zero T
+				yield(zero, errPageTokenAgain)
+				return
+			}
+			followed[next] = true
 			items, token, err := fetch(next)
 			if err != nil {
 				var zero T
@@ -187,6 +198,10 @@ func all[T any](fetch func(next string) (items []T, nextToken string, err error)
 		}
 	}
 }
+
+// errPageTokenAgain ends a walk of pages whose server gave a next page
+// token the walk had followed already.
+var errPageTokenAgain = errors.New("orgadmin: the server gave a next page token it had given before: the walk would not end")
 
 // DeletedUser is a user just deleted.
 type DeletedUser struct {

@@ -121,7 +121,8 @@ func (d *decoder) field(o object, key string, required bool, path []any) json.Ra
 		return nil
 	}
 	raw, ok := o.get(key)
-	if ok && raw == nil { // given twice: members reported it
+	if ok && raw == nil { // given twice: its one issue, now that it is read
+		d.add(orgadmin.IssueDuplicateKey, fmt.Sprintf("Duplicate key %q", key), append(slices.Clip(path), key))
 		return nil
 	}
 	if ok && kind(raw) != "null" {
@@ -258,7 +259,7 @@ func (d *decoder) object(o object, key string, required bool, path ...any) objec
 		d.wrongType("object", raw, append(slices.Clip(path), key))
 		return nil
 	}
-	return d.members(raw, path, key)
+	return d.members(raw)
 }
 
 // item decodes raw, a valid JSON value at path, as an object; mistyped
@@ -268,18 +269,19 @@ func (d *decoder) item(raw json.RawMessage, path []any) object {
 		d.wrongType("object", raw, path)
 		return nil
 	}
-	return d.members(raw, path, "")
+	return d.members(raw)
 }
 
-// members decodes raw, a valid JSON object in valid UTF-8 at path
-// (followed by the field last, unless it is ""), into its members. A key
-// given twice (where json.Unmarshal lets the last one win) is an issue at
-// that key, which is then left out, like a field of the wrong type: it
-// stays a member once, without a value, so that field reports nothing
-// more of it. (Looking for the issue among those found instead took time
-// in proportion to their number for every missing field: a body of many
+// members decodes raw, a valid JSON object in valid UTF-8, into its
+// members. A key given twice (where json.Unmarshal lets the last one win)
+// stays a member once, without a value: field reports it, as an issue at
+// that key, when the operation reads the key, and leaves it unset, like a
+// field of the wrong type; a key the operation does not read is ignored,
+// given twice or not, so that the issues stay as few as the fields read.
+// (Looking for the issue among those found instead took time in
+// proportion to their number for every missing field: a body of many
 // items, each missing one, took time in the square of its size.)
-func (d *decoder) members(raw []byte, path []any, last string) object {
+func (d *decoder) members(raw []byte) object {
 	var o object
 	if d.buf != nil {
 		// After the members of the objects read before, which keep
@@ -297,9 +299,6 @@ func (d *decoder) members(raw []byte, path []any, last string) object {
 	for _, m := range o {
 		n := seen[m.key]
 		seen[m.key] = n + 1
-		if n == 1 { // the key's second time: its one issue
-			d.add(orgadmin.IssueDuplicateKey, fmt.Sprintf("Duplicate key %q", m.key), append(at(path, last), m.key))
-		}
 		twice = twice || n > 0
 	}
 	if !twice {
@@ -317,14 +316,6 @@ func (d *decoder) members(raw []byte, path []any, last string) object {
 		}
 	}
 	return kept
-}
-
-// at is path followed by last, unless last is "": a new slice.
-func at(path []any, last string) []any {
-	if last == "" {
-		return slices.Clone(path)
-	}
-	return append(slices.Clip(path), last)
 }
 
 // splitObject returns the members of raw, a valid JSON object in valid
@@ -469,7 +460,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) decoder {
 	case body[0] != '{':
 		d.add(orgadmin.IssueInvalidType, "Expected object, received "+kind(body), []any{})
 	default:
-		d.body = d.members(body, []any{}, "")
+		d.body = d.members(body)
 	}
 	return d
 }

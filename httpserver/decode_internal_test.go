@@ -97,7 +97,7 @@ func TestReadBodyRelease(t *testing.T) {
 // nothing yet (a new pool entry): an empty object, not a missing one.
 func TestMembersEmptyObjectFreshBuffers(t *testing.T) {
 	d := decoder{buf: new(bodyBuffers)}
-	o := d.members([]byte(`{}`), []any{}, "")
+	o := d.members([]byte(`{}`))
 	assert.NotNil(t, o, "an empty object is not a missing one")
 	assert.Empty(t, o)
 	assert.Empty(t, d.issues)

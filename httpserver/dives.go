@@ -16,7 +16,13 @@ func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c c
 		InitialState: d.raw(d.body, "initial_state"),
 		Version:      d.int(d.body, "version", false),
 	}
-	if items := d.array(d.body, "required_resources"); items != nil {
+	switch items := d.array(d.body, "required_resources"); {
+	case len(items) > orgadmin.MaxResources:
+		// Refused for its length alone: its items are neither decoded
+		// nor their problems listed. One more than the Service allows
+		// is enough for it to say so.
+		in.RequiredResources = make([]orgadmin.Resource, orgadmin.MaxResources+1)
+	case items != nil:
 		in.RequiredResources = make([]orgadmin.Resource, 0, len(items))
 		for i, raw := range items {
 			path := []any{"required_resources", i}

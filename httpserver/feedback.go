@@ -7,6 +7,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -32,8 +33,9 @@ type FeedbackConfig struct {
 	// handler remembers the rate of at most MaxFeedbackClients clients.
 	PerMinute int
 	// ClientKey names the client of a request for rate limiting. Nil means
-	// the host part of RemoteAddr. Behind a proxy, derive it from a header
-	// the proxy sets.
+	// the address of RemoteAddr: the IPv4 address, or the /64 network of
+	// an IPv6 address (one host customarily holds a whole /64). Behind a
+	// proxy, derive it from a header the proxy sets.
 	ClientKey func(*http.Request) string
 	// Now returns the current time, by which the rate refills. Nil means
 	// time.Now.
@@ -132,12 +134,25 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 	}), cfg.TracerProvider)
 }
 
+// remoteHost is the client of r by default: its IPv4 address, or the /64
+// network of its IPv6 address (an IPv4-mapped one is its IPv4 address).
+// One host customarily holds a whole /64: keyed by address, it could
+// submit at will, from one address after another, and push every other
+// client out of the handler's memory.
 func remoteHost(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	addr = addr.Unmap().WithZone("")
+	if addr.Is6() {
+		return netip.PrefixFrom(addr, 64).Masked().String()
+	}
+	return addr.String()
 }
 
 // MaxFeedbackClients is how many clients a feedback handler remembers the

@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if err := loadSeed(setupCtx, svc, *seedFile); err != nil {
 			return err
 		}
-	} else if err := bootstrap(setupCtx, svc, getenv("ORGADMIN_ADMIN_TOKEN"), logs, stderr); err != nil {
+	} else if err := bootstrap(setupCtx, svc, getenv("ORGADMIN_ADMIN_TOKEN"), log, logs, stderr); err != nil {
 		return err
 	}
 
@@ -195,11 +195,22 @@ func routes(api, health, feedback http.Handler) http.Handler {
 // bootstrap makes sure the org "default" and its Admin "admin" exist, with
 // envToken (when set) or a newly minted token, printed once to stderr, as
 // the Admin's only bootstrap token: the one an earlier start made is
-// revoked. logs is flushed first, so that the lines before it come first.
-func bootstrap(ctx context.Context, svc *orgadmin.Service, envToken string, logs *delayedWriter, stderr io.Writer) error {
+// revoked. An envToken that was revoked since it was last used works
+// again, as the operator's word: log gets a warning that says so (the
+// store remembers a revocation for Config.RevokedTokenRetention). logs is
+// flushed first, so that the lines before it come first.
+func bootstrap(ctx context.Context, svc *orgadmin.Service, envToken string, log *slog.Logger, logs *delayedWriter, stderr io.Writer) error {
+	revoked := false
+	if envToken != "" {
+		_, err := svc.Authenticate(ctx, envToken)
+		revoked = errors.Is(err, orgadmin.ErrRevokedToken)
+	}
 	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "default", Username: "admin", Token: envToken})
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
+	}
+	if revoked && token != "" {
+		log.Warn("ORGADMIN_ADMIN_TOKEN had been revoked; it is the bootstrap token of admin \"admin\" of org \"default\" again (set another value to retire it)")
 	}
 	_ = logs.Flush()
 	switch {

@@ -467,3 +467,25 @@ func TestAdminTokenIgnoredWithSeedIsSaid(t *testing.T) {
 		10*time.Second, 10*time.Millisecond, "the warning")
 	assert.NotContains(t, stderr.String(), tok)
 }
+
+// A store URI is shown in the error that stops the server, with its
+// secrets hidden: a password in the user information or in a query
+// parameter (PostgreSQL's password and sslpassword, MongoDB's
+// tlsCertificateKeyFilePassword and authMechanismProperties), which the
+// operator's logs would otherwise keep.
+func TestStoreURISecretsAreNotShown(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ uri, shown string }{
+		{"postgres://u@127.0.0.1:1/db?password=hunter2&sslmode=disable", `"postgres://u@127.0.0.1:1/db?password=xxxxx&sslmode=disable"`},
+		{"postgres://u:hunter2@127.0.0.1:1/db?sslpassword=hunter3&connect_timeout=1", `"postgres://u:xxxxx@127.0.0.1:1/db?sslpassword=xxxxx&connect_timeout=1"`},
+		{"postgresql://u@127.0.0.1:1/db?PASSWORD=hunter2", `"postgresql://u@127.0.0.1:1/db?PASSWORD=xxxxx"`},
+		{"mongodb://127.0.0.1:1/db?serverSelectionTimeoutMS=100&authMechanismProperties=AWS_SESSION_TOKEN:hunter2&tlsCertificateKeyFilePassword=hunter3",
+			`"mongodb://127.0.0.1:1/db?serverSelectionTimeoutMS=100&authMechanismProperties=xxxxx&tlsCertificateKeyFilePassword=xxxxx"`},
+		{"cassandra://u@x/?pass%77ord=hunter2", `"cassandra://u@x/?pass%77ord=xxxxx"`},
+	} {
+		err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", tc.uri}, func(string) string { return "" }, io.Discard, nil)
+		require.Error(t, err, tc.uri)
+		assert.NotContains(t, err.Error(), "hunter", tc.uri)
+		assert.Contains(t, err.Error(), "-store "+tc.shown, tc.uri)
+	}
+}

@@ -63,3 +63,37 @@ func TestBadSQLiteStoreIsRefused(t *testing.T) {
 	err = run(context.Background(), []string{"-store", "sqlite:" + filepath.Join(t.TempDir(), "x.db") + "?synchronous=off"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "synchronous")
 }
+
+// A start with $ORGADMIN_ADMIN_TOKEN makes it the Admin's bootstrap token
+// even when it was revoked since (README): a value revoked because it
+// leaked works again. The start says so, in a warning, rather than
+// bringing it back silently; a start that finds it live says nothing.
+func TestRevokedEnvTokenBroughtBackIsWarned(t *testing.T) {
+	const adminToken = "oat_revoked-env-token-0123456789abcdefghijklmnopq"
+	store := "sqlite:" + filepath.Join(t.TempDir(), "orgadmin.db")
+	env := map[string]string{"ORGADMIN_ADMIN_TOKEN": adminToken}
+	const warning = "ORGADMIN_ADMIN_TOKEN had been revoked"
+
+	t.Run("first start: revoke it", func(t *testing.T) {
+		base, stderr := startServer(t, env, "-store", store)
+		st, body := call(t, "GET", base+"/v1/users/admin/tokens", adminToken, "")
+		require.Equal(t, 200, st, body)
+		id := body["tokens"].([]any)[0].(map[string]any)["id"].(string)
+		st, body = call(t, "DELETE", base+"/v1/users/admin/tokens/"+id, adminToken, "")
+		require.Equal(t, 200, st, body)
+		st, _ = call(t, "GET", base+"/v1/users", adminToken, "")
+		require.Equal(t, 401, st)
+		assert.NotContains(t, stderr.String(), warning)
+	})
+
+	base, stderr := startServer(t, env, "-store", store)
+	st, _ := call(t, "GET", base+"/v1/users", adminToken, "")
+	assert.Equal(t, 200, st, "the variable is the operator's word")
+	assert.Contains(t, stderr.String(), warning)
+	assert.NotContains(t, stderr.String(), adminToken)
+
+	t.Run("a start that finds it live", func(t *testing.T) {
+		_, stderr := startServer(t, env, "-store", store)
+		assert.NotContains(t, stderr.String(), warning)
+	})
+}

@@ -130,7 +130,11 @@ func storeKind(uri string) string {
 	return scheme
 }
 
-// redact hides a password in a store URI before it is shown.
+// redact hides the secrets of a URI (a store's, the OTLP endpoint)
+// before it is shown: the password of its user information, and the value
+// of each query parameter that can hold one (PostgreSQL's password and sslpassword,
+// MongoDB's tlsCertificateKeyFilePassword and authMechanismProperties,
+// which carries AWS session tokens).
 func redact(uri string) string {
 	if storeKind(uri) == "sqlite" {
 		return uri
@@ -139,5 +143,27 @@ func redact(uri string) string {
 	if err != nil {
 		return "(unparseable)"
 	}
+	if u.RawQuery != "" {
+		params := strings.Split(u.RawQuery, "&")
+		for i, p := range params {
+			key, _, _ := strings.Cut(p, "=")
+			if k, err := url.QueryUnescape(key); err != nil || secretParam(k) {
+				params[i] = key + "=xxxxx"
+			}
+		}
+		u.RawQuery = strings.Join(params, "&")
+	}
 	return u.Redacted()
+}
+
+// secretParam reports whether the store URI's query parameter key may
+// hold a secret.
+func secretParam(key string) bool {
+	k := strings.ToLower(key)
+	for _, s := range []string{"pass", "secret", "token", "key", "authmechanismproperties", "credential"} {
+		if strings.Contains(k, s) {
+			return true
+		}
+	}
+	return false
 }

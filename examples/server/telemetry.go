@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -57,7 +58,14 @@ func otlpEndpoint(getenv func(string) string) string {
 		return ep
 	}
 	if ep := getenv("OTEL_EXPORTER_OTLP_ENDPOINT"); ep != "" {
-		return strings.TrimRight(ep, "/") + "/v1/traces"
+		u, err := url.Parse(ep)
+		if err != nil {
+			return ep // refused as it is, by the exporter
+		}
+		// To the path, not after a query.
+		u.Path = strings.TrimRight(u.Path, "/") + "/v1/traces"
+		u.RawPath = ""
+		return u.String()
 	}
 	return ""
 }
@@ -77,7 +85,7 @@ func startTelemetry(metricsAddr string, getenv func(string) string, log *slog.Lo
 	if ep := otlpEndpoint(getenv); ep != "" {
 		exp, err := otlptracehttp.New(context.Background(), otlptracehttp.WithEndpointURL(ep))
 		if err != nil {
-			return nil, nil, fmt.Errorf("OTLP endpoint %q: %w", ep, err)
+			return nil, nil, fmt.Errorf("OTLP endpoint %q: %w", redact(ep), err)
 		}
 		name := getenv("OTEL_SERVICE_NAME")
 		if name == "" {
@@ -93,7 +101,7 @@ func startTelemetry(metricsAddr string, getenv func(string) string, log *slog.Lo
 				log.Warn("sending the last spans", "err", err)
 			}
 		})
-		log.Info("exporting spans", "endpoint", ep)
+		log.Info("exporting spans", "endpoint", redact(ep))
 	}
 	if metricsAddr != "" {
 		t.metrics = prometheus.NewRegistry()

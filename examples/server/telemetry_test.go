@@ -227,6 +227,9 @@ func TestNoOTLPWithoutEndpoint(t *testing.T) {
 	assert.Equal(t, "http://c:4318/v1/traces", otlpEndpoint(func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"}[k]
 	}))
+	assert.Equal(t, "http://c:4318/base/v1/traces?k=v", otlpEndpoint(func(k string) string {
+		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/base?k=v"}[k]
+	}), "to the path, not after the query")
 	assert.Equal(t, "http://c:4318/custom", otlpEndpoint(func(k string) string {
 		return map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/custom"}[k]
 	}))
@@ -235,4 +238,14 @@ func TestNoOTLPWithoutEndpoint(t *testing.T) {
 		assert.Equal(t, 200, st)
 	})
 	assert.NotContains(t, stderr, "exporting spans")
+}
+
+// The OTLP endpoint is logged as the store URI is shown: without the
+// password of its user information or a secret in its query, which some
+// collectors take there.
+func TestOTLPEndpointSecretsAreNotLogged(t *testing.T) {
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://u:hunter2@127.0.0.1:1/otlp?api_key=hunter3&region=eu"}
+	_, stderr := startServer(t, env)
+	assert.Contains(t, stderr.String(), `"msg":"exporting spans","endpoint":"http://u:xxxxx@127.0.0.1:1/otlp/v1/traces?api_key=xxxxx&region=eu"`)
+	assert.NotContains(t, stderr.String(), "hunter")
 }
