@@ -36,6 +36,7 @@ func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store, known ...Kn
 		{"CreateServiceAccountSameUsername", testServiceCreateSameUsername},
 		{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
 		{"SetInstanceConfigRacingGrantPrivilege", testServiceSetInstanceConfigRacingGrantPrivilege},
+		{"GrantPrivilegesSameUser", testServiceGrantPrivilegesSameUser},
 		{"SetInstanceConfigRacingRecreateUser", testServiceSetInstanceConfigRacingRecreate},
 		{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
 		{"PagingRacingCreateDeleteUser", testServicePagingRacingChurn},
@@ -226,6 +227,58 @@ func testServiceSetInstanceConfigRacingGrantPrivilege(t *testing.T, s storage.St
 			require.NoError(t, err, "round %d: racer %d", round, i)
 		}
 	}
+}
+
+// Grants of different privileges to one user at the same instant all
+// land: each answers nil, the user holds every privilege granted, and
+// the audit trail holds one user.grant_privilege event for each, whose
+// befores and afters chain up from none to what the user holds, each
+// adding one privilege.
+func testServiceGrantPrivilegesSameUser(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	for round := range serviceRounds {
+		name := fmt.Sprint("robot", round)
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+		granted := make([]string, serviceRacers)
+		errs := race(serviceRacers, func(i int) error {
+			granted[i] = fmt.Sprint("privilege.", i)
+			return svc.GrantPrivilege(t.Context(), "acme", name, granted[i])
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: grant %d", round, i)
+		}
+
+		robot, err := svc.GetUser(t.Context(), "acme", name)
+		require.NoError(t, err)
+		require.ElementsMatch(t, granted, robot.Privileges, "round %d: the privileges stored", round)
+		page, err := svc.AuditEvents(t.Context(), admin, orgadmin.AuditQuery{
+			Action: orgadmin.ActionUserGrant, TargetID: robot.ID, Limit: orgadmin.Some(2 * serviceRacers)})
+		require.NoError(t, err)
+		require.Len(t, page.Events, serviceRacers, "round %d: one event per grant", round)
+		held := []string{}
+		for i := len(page.Events) - 1; i >= 0; i-- { // oldest first
+			e := page.Events[i]
+			before, after := auditPrivileges(t, e.Before), auditPrivileges(t, e.After)
+			require.Equal(t, held, before, "round %d: the before of event %s follows the after of the one before it", round, e.ID)
+			require.Len(t, after, len(before)+1, "round %d: event %s adds one privilege", round, e.ID)
+			require.Equal(t, before, after[:len(before)], "round %d: event %s keeps the privileges before it", round, e.ID)
+			held = after
+		}
+		require.Equal(t, robot.Privileges, held, "round %d: the last event's after is what the user holds", round)
+	}
+}
+
+// auditPrivileges reads the privileges of a user.grant_privilege
+// event's before or after.
+func auditPrivileges(tb testing.TB, doc json.RawMessage) []string {
+	tb.Helper()
+	var p struct {
+		Privileges []string `json:"privileges"`
+	}
+	require.NoError(tb, json.Unmarshal(doc, &p))
+	require.NotNil(tb, p.Privileges, "privileges in %s", doc)
+	return p.Privileges
 }
 
 // Walks of the users by page token, and of the audit trail, while other

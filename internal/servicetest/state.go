@@ -47,9 +47,9 @@ func (c *Counter) CreateUser(ctx context.Context, u storage.User, lim storage.Us
 	return c.count(c.Store.CreateUser(ctx, u, lim, a))
 }
 
-// UpdateUser implements storage.Store.
-func (c *Counter) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
-	return c.count(c.Store.UpdateUser(ctx, u, a))
+// SetPrivileges implements storage.Store.
+func (c *Counter) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) error {
+	return c.count(c.Store.SetPrivileges(ctx, org, userID, from, to, a))
 }
 
 // SetInstances implements storage.Store.

@@ -2,6 +2,8 @@ package mongostore
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -98,9 +100,16 @@ var crashCases = []struct {
 		}}
 	}},
 	{"user.grant_privilege", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
-		u := w.alice
-		u.Privileges = []string{"member_management.view_all_members"}
-		return auditedChange{w.org, u.ID, func(ctx context.Context, a *storage.Audit) error { return s.UpdateUser(ctx, u, a) }}
+		// One more privilege than read, as a grant makes: each call is
+		// a change, made from what the one before left.
+		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {
+			u, err := s.GetUser(ctx, w.org, w.alice.FoldedUsername)
+			if err != nil {
+				return err
+			}
+			to := append(slices.Clip(u.Privileges), fmt.Sprint("privilege.", len(u.Privileges)))
+			return s.SetPrivileges(ctx, w.org, u.ID, u.Privileges, to, a)
+		}}
 	}},
 	{"instances.set", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {

@@ -142,10 +142,8 @@ func TestUserMirrorsRecords(t *testing.T) {
 			requireMirror("no user yet")
 			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
 			requireMirror("created")
-			u.Role = "Admin"
-			u.IsServiceAccount = false
-			require.NoError(t, s.UpdateUser(ctx, u, nil))
-			requireMirror("updated")
+			require.NoError(t, s.SetPrivileges(ctx, "acme", u.ID, u.Privileges, []string{"read", "write"}, nil))
+			requireMirror("privileges set")
 			require.NoError(t, s.SetInstances(ctx, "acme", u.ID, storage.InstanceConfig{
 				ReadWrite: storage.InstanceSide{Size: "jumbo", CooldownSeconds: 600}}, nil))
 			requireMirror("instances set")

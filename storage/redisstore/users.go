@@ -46,13 +46,19 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	return userFrom(org, folded, str(v[0]), str(v[1]))
 }
 
-// UpdateUser implements storage.Store.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
+// SetPrivileges implements storage.Store, in one script.
+func (s *Store) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, updateUserScript, u.Org, withAudit(a, u.ID,
-		encode(toUserDoc(u)), kind(u.IsServiceAccount))...).Result()
-	return status("update user", v, err)
+	was, now := "[]", ""
+	if len(from) > 0 {
+		was = encode(from)
+	}
+	if len(to) > 0 {
+		now = encode(to)
+	}
+	v, err := s.run(ctx, setPrivilegesScript, org, withAudit(a, userID, was, now)...).Result()
+	return status("set privileges", v, err)
 }
 
 // SetInstances implements storage.Store.

@@ -150,6 +150,14 @@ func createUser(t testing.TB, s storage.Store, org, name string, sa bool) storag
 	return u
 }
 
+// setPrivileges replaces the privileges of the user *u, stored as *u
+// holds them, with to, and keeps *u as it is then stored.
+func setPrivileges(t testing.TB, s storage.Store, u *storage.User, to ...string) {
+	t.Helper()
+	require.NoError(t, s.SetPrivileges(t.Context(), u.Org, u.ID, u.Privileges, to, nil), "set the privileges of %q", u.Username)
+	u.Privileges = to
+}
+
 // newToken builds (without storing) a token of u; its digest is derived
 // from its fresh id. A zero expires means the token never expires.
 func newToken(u storage.User, created, expires time.Time) storage.Token {
