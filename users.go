@@ -302,7 +302,7 @@ func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User
 	if err != nil {
 		return User{}, err
 	}
-	u, err := s.store.DeleteUser(ctx, c.org, t.folded, aud)
+	u, err := s.store.DeleteUser(ctx, c.org, target.ID, aud)
 	if err != nil {
 		return User{}, s.storeErr("delete user", err, "user", "username")
 	}

@@ -90,13 +90,15 @@ type Store interface {
 	// user exists: a user created anew under the same username is another
 	// user. It records a's event with the change (nil: none).
 	SetInstances(ctx context.Context, org, userID string, c InstanceConfig, a *Audit) error
-	// DeleteUser removes the user of org whose FoldedUsername is folded,
-	// together with its tokens, Duckling activity and embed sessions, and
-	// returns the removed record. Once it returns, and even if the process
-	// dies part-way through, none of those records can be read or used again
+	// DeleteUser removes the user userID of org, together with its
+	// tokens, Duckling activity and embed sessions, and returns the
+	// removed record. Once it returns, and even if the process dies
+	// part-way through, none of those records can be read or used again
 	// and the username can be created anew. It returns ErrNotFound when no
-	// such user exists. It records a's event with the deletion (nil: none).
-	DeleteUser(ctx context.Context, org, folded string, a *Audit) (User, error)
+	// such user exists: a user created anew under the same username is
+	// another user, which it leaves alone. It records a's event with the
+	// deletion (nil: none).
+	DeleteUser(ctx context.Context, org, userID string, a *Audit) (User, error)
 	// ListUsers returns users of org ordered by FoldedUsername, with the
 	// page and total described in UserQuery.
 	ListUsers(ctx context.Context, org string, q UserQuery) (UserPage, error)

@@ -38,6 +38,7 @@ func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store, known ...Kn
 		{"SetInstanceConfigRacingGrantPrivilege", testServiceSetInstanceConfigRacingGrantPrivilege},
 		{"GrantPrivilegesSameUser", testServiceGrantPrivilegesSameUser},
 		{"SetInstanceConfigRacingRecreateUser", testServiceSetInstanceConfigRacingRecreate},
+		{"DeleteUserRacingRecreateUser", testServiceDeleteUserRacingRecreate},
 		{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
 		{"PagingRacingCreateDeleteUser", testServicePagingRacingChurn},
 		{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
@@ -433,6 +434,73 @@ func testServiceSetInstanceConfigRacingRecreate(t *testing.T, s storage.Store) {
 			want = describeAuditConfig(t, page.Events[0].After)
 		}
 		require.Equal(t, want, describeInstances(stored), "round %d: the configuration of the user created again", round)
+	}
+}
+
+// Deletions of a user racing its deletion and the creation of a new user
+// of the same name: a deletion that read the old user never deletes the
+// new one. In the audit trail no user is deleted twice, and every user
+// created and gone has the one user.delete event naming its id; every
+// user.delete event names a user that was created and is gone.
+func testServiceDeleteUserRacingRecreate(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	const creations = 40
+	for round := range serviceRounds {
+		name := fmt.Sprint("robot", round)
+		var created atomic.Bool
+		errs := race(serviceRacers, func(i int) error {
+			if i == 0 {
+				defer created.Store(true)
+				for n := 0; n < creations; {
+					_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: name})
+					switch {
+					case err == nil:
+						n++
+					case orgadmin.ErrorCode(err) != orgadmin.CodeBadRequest: // "taken" (not deleted yet) is retried
+						return err
+					}
+				}
+				return nil
+			}
+			for !created.Load() {
+				if _, err := svc.DeleteUser(t.Context(), admin, name); err != nil && !errors.Is(err, orgadmin.ErrNotFound) {
+					return err
+				}
+			}
+			return nil
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: racer %d", round, i)
+		}
+
+		ids := func(action string) map[string]int {
+			page, err := svc.AuditEvents(t.Context(), admin, orgadmin.AuditQuery{Action: action, TargetUsername: name, Limit: orgadmin.Some(1000)})
+			require.NoError(t, err)
+			require.Empty(t, page.NextPageToken)
+			n := make(map[string]int)
+			for _, e := range page.Events {
+				n[e.TargetID]++
+			}
+			return n
+		}
+		createdIDs, deletedIDs := ids(orgadmin.ActionUserCreate), ids(orgadmin.ActionUserDelete)
+		require.Len(t, createdIDs, creations, "round %d: users created", round)
+		live := ""
+		if u, err := svc.GetUser(t.Context(), "acme", name); err == nil {
+			live = u.ID
+		} else {
+			require.ErrorIs(t, err, orgadmin.ErrNotFound)
+		}
+		for id, n := range deletedIDs {
+			require.Equal(t, 1, n, "round %d: user %s deleted %d times", round, id, n)
+			require.Contains(t, createdIDs, id, "round %d: a user.delete event of user %s, never created", round, id)
+			require.NotEqual(t, live, id, "round %d: a user.delete event of user %s, which lives", round, id)
+		}
+		for id := range createdIDs {
+			if id != live {
+				require.Contains(t, deletedIDs, id, "round %d: user %s is gone without a user.delete event naming it", round, id)
+			}
+		}
 	}
 }
 

@@ -58,8 +58,8 @@ func (c *Counter) SetInstances(ctx context.Context, org, userID string, cfg stor
 }
 
 // DeleteUser implements storage.Store.
-func (c *Counter) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
-	u, err := c.Store.DeleteUser(ctx, org, folded, a)
+func (c *Counter) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
+	u, err := c.Store.DeleteUser(ctx, org, userID, a)
 	return u, c.count(err)
 }
 

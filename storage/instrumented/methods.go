@@ -118,9 +118,9 @@ func (s *Store) SetInstances(ctx context.Context, org, userID string, cfg storag
 }
 
 // DeleteUser implements storage.Store.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
 	ctx, c := s.begin(ctx, opDeleteUser)
-	v, err := s.next.DeleteUser(ctx, org, folded, a)
+	v, err := s.next.DeleteUser(ctx, org, userID, a)
 	s.end(c, err)
 	return v, err
 }

@@ -268,10 +268,10 @@ func (s *Store) SetInstances(ctx context.Context, orgID, userID string, c storag
 }
 
 // DeleteUser implements storage.Store.
-func (s *Store) DeleteUser(ctx context.Context, orgID, folded string, a *storage.Audit) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, orgID, userID string, a *storage.Audit) (storage.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, r := s.lookup(orgID, folded)
+	o, r := s.lookupID(orgID, userID)
 	if r == 0 {
 		return storage.User{}, storage.ErrNotFound
 	}

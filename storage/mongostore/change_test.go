@@ -51,7 +51,7 @@ func TestChangeByIDConfirmsTheEventItOverwrites(t *testing.T) {
 	// tombstone's event is confirmed all the same.
 	deletion, deletionID := withEvent(w.org, "user.delete", w.alice.ID)
 	crashAfter(s, stepTombstone)
-	_, err = s.DeleteUser(ctx, w.org, w.alice.FoldedUsername, deletion)
+	_, err = s.DeleteUser(ctx, w.org, w.alice.ID, deletion)
 	require.ErrorIs(t, err, errCrash)
 	s.afterStep = nil
 	late, lateID := withEvent(w.org, "instances.set", w.alice.ID)

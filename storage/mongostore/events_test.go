@@ -95,7 +95,7 @@ var crashCases = []struct {
 	}},
 	{"user.delete", stepTombstone, func(s *Store, w crashWorld) auditedChange {
 		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {
-			_, err := s.DeleteUser(ctx, w.org, w.alice.FoldedUsername, a)
+			_, err := s.DeleteUser(ctx, w.org, w.alice.ID, a)
 			return err
 		}}
 	}},
@@ -328,7 +328,7 @@ func TestEventOfDeletedUser(t *testing.T) {
 					} else {
 						aud = nil
 					}
-					_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, aud)
+					_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, aud)
 					require.NoError(t, err)
 					n, err := s.users.CountDocuments(t.Context(), bson.D{{Key: "uid", Value: w.alice.ID}})
 					require.NoError(t, err)
@@ -363,7 +363,7 @@ func TestEventOfRemovedRecord(t *testing.T) {
 				return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
 			}
 		}, func(t *testing.T, s *Store, w crashWorld) {
-			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, nil)
+			_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, nil)
 			require.NoError(t, err)
 		}},
 		{"a session, its user deleted", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
@@ -371,7 +371,7 @@ func TestEventOfRemovedRecord(t *testing.T) {
 			es.DiveID = w.dive.ID
 			return w.dive.ID, func(ctx context.Context, a *storage.Audit) error { return s.CreateEmbedSession(ctx, es, a) }
 		}, func(t *testing.T, s *Store, w crashWorld) {
-			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, nil)
+			_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, nil)
 			require.NoError(t, err)
 		}},
 		{"a token, expired and removed by the next creation", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {

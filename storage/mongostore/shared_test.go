@@ -33,6 +33,7 @@ func TestServiceRaces(t *testing.T) {
 			{Race: "SetInstanceConfigRacingGrantPrivilege", Why: ferretUpdateWhy},
 			{Race: "GrantPrivilegesSameUser", Why: ferretUpdateWhy},
 			{Race: "SetInstanceConfigRacingRecreateUser", Why: ferretUpdateWhy},
+			{Race: "DeleteUserRacingRecreateUser", Why: ferretUpdateWhy + "; two deletions of one user can both succeed"},
 		}
 	}
 	servicetest.RunRaces(t, func(t testing.TB) storage.Store { return newTestStore(t) }, known...)

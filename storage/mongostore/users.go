@@ -225,60 +225,6 @@ func (s *Store) userByName(ctx context.Context, org, folded string) (userDoc, er
 	return d, nil
 }
 
-// updateByName applies the update that update(document id) returns to the
-// live user of org named folded, in one atomic update of its document, and
-// returns the document as it was before, or mongo.ErrNoDocuments. With
-// name pointers it reads the pointer and the user, then updates the user,
-// all by id. Otherwise (no pointers, a stale one, or a user deleted between
-// the read and the update, whose tombstone the update then changed in
-// nothing any read sees) it finds the user by name, then updates its
-// document if that is still the live user named folded.
-func (s *Store) updateByName(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, error) {
-	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
-	stale := ""
-	if s.byPointer {
-		d, pointer, err := s.pointed(ctx, org, folded)
-		switch {
-		case err == nil:
-			id := d.UID
-			err = s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: d.ID}}, update(d.ID), before).Decode(&d)
-			if err == nil && d.alive(org, id) && d.FKey == folded {
-				return d, nil
-			}
-			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-				return userDoc{}, err
-			}
-			pointer = id
-		case !errors.Is(err, mongo.ErrNoDocuments):
-			return userDoc{}, err
-		}
-		stale = pointer
-	}
-	var d userDoc
-	if err := s.users.FindOne(ctx, byName(org, folded), options.FindOne().SetProjection(idOnly)).Decode(&d); err != nil {
-		return userDoc{}, err
-	}
-	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
-	if err := s.users.FindOneAndUpdate(ctx, filter, update(d.ID), before).Decode(&d); err != nil {
-		return userDoc{}, err
-	}
-	if s.byPointer {
-		_ = s.repoint(ctx, org, folded, stale, d.UID) // a hint; see repoint
-	}
-	return d, nil
-}
-
-// changeUserByName makes the audited change update to the live user of
-// org named folded; see changeUser.
-func (s *Store) changeUserByName(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, error) {
-	return s.changeUser(ctx, func() (userDoc, error) { return s.userByName(ctx, org, folded) },
-		func(d userDoc) bson.D {
-			return bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
-		},
-		func(read, was userDoc) bool { return was.alive(org, read.UID) && was.FKey == folded },
-		update, nil)
-}
-
 // changeUser makes an audited change of a user, update, which sets ev to
 // its event's id, in one atomic update of the user's document, and
 // returns the document as it was before, or mongo.ErrNoDocuments. It
@@ -777,8 +723,10 @@ const (
 // sessions are unusable and the username is free. It then removes the
 // tokens, embed sessions, Duckling reports and name pointer, and last the
 // tombstone. A delete that stops part-way is ignored by every read and
-// finished by Cleanup.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (_ storage.User, err error) {
+// finished by Cleanup. The user is found by its id, as SetInstances finds
+// it: a read of its document, then an update of it that requires it to
+// be that live user still.
+func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (_ storage.User, err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	end, err := s.beginEvent(ctx, a)
@@ -787,26 +735,48 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.A
 	}
 	defer func() { end(err) }()
 	// The tombstone's fkey and slot are its document id, unique among
-	// tombstones.
+	// tombstones; it keeps the username (of the user read: a user's never
+	// changes) for Cleanup to remove its pointer.
 	ev := eventID(a)
+	var read userDoc
+	find := func() (userDoc, error) {
+		d, err := s.liveUser(ctx, org, userID)
+		read = d
+		return d, err
+	}
 	tombstone := func(docID string) bson.D {
 		set := bson.D{
 			{Key: "org", Value: nil},
 			{Key: "dorg", Value: org},
 			{Key: "fkey", Value: docID},
 			{Key: "slot", Value: docID},
-			{Key: "dfkey", Value: folded},
+			{Key: "dfkey", Value: read.FKey},
 		}
 		if ev != "" {
 			set = append(set, bson.E{Key: "ev", Value: ev})
 		}
 		return bson.D{{Key: "$set", Value: set}}
 	}
+	live := func(d userDoc) bson.D {
+		return bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "uid", Value: userID}}
+	}
 	var d userDoc
 	if ev != "" {
-		d, err = s.changeUserByName(ctx, org, folded, tombstone)
-	} else {
-		d, err = s.updateByName(ctx, org, folded, tombstone)
+		d, err = s.changeUser(ctx, find, live,
+			func(_, was userDoc) bool { return was.alive(org, userID) }, tombstone, nil)
+	} else if _, err = find(); err == nil {
+		// By id alone where a filter costs a scan (FerretDB v1, see
+		// changeUser): a user deleted meanwhile is a tombstone that the
+		// update changes in nothing any read sees.
+		filter := live(read)
+		if s.byPointer {
+			filter = bson.D{{Key: "_id", Value: read.ID}}
+		}
+		before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+		err = s.users.FindOneAndUpdate(ctx, filter, tombstone(read.ID), before).Decode(&d)
+		if err == nil && !d.alive(org, userID) {
+			err = mongo.ErrNoDocuments
+		}
 	}
 	if err != nil {
 		return storage.User{}, wrap("delete user", err)
@@ -817,7 +787,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.A
 	if ev == "" {
 		ev = d.Ev // the tombstone keeps the user's
 	}
-	if err := s.removeUser(ctx, org, d.UID, d.ID, folded, ev); err != nil {
+	if err := s.removeUser(ctx, org, d.UID, d.ID, d.FKey, ev); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
 	return d.record(), nil

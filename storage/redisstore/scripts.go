@@ -186,16 +186,18 @@ audit(b, 3)
 return 'OK'
 `)
 
-// deleteUserScript removes the user and everything of it in the org's slot
-// at once and returns {user, inst, global keys (without prefix)}. With
-// single = "1" it removes those global keys too, and returns none.
+// deleteUserScript removes the user of an id and everything of it in the
+// org's slot at once and returns {user, inst, global keys (without
+// prefix), folded username}. With single = "1" it removes those global
+// keys too, and returns none.
 var deleteUserScript = redis.NewScript(orgBase + auditScript + `
--- ARGV: folded, single, prefix
-local f = ARGV[1]
+-- ARGV: id, single, prefix
+local id = ARGV[1]
+local f = redis.call('HGET', b..'uid', id)
+if not f then return false end
 local u = redis.call('HGET', b..'users', f)
 if not u then return false end
 local i = redis.call('HGET', b..'inst', f)
-local id = userID(u)
 local gone = {}
 local tk = b..'tok:'..id
 for _, v in ipairs(redis.call('HVALS', tk)) do
@@ -221,7 +223,7 @@ if ARGV[2] == '1' then
   gone = {}
 end
 audit(b, 4)
-return {u, i or '', gone}
+return {u, i or '', gone, f}
 `)
 
 // listUsersScript returns {total, names, users, insts} for one page of

@@ -106,7 +106,7 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, listed, 2)
 
-			_, err = s.DeleteUser(ctx, "acme", "robot", nil)
+			_, err = s.DeleteUser(ctx, "acme", u.ID, nil)
 			require.NoError(t, err)
 			requireMirror("user deleted")
 		})
@@ -147,7 +147,7 @@ func TestUserMirrorsRecords(t *testing.T) {
 			require.NoError(t, s.SetInstances(ctx, "acme", u.ID, storage.InstanceConfig{
 				ReadWrite: storage.InstanceSide{Size: "jumbo", CooldownSeconds: 600}}, nil))
 			requireMirror("instances set")
-			_, err := s.DeleteUser(ctx, "acme", "robot", nil)
+			_, err := s.DeleteUser(ctx, "acme", u.ID, nil)
 			require.NoError(t, err)
 			requireMirror("deleted")
 		})

@@ -126,7 +126,7 @@ func TestRecsFollowEveryUserWrite(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, []storage.User{ann, bob, robot}, page.Users)
 
-			_, err = s.DeleteUser(ctx, "acme", "bob", nil)
+			_, err = s.DeleteUser(ctx, "acme", bob.ID, nil)
 			require.NoError(t, err)
 			assert.Equal(t, []string{member(ann), member(robot)}, recs(), "deleted")
 		})

@@ -113,7 +113,7 @@ func newQueries(d *dialect) queries {
 		userExists:    "SELECT count(*) FROM users WHERE org = $1 AND id = $2",
 		setInstances: `UPDATE users SET rw_size = $3, rw_flock = $4, rw_cooldown = $5, rs_size = $6, rs_flock = $7, rs_cooldown = $8
 	WHERE org = $1 AND id = $2`,
-		deleteUser: "DELETE FROM users WHERE org = $1 AND folded = $2 RETURNING " + names(userColumns),
+		deleteUser: "DELETE FROM users WHERE org = $1 AND id = $2 RETURNING " + names(userColumns),
 
 		lockUser:          "SELECT 1 FROM users WHERE org = $1 AND id = $2 FOR UPDATE",
 		dropExpiredTokens: "DELETE FROM tokens WHERE org = $1 AND user_id = $2 AND expires_at <= $3",

@@ -195,7 +195,7 @@ func changedOne(res sql.Result, err error) error {
 // in opposite orders), deletes the user's row, which deletes its tokens,
 // Duckling reports and embed sessions with it (ON DELETE CASCADE), and
 // counts the org's users one fewer.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var r userRow
@@ -204,7 +204,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.A
 		if err := tx.QueryRowContext(ctx, s.q.lockOrg, org).Scan(&n); err != nil {
 			return err // no org: no user (sql.ErrNoRows)
 		}
-		if err := tx.QueryRowContext(ctx, s.q.deleteUser, org, folded).Scan(r.dest()...); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q.deleteUser, org, userID).Scan(r.dest()...); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q.changeUserCount, org, -1); err != nil {

@@ -147,7 +147,7 @@ func testAccessDeletedUser(t *testing.T, s storage.Store) {
 	_, err := s.ReadAccess(t.Context(), storage.AccessQuery{Digest: revoked.Digest, Username: "alice", Tokens: true, LiveAt: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	_, err = s.DeleteUser(t.Context(), org.ID, "bob", nil)
+	_, err = s.DeleteUser(t.Context(), org.ID, bob.ID, nil)
 	require.NoError(t, err)
 	_, err = s.ReadAccess(t.Context(), storage.AccessQuery{Digest: bobTok.Digest, Username: "bob", Tokens: true, LiveAt: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)

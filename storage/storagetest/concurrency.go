@@ -141,11 +141,10 @@ func testConcurrentCreateUserLimit(t *testing.T, s storage.Store) {
 		requireUserCount(t, s, org.ID, lim.Max)
 		// Free a place more each round.
 		for _, u := range won {
-			_, err := s.DeleteUser(t.Context(), org.ID, u.FoldedUsername, nil)
+			_, err := s.DeleteUser(t.Context(), org.ID, u.ID, nil)
 			require.NoError(t, err)
 		}
-		_, err := s.DeleteUser(t.Context(), org.ID, userName("early", round), nil)
-		require.NoError(t, err)
+		deleteUser(t, s, org.ID, userName("early", round))
 		free++
 	}
 }
@@ -206,7 +205,7 @@ func raceDeleteUser(t testing.TB, s storage.Store, org, name string, f func(u st
 	u := createUser(t, s, org, name, false)
 	errs := race(racers+1, func(i int) error {
 		if i == racers {
-			_, err := s.DeleteUser(t.Context(), org, u.FoldedUsername, nil)
+			_, err := s.DeleteUser(t.Context(), org, u.ID, nil)
 			return err
 		}
 		return f(u, i)

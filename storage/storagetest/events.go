@@ -171,7 +171,7 @@ func testEventEachChange(t *testing.T, s storage.Store) {
 		return s.CreateEmbedSession(ctx, newSession(u, "one"), a)
 	})
 	do("user.delete", func(ctx context.Context, a *storage.Audit) error {
-		_, err := s.DeleteUser(ctx, org.ID, u.FoldedUsername, a)
+		_, err := s.DeleteUser(ctx, org.ID, u.ID, a)
 		return err
 	})
 
@@ -216,7 +216,7 @@ func testEventRefused(t *testing.T, s storage.Store) {
 		return s.SetInstances(ctx, org.ID, "nobody", configB, a)
 	})
 	refused("delete missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
-		_, err := s.DeleteUser(ctx, org.ID, "nobody", a)
+		_, err := s.DeleteUser(ctx, org.ID, newUser(org.ID, "Nobody", true).ID, a)
 		return err
 	})
 	refused("token exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error {

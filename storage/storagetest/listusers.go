@@ -269,8 +269,7 @@ func testListUsersReflectsChanges(t *testing.T, s storage.Store) {
 	setPrivileges(t, s, &dave, "admin:users")
 	heidi := users["heidi-bot"]
 	setPrivileges(t, s, &heidi)
-	_, err := s.DeleteUser(t.Context(), org, "bob", nil)
-	require.NoError(t, err)
+	deleteUser(t, s, org, "bob")
 	require.NoError(t, s.SetInstances(t.Context(), org, users["alice"].ID, configB, nil))
 
 	checkPages(t, s, org, []pageCase{

@@ -158,6 +158,15 @@ func setPrivileges(t testing.TB, s storage.Store, u *storage.User, to ...string)
 	u.Privileges = to
 }
 
+// deleteUser deletes the user of org named folded, found by name and
+// deleted by its id, and returns the record DeleteUser returned.
+func deleteUser(t testing.TB, s storage.Store, org, folded string) storage.User {
+	t.Helper()
+	got, err := s.DeleteUser(t.Context(), org, getUser(t, s, org, folded).ID, nil)
+	require.NoError(t, err, "delete user %q", folded)
+	return got
+}
+
 // newToken builds (without storing) a token of u; its digest is derived
 // from its fresh id. A zero expires means the token never expires.
 func newToken(u storage.User, created, expires time.Time) storage.Token {

@@ -145,7 +145,7 @@ func testUserOrgIsolation(t *testing.T, s storage.Store) {
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	err = s.SetInstances(t.Context(), b.ID, alice.ID, configB, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), b.ID, "alice", nil)
+	_, err = s.DeleteUser(t.Context(), b.ID, alice.ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = s.GetUser(t.Context(), a.ID, "bob")
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -266,7 +266,7 @@ func testUserSetPrivilegesMissing(t *testing.T, s storage.Store) {
 func testUserSetPrivilegesRecreatedUsername(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	old := createUser(t, s, org.ID, "alice", false)
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, old.ID, nil)
 	require.NoError(t, err)
 	again := createUser(t, s, org.ID, "Alice", false)
 
@@ -328,7 +328,7 @@ func testUserSetInstancesMissing(t *testing.T, s storage.Store) {
 func testUserSetInstancesRecreatedUsername(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	old := createUser(t, s, org.ID, "alice", false)
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, old.ID, nil)
 	require.NoError(t, err)
 	again := createUser(t, s, org.ID, "Alice", false)
 
@@ -392,6 +392,8 @@ func testUserCopiesOnWrite(t *testing.T, s storage.Store) {
 var deleteUserTests = []subtest{
 	{"ReturnsRecord", testDeleteUserReturnsRecord},
 	{"Missing", testDeleteUserMissing},
+	{"ByID", testDeleteUserByID},
+	{"RecreatedNotByOldID", testDeleteUserRecreatedNotByOldID},
 	{"RemovesTokens", testDeleteUserRemovesTokens},
 	{"RemovesActivity", testDeleteUserRemovesActivity},
 	{"RemovesEmbedSessions", testDeleteUserRemovesEmbedSessions},
@@ -408,28 +410,79 @@ func testDeleteUserReturnsRecord(t *testing.T, s storage.Store) {
 	want := alice
 	want.Instances = configB
 
-	got, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	got, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 	assertUser(t, want, got)
 
 	_, err = s.GetUser(t.Context(), org.ID, "alice")
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err = s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
 }
 
-// DeleteUser of a user that does not exist is ErrNotFound.
+// DeleteUser of a user that does not exist is ErrNotFound; the ID, not
+// the username, names the user.
 func testDeleteUserMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
-	_, err := s.DeleteUser(t.Context(), org.ID, "ghost", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, newUser(org.ID, "ghost", false).ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	createUser(t, s, org.ID, "alice", false)
-	_, err = s.DeleteUser(t.Context(), org.ID, "ghost", nil)
+	alice := createUser(t, s, org.ID, "alice", false)
+	_, err = s.DeleteUser(t.Context(), org.ID, newUser(org.ID, "alice", false).ID, nil)
+	require.ErrorIs(t, err, storage.ErrNotFound, "another id of the same username")
+	_, err = s.DeleteUser(t.Context(), org.ID, alice.FoldedUsername, nil)
+	require.ErrorIs(t, err, storage.ErrNotFound, "the username as an id")
+	_, err = s.DeleteUser(t.Context(), uuid.NewString(), alice.ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), uuid.NewString(), "alice", nil)
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+}
+
+// DeleteUser removes the user of the id it is given, found whatever its
+// username's spelling, and no other.
+func testDeleteUserByID(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "Alice", false)
+	bob := createUser(t, s, org.ID, "bob", true)
+	bobTok := createToken(t, s, bob, t0, time.Time{})
+
+	got, err := s.DeleteUser(t.Context(), org.ID, bob.ID, nil)
+	require.NoError(t, err)
+	assertUser(t, bob, got)
+	_, err = s.GetUser(t.Context(), org.ID, "bob")
 	require.ErrorIs(t, err, storage.ErrNotFound)
+	requireTokenGone(t, s, bobTok)
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+
+	got, err = s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
+	require.NoError(t, err)
+	assertUser(t, alice, got)
+	requireUserCount(t, s, org.ID, 0)
+}
+
+// A user deleted and created anew under the same username is another
+// user: DeleteUser of the old id is ErrNotFound, records nothing, and
+// leaves the new user, its tokens and sessions alone.
+func testDeleteUserRecreatedNotByOldID(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	old := createUser(t, s, org.ID, "alice", false)
+	_, err := s.DeleteUser(t.Context(), org.ID, old.ID, nil)
+	require.NoError(t, err)
+	again := createUser(t, s, org.ID, "Alice", true)
+	tok := createToken(t, s, again, t0, time.Time{})
+	sess := createSession(t, s, again, "again")
+	setDuckling(t, s, again, "rw", true, t0)
+
+	_, err = s.DeleteUser(t.Context(), org.ID, old.ID, audit(newEvent(org.ID, "user.delete", t0)))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, again, getUser(t, s, org.ID, "alice"))
+	requireTokenFound(t, s, tok, again)
+	got, err := s.EmbedSessionByDigest(t.Context(), sess.Digest)
+	require.NoError(t, err)
+	assertSession(t, sess, got)
+	require.Len(t, listActivity(t, s, org.ID), 1, "the new user's Duckling activity")
+	clean(t, s, at(time.Hour))
+	assert.Empty(t, listEvents(t, s, org.ID), "no event of a deletion of no user")
 }
 
 // DeleteUser removes the user's tokens, and only them.
@@ -444,7 +497,7 @@ func testDeleteUserRemovesTokens(t *testing.T, s storage.Store) {
 	}
 	bobToken := createToken(t, s, bob, t0, time.Time{})
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 
 	for _, tok := range aliceTokens {
@@ -469,7 +522,7 @@ func testDeleteUserRemovesActivity(t *testing.T, s storage.Store) {
 	setDuckling(t, s, alice, "rs.0", false, t0)
 	bobDuck := setDuckling(t, s, bob, "rw", true, at(time.Second))
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 
 	acts, err := s.ListActivity(t.Context(), org.ID)
@@ -490,7 +543,7 @@ func testDeleteUserRemovesEmbedSessions(t *testing.T, s storage.Store) {
 	}
 	bobSession := createSession(t, s, bob, "b1")
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 
 	for _, es := range aliceSessions {
@@ -514,7 +567,7 @@ func testDeleteUserRecreateUsername(t *testing.T, s storage.Store) {
 	setDuckling(t, s, old, "rw", true, t0)
 	oldSession := createSession(t, s, old, "old")
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, old.ID, nil)
 	require.NoError(t, err)
 
 	fresh := newUser(org.ID, "alice", true)
@@ -560,7 +613,7 @@ func testDeleteUserOtherOrg(t *testing.T, s storage.Store) {
 	setDuckling(t, s, inB, "rw", true, t0)
 	sessA := createSession(t, s, inA, "a")
 
-	got, err := s.DeleteUser(t.Context(), b.ID, "alice", nil)
+	got, err := s.DeleteUser(t.Context(), b.ID, inB.ID, nil)
 	require.NoError(t, err)
 	assertUser(t, inB, got)
 	requireTokenGone(t, s, tokB)
@@ -615,14 +668,13 @@ func testUserLimitFreedByDelete(t *testing.T, s storage.Store) {
 	for i := range 5 {
 		name := userName("user", i)
 		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, name, false), lim, nil), storage.ErrLimitExceeded, name)
-		_, err := s.DeleteUser(t.Context(), org.ID, "bob", nil)
-		require.NoError(t, err)
+		deleteUser(t, s, org.ID, "bob")
 		u := newUser(org.ID, name, true)
 		require.NoError(t, s.CreateUser(t.Context(), u, lim, nil), name)
 		assertUser(t, u, getUser(t, s, org.ID, u.FoldedUsername))
 		requireUserCount(t, s, org.ID, 2)
 		// The new user takes bob's place; bob comes back in its.
-		_, err = s.DeleteUser(t.Context(), org.ID, u.FoldedUsername, nil)
+		_, err := s.DeleteUser(t.Context(), org.ID, u.ID, nil)
 		require.NoError(t, err)
 		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "bob", false), lim, nil))
 	}
@@ -641,12 +693,11 @@ func testUserLimitLeavesUsernameFree(t *testing.T, s storage.Store) {
 	}
 	_, err := s.GetUser(t.Context(), org.ID, "carol")
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), org.ID, "carol", nil)
+	_, err = s.DeleteUser(t.Context(), org.ID, carol.ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireUserCount(t, s, org.ID, 1)
 
-	_, err = s.DeleteUser(t.Context(), org.ID, "alice", nil)
-	require.NoError(t, err)
+	deleteUser(t, s, org.ID, "alice")
 	require.NoError(t, s.CreateUser(t.Context(), carol, lim, nil))
 	assertUser(t, carol, getUser(t, s, org.ID, "carol"))
 	requireUserCount(t, s, org.ID, 1)
@@ -677,8 +728,7 @@ func testUserLimitPerOrg(t *testing.T, s storage.Store) {
 		}
 		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "carol", false), lim, nil), storage.ErrLimitExceeded)
 	}
-	_, err := s.DeleteUser(t.Context(), a.ID, "bob", nil)
-	require.NoError(t, err)
+	deleteUser(t, s, a.ID, "bob")
 	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(b.ID, "carol", false), lim, nil), storage.ErrLimitExceeded)
 	require.NoError(t, s.CreateUser(t.Context(), newUser(a.ID, "carol", false), lim, nil))
 }
