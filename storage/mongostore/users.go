@@ -724,8 +724,9 @@ const (
 // tokens, embed sessions, Duckling reports and name pointer, and last the
 // tombstone. A delete that stops part-way is ignored by every read and
 // finished by Cleanup. The user is found by its id, as SetInstances finds
-// it: a read of its document, then an update of it that requires it to
-// be that live user still.
+// it: a read of its document, then the update of it, which counts only
+// if the document was that live user still (its filter says so, or, by
+// id alone where a filter costs a scan, the document as it was).
 func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (_ storage.User, err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
