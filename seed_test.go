@@ -498,7 +498,9 @@ func TestSeed_UsersPastTheLimitWriteNothing(t *testing.T) {
 	requireCode(t, err, orgadmin.ErrNotFound)
 
 	// A seeded user deleted since stays deleted: it needs no place.
-	_, err = store.DeleteUser(ctx, "acme", "alice", nil)
+	alice, err := store.GetUser(ctx, "acme", "alice")
+	require.NoError(t, err)
+	_, err = store.DeleteUser(ctx, "acme", alice.ID, nil)
 	require.NoError(t, err)
 	_, err = svc.CreateUser(ctx, "acme", orgadmin.NewUser{Username: "zed"})
 	require.NoError(t, err)

@@ -1728,6 +1728,96 @@ func TestListingsAreTheirCallersOwn(t *testing.T) {
 	assert.Equal(t, kept, first.Users, "a page changed after later listings")
 }
 
+// meddlingStore makes another change of a user's privileges land just
+// before each SetPrivileges, while meddle is set, as a concurrent grant
+// would; it counts the SetPrivileges calls.
+type meddlingStore struct {
+	storage.Store
+	calls  int
+	meddle func(ctx context.Context, s storage.Store, org, userID string, call int)
+}
+
+func (m *meddlingStore) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) error {
+	m.calls++
+	if m.meddle != nil {
+		m.meddle(ctx, m.Store, org, userID, m.calls)
+	}
+	return m.Store.SetPrivileges(ctx, org, userID, from, to, a)
+}
+
+// newMeddledService is a Service on a meddlingStore, with the user
+// robot in testOrg.
+func newMeddledService(t testing.TB) (*orgadmin.Service, *meddlingStore) {
+	t.Helper()
+	m := &meddlingStore{Store: memstore.New()}
+	svc := orgadmin.New(m, orgadmin.Config{})
+	_, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: testOrg, Username: "admin"})
+	require.NoError(t, err)
+	_, err = svc.CreateUser(context.Background(), testOrg, orgadmin.NewUser{Username: "robot"})
+	require.NoError(t, err)
+	return svc, m
+}
+
+// A grant that finds the privileges changed since it read them reads
+// again and writes over what it reads then: every change lands, and the
+// event of the grant says what it changed, from what.
+func TestGrantPrivilege_ReadsAgainAfterAConflict(t *testing.T) {
+	ctx := context.Background()
+	svc, m := newMeddledService(t)
+	m.meddle = func(ctx context.Context, s storage.Store, org, userID string, call int) {
+		if call > 3 {
+			return
+		}
+		u, err := s.GetUser(ctx, org, "robot")
+		require.NoError(t, err)
+		require.NoError(t, s.SetPrivileges(ctx, org, userID, u.Privileges, append(slices.Clip(u.Privileges), fmt.Sprint("other.", call)), nil))
+	}
+	require.NoError(t, svc.GrantPrivilege(ctx, testOrg, "robot", "granted"))
+	assert.Equal(t, 4, m.calls, "three conflicts, then the write")
+	u, err := svc.GetUser(ctx, testOrg, "robot")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"other.1", "other.2", "other.3", "granted"}, u.Privileges)
+
+	admin, err := svc.ActAs(ctx, testOrg, "admin")
+	require.NoError(t, err)
+	page, err := svc.AuditEvents(ctx, admin, orgadmin.AuditQuery{Action: orgadmin.ActionUserGrant})
+	require.NoError(t, err)
+	require.Len(t, page.Events, 1, "one event, of the write that landed")
+	assert.JSONEq(t, `{"privileges": ["other.1", "other.2", "other.3"]}`, string(page.Events[0].Before))
+	assert.JSONEq(t, `{"privileges": ["other.1", "other.2", "other.3", "granted"]}`, string(page.Events[0].After))
+}
+
+// A grant that keeps finding the privileges changed gives up after
+// MaxPrivileges+1 attempts with the error of a failed store: no panic,
+// no loop without end, nothing written.
+func TestGrantPrivilege_BoundsItsAttempts(t *testing.T) {
+	ctx := context.Background()
+	svc, m := newMeddledService(t)
+	m.meddle = func(ctx context.Context, s storage.Store, org, userID string, call int) {
+		u, err := s.GetUser(ctx, org, "robot")
+		require.NoError(t, err)
+		next := []string{"a"} // the privileges change, and never grow
+		if slices.Equal(u.Privileges, next) {
+			next = []string{"b"}
+		}
+		require.NoError(t, s.SetPrivileges(ctx, org, userID, u.Privileges, next, nil))
+	}
+	err := svc.GrantPrivilege(ctx, testOrg, "robot", "granted")
+	requireCode(t, err, orgadmin.ErrInternal)
+	assert.ErrorIs(t, err, storage.ErrConflict)
+	assert.Equal(t, orgadmin.MaxPrivileges+1, m.calls)
+
+	m.meddle = nil
+	u, err := svc.GetUser(ctx, testOrg, "robot")
+	require.NoError(t, err)
+	assert.NotContains(t, u.Privileges, "granted")
+	admin, err := svc.ActAs(ctx, testOrg, "admin")
+	require.NoError(t, err)
+	page, err := svc.AuditEvents(ctx, admin, orgadmin.AuditQuery{Action: orgadmin.ActionUserGrant})
+	require.NoError(t, err)
+	assert.Empty(t, page.Events)
+}
+
 // A user holds at most MaxPrivileges privileges, however they come.
 func TestPrivilegesAreBounded(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})

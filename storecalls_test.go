@@ -38,9 +38,9 @@ func (c *countingStore) SetInstances(ctx context.Context, org, userID string, cf
 	c.calls.Add(1)
 	return c.Store.SetInstances(ctx, org, userID, cfg, a)
 }
-func (c *countingStore) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
+func (c *countingStore) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
 	c.calls.Add(1)
-	return c.Store.DeleteUser(ctx, org, folded, a)
+	return c.Store.DeleteUser(ctx, org, userID, a)
 }
 func (c *countingStore) ListUsers(ctx context.Context, org string, q storage.UserQuery) (storage.UserPage, error) {
 	c.calls.Add(1)

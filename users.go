@@ -224,13 +224,34 @@ func (s *Service) GetUser(ctx context.Context, org, username string) (User, erro
 // granting one the user holds changes nothing. It fails with BAD_REQUEST
 // for a privilege that is empty or longer than 1024 characters, or one
 // more for a user who holds MaxPrivileges, and with NOT_FOUND when the
-// user does not exist.
+// user does not exist. Grants of one user made at once all land: each
+// writes only over the privileges it read (storage.Store.SetPrivileges),
+// and reads again when another change came first.
 func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege string) error {
 	var is issues
 	is.checkString(privilege, 1, maxShortString, "privilege")
 	if err := is.err(); err != nil {
 		return err
 	}
+	// Each conflict means another change of the privileges landed, and
+	// privileges only grow, to MaxPrivileges: so many attempts are enough
+	// unless the user is deleted and created again meanwhile.
+	var err error
+	for range grantAttempts {
+		if err = s.grantOnce(ctx, org, username, privilege); !errors.Is(err, storage.ErrConflict) {
+			return err
+		}
+	}
+	return s.storeErr("grant privilege", fmt.Errorf("changed concurrently %d times: %w", grantAttempts, err), "user", "username")
+}
+
+// grantAttempts bounds the reads and writes of one GrantPrivilege.
+const grantAttempts = MaxPrivileges + 1
+
+// grantOnce makes one attempt of GrantPrivilege: it returns the error
+// storage.ErrConflict, unwrapped, when the user's privileges changed
+// between its read and its write, and the Service's error otherwise.
+func (s *Service) grantOnce(ctx context.Context, org, username, privilege string) error {
 	u, err := s.resolveUser(ctx, org, username)
 	if err != nil {
 		return err
@@ -241,16 +262,18 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 	if len(u.Privileges) >= MaxPrivileges {
 		return badRequest(Issue{Message: fmt.Sprintf("The user holds the maximum number of privileges (%d)", MaxPrivileges), Path: NewPath("privilege"), Code: IssueTooBig})
 	}
-	before := privilegesJSON(u.Privileges)
-	u.Privileges = append(u.Privileges, privilege)
+	to := append(slices.Clip(u.Privileges), privilege)
 	aud, ev, err := s.audited(ctx, org, system, change{
 		action: ActionUserGrant, kind: TargetUser, targetID: u.ID, targetUsername: u.Username,
-		before: before, after: privilegesJSON(u.Privileges),
+		before: privilegesJSON(u.Privileges), after: privilegesJSON(to),
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.store.UpdateUser(ctx, u, aud); err != nil {
+	switch err := s.store.SetPrivileges(ctx, org, u.ID, u.Privileges, to, aud); {
+	case errors.Is(err, storage.ErrConflict):
+		return storage.ErrConflict
+	case err != nil:
 		return s.storeErr("grant privilege", err, "user", "username")
 	}
 	s.emit(ctx, ev)
@@ -279,7 +302,7 @@ func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User
 	if err != nil {
 		return User{}, err
 	}
-	u, err := s.store.DeleteUser(ctx, c.org, t.folded, aud)
+	u, err := s.store.DeleteUser(ctx, c.org, target.ID, aud)
 	if err != nil {
 		return User{}, s.storeErr("delete user", err, "user", "username")
 	}

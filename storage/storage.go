@@ -16,7 +16,8 @@
 //
 // Failures: a missing record is ErrNotFound, a uniqueness violation is
 // ErrAlreadyExists, a full quota (of tokens, of users) is
-// ErrLimitExceeded; compare with errors.Is. Any other error is a failure
+// ErrLimitExceeded, a compare-and-set that found the record changed is
+// ErrConflict; compare with errors.Is. Any other error is a failure
 // of the store itself.
 package storage
 
@@ -35,6 +36,10 @@ var (
 	ErrAlreadyExists = errors.New("storage: already exists")
 	// ErrLimitExceeded means a quota passed to the Store would be exceeded.
 	ErrLimitExceeded = errors.New("storage: limit exceeded")
+	// ErrConflict means the record changed since it was read: a
+	// compare-and-set (SetPrivileges) found another value than the one
+	// it was told to expect, and wrote nothing. The caller reads again.
+	ErrConflict = errors.New("storage: the record changed since it was read")
 	// ErrRevoked means ReadAccess found no token with the digest but the
 	// tombstone DeleteToken left of one (see Revocation). It wraps
 	// ErrNotFound: errors.Is(err, ErrNotFound) holds for it too, so a
@@ -68,27 +73,32 @@ type Store interface {
 	// GetUser returns the user of org whose FoldedUsername is folded, or
 	// ErrNotFound.
 	GetUser(ctx context.Context, org, folded string) (User, error)
-	// UpdateUser replaces the stored user that has u's Org and ID with u,
-	// atomically, all but its instance configuration: u.Instances is
-	// ignored and the stored one kept, so that a concurrent SetInstances
-	// is never undone by a record read before it. Username and
-	// FoldedUsername must not change. It returns ErrNotFound when no such
-	// user exists. It records a's event with the
-	// change (nil: none).
-	UpdateUser(ctx context.Context, u User, a *Audit) error
+	// SetPrivileges replaces the Privileges of the user userID of org with
+	// to, only if the stored ones equal from (the same elements in the
+	// same order; nil and empty are equal), atomically: a compare-and-set,
+	// so that of two changes made from one read, one wins and the other
+	// is told, never lost. It returns ErrNotFound when no such user
+	// exists (a user created anew under the same username is another
+	// user), and ErrConflict when the stored privileges differ from
+	// from; either way it writes nothing and records no event. It records
+	// a's event with the change (nil: none). The rest of the user, its
+	// instance configuration included, is left as it is.
+	SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *Audit) error
 	// SetInstances replaces the instance configuration of the user userID
 	// of org, atomically (a concurrent reader sees the old or the new
 	// configuration, never a mix). It returns ErrNotFound when no such
 	// user exists: a user created anew under the same username is another
 	// user. It records a's event with the change (nil: none).
 	SetInstances(ctx context.Context, org, userID string, c InstanceConfig, a *Audit) error
-	// DeleteUser removes the user of org whose FoldedUsername is folded,
-	// together with its tokens, Duckling activity and embed sessions, and
-	// returns the removed record. Once it returns, and even if the process
-	// dies part-way through, none of those records can be read or used again
+	// DeleteUser removes the user userID of org, together with its
+	// tokens, Duckling activity and embed sessions, and returns the
+	// removed record. Once it returns, and even if the process dies
+	// part-way through, none of those records can be read or used again
 	// and the username can be created anew. It returns ErrNotFound when no
-	// such user exists. It records a's event with the deletion (nil: none).
-	DeleteUser(ctx context.Context, org, folded string, a *Audit) (User, error)
+	// such user exists: a user created anew under the same username is
+	// another user, which it leaves alone. It records a's event with the
+	// deletion (nil: none).
+	DeleteUser(ctx context.Context, org, userID string, a *Audit) (User, error)
 	// ListUsers returns users of org ordered by FoldedUsername, with the
 	// page and total described in UserQuery.
 	ListUsers(ctx context.Context, org string, q UserQuery) (UserPage, error)
@@ -185,7 +195,7 @@ type Store interface {
 
 // Audit events.
 //
-// CreateOrg, CreateUser, UpdateUser, SetInstances, DeleteUser,
+// CreateOrg, CreateUser, SetPrivileges, SetInstances, DeleteUser,
 // CreateToken, DeleteToken, PutDive and CreateEmbedSession take as their
 // last argument the Audit to record with the change (nil: none): the
 // store writes its event in the same atomic step as the change (one Lua

@@ -66,6 +66,14 @@ func testGoReplyLost(t *testing.T, e *env) {
 			require.Len(t, events.Events, n, "%s events of %s", action, org)
 		}
 	}
+	// holds checks that the user holds exactly privileges, in that order.
+	holds := func(privileges ...string) func(t *testing.T, name string) {
+		return func(t *testing.T, name string) {
+			u, err := e.direct.GetUser(ctx, "acme", name)
+			require.NoError(t, err)
+			require.Equal(t, privileges, u.Privileges, "the privileges of %s", name)
+		}
+	}
 	writes := []goWrite{
 		{"CreateUser", orgadmin.ActionUserCreate, "human", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			return func(svc *orgadmin.Service) error {
@@ -84,7 +92,22 @@ func testGoReplyLost(t *testing.T, e *env) {
 					u, err := e.direct.GetUser(ctx, "acme", name)
 					return err == nil && len(u.Privileges) == 1
 				}
-		}, nil, nil},
+		}, nil, holds("member_management.view_all_members")},
+		// A grant to a user that holds a privilege already: run again
+		// after it landed, it reads again and finds the privilege held,
+		// whatever the store answered the first time.
+		{"GrantPrivilege, a second one", orgadmin.ActionUserGrant, "regranted", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
+			newAccount(t, name)
+			u, err := e.direct.GetUser(ctx, "acme", name)
+			require.NoError(t, err)
+			require.NoError(t, e.directStore.SetPrivileges(ctx, "acme", u.ID, nil, []string{"first"}, nil))
+			return func(svc *orgadmin.Service) error {
+					return svc.GrantPrivilege(ctx, "acme", name, "member_management.view_all_members")
+				}, func() bool {
+					u, err := e.direct.GetUser(ctx, "acme", name)
+					return err == nil && len(u.Privileges) == 2
+				}
+		}, nil, holds("first", "member_management.view_all_members")},
 		{"SeedToken", orgadmin.ActionTokenSeed, "seeded", func(t *testing.T, name string) (func(*orgadmin.Service) error, func() bool) {
 			newAccount(t, name)
 			value := "seeded-value-of-" + name

@@ -36,7 +36,9 @@ func RunRaces(t *testing.T, newStore func(testing.TB) storage.Store, known ...Kn
 		{"CreateServiceAccountSameUsername", testServiceCreateSameUsername},
 		{"SetInstanceConfigSameUser", testServiceSetInstanceConfigSameUser},
 		{"SetInstanceConfigRacingGrantPrivilege", testServiceSetInstanceConfigRacingGrantPrivilege},
+		{"GrantPrivilegesSameUser", testServiceGrantPrivilegesSameUser},
 		{"SetInstanceConfigRacingRecreateUser", testServiceSetInstanceConfigRacingRecreate},
+		{"DeleteUserRacingRecreateUser", testServiceDeleteUserRacingRecreate},
 		{"CreateTokenRacingDeleteUser", testServiceCreateTokenRacingDeleteUser},
 		{"PagingRacingCreateDeleteUser", testServicePagingRacingChurn},
 		{"CreateEmbedSessionRacingDeleteUser", testServiceCreateEmbedSessionRacingDeleteUser},
@@ -228,6 +230,58 @@ func testServiceSetInstanceConfigRacingGrantPrivilege(t *testing.T, s storage.St
 	}
 }
 
+// Grants of different privileges to one user at the same instant all
+// land: each answers nil, the user holds every privilege granted, and
+// the audit trail holds one user.grant_privilege event for each, whose
+// befores and afters chain up from none to what the user holds, each
+// adding one privilege.
+func testServiceGrantPrivilegesSameUser(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	for round := range serviceRounds {
+		name := fmt.Sprint("robot", round)
+		_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+		granted := make([]string, serviceRacers)
+		errs := race(serviceRacers, func(i int) error {
+			granted[i] = fmt.Sprint("privilege.", i)
+			return svc.GrantPrivilege(t.Context(), "acme", name, granted[i])
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: grant %d", round, i)
+		}
+
+		robot, err := svc.GetUser(t.Context(), "acme", name)
+		require.NoError(t, err)
+		require.ElementsMatch(t, granted, robot.Privileges, "round %d: the privileges stored", round)
+		page, err := svc.AuditEvents(t.Context(), admin, orgadmin.AuditQuery{
+			Action: orgadmin.ActionUserGrant, TargetID: robot.ID, Limit: orgadmin.Some(2 * serviceRacers)})
+		require.NoError(t, err)
+		require.Len(t, page.Events, serviceRacers, "round %d: one event per grant", round)
+		held := []string{}
+		for i := len(page.Events) - 1; i >= 0; i-- { // oldest first
+			e := page.Events[i]
+			before, after := auditPrivileges(t, e.Before), auditPrivileges(t, e.After)
+			require.Equal(t, held, before, "round %d: the before of event %s follows the after of the one before it", round, e.ID)
+			require.Len(t, after, len(before)+1, "round %d: event %s adds one privilege", round, e.ID)
+			require.Equal(t, before, after[:len(before)], "round %d: event %s keeps the privileges before it", round, e.ID)
+			held = after
+		}
+		require.Equal(t, robot.Privileges, held, "round %d: the last event's after is what the user holds", round)
+	}
+}
+
+// auditPrivileges reads the privileges of a user.grant_privilege
+// event's before or after.
+func auditPrivileges(tb testing.TB, doc json.RawMessage) []string {
+	tb.Helper()
+	var p struct {
+		Privileges []string `json:"privileges"`
+	}
+	require.NoError(tb, json.Unmarshal(doc, &p))
+	require.NotNil(tb, p.Privileges, "privileges in %s", doc)
+	return p.Privileges
+}
+
 // Walks of the users by page token, and of the audit trail, while other
 // users are created and deleted between those listed: a walk lists every
 // user that existed throughout it exactly once, in order, none twice, with
@@ -380,6 +434,73 @@ func testServiceSetInstanceConfigRacingRecreate(t *testing.T, s storage.Store) {
 			want = describeAuditConfig(t, page.Events[0].After)
 		}
 		require.Equal(t, want, describeInstances(stored), "round %d: the configuration of the user created again", round)
+	}
+}
+
+// Deletions of a user racing its deletion and the creation of a new user
+// of the same name: a deletion that read the old user never deletes the
+// new one. In the audit trail no user is deleted twice, and every user
+// created and gone has the one user.delete event naming its id; every
+// user.delete event names a user that was created and is gone.
+func testServiceDeleteUserRacingRecreate(t *testing.T, s storage.Store) {
+	svc, admin := serviceOn(t, s)
+	const creations = 40
+	for round := range serviceRounds {
+		name := fmt.Sprint("robot", round)
+		var created atomic.Bool
+		errs := race(serviceRacers, func(i int) error {
+			if i == 0 {
+				defer created.Store(true)
+				for n := 0; n < creations; {
+					_, err := svc.CreateServiceAccount(t.Context(), admin, orgadmin.CreateServiceAccountInput{Username: name})
+					switch {
+					case err == nil:
+						n++
+					case orgadmin.ErrorCode(err) != orgadmin.CodeBadRequest: // "taken" (not deleted yet) is retried
+						return err
+					}
+				}
+				return nil
+			}
+			for !created.Load() {
+				if _, err := svc.DeleteUser(t.Context(), admin, name); err != nil && !errors.Is(err, orgadmin.ErrNotFound) {
+					return err
+				}
+			}
+			return nil
+		})
+		for i, err := range errs {
+			require.NoError(t, err, "round %d: racer %d", round, i)
+		}
+
+		ids := func(action string) map[string]int {
+			page, err := svc.AuditEvents(t.Context(), admin, orgadmin.AuditQuery{Action: action, TargetUsername: name, Limit: orgadmin.Some(1000)})
+			require.NoError(t, err)
+			require.Empty(t, page.NextPageToken)
+			n := make(map[string]int)
+			for _, e := range page.Events {
+				n[e.TargetID]++
+			}
+			return n
+		}
+		createdIDs, deletedIDs := ids(orgadmin.ActionUserCreate), ids(orgadmin.ActionUserDelete)
+		require.Len(t, createdIDs, creations, "round %d: users created", round)
+		live := ""
+		if u, err := svc.GetUser(t.Context(), "acme", name); err == nil {
+			live = u.ID
+		} else {
+			require.ErrorIs(t, err, orgadmin.ErrNotFound)
+		}
+		for id, n := range deletedIDs {
+			require.Equal(t, 1, n, "round %d: user %s deleted %d times", round, id, n)
+			require.Contains(t, createdIDs, id, "round %d: a user.delete event of user %s, never created", round, id)
+			require.NotEqual(t, live, id, "round %d: a user.delete event of user %s, which lives", round, id)
+		}
+		for id := range createdIDs {
+			if id != live {
+				require.Contains(t, deletedIDs, id, "round %d: user %s is gone without a user.delete event naming it", round, id)
+			}
+		}
 	}
 }
 

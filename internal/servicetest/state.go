@@ -47,9 +47,9 @@ func (c *Counter) CreateUser(ctx context.Context, u storage.User, lim storage.Us
 	return c.count(c.Store.CreateUser(ctx, u, lim, a))
 }
 
-// UpdateUser implements storage.Store.
-func (c *Counter) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
-	return c.count(c.Store.UpdateUser(ctx, u, a))
+// SetPrivileges implements storage.Store.
+func (c *Counter) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) error {
+	return c.count(c.Store.SetPrivileges(ctx, org, userID, from, to, a))
 }
 
 // SetInstances implements storage.Store.
@@ -58,8 +58,8 @@ func (c *Counter) SetInstances(ctx context.Context, org, userID string, cfg stor
 }
 
 // DeleteUser implements storage.Store.
-func (c *Counter) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
-	u, err := c.Store.DeleteUser(ctx, org, folded, a)
+func (c *Counter) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
+	u, err := c.Store.DeleteUser(ctx, org, userID, a)
 	return u, c.count(err)
 }
 

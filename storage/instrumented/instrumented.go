@@ -64,7 +64,7 @@ func New(next storage.Store, cfg Config) (*Store, error) {
 		}, []string{"operation"})
 		errs := prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "orgadmin_store_errors_total",
-			Help: "Calls to the store that failed, by operation; not found, already exists and limit exceeded are answers, not failures.",
+			Help: "Calls to the store that failed, by operation; not found, already exists, limit exceeded and conflict are answers, not failures.",
 		}, []string{"operation"})
 		for _, c := range []prometheus.Collector{dur, errs} {
 			if err := cfg.Metrics.Register(c); err != nil {
@@ -129,8 +129,9 @@ func (s *Store) end(c call, err error) {
 }
 
 // isAnswer reports whether err is one of the answers the storage contract
-// gives (not found, already exists, limit exceeded), not a failure.
+// gives (not found, already exists, limit exceeded, conflict), not a
+// failure.
 func isAnswer(err error) bool {
 	return errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrAlreadyExists) ||
-		errors.Is(err, storage.ErrLimitExceeded)
+		errors.Is(err, storage.ErrLimitExceeded) || errors.Is(err, storage.ErrConflict)
 }

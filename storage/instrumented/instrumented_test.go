@@ -117,3 +117,33 @@ func TestSecondStoreOnOneRegistryFails(t *testing.T) {
 	_, err = instrumented.New(memstore.New(), instrumented.Config{Metrics: reg})
 	require.Error(t, err)
 }
+
+// A compare-and-set that finds the record changed (ErrConflict) is an
+// answer of the contract, not a failure of the store.
+func TestConflictIsAnAnswer(t *testing.T) {
+	ctx := context.Background()
+	s, reg, rec := newStore(t, memstore.New())
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme"}, nil))
+	u := storage.User{ID: "u1", Org: "acme", Username: "robot", FoldedUsername: "robot", Role: "Member", Privileges: []string{"read"}}
+	require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
+
+	require.ErrorIs(t, s.SetPrivileges(ctx, "acme", "u1", nil, []string{"write"}, nil), storage.ErrConflict)
+	require.NoError(t, s.SetPrivileges(ctx, "acme", "u1", []string{"read"}, []string{"read", "write"}, nil))
+
+	assert.Equal(t, uint64(2), observed(t, reg)["SetPrivileges"])
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "orgadmin_store_errors_total" {
+			for _, m := range mf.GetMetric() {
+				if m.GetLabel()[0].GetValue() == "SetPrivileges" {
+					assert.Equal(t, 0.0, m.GetCounter().GetValue(), "a conflict is an answer")
+				}
+			}
+		}
+	}
+	spans := rec.Ended()
+	require.Len(t, spans, 4)
+	assert.Equal(t, "store SetPrivileges", spans[2].Name())
+	assert.Equal(t, codes.Unset, spans[2].Status().Code, "a conflict is an answer")
+}

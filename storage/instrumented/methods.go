@@ -17,7 +17,7 @@ const (
 	opGetOrg
 	opCreateUser
 	opGetUser
-	opUpdateUser
+	opSetPrivileges
 	opSetInstances
 	opDeleteUser
 	opListUsers
@@ -48,7 +48,7 @@ var opNames = [numOps]string{
 	opGetOrg:               "GetOrg",
 	opCreateUser:           "CreateUser",
 	opGetUser:              "GetUser",
-	opUpdateUser:           "UpdateUser",
+	opSetPrivileges:        "SetPrivileges",
 	opSetInstances:         "SetInstances",
 	opDeleteUser:           "DeleteUser",
 	opListUsers:            "ListUsers",
@@ -101,10 +101,10 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	return v, err
 }
 
-// UpdateUser implements storage.Store.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
-	ctx, c := s.begin(ctx, opUpdateUser)
-	err := s.next.UpdateUser(ctx, u, a)
+// SetPrivileges implements storage.Store.
+func (s *Store) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) error {
+	ctx, c := s.begin(ctx, opSetPrivileges)
+	err := s.next.SetPrivileges(ctx, org, userID, from, to, a)
 	s.end(c, err)
 	return err
 }
@@ -118,9 +118,9 @@ func (s *Store) SetInstances(ctx context.Context, org, userID string, cfg storag
 }
 
 // DeleteUser implements storage.Store.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
 	ctx, c := s.begin(ctx, opDeleteUser)
-	v, err := s.next.DeleteUser(ctx, org, folded, a)
+	v, err := s.next.DeleteUser(ctx, org, userID, a)
 	s.end(c, err)
 	return v, err
 }

@@ -232,22 +232,21 @@ func (s *Store) GetUser(_ context.Context, orgID, folded string) (storage.User, 
 	return s.user(r), nil
 }
 
-// UpdateUser implements storage.Store.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
+// SetPrivileges implements storage.Store.
+func (s *Store) SetPrivileges(ctx context.Context, orgID, userID string, from, to []string, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, r := s.lookupID(u.Org, u.ID)
+	o, r := s.lookupID(orgID, userID)
 	if r == 0 {
 		return storage.ErrNotFound
 	}
-	e := s.users.at(r)
-	if u.IsServiceAccount != e.serviceAccount {
-		o.kindIndex(e.serviceAccount).Delete(e.str(uFolded))
-		o.kindIndex(u.IsServiceAccount).Insert(r)
+	if !slices.Equal(s.privileges[r], from) { // nil and empty alike
+		return storage.ErrConflict
 	}
-	u.Instances = e.record(o.rec.ID).Instances // SetInstances owns them
-	e.set(u, e.str(uUsername), e.str(uFolded))
-	s.setPrivileges(r, u.Privileges)
+	if len(to) == 0 {
+		to = nil
+	}
+	s.setPrivileges(r, to)
 	s.record(a, o)
 	return nil
 }
@@ -269,10 +268,10 @@ func (s *Store) SetInstances(ctx context.Context, orgID, userID string, c storag
 }
 
 // DeleteUser implements storage.Store.
-func (s *Store) DeleteUser(ctx context.Context, orgID, folded string, a *storage.Audit) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, orgID, userID string, a *storage.Audit) (storage.User, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, r := s.lookup(orgID, folded)
+	o, r := s.lookupID(orgID, userID)
 	if r == 0 {
 		return storage.User{}, storage.ErrNotFound
 	}

@@ -179,7 +179,7 @@ func TestTokenListsMatchModel(t *testing.T) {
 			gone[x.Digest] = true
 			u.tokens = slices.Delete(u.tokens, i, i+1)
 		case op == 8: // delete the user, make another (in its slot)
-			if _, err := s.DeleteUser(ctx, "o", u.rec.FoldedUsername, nil); err != nil {
+			if _, err := s.DeleteUser(ctx, "o", u.rec.ID, nil); err != nil {
 				t.Fatal(err)
 			}
 			for _, x := range u.tokens {

@@ -39,7 +39,7 @@ func TestChangeByIDConfirmsTheEventItOverwrites(t *testing.T) {
 		func(read, was userDoc) bool { return was.alive(w.org, read.UID) },
 		func(string) bson.D {
 			return bson.D{{Key: "$set", Value: bson.D{{Key: "inst.rw.size", Value: "mega"}, {Key: "ev", Value: mineID}}}}
-		})
+		}, nil)
 	end(err)
 	require.NoError(t, err)
 	assert.Equal(t, otherID, was.Ev, "the document recorded the other change")
@@ -51,7 +51,7 @@ func TestChangeByIDConfirmsTheEventItOverwrites(t *testing.T) {
 	// tombstone's event is confirmed all the same.
 	deletion, deletionID := withEvent(w.org, "user.delete", w.alice.ID)
 	crashAfter(s, stepTombstone)
-	_, err = s.DeleteUser(ctx, w.org, w.alice.FoldedUsername, deletion)
+	_, err = s.DeleteUser(ctx, w.org, w.alice.ID, deletion)
 	require.ErrorIs(t, err, errCrash)
 	s.afterStep = nil
 	late, lateID := withEvent(w.org, "instances.set", w.alice.ID)
@@ -60,7 +60,7 @@ func TestChangeByIDConfirmsTheEventItOverwrites(t *testing.T) {
 	_, err = s.changeUser(ctx, func() (userDoc, error) { return stale, nil },
 		func(d userDoc) bson.D { return bson.D{{Key: "_id", Value: d.ID}} },
 		func(read, was userDoc) bool { return was.alive(w.org, read.UID) },
-		func(string) bson.D { return bson.D{{Key: "$set", Value: bson.D{{Key: "ev", Value: lateID}}}} })
+		func(string) bson.D { return bson.D{{Key: "$set", Value: bson.D{{Key: "ev", Value: lateID}}}} }, nil)
 	require.Error(t, err)
 	end(storage.ErrNotFound)
 	assert.Zero(t, eventCount(t, s, lateID, false), "a change of no user records nothing")

@@ -23,7 +23,8 @@ import (
 // so that no crash point loses either: the event is inserted first,
 // pending; the change is made; the event is confirmed: inserted into
 // audit_trail and removed from audit_events. A change that is refused
-// (not found, already exists, limit) removes the pending event instead.
+// (not found, already exists, limit, conflict) removes the pending event
+// instead.
 // A crash, or a failure whose outcome is unknown, leaves a pending event,
 // which is settled by looking at the store (resolveEvent, per action): an
 // event whose change is made is confirmed, at any age, since a change
@@ -249,7 +250,8 @@ func (s *Store) beginEvent(ctx context.Context, a *storage.Audit) (end func(erro
 			}
 			// Should this fail, the next listing or Cleanup confirms it.
 			_ = s.confirmEvent(ctx, doc)
-		case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrAlreadyExists), errors.Is(err, storage.ErrLimitExceeded):
+		case errors.Is(err, storage.ErrNotFound), errors.Is(err, storage.ErrAlreadyExists), errors.Is(err, storage.ErrLimitExceeded),
+			errors.Is(err, storage.ErrConflict):
 			// Should this fail, Cleanup finds no change and removes it.
 			_, _ = s.events.DeleteOne(ctx, id)
 		}

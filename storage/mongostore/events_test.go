@@ -2,6 +2,8 @@ package mongostore
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -93,14 +95,21 @@ var crashCases = []struct {
 	}},
 	{"user.delete", stepTombstone, func(s *Store, w crashWorld) auditedChange {
 		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {
-			_, err := s.DeleteUser(ctx, w.org, w.alice.FoldedUsername, a)
+			_, err := s.DeleteUser(ctx, w.org, w.alice.ID, a)
 			return err
 		}}
 	}},
 	{"user.grant_privilege", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
-		u := w.alice
-		u.Privileges = []string{"member_management.view_all_members"}
-		return auditedChange{w.org, u.ID, func(ctx context.Context, a *storage.Audit) error { return s.UpdateUser(ctx, u, a) }}
+		// One more privilege than read, as a grant makes: each call is
+		// a change, made from what the one before left.
+		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {
+			u, err := s.GetUser(ctx, w.org, w.alice.FoldedUsername)
+			if err != nil {
+				return err
+			}
+			to := append(slices.Clip(u.Privileges), fmt.Sprint("privilege.", len(u.Privileges)))
+			return s.SetPrivileges(ctx, w.org, u.ID, u.Privileges, to, a)
+		}}
 	}},
 	{"instances.set", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		return auditedChange{w.org, w.alice.ID, func(ctx context.Context, a *storage.Audit) error {
@@ -319,7 +328,7 @@ func TestEventOfDeletedUser(t *testing.T) {
 					} else {
 						aud = nil
 					}
-					_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, aud)
+					_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, aud)
 					require.NoError(t, err)
 					n, err := s.users.CountDocuments(t.Context(), bson.D{{Key: "uid", Value: w.alice.ID}})
 					require.NoError(t, err)
@@ -354,7 +363,7 @@ func TestEventOfRemovedRecord(t *testing.T) {
 				return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
 			}
 		}, func(t *testing.T, s *Store, w crashWorld) {
-			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, nil)
+			_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, nil)
 			require.NoError(t, err)
 		}},
 		{"a session, its user deleted", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
@@ -362,7 +371,7 @@ func TestEventOfRemovedRecord(t *testing.T) {
 			es.DiveID = w.dive.ID
 			return w.dive.ID, func(ctx context.Context, a *storage.Audit) error { return s.CreateEmbedSession(ctx, es, a) }
 		}, func(t *testing.T, s *Store, w crashWorld) {
-			_, err := s.DeleteUser(t.Context(), w.org, w.alice.FoldedUsername, nil)
+			_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, nil)
 			require.NoError(t, err)
 		}},
 		{"a token, expired and removed by the next creation", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {

@@ -70,8 +70,23 @@ func newTestStore(t testing.TB) *Store {
 func TestConformance(t *testing.T) {
 	testURI(t)
 	t.Parallel() // each store has a database of its own
-	storagetest.Run(t, func(t testing.TB) storage.Store { return newTestStore(t) })
+	storagetest.Run(t, func(t testing.TB) storage.Store { return newTestStore(t) }, knownDefects(t)...)
 }
+
+// knownDefects are the conformance subtests the test server is known to
+// fail: on FerretDB v1, an update is a read of the document and then a
+// write of it by id, so a compare-and-set racing another can pass its
+// filter on a document the other is about to change, and both succeed.
+func knownDefects(t testing.TB) []storagetest.KnownDefect {
+	if !newTestStore(t).byPointer { // a real mongod
+		return nil
+	}
+	return []storagetest.KnownDefect{{Test: "Concurrency/SetPrivilegesSameRead", Why: ferretUpdateWhy}}
+}
+
+// ferretUpdateWhy is why FerretDB v1 fails the races of a write of a user.
+const ferretUpdateWhy = "FerretDB v1 runs an update as a read of the document and a write of it whole: " +
+	"a write of a user racing another write of it, or its deletion, can be lost or bring it back (README, MongoDB)"
 
 // TestConformanceOtherLookup runs the suite with the way of finding users
 // by name that New did not choose for the test server (by name on
@@ -84,5 +99,5 @@ func TestConformanceOtherLookup(t *testing.T) {
 		s := newTestStore(t)
 		s.byPointer = !s.byPointer
 		return s
-	})
+	}, knownDefects(t)...)
 }

@@ -29,11 +29,11 @@ func TestServiceRaces(t *testing.T) {
 	t.Parallel() // each store has a database of its own
 	var known []servicetest.KnownDefect
 	if newTestStore(t).byPointer { // FerretDB v1
-		why := "FerretDB v1 runs an update as a read of the document and a write of it whole: " +
-			"a write of a user racing another write of it, or its deletion, can be lost or bring it back (README, MongoDB)"
 		known = []servicetest.KnownDefect{
-			{Race: "SetInstanceConfigRacingGrantPrivilege", Why: why},
-			{Race: "SetInstanceConfigRacingRecreateUser", Why: why},
+			{Race: "SetInstanceConfigRacingGrantPrivilege", Why: ferretUpdateWhy},
+			{Race: "GrantPrivilegesSameUser", Why: ferretUpdateWhy},
+			{Race: "SetInstanceConfigRacingRecreateUser", Why: ferretUpdateWhy},
+			{Race: "DeleteUserRacingRecreateUser", Why: ferretUpdateWhy + "; two deletions of one user can both succeed"},
 		}
 	}
 	servicetest.RunRaces(t, func(t testing.TB) storage.Store { return newTestStore(t) }, known...)

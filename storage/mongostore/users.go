@@ -225,60 +225,6 @@ func (s *Store) userByName(ctx context.Context, org, folded string) (userDoc, er
 	return d, nil
 }
 
-// updateByName applies the update that update(document id) returns to the
-// live user of org named folded, in one atomic update of its document, and
-// returns the document as it was before, or mongo.ErrNoDocuments. With
-// name pointers it reads the pointer and the user, then updates the user,
-// all by id. Otherwise (no pointers, a stale one, or a user deleted between
-// the read and the update, whose tombstone the update then changed in
-// nothing any read sees) it finds the user by name, then updates its
-// document if that is still the live user named folded.
-func (s *Store) updateByName(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, error) {
-	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
-	stale := ""
-	if s.byPointer {
-		d, pointer, err := s.pointed(ctx, org, folded)
-		switch {
-		case err == nil:
-			id := d.UID
-			err = s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: d.ID}}, update(d.ID), before).Decode(&d)
-			if err == nil && d.alive(org, id) && d.FKey == folded {
-				return d, nil
-			}
-			if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
-				return userDoc{}, err
-			}
-			pointer = id
-		case !errors.Is(err, mongo.ErrNoDocuments):
-			return userDoc{}, err
-		}
-		stale = pointer
-	}
-	var d userDoc
-	if err := s.users.FindOne(ctx, byName(org, folded), options.FindOne().SetProjection(idOnly)).Decode(&d); err != nil {
-		return userDoc{}, err
-	}
-	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
-	if err := s.users.FindOneAndUpdate(ctx, filter, update(d.ID), before).Decode(&d); err != nil {
-		return userDoc{}, err
-	}
-	if s.byPointer {
-		_ = s.repoint(ctx, org, folded, stale, d.UID) // a hint; see repoint
-	}
-	return d, nil
-}
-
-// changeUserByName makes the audited change update to the live user of
-// org named folded; see changeUser.
-func (s *Store) changeUserByName(ctx context.Context, org, folded string, update func(docID string) bson.D) (userDoc, error) {
-	return s.changeUser(ctx, func() (userDoc, error) { return s.userByName(ctx, org, folded) },
-		func(d userDoc) bson.D {
-			return bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "fkey", Value: folded}}
-		},
-		func(read, was userDoc) bool { return was.alive(org, read.UID) && was.FKey == folded },
-		update)
-}
-
 // changeUser makes an audited change of a user, update, which sets ev to
 // its event's id, in one atomic update of the user's document, and
 // returns the document as it was before, or mongo.ErrNoDocuments. It
@@ -300,7 +246,12 @@ func (s *Store) changeUserByName(ctx context.Context, org, folded string, update
 // (a change made in between, now overwritten), that event is confirmed
 // at once, as its change was made. Either way no document's ev moves on
 // from an event left pending.
-func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), filter func(userDoc) bson.D, still func(read, was userDoc) bool, update func(docID string) bson.D) (userDoc, error) {
+//
+// guard, when not nil, holds conditions on the document that the write
+// requires besides, in either way (a compare-and-set: SetPrivileges);
+// when the document no longer meets them, the change reads again, and
+// find tells what changed.
+func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), filter func(userDoc) bson.D, still func(read, was userDoc) bool, update func(docID string) bson.D, guard bson.D) (userDoc, error) {
 	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
 	for attempt := 1; ; attempt++ {
 		d, err := find()
@@ -314,7 +265,13 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 		}
 		if s.byPointer {
 			var was userDoc
-			if err := s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: d.ID}}, update(d.ID), before).Decode(&was); err != nil {
+			byID := append(bson.D{{Key: "_id", Value: d.ID}}, guard...)
+			err := s.users.FindOneAndUpdate(ctx, byID, update(d.ID), before).Decode(&was)
+			switch {
+			case err == nil:
+			case guard != nil && errors.Is(err, mongo.ErrNoDocuments) && attempt < maxChangeAttempts:
+				continue
+			default:
 				return userDoc{}, err
 			}
 			if was.Ev != d.Ev && was.Ev != "" {
@@ -327,7 +284,7 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 			}
 			return was, nil
 		}
-		f := append(filter(d), lastEvent(d.Ev))
+		f := append(append(filter(d), lastEvent(d.Ev)), guard...)
 		err = s.users.FindOneAndUpdate(ctx, f, update(d.ID), before).Decode(&d)
 		switch {
 		case err == nil:
@@ -649,9 +606,14 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	return d.record(), nil
 }
 
-// UpdateUser implements storage.Store. It replaces every field but the
-// username in one update of the user's document.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) (err error) {
+// SetPrivileges implements storage.Store, in one update of the user's
+// document, found by its id and its privileges as read (a compare-and-
+// set): the privileges are the update's filter, with the id, whichever
+// way the store finds users. When the update matches no document, a read
+// of the user tells ErrNotFound from ErrConflict. (On FerretDB v1 an
+// update is a read and then a write by id, so two changes at one instant
+// can both pass the filter, and one is lost: see the README.)
+func (s *Store) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	end, err := s.beginEvent(ctx, a)
@@ -659,38 +621,65 @@ func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit
 		return err
 	}
 	defer func() { end(err) }()
-	d := userToDoc(u)
-	set := bson.D{
-		{Key: "desc", Value: d.Desc},
-		{Key: "sa", Value: d.SA},
-		{Key: "role", Value: d.Role},
-		{Key: "privs", Value: d.Privileges},
-		{Key: "email", Value: d.Email},
-		{Key: "first", Value: d.First},
-		{Key: "last", Value: d.Last},
-		{Key: "created", Value: d.Created},
+	guard := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: userID}, privilegesAre(from)}
+	// The update: privileges none are left out, as userToDoc leaves them.
+	update := func(ev string) bson.D {
+		var set, u bson.D
+		if len(to) > 0 {
+			set = append(set, bson.E{Key: "privs", Value: to})
+		} else {
+			u = append(u, bson.E{Key: "$unset", Value: bson.D{{Key: "privs", Value: ""}}})
+		}
+		if ev != "" {
+			set = append(set, bson.E{Key: "ev", Value: ev})
+		}
+		if len(set) > 0 {
+			u = append(u, bson.E{Key: "$set", Value: set})
+		}
+		return u
 	}
-	filter := bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: u.Org}}
+	// find reads the user, and what it holds decides: ErrConflict when
+	// its privileges are not those read.
+	find := func() (userDoc, error) {
+		d, err := s.liveUser(ctx, org, userID)
+		if err == nil && !slices.Equal(d.Privileges, from) {
+			err = storage.ErrConflict
+		}
+		return d, err
+	}
 	if ev := eventID(a); ev != "" {
-		set = append(set, bson.E{Key: "ev", Value: ev})
-		_, err := s.changeUser(ctx, func() (userDoc, error) { return s.liveUser(ctx, u.Org, u.ID) },
-			func(userDoc) bson.D { return filter },
-			func(_, was userDoc) bool { return was.alive(u.Org, u.ID) },
-			func(string) bson.D { return bson.D{{Key: "$set", Value: set}} })
-		return wrap("update user", err)
+		_, err := s.changeUser(ctx, find,
+			func(d userDoc) bson.D { return bson.D{{Key: "_id", Value: d.ID}} },
+			func(_, was userDoc) bool { return was.alive(org, userID) },
+			func(string) bson.D { return update(ev) }, guard)
+		return wrap("set privileges", err)
 	}
-	res, err := s.users.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
+	res, err := s.users.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: key(org, userID)}}, guard...), update(""))
 	if err != nil {
-		return wrap("update user", err)
+		return wrap("set privileges", err)
 	}
 	if res.MatchedCount == 0 {
-		return fmt.Errorf("mongostore: update user: %w", storage.ErrNotFound)
+		_, err := find()
+		if err == nil {
+			err = storage.ErrConflict // changed back since: still not what was read
+		}
+		return wrap("set privileges", err)
 	}
 	return nil
 }
 
+// privilegesAre is the condition that a user's privileges are ps: the
+// same elements in the same order, none (absent, as written, or an empty
+// array) for an empty ps.
+func privilegesAre(ps []string) bson.E {
+	if len(ps) == 0 {
+		return bson.E{Key: "privs", Value: bson.D{{Key: "$in", Value: bson.A{nil, bson.A{}}}}}
+	}
+	return bson.E{Key: "privs", Value: ps}
+}
+
 // SetInstances implements storage.Store, in one update of the user's
-// document, found by its id as UpdateUser finds it.
+// document, found by its id as SetPrivileges finds it.
 func (s *Store) SetInstances(ctx context.Context, org, userID string, c storage.InstanceConfig, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -706,7 +695,7 @@ func (s *Store) SetInstances(ctx context.Context, org, userID string, c storage.
 		_, err := s.changeUser(ctx, func() (userDoc, error) { return s.liveUser(ctx, org, userID) },
 			func(userDoc) bson.D { return filter },
 			func(_, was userDoc) bool { return was.alive(org, userID) },
-			func(string) bson.D { return update })
+			func(string) bson.D { return update }, nil)
 		return wrap("set instances", err)
 	}
 	res, err := s.users.UpdateOne(ctx, filter, update)
@@ -734,8 +723,11 @@ const (
 // sessions are unusable and the username is free. It then removes the
 // tokens, embed sessions, Duckling reports and name pointer, and last the
 // tombstone. A delete that stops part-way is ignored by every read and
-// finished by Cleanup.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (_ storage.User, err error) {
+// finished by Cleanup. The user is found by its id, as SetInstances finds
+// it: a read of its document, then the update of it, which counts only
+// if the document was that live user still (its filter says so, or, by
+// id alone where a filter costs a scan, the document as it was).
+func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (_ storage.User, err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	end, err := s.beginEvent(ctx, a)
@@ -744,26 +736,48 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.A
 	}
 	defer func() { end(err) }()
 	// The tombstone's fkey and slot are its document id, unique among
-	// tombstones.
+	// tombstones; it keeps the username (of the user read: a user's never
+	// changes) for Cleanup to remove its pointer.
 	ev := eventID(a)
+	var read userDoc
+	find := func() (userDoc, error) {
+		d, err := s.liveUser(ctx, org, userID)
+		read = d
+		return d, err
+	}
 	tombstone := func(docID string) bson.D {
 		set := bson.D{
 			{Key: "org", Value: nil},
 			{Key: "dorg", Value: org},
 			{Key: "fkey", Value: docID},
 			{Key: "slot", Value: docID},
-			{Key: "dfkey", Value: folded},
+			{Key: "dfkey", Value: read.FKey},
 		}
 		if ev != "" {
 			set = append(set, bson.E{Key: "ev", Value: ev})
 		}
 		return bson.D{{Key: "$set", Value: set}}
 	}
+	live := func(d userDoc) bson.D {
+		return bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "uid", Value: userID}}
+	}
 	var d userDoc
 	if ev != "" {
-		d, err = s.changeUserByName(ctx, org, folded, tombstone)
-	} else {
-		d, err = s.updateByName(ctx, org, folded, tombstone)
+		d, err = s.changeUser(ctx, find, live,
+			func(_, was userDoc) bool { return was.alive(org, userID) }, tombstone, nil)
+	} else if _, err = find(); err == nil {
+		// By id alone where a filter costs a scan (FerretDB v1, see
+		// changeUser): a user deleted meanwhile is a tombstone that the
+		// update changes in nothing any read sees.
+		filter := live(read)
+		if s.byPointer {
+			filter = bson.D{{Key: "_id", Value: read.ID}}
+		}
+		before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+		err = s.users.FindOneAndUpdate(ctx, filter, tombstone(read.ID), before).Decode(&d)
+		if err == nil && !d.alive(org, userID) {
+			err = mongo.ErrNoDocuments
+		}
 	}
 	if err != nil {
 		return storage.User{}, wrap("delete user", err)
@@ -774,7 +788,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.A
 	if ev == "" {
 		ev = d.Ev // the tombstone keeps the user's
 	}
-	if err := s.removeUser(ctx, org, d.UID, d.ID, folded, ev); err != nil {
+	if err := s.removeUser(ctx, org, d.UID, d.ID, d.FKey, ev); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
 	return d.record(), nil

@@ -112,7 +112,7 @@ func TestCrashCreateTokenAfterReserve(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, next.ID, a.Credential.Token.ID)
 
-		_, err = w.s.DeleteUser(ctx, "acme", "robot", nil)
+		_, err = w.s.DeleteUser(ctx, "acme", w.user.ID, nil)
 		require.NoError(t, err)
 		w.requireUnusable(t, next)
 		require.NoError(t, w.s.CreateUser(ctx, storage.User{ID: uuid.NewString(), Org: "acme", Username: "robot", FoldedUsername: "robot", Role: "Member", CreatedAt: crashT0}, storage.UserLimit{}, nil))
@@ -148,7 +148,7 @@ func TestCrashDeleteUserBeforePointers(t *testing.T) {
 	require.NoError(t, w.s.CreateEmbedSession(ctx, ses, nil))
 
 	w.stopAt(t, "delete user: pointers")
-	_, err := w.s.DeleteUser(ctx, "acme", "robot", audited("user.delete", w.user.ID))
+	_, err := w.s.DeleteUser(ctx, "acme", w.user.ID, audited("user.delete", w.user.ID))
 	require.NoError(t, err)
 	w.requireUnusable(t, tok)
 	w.requireEvents(t, "user.delete "+w.user.ID)

@@ -95,7 +95,7 @@ func TestTimeoutOnSilentRedis(t *testing.T) {
 			return s.CreateToken(ctx, storage.Token{ID: "t", Org: "acme", UserID: "u"}, storage.TokenLimit{}, nil)
 		},
 		"ListUsers":  func() error { _, err := s.ListUsers(ctx, "acme", storage.UserQuery{Limit: 10}); return err },
-		"DeleteUser": func() error { _, err := s.DeleteUser(ctx, "acme", "a", nil); return err },
+		"DeleteUser": func() error { _, err := s.DeleteUser(ctx, "acme", "u", nil); return err },
 	}
 	for name, call := range calls {
 		start := time.Now()

@@ -170,7 +170,6 @@ var resendable = map[*redis.Script]bool{
 	credentialScript:   true,
 	listActivityScript: true,
 	embedTargetScript:  true,
-	updateUserScript:   true,
 	setInstancesScript: true,
 	setDucklingScript:  true,
 	putDiveScript:      true,
@@ -226,6 +225,8 @@ func status(op string, v any, err error) error {
 		return storage.ErrAlreadyExists
 	case "LIMIT":
 		return storage.ErrLimitExceeded
+	case "CONFLICT":
+		return storage.ErrConflict
 	}
 	return fmt.Errorf("redisstore: %s: unexpected reply %v", op, v)
 }

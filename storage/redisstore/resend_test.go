@@ -164,7 +164,7 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 	s, direct, p := lossyStore(t, single)
 	// Loaded, so that the answers lost are those of the scripts' runs,
 	// not of a NOSCRIPT.
-	for _, sc := range []*redis.Script{createUserScript, createTokenScript, deleteTokenScript, deleteUserScript} {
+	for _, sc := range []*redis.Script{createUserScript, createTokenScript, deleteTokenScript, setPrivilegesScript, deleteUserScript} {
 		require.NoError(t, sc.Load(ctx, direct.c).Err())
 	}
 
@@ -176,7 +176,7 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 		err := write()
 		require.False(t, p.armed(), "%s: no request contained %q", what, marker)
 		require.Error(t, err, "%s: its answer was lost", what)
-		for _, sentinel := range []error{storage.ErrAlreadyExists, storage.ErrNotFound, storage.ErrLimitExceeded} {
+		for _, sentinel := range []error{storage.ErrAlreadyExists, storage.ErrNotFound, storage.ErrLimitExceeded, storage.ErrConflict} {
 			require.False(t, errors.Is(err, sentinel), "%s: resent, it answered %v", what, err)
 		}
 	}
@@ -202,7 +202,14 @@ func testWritesAreNotResent(t *testing.T, single bool) {
 	_, err = direct.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest})
 	require.ErrorIs(t, err, storage.ErrNotFound, "the token was deleted")
 
-	lost("DeleteUser", "robot", func() error { _, err := s.DeleteUser(ctx, "acme", "robot", nil); return err })
+	lost("SetPrivileges", "privilege.lost", func() error {
+		return s.SetPrivileges(ctx, "acme", u.ID, nil, []string{"privilege.lost"}, nil)
+	})
+	got, err = direct.GetUser(ctx, "acme", "robot")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"privilege.lost"}, got.Privileges, "the privileges were set")
+
+	lost("DeleteUser", u.ID, func() error { _, err := s.DeleteUser(ctx, "acme", u.ID, nil); return err })
 	_, err = direct.GetUser(ctx, "acme", "robot")
 	require.ErrorIs(t, err, storage.ErrNotFound, "the user was deleted")
 }

@@ -129,17 +129,46 @@ if not u then return false end
 return {u, redis.call('HGET', b..'inst', ARGV[1])}
 `)
 
-var updateUserScript = redis.NewScript(orgBase + setRec + auditScript + `
--- ARGV: id, user, kind; the user's instances are kept
+// userRecordFunc defines userRecord(id, d, p), the user record of the
+// user id whose other fields are those of d (a decoded record) and whose
+// privileges are p (a JSON array, or empty for none), in the form encode
+// writes: its fields in that order, those left out when empty.
+const userRecordFunc = `
+local function userRecord(id, d, p)
+  local function field(k, v)
+    if type(v) == 'string' and v ~= '' then return ',"'..k..'":'..cjson.encode(v) end
+    return ''
+  end
+  local s = '{"id":'..cjson.encode(id)..',"n":'..cjson.encode(d.n or '')..field('ds', d.ds)
+  if d.sa == true then s = s..',"sa":true' end
+  s = s..',"r":'..cjson.encode(d.r or '')
+  if p ~= '' then s = s..',"p":'..p end
+  s = s..field('em', d.em)..field('fn', d.fn)..field('ln', d.ln)
+  return s..',"c":'..string.format('%.0f', tonumber(d.c) or 0)..'}'
+end
+`
+
+// setPrivilegesScript replaces the privileges of a user if they are
+// those the caller read: a compare-and-set, of the privileges decoded
+// from the stored record (whatever its form) and from the JSON array
+// ARGV[2], element by element.
+var setPrivilegesScript = redis.NewScript(orgBase + setRec + userRecordFunc + auditScript + `
+-- ARGV: id, from (a JSON array), to (a JSON array, '' for none)
 local f = redis.call('HGET', b..'uid', ARGV[1])
 if not f then return 'NOTFOUND' end
-redis.call('HSET', b..'users', f, ARGV[2])
-local rec = ARGV[2]..'\n'..(redis.call('HGET', b..'inst', f) or '')
+local u = redis.call('HGET', b..'users', f)
+local d = cjson.decode(u)
+local have, want = d.p, cjson.decode(ARGV[2])
+if type(have) ~= 'table' then have = {} end
+if #have ~= #want then return 'CONFLICT' end
+for i = 1, #want do
+  if have[i] ~= want[i] then return 'CONFLICT' end
+end
+u = userRecord(ARGV[1], d, ARGV[3])
+redis.call('HSET', b..'users', f, u)
+local rec = u..'\n'..(redis.call('HGET', b..'inst', f) or '')
 redis.call('SET', b..'user:'..ARGV[1], rec)
 setRec(b, f, rec)
-redis.call('ZREM', b..'ix:sa', f)
-redis.call('ZREM', b..'ix:hu', f)
-redis.call('ZADD', b..'ix:'..ARGV[3], 0, f)
 audit(b, 4)
 return 'OK'
 `)
@@ -157,16 +186,18 @@ audit(b, 3)
 return 'OK'
 `)
 
-// deleteUserScript removes the user and everything of it in the org's slot
-// at once and returns {user, inst, global keys (without prefix)}. With
-// single = "1" it removes those global keys too, and returns none.
+// deleteUserScript removes the user of an id and everything of it in the
+// org's slot at once and returns {user, inst, global keys (without
+// prefix), folded username}. With single = "1" it removes those global
+// keys too, and returns none.
 var deleteUserScript = redis.NewScript(orgBase + auditScript + `
--- ARGV: folded, single, prefix
-local f = ARGV[1]
+-- ARGV: id, single, prefix
+local id = ARGV[1]
+local f = redis.call('HGET', b..'uid', id)
+if not f then return false end
 local u = redis.call('HGET', b..'users', f)
 if not u then return false end
 local i = redis.call('HGET', b..'inst', f)
-local id = userID(u)
 local gone = {}
 local tk = b..'tok:'..id
 for _, v in ipairs(redis.call('HVALS', tk)) do
@@ -192,7 +223,7 @@ if ARGV[2] == '1' then
   gone = {}
 end
 audit(b, 4)
-return {u, i or '', gone}
+return {u, i or '', gone, f}
 `)
 
 // listUsersScript returns {total, names, users, insts} for one page of

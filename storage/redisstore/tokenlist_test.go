@@ -106,7 +106,7 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 			require.NoError(t, err)
 			assert.Len(t, listed, 2)
 
-			_, err = s.DeleteUser(ctx, "acme", "robot", nil)
+			_, err = s.DeleteUser(ctx, "acme", u.ID, nil)
 			require.NoError(t, err)
 			requireMirror("user deleted")
 		})
@@ -142,14 +142,12 @@ func TestUserMirrorsRecords(t *testing.T) {
 			requireMirror("no user yet")
 			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
 			requireMirror("created")
-			u.Role = "Admin"
-			u.IsServiceAccount = false
-			require.NoError(t, s.UpdateUser(ctx, u, nil))
-			requireMirror("updated")
+			require.NoError(t, s.SetPrivileges(ctx, "acme", u.ID, u.Privileges, []string{"read", "write"}, nil))
+			requireMirror("privileges set")
 			require.NoError(t, s.SetInstances(ctx, "acme", u.ID, storage.InstanceConfig{
 				ReadWrite: storage.InstanceSide{Size: "jumbo", CooldownSeconds: 600}}, nil))
 			requireMirror("instances set")
-			_, err := s.DeleteUser(ctx, "acme", "robot", nil)
+			_, err := s.DeleteUser(ctx, "acme", u.ID, nil)
 			require.NoError(t, err)
 			requireMirror("deleted")
 		})

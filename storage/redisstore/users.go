@@ -46,13 +46,19 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	return userFrom(org, folded, str(v[0]), str(v[1]))
 }
 
-// UpdateUser implements storage.Store.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
+// SetPrivileges implements storage.Store, in one script.
+func (s *Store) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, updateUserScript, u.Org, withAudit(a, u.ID,
-		encode(toUserDoc(u)), kind(u.IsServiceAccount))...).Result()
-	return status("update user", v, err)
+	was, now := "[]", ""
+	if len(from) > 0 {
+		was = encode(from)
+	}
+	if len(to) > 0 {
+		now = encode(to)
+	}
+	v, err := s.run(ctx, setPrivilegesScript, org, withAudit(a, userID, was, now)...).Result()
+	return status("set privileges", v, err)
 }
 
 // SetInstances implements storage.Store.
@@ -68,17 +74,20 @@ func (s *Store) SetInstances(ctx context.Context, org, userID string, c storage.
 // used. On a Cluster the pointer keys of its tokens and sessions, in other
 // slots, are removed afterwards; until then (or for ever, if the process
 // dies first) they point at nothing.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	v, err := s.run(ctx, deleteUserScript, org, withAudit(a, folded, single(s.single), s.prefix)...).Slice()
+	v, err := s.run(ctx, deleteUserScript, org, withAudit(a, userID, single(s.single), s.prefix)...).Slice()
 	if errors.Is(err, redis.Nil) {
 		return storage.User{}, storage.ErrNotFound
 	}
 	if err != nil {
 		return storage.User{}, failed("delete user", err)
 	}
-	u, err := userFrom(org, folded, str(v[0]), str(v[1]))
+	if len(v) < 4 {
+		return storage.User{}, fmt.Errorf("redisstore: delete user: unexpected reply of %d values", len(v))
+	}
+	u, err := userFrom(org, str(v[3]), str(v[0]), str(v[1]))
 	if err != nil {
 		return storage.User{}, err
 	}

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/uuid"
@@ -118,14 +119,14 @@ func TestRecsFollowEveryUserWrite(t *testing.T) {
 			c := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "Jumbo"}, ReadScaling: storage.InstanceSide{Size: "Standard", FlockSize: 2}}
 			require.NoError(t, s.SetInstances(ctx, "acme", bob.ID, c, nil))
 			bob.Instances = c
-			ann.Description, ann.Role = "reads", "Admin"
-			require.NoError(t, s.UpdateUser(ctx, ann, nil))
+			require.NoError(t, s.SetPrivileges(ctx, "acme", ann.ID, ann.Privileges, []string{"read"}, nil))
+			ann.Privileges = []string{"read"}
 			assert.Equal(t, []string{member(ann), member(bob), member(robot)}, recs(), "replaced")
 			page, err := s.ListUsers(ctx, "acme", storage.UserQuery{Limit: 10})
 			require.NoError(t, err)
 			assert.Equal(t, []storage.User{ann, bob, robot}, page.Users)
 
-			_, err = s.DeleteUser(ctx, "acme", "bob", nil)
+			_, err = s.DeleteUser(ctx, "acme", bob.ID, nil)
 			require.NoError(t, err)
 			assert.Equal(t, []string{member(ann), member(robot)}, recs(), "deleted")
 		})
@@ -147,4 +148,69 @@ func TestUserIDOfRecordsInAnotherForm(t *testing.T) {
 	rec, err := s.c.Get(ctx, base+"user:"+robot.ID).Result()
 	require.NoError(t, err)
 	assert.Equal(t, other+"\n"+encode(toInstDoc(c)), rec)
+}
+
+// SetPrivileges rewrites the user's record in its script, from the
+// record as stored (decoded, whatever its form) and the privileges it
+// is given: every other field survives, escapes and all, and a record of
+// plain text comes out in the very form encode writes, which reads
+// without decoding.
+func TestSetPrivilegesRewritesTheRecord(t *testing.T) {
+	for name, client := range clients() {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			s, us := usersWorld(t, client(t))
+			base := s.orgBase("acme")
+			record := func(u storage.User) string {
+				t.Helper()
+				rec, err := s.c.HGet(ctx, base+"users", u.FoldedUsername).Result()
+				require.NoError(t, err)
+				mirror, err := s.c.Get(ctx, base+"user:"+u.ID).Result()
+				require.NoError(t, err)
+				require.True(t, strings.HasPrefix(mirror, rec+"\n"), "user:<uid> holds the record")
+				return rec
+			}
+
+			// Plain text: the form encode writes.
+			ann := us[1]
+			require.NoError(t, s.SetPrivileges(ctx, "acme", ann.ID, nil, []string{"read", "write"}, nil))
+			ann.Privileges = []string{"read", "write"}
+			assert.Equal(t, encode(toUserDoc(ann)), record(ann))
+			var d userDoc
+			assert.True(t, readUserDocAsWritten(record(ann), &d), "read as written")
+			require.NoError(t, s.SetPrivileges(ctx, "acme", ann.ID, ann.Privileges, nil, nil))
+			ann.Privileges = nil
+			assert.Equal(t, encode(toUserDoc(ann)), record(ann), "no privileges: none written")
+
+			// Every field, with text JSON escapes.
+			odd := `say "hi" \ / <b>&amp; é ☃ 😀` + "\t\u2028\x01"
+			carol := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Carol", FoldedUsername: "carol",
+				Description: odd, IsServiceAccount: true, Role: "Admin", Privileges: []string{odd, "a/b"},
+				Email: "c/" + odd, FirstName: odd + "1", LastName: odd + "2", CreatedAt: crashT0}
+			require.NoError(t, s.CreateUser(ctx, carol, storage.UserLimit{}, nil))
+			to := []string{odd, "a/b", `"`}
+			require.NoError(t, s.SetPrivileges(ctx, "acme", carol.ID, carol.Privileges, to, nil))
+			carol.Privileges = to
+			got, err := s.GetUser(ctx, "acme", "carol")
+			require.NoError(t, err)
+			assert.Equal(t, carol, got)
+			page, err := s.ListUsers(ctx, "acme", storage.UserQuery{Limit: 10})
+			require.NoError(t, err)
+			require.Len(t, page.Users, 4)
+			assert.Equal(t, carol, page.Users[2], "listed")
+			require.ErrorIs(t, s.SetPrivileges(ctx, "acme", carol.ID, []string{odd, "a/b"}, nil, nil), storage.ErrConflict)
+
+			// A record in another form, as an earlier version wrote it.
+			robot := us[0]
+			other := `{"p":["x"],"n":"Robot","sa":true,"r":"Member","c":` + encode(robot.CreatedAt.UnixMilli()) + `,"id":"` + robot.ID + `"}`
+			require.NoError(t, s.c.HSet(ctx, base+"users", "robot", other).Err())
+			require.ErrorIs(t, s.SetPrivileges(ctx, "acme", robot.ID, nil, []string{"y"}, nil), storage.ErrConflict)
+			require.NoError(t, s.SetPrivileges(ctx, "acme", robot.ID, []string{"x"}, []string{"x", "y"}, nil))
+			robot.Privileges = []string{"x", "y"}
+			assert.Equal(t, encode(toUserDoc(robot)), record(robot))
+			got, err = s.GetUser(ctx, "acme", "robot")
+			require.NoError(t, err)
+			assert.Equal(t, robot, got)
+		})
+	}
 }

@@ -75,7 +75,7 @@ func liveAt(t, p string) string {
 type queries struct {
 	createOrg, getOrg, lockOrg string
 
-	changeUserCount, userTaken, insertUser, getUser, updateUser, setInstances, deleteUser string
+	changeUserCount, userTaken, insertUser, getUser, setPrivileges, userExists, setInstances, deleteUser string
 	// listUsers[filtered][keyset] is a page of users, with the total.
 	listUsers [2][2]string
 	// totalUsers[filtered] counts users.
@@ -107,12 +107,13 @@ func newQueries(d *dialect) queries {
 		userTaken:  "SELECT count(*) FROM users WHERE org = $1 AND (folded = $2 OR id = $3)",
 		insertUser: "INSERT INTO users (" + names(userColumns) + ") VALUES (" + params(1, len(userColumns)) + ")",
 		getUser:    "SELECT " + u + " FROM users u WHERE u.org = $1 AND u.folded = $2",
-		updateUser: `UPDATE users SET description = $3, service_account = $4, role = $5, privileges = $6,
-	email = $7, first_name = $8, last_name = $9, created_at = $10
-	WHERE org = $1 AND id = $2`,
+		// A compare-and-set of the privileges as stored (a JSON array, or
+		// NULL for none: equal to an empty array).
+		setPrivileges: "UPDATE users SET privileges = $4 WHERE org = $1 AND id = $2 AND COALESCE(privileges, '[]') = $3",
+		userExists:    "SELECT count(*) FROM users WHERE org = $1 AND id = $2",
 		setInstances: `UPDATE users SET rw_size = $3, rw_flock = $4, rw_cooldown = $5, rs_size = $6, rs_flock = $7, rs_cooldown = $8
 	WHERE org = $1 AND id = $2`,
-		deleteUser: "DELETE FROM users WHERE org = $1 AND folded = $2 RETURNING " + names(userColumns),
+		deleteUser: "DELETE FROM users WHERE org = $1 AND id = $2 RETURNING " + names(userColumns),
 
 		lockUser:          "SELECT 1 FROM users WHERE org = $1 AND id = $2 FOR UPDATE",
 		dropExpiredTokens: "DELETE FROM tokens WHERE org = $1 AND user_id = $2 AND expires_at <= $3",
@@ -178,7 +179,7 @@ func newQueries(d *dialect) queries {
 	// Every statement in the engine's spelling.
 	for _, p := range []*string{
 		&q.createOrg, &q.getOrg, &q.lockOrg,
-		&q.changeUserCount, &q.userTaken, &q.insertUser, &q.getUser, &q.updateUser, &q.setInstances, &q.deleteUser,
+		&q.changeUserCount, &q.userTaken, &q.insertUser, &q.getUser, &q.setPrivileges, &q.userExists, &q.setInstances, &q.deleteUser,
 		&q.listUsers[0][0], &q.listUsers[0][1], &q.listUsers[1][0], &q.listUsers[1][1], &q.totalUsers[0], &q.totalUsers[1],
 		&q.lockUser, &q.dropExpiredTokens, &q.countTokens, &q.tokenTaken, &q.insertToken,
 		&q.credential, &q.targetTokens, &q.listTokens, &q.deleteToken,

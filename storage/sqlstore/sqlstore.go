@@ -209,7 +209,7 @@ func (s *Store) inTx(ctx context.Context, f func(tx runner) error) error {
 // failed wraps err, the failure of op, unless it is a sentinel of the
 // contract.
 func failed(op string, err error) error {
-	if err == nil || errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrAlreadyExists) || errors.Is(err, storage.ErrLimitExceeded) {
+	if err == nil || errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrAlreadyExists) || errors.Is(err, storage.ErrLimitExceeded) || errors.Is(err, storage.ErrConflict) {
 		return err
 	}
 	return fmt.Errorf("sqlstore: %s: %w", op, err)

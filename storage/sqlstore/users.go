@@ -129,18 +129,35 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	return u, failed("get user", err)
 }
 
-// UpdateUser implements storage.Store: one UPDATE of the user's row, in a
-// transaction with its audit event when it has one.
-func (s *Store) UpdateUser(ctx context.Context, u storage.User, a *storage.Audit) error {
+// SetPrivileges implements storage.Store: one UPDATE of the user's row
+// that matches its privileges as stored, in a transaction with its audit
+// event when it has one; when it changes no row, a count of the user
+// tells ErrNotFound from ErrConflict.
+func (s *Store) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
+	was := privileges(from)
+	if !was.Valid {
+		was.String = "[]"
+	}
+	if len(to) == 0 {
+		to = nil
+	}
 	err := s.writeAudited(ctx, a, func(r runner) error {
-		res, err := r.ExecContext(ctx, s.q.updateUser, u.Org, u.ID,
-			u.Description, u.IsServiceAccount, u.Role, privileges(u.Privileges),
-			u.Email, u.FirstName, u.LastName, micros(u.CreatedAt))
-		return changedOne(res, err)
+		res, err := r.ExecContext(ctx, s.q.setPrivileges, org, userID, was.String, privileges(to))
+		if err := changedOne(res, err); !errors.Is(err, storage.ErrNotFound) {
+			return err
+		}
+		var n int
+		if err := r.QueryRowContext(ctx, s.q.userExists, org, userID).Scan(&n); err != nil {
+			return err
+		}
+		if n == 0 {
+			return storage.ErrNotFound
+		}
+		return storage.ErrConflict
 	})
-	return failed("update user", err)
+	return failed("set privileges", err)
 }
 
 // SetInstances implements storage.Store: one UPDATE of the user's row, in
@@ -178,7 +195,7 @@ func changedOne(res sql.Result, err error) error {
 // in opposite orders), deletes the user's row, which deletes its tokens,
 // Duckling reports and embed sessions with it (ON DELETE CASCADE), and
 // counts the org's users one fewer.
-func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.Audit) (storage.User, error) {
+func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	var r userRow
@@ -187,7 +204,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, folded string, a *storage.A
 		if err := tx.QueryRowContext(ctx, s.q.lockOrg, org).Scan(&n); err != nil {
 			return err // no org: no user (sql.ErrNoRows)
 		}
-		if err := tx.QueryRowContext(ctx, s.q.deleteUser, org, folded).Scan(r.dest()...); err != nil {
+		if err := tx.QueryRowContext(ctx, s.q.deleteUser, org, userID).Scan(r.dest()...); err != nil {
 			return err
 		}
 		if _, err := tx.ExecContext(ctx, s.q.changeUserCount, org, -1); err != nil {

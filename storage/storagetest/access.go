@@ -147,7 +147,7 @@ func testAccessDeletedUser(t *testing.T, s storage.Store) {
 	_, err := s.ReadAccess(t.Context(), storage.AccessQuery{Digest: revoked.Digest, Username: "alice", Tokens: true, LiveAt: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	_, err = s.DeleteUser(t.Context(), org.ID, "bob", nil)
+	_, err = s.DeleteUser(t.Context(), org.ID, bob.ID, nil)
 	require.NoError(t, err)
 	_, err = s.ReadAccess(t.Context(), storage.AccessQuery{Digest: bobTok.Digest, Username: "bob", Tokens: true, LiveAt: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -163,15 +163,12 @@ func testAccessCurrentRecords(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
-	alice.Role = "Admin"
-	alice.Privileges = []string{"admin:users"}
-	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
+	setPrivileges(t, s, &alice, "admin:users")
 	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))
 	alice.Instances = configB
 	readAccess(t, s, tok, alice, "alice", t0, alice, []storage.Token{tok})
 	bob := createUser(t, s, org.ID, "bob", true)
-	bob.Privileges = []string{"read"}
-	require.NoError(t, s.UpdateUser(t.Context(), bob, nil))
+	setPrivileges(t, s, &bob, "read")
 	require.NoError(t, s.SetInstances(t.Context(), org.ID, bob.ID, configB, nil))
 	bob.Instances = configB
 	readAccess(t, s, tok, alice, "bob", t0, bob, []storage.Token{})
@@ -200,8 +197,7 @@ func testAccessTokensOnlyWhenAsked(t *testing.T, s storage.Store) {
 func testAccessCopies(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
-	alice.Privileges = []string{"a", "b"}
-	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
+	setPrivileges(t, s, &alice, "a", "b")
 	tok := createToken(t, s, alice, t0, time.Time{})
 	q := storage.AccessQuery{Digest: tok.Digest, Username: "alice", Tokens: true, LiveAt: t0}
 	a, err := s.ReadAccess(t.Context(), q)

@@ -3,6 +3,7 @@ package storagetest
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,7 +25,8 @@ var concurrencyTests = []subtest{
 	{"SetDucklingRacingDeleteUser", testConcurrentSetDucklingRacingDeleteUser},
 	{"CreateEmbedSessionRacingDeleteUser", testConcurrentCreateEmbedSessionRacingDeleteUser},
 	{"SetInstancesAtomic", testConcurrentSetInstancesAtomic},
-	{"UpdateUserAtomic", testConcurrentUpdateUserAtomic},
+	{"SetPrivilegesAtomic", testConcurrentSetPrivilegesAtomic},
+	{"SetPrivilegesSameRead", testConcurrentSetPrivilegesSameRead},
 	{"MarkSeededSameOrg", testConcurrentMarkSeededSameOrg},
 }
 
@@ -139,11 +141,10 @@ func testConcurrentCreateUserLimit(t *testing.T, s storage.Store) {
 		requireUserCount(t, s, org.ID, lim.Max)
 		// Free a place more each round.
 		for _, u := range won {
-			_, err := s.DeleteUser(t.Context(), org.ID, u.FoldedUsername, nil)
+			_, err := s.DeleteUser(t.Context(), org.ID, u.ID, nil)
 			require.NoError(t, err)
 		}
-		_, err := s.DeleteUser(t.Context(), org.ID, userName("early", round), nil)
-		require.NoError(t, err)
+		deleteUser(t, s, org.ID, userName("early", round))
 		free++
 	}
 }
@@ -204,7 +205,7 @@ func raceDeleteUser(t testing.TB, s storage.Store, org, name string, f func(u st
 	u := createUser(t, s, org, name, false)
 	errs := race(racers+1, func(i int) error {
 		if i == racers {
-			_, err := s.DeleteUser(t.Context(), org, u.FoldedUsername, nil)
+			_, err := s.DeleteUser(t.Context(), org, u.ID, nil)
 			return err
 		}
 		return f(u, i)
@@ -393,18 +394,15 @@ func testConcurrentSetInstancesAtomic(t *testing.T, s storage.Store) {
 		})
 }
 
-// A reader concurrent with UpdateUser sees the old or the new record whole,
-// never a mix.
-func testConcurrentUpdateUserAtomic(t *testing.T, s storage.Store) {
+// A reader concurrent with SetPrivileges sees the old or the new
+// privileges whole, never a mix, nor a change to the rest of the user.
+// The writers flip the privileges between two lists, each from the list
+// it last read; those that lose to another are ErrConflict.
+func testConcurrentSetPrivilegesAtomic(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	v1 := createUser(t, s, org.ID, "alice", false)
 	v2 := v1
-	v2.Description = "second version"
-	v2.Role = "Admin"
-	v2.Privileges = []string{"admin:tokens", "admin:users", "read", "write"}
-	v2.Email = "alice@example.org"
-	v2.FirstName = "Alicia"
-	v2.LastName = "Second"
+	v2.Privileges = []string{"admin:tokens", "admin:users", "read", "write", "a privilege of a much longer name"}
 	versions := []storage.User{v1, v2}
 	tok := createToken(t, s, v1, t0, time.Time{})
 
@@ -416,7 +414,21 @@ func testConcurrentUpdateUserAtomic(t *testing.T, s storage.Store) {
 	}
 	var n atomic.Int64
 	readersAndWriters(t, 4, 150, 4,
-		func(w, i int) error { return s.UpdateUser(t.Context(), versions[(w+i)%2], nil) },
+		func(w, i int) error {
+			u, err := s.GetUser(t.Context(), org.ID, "alice")
+			if err != nil {
+				return err
+			}
+			to := versions[0].Privileges
+			if slices.Equal(u.Privileges, to) {
+				to = versions[1].Privileges
+			}
+			err = s.SetPrivileges(t.Context(), org.ID, v1.ID, u.Privileges, to, nil)
+			if errors.Is(err, storage.ErrConflict) {
+				return nil
+			}
+			return err
+		},
 		func() (string, error) {
 			switch n.Add(1) % 3 {
 			case 0:
@@ -433,6 +445,22 @@ func testConcurrentUpdateUserAtomic(t *testing.T, s storage.Store) {
 				return check("ReadAccess", c.User), err
 			}
 		})
+}
+
+// Of concurrent SetPrivileges calls from one read, each adding another
+// privilege, exactly one succeeds and the others are ErrConflict: the
+// privileges stored are the winner's, none lost to a write read before.
+func testConcurrentSetPrivilegesSameRead(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	to := func(i int) []string { return append(slices.Clip(alice.Privileges), fmt.Sprint("privilege.", i)) }
+	errs := race(racers, func(i int) error {
+		return s.SetPrivileges(t.Context(), org.ID, alice.ID, alice.Privileges, to(i), nil)
+	})
+	winner := requireOneWinner(t, errs, storage.ErrConflict)
+	want := alice
+	want.Privileges = to(winner)
+	assertUser(t, want, getUser(t, s, org.ID, "alice"))
 }
 
 func describeConfig(c storage.InstanceConfig) string { return fmt.Sprintf("%+v", c) }

@@ -179,9 +179,7 @@ func testDucklingListShowsCurrentUser(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "alice", false)
 	d := setDuckling(t, s, alice, "rw", true, t0)
 
-	alice.Description = "updated"
-	alice.Privileges = []string{"admin:users"}
-	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
+	setPrivileges(t, s, &alice, "admin:users")
 	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))
 	alice.Instances = configB
 	assertActivity(t, []wantActivity{{alice, []storage.Duckling{d}}}, listActivity(t, s, org.ID))

@@ -152,8 +152,9 @@ func testEventEachChange(t *testing.T, s storage.Store) {
 	do("user.create", func(ctx context.Context, a *storage.Audit) error {
 		return s.CreateUser(ctx, u, storage.UserLimit{Max: 10}, a)
 	})
-	u.Privileges = append(u.Privileges, "more")
-	do("user.grant_privilege", func(ctx context.Context, a *storage.Audit) error { return s.UpdateUser(ctx, u, a) })
+	do("user.grant_privilege", func(ctx context.Context, a *storage.Audit) error {
+		return s.SetPrivileges(ctx, org.ID, u.ID, u.Privileges, append(slices.Clip(u.Privileges), "more"), a)
+	})
 	do("instances.set", func(ctx context.Context, a *storage.Audit) error {
 		return s.SetInstances(ctx, org.ID, u.ID, configB, a)
 	})
@@ -170,7 +171,7 @@ func testEventEachChange(t *testing.T, s storage.Store) {
 		return s.CreateEmbedSession(ctx, newSession(u, "one"), a)
 	})
 	do("user.delete", func(ctx context.Context, a *storage.Audit) error {
-		_, err := s.DeleteUser(ctx, org.ID, u.FoldedUsername, a)
+		_, err := s.DeleteUser(ctx, org.ID, u.ID, a)
 		return err
 	})
 
@@ -205,14 +206,17 @@ func testEventRefused(t *testing.T, s storage.Store) {
 	refused("users full", storage.ErrLimitExceeded, func(ctx context.Context, a *storage.Audit) error {
 		return s.CreateUser(ctx, newUser(org.ID, "Carol", true), storage.UserLimit{Max: 1}, a)
 	})
-	refused("update missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
-		return s.UpdateUser(ctx, newUser(org.ID, "Nobody", true), a)
+	refused("grant to nobody", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.SetPrivileges(ctx, org.ID, "nobody", nil, []string{"more"}, a)
+	})
+	refused("privileges changed", storage.ErrConflict, func(ctx context.Context, a *storage.Audit) error {
+		return s.SetPrivileges(ctx, org.ID, u.ID, []string{"read"}, []string{"read", "more"}, a)
 	})
 	refused("set missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
 		return s.SetInstances(ctx, org.ID, "nobody", configB, a)
 	})
 	refused("delete missing", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
-		_, err := s.DeleteUser(ctx, org.ID, "nobody", a)
+		_, err := s.DeleteUser(ctx, org.ID, newUser(org.ID, "Nobody", true).ID, a)
 		return err
 	})
 	refused("token exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error {

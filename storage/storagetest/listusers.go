@@ -259,29 +259,25 @@ func testListUsersOrgIsolation(t *testing.T, s storage.Store) {
 	})
 }
 
-// Listings, filters and totals follow UpdateUser (which may turn a user
-// into a service account or back) and DeleteUser.
+// Listings, filters and totals follow DeleteUser, and the users listed
+// SetPrivileges and SetInstances.
 func testListUsersReflectsChanges(t *testing.T, s storage.Store) {
 	org, users := createListFixture(t, s)
 	sa, human := ptr(true), ptr(false)
 
 	dave := users["dave"]
-	dave.IsServiceAccount = true
-	dave.Description = "now a robot"
-	require.NoError(t, s.UpdateUser(t.Context(), dave, nil))
+	setPrivileges(t, s, &dave, "admin:users")
 	heidi := users["heidi-bot"]
-	heidi.IsServiceAccount = false
-	require.NoError(t, s.UpdateUser(t.Context(), heidi, nil))
-	_, err := s.DeleteUser(t.Context(), org, "bob", nil)
-	require.NoError(t, err)
+	setPrivileges(t, s, &heidi)
+	deleteUser(t, s, org, "bob")
 	require.NoError(t, s.SetInstances(t.Context(), org, users["alice"].ID, configB, nil))
 
 	checkPages(t, s, org, []pageCase{
 		{q: storage.UserQuery{Limit: 10}, users: []string{"alice", "carol.sa", "dave", "erin-bot", "frank", "grace", "heidi-bot"}, total: 7},
-		{q: storage.UserQuery{ServiceAccount: sa, Limit: 10}, users: []string{"carol.sa", "dave", "erin-bot"}, total: 3},
-		{q: storage.UserQuery{ServiceAccount: human, Limit: 10}, users: []string{"alice", "frank", "grace", "heidi-bot"}, total: 4},
-		{q: storage.UserQuery{ServiceAccount: sa, After: "carol.sa", Limit: 1}, users: []string{"dave"}, more: true, total: 3},
-		{q: storage.UserQuery{ServiceAccount: human, Offset: 3, Limit: 1}, users: []string{"heidi-bot"}, total: 4},
+		{q: storage.UserQuery{ServiceAccount: sa, Limit: 10}, users: []string{"carol.sa", "erin-bot", "heidi-bot"}, total: 3},
+		{q: storage.UserQuery{ServiceAccount: human, Limit: 10}, users: []string{"alice", "dave", "frank", "grace"}, total: 4},
+		{q: storage.UserQuery{ServiceAccount: sa, After: "carol.sa", Limit: 1}, users: []string{"erin-bot"}, more: true, total: 3},
+		{q: storage.UserQuery{ServiceAccount: human, Offset: 3, Limit: 1}, users: []string{"grace"}, total: 4},
 		{q: storage.UserQuery{After: "alice", Limit: 1}, users: []string{"carol.sa"}, more: true, total: 7},
 	})
 

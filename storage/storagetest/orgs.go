@@ -103,7 +103,7 @@ func testSeedMarksOutliveRecords(t *testing.T, s storage.Store) {
 	o := newOrg(t, s)
 	u := createUser(t, s, o.ID, "alice", false)
 	require.NoError(t, s.MarkSeeded(ctx, o.ID, []string{"user:alice"}))
-	_, err := s.DeleteUser(ctx, o.ID, u.FoldedUsername, nil)
+	_, err := s.DeleteUser(ctx, o.ID, u.ID, nil)
 	require.NoError(t, err)
 	marks, err := s.SeedMarks(ctx, o.ID)
 	require.NoError(t, err)

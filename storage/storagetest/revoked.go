@@ -113,7 +113,7 @@ func testRevokedDeletedUserIsNot(t *testing.T, s storage.Store) {
 	bob := createUser(t, s, org.ID, "bob", false)
 	tok := createToken(t, s, bob, t0, time.Time{})
 	expiring := createToken(t, s, bob, t0, at(time.Hour))
-	_, err := s.DeleteUser(t.Context(), org.ID, "bob", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, bob.ID, nil)
 	require.NoError(t, err)
 	for _, d := range []storage.Digest{tok.Digest, expiring.Digest} {
 		err := readErr(t, s, d, at(time.Minute))
@@ -135,7 +135,7 @@ func testRevokedRecreatedClears(t *testing.T, s storage.Store) {
 	again.Digest = tok.Digest
 	require.NoError(t, s.CreateToken(t.Context(), again, storage.TokenLimit{Max: 10, LiveAt: at(time.Minute)}, nil))
 	readAccess(t, s, again, alice, "alice", at(time.Minute), alice, []storage.Token{again})
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 	err = readErr(t, s, tok.Digest, at(time.Minute))
 	require.ErrorIs(t, err, storage.ErrNotFound)

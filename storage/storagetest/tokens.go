@@ -64,9 +64,7 @@ func testCredentialReadsCurrentUser(t *testing.T, s storage.Store) {
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
 
-	alice.Privileges = []string{"admin:users"}
-	alice.Role = "Admin"
-	require.NoError(t, s.UpdateUser(t.Context(), alice, nil))
+	setPrivileges(t, s, &alice, "admin:users")
 	requireTokenFound(t, s, tok, alice)
 
 	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))

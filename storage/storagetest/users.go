@@ -21,10 +21,13 @@ var userTests = []subtest{
 	{"MissingOrg", testUserMissingOrg},
 	{"GetMissing", testUserGetMissing},
 	{"OrgIsolation", testUserOrgIsolation},
-	{"Update", testUserUpdate},
-	{"UpdateKeepsInstances", testUserUpdateKeepsInstances},
-	{"UpdateMissing", testUserUpdateMissing},
-	{"UpdateOtherOrg", testUserUpdateOtherOrg},
+	{"SetPrivileges", testUserSetPrivileges},
+	{"SetPrivilegesNilIsEmpty", testUserSetPrivilegesNilIsEmpty},
+	{"SetPrivilegesConflict", testUserSetPrivilegesConflict},
+	{"SetPrivilegesKeepsInstances", testUserSetPrivilegesKeepsInstances},
+	{"SetPrivilegesMissing", testUserSetPrivilegesMissing},
+	{"SetPrivilegesRecreatedUsername", testUserSetPrivilegesRecreatedUsername},
+	{"SetPrivilegesOtherOrg", testUserSetPrivilegesOtherOrg},
 	{"SetInstances", testUserSetInstances},
 	{"SetInstancesMissing", testUserSetInstancesMissing},
 	{"SetInstancesRecreatedUsername", testUserSetInstancesRecreatedUsername},
@@ -142,7 +145,7 @@ func testUserOrgIsolation(t *testing.T, s storage.Store) {
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	err = s.SetInstances(t.Context(), b.ID, alice.ID, configB, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), b.ID, "alice", nil)
+	_, err = s.DeleteUser(t.Context(), b.ID, alice.ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	_, err = s.GetUser(t.Context(), a.ID, "bob")
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -150,43 +153,80 @@ func testUserOrgIsolation(t *testing.T, s storage.Store) {
 	assertUser(t, alice, getUser(t, s, a.ID, "alice"))
 }
 
-// UpdateUser replaces every field of the stored user but its instance
-// configuration, and no other user.
-func testUserUpdate(t *testing.T, s storage.Store) {
+// SetPrivileges replaces the privileges of the user, and nothing else of
+// it nor of any other user, when they are those it is told they are.
+func testUserSetPrivileges(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "Alice", false)
 	bob := createUser(t, s, org.ID, "bob", false)
 
-	changed := alice
-	changed.Description = "promoted"
-	changed.Role = "Admin"
-	changed.Privileges = []string{"admin:tokens", "admin:users", "read"}
-	changed.Email = "a.smith@example.org"
-	changed.FirstName = "Alicia"
-	changed.LastName = "Smith"
-	require.NoError(t, s.UpdateUser(t.Context(), changed, nil))
-	assertUser(t, changed, getUser(t, s, org.ID, "alice"))
+	want := alice
+	want.Privileges = []string{"admin:tokens", "admin:users", "read"}
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, alice.ID, alice.Privileges, want.Privileges, nil))
+	assertUser(t, want, getUser(t, s, org.ID, "alice"))
 
-	fewer := changed
+	fewer := want
 	fewer.Privileges = []string{"read"}
-	require.NoError(t, s.UpdateUser(t.Context(), fewer, nil))
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, alice.ID, want.Privileges, fewer.Privileges, nil))
 	assertUser(t, fewer, getUser(t, s, org.ID, "alice"))
 
 	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
 }
 
-// UpdateUser keeps the stored instance configuration, whatever the record
-// it is given holds: a record read before a SetInstances and written back
-// after it does not undo that SetInstances.
-func testUserUpdateKeepsInstances(t *testing.T, s storage.Store) {
+// Privileges nil and empty are the same: none. A user without privileges
+// is told so by either, and either sets none.
+func testUserSetPrivilegesNilIsEmpty(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	none := alice
+	none.Privileges = nil
+
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, alice.ID, alice.Privileges, []string{}, nil))
+	assertUser(t, none, getUser(t, s, org.ID, "alice"))
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, alice.ID, nil, []string{"read"}, nil))
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, alice.ID, []string{"read"}, nil, nil))
+	assertUser(t, none, getUser(t, s, org.ID, "alice"))
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, alice.ID, []string{}, []string{"write"}, nil))
+	none.Privileges = []string{"write"}
+	assertUser(t, none, getUser(t, s, org.ID, "alice"))
+
+	bob := newUser(org.ID, "bob", false)
+	bob.Privileges = []string{}
+	require.NoError(t, s.CreateUser(t.Context(), bob, storage.UserLimit{}, nil))
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, bob.ID, nil, []string{"read"}, nil))
+	bob.Privileges = []string{"read"}
+	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
+}
+
+// SetPrivileges from privileges other than those stored (other elements,
+// fewer, more, the same in another order, none) is ErrConflict: it
+// changes nothing and records no event.
+func testUserSetPrivilegesConflict(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false) // read, write
+	require.NoError(t, s.SetInstances(t.Context(), org.ID, alice.ID, configB, nil))
+	alice.Instances = configB
+	for _, from := range [][]string{{"read", "admin"}, {"read"}, {"read", "write", "admin"}, {"write", "read"}, nil, {}} {
+		e := newEvent(org.ID, "user.grant_privilege", t0)
+		err := s.SetPrivileges(t.Context(), org.ID, alice.ID, from, []string{"admin:users"}, audit(e))
+		require.ErrorIs(t, err, storage.ErrConflict, "from %q", from)
+		require.NotErrorIs(t, err, storage.ErrNotFound, "from %q", from)
+		assertUser(t, alice, getUser(t, s, org.ID, "alice"), "after a conflict from %q", from)
+	}
+	clean(t, s, at(time.Hour))
+	assert.Empty(t, listEvents(t, s, org.ID), "no event of a conflict")
+}
+
+// SetPrivileges keeps the stored instance configuration and the rest of
+// the user as they are.
+func testUserSetPrivilegesKeepsInstances(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	read := createUser(t, s, org.ID, "alice", false)
 	require.NoError(t, s.SetInstances(t.Context(), org.ID, read.ID, configB, nil))
 
-	changed := read
-	changed.Description = "read before the configuration was set"
-	require.NoError(t, s.UpdateUser(t.Context(), changed, nil))
-	want := changed
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, read.ID, read.Privileges, []string{"admin:users"}, nil))
+	want := read
+	want.Privileges = []string{"admin:users"}
 	want.Instances = configB
 	assertUser(t, want, getUser(t, s, org.ID, "alice"))
 	c, err := credential(t, s, createToken(t, s, read, t0, time.Time{}).Digest)
@@ -198,36 +238,54 @@ func testUserUpdateKeepsInstances(t *testing.T, s storage.Store) {
 	assertUser(t, want, p.Users[0], "listed")
 }
 
-// UpdateUser of a user that does not exist is ErrNotFound and stores
+// SetPrivileges of a user that does not exist is ErrNotFound and stores
 // nothing; the ID, not the username, names the user.
-func testUserUpdateMissing(t *testing.T, s storage.Store) {
+func testUserSetPrivilegesMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
-	err := s.UpdateUser(t.Context(), newUser(org.ID, "ghost", false), nil)
+	ghost := newUser(org.ID, "ghost", false)
+	err := s.SetPrivileges(t.Context(), org.ID, ghost.ID, ghost.Privileges, []string{"admin:users"}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NotErrorIs(t, err, storage.ErrConflict)
 	_, err = s.GetUser(t.Context(), org.ID, "ghost")
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	alice := createUser(t, s, org.ID, "alice", false)
 	impostor := newUser(org.ID, "alice", false) // same username, another ID
-	impostor.Privileges = []string{"admin:users"}
-	err = s.UpdateUser(t.Context(), impostor, nil)
+	err = s.SetPrivileges(t.Context(), org.ID, impostor.ID, alice.Privileges, []string{"admin:users"}, nil)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+
+	err = s.SetPrivileges(t.Context(), uuid.NewString(), alice.ID, alice.Privileges, []string{"admin:users"}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
 }
 
-// UpdateUser cannot reach a user through another org.
-func testUserUpdateOtherOrg(t *testing.T, s storage.Store) {
+// SetPrivileges of a deleted user whose username was created anew is
+// ErrNotFound, even from the privileges the new user holds, and leaves
+// the new user alone.
+func testUserSetPrivilegesRecreatedUsername(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	old := createUser(t, s, org.ID, "alice", false)
+	_, err := s.DeleteUser(t.Context(), org.ID, old.ID, nil)
+	require.NoError(t, err)
+	again := createUser(t, s, org.ID, "Alice", false)
+
+	err = s.SetPrivileges(t.Context(), org.ID, old.ID, again.Privileges, []string{"admin:users"}, nil)
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, again, getUser(t, s, org.ID, "alice"))
+}
+
+// SetPrivileges cannot reach a user through another org.
+func testUserSetPrivilegesOtherOrg(t *testing.T, s storage.Store) {
 	a, b := newOrg(t, s), newOrg(t, s)
 	alice := createUser(t, s, a.ID, "alice", false)
+	createUser(t, s, b.ID, "alice", false)
+	inB := getUser(t, s, b.ID, "alice")
 
-	moved := alice
-	moved.Org = b.ID
-	moved.Privileges = []string{"admin:users"}
-	require.ErrorIs(t, s.UpdateUser(t.Context(), moved, nil), storage.ErrNotFound)
-
-	_, err := s.GetUser(t.Context(), b.ID, "alice")
+	err := s.SetPrivileges(t.Context(), b.ID, alice.ID, alice.Privileges, []string{"admin:users"}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	assertUser(t, alice, getUser(t, s, a.ID, "alice"))
+	assertUser(t, inB, getUser(t, s, b.ID, "alice"))
 }
 
 // SetInstances replaces the whole instance configuration and nothing else.
@@ -270,7 +328,7 @@ func testUserSetInstancesMissing(t *testing.T, s storage.Store) {
 func testUserSetInstancesRecreatedUsername(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	old := createUser(t, s, org.ID, "alice", false)
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, old.ID, nil)
 	require.NoError(t, err)
 	again := createUser(t, s, org.ID, "Alice", false)
 
@@ -308,8 +366,8 @@ func testUserCopiesOnRead(t *testing.T, s storage.Store) {
 	assertUser(t, want, c.User)
 }
 
-// Mutating a user's slices after passing it to CreateUser or UpdateUser
-// changes nothing stored.
+// Mutating a user's slices after passing it to CreateUser, or the
+// privileges passed to SetPrivileges, changes nothing stored.
 func testUserCopiesOnWrite(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := newUser(org.ID, "alice", false)
@@ -321,18 +379,21 @@ func testUserCopiesOnWrite(t *testing.T, s storage.Store) {
 	scribble(alice.Privileges, "mutated")
 	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating CreateUser's argument")
 
-	update := want
-	update.Privileges = make([]string, 1, 8)
-	update.Privileges[0] = "admin:users"
+	from := []string{"read", "write"}
+	to := make([]string, 1, 8)
+	to[0] = "admin:users"
 	want.Privileges = []string{"admin:users"}
-	require.NoError(t, s.UpdateUser(t.Context(), update, nil))
-	scribble(update.Privileges, "mutated")
-	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating UpdateUser's argument")
+	require.NoError(t, s.SetPrivileges(t.Context(), org.ID, alice.ID, from, to, nil))
+	scribble(to, "mutated")
+	scribble(from, "mutated")
+	assertUser(t, want, getUser(t, s, org.ID, "alice"), "after mutating SetPrivileges's arguments")
 }
 
 var deleteUserTests = []subtest{
 	{"ReturnsRecord", testDeleteUserReturnsRecord},
 	{"Missing", testDeleteUserMissing},
+	{"ByID", testDeleteUserByID},
+	{"RecreatedNotByOldID", testDeleteUserRecreatedNotByOldID},
 	{"RemovesTokens", testDeleteUserRemovesTokens},
 	{"RemovesActivity", testDeleteUserRemovesActivity},
 	{"RemovesEmbedSessions", testDeleteUserRemovesEmbedSessions},
@@ -349,28 +410,79 @@ func testDeleteUserReturnsRecord(t *testing.T, s storage.Store) {
 	want := alice
 	want.Instances = configB
 
-	got, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	got, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 	assertUser(t, want, got)
 
 	_, err = s.GetUser(t.Context(), org.ID, "alice")
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err = s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	assertUser(t, bob, getUser(t, s, org.ID, "bob"))
 }
 
-// DeleteUser of a user that does not exist is ErrNotFound.
+// DeleteUser of a user that does not exist is ErrNotFound; the ID, not
+// the username, names the user.
 func testDeleteUserMissing(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
-	_, err := s.DeleteUser(t.Context(), org.ID, "ghost", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, newUser(org.ID, "ghost", false).ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
-	createUser(t, s, org.ID, "alice", false)
-	_, err = s.DeleteUser(t.Context(), org.ID, "ghost", nil)
+	alice := createUser(t, s, org.ID, "alice", false)
+	_, err = s.DeleteUser(t.Context(), org.ID, newUser(org.ID, "alice", false).ID, nil)
+	require.ErrorIs(t, err, storage.ErrNotFound, "another id of the same username")
+	_, err = s.DeleteUser(t.Context(), org.ID, alice.FoldedUsername, nil)
+	require.ErrorIs(t, err, storage.ErrNotFound, "the username as an id")
+	_, err = s.DeleteUser(t.Context(), uuid.NewString(), alice.ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), uuid.NewString(), "alice", nil)
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+}
+
+// DeleteUser removes the user of the id it is given, found whatever its
+// username's spelling, and no other.
+func testDeleteUserByID(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "Alice", false)
+	bob := createUser(t, s, org.ID, "bob", true)
+	bobTok := createToken(t, s, bob, t0, time.Time{})
+
+	got, err := s.DeleteUser(t.Context(), org.ID, bob.ID, nil)
+	require.NoError(t, err)
+	assertUser(t, bob, got)
+	_, err = s.GetUser(t.Context(), org.ID, "bob")
 	require.ErrorIs(t, err, storage.ErrNotFound)
+	requireTokenGone(t, s, bobTok)
+	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+
+	got, err = s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
+	require.NoError(t, err)
+	assertUser(t, alice, got)
+	requireUserCount(t, s, org.ID, 0)
+}
+
+// A user deleted and created anew under the same username is another
+// user: DeleteUser of the old id is ErrNotFound, records nothing, and
+// leaves the new user, its tokens and sessions alone.
+func testDeleteUserRecreatedNotByOldID(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	old := createUser(t, s, org.ID, "alice", false)
+	_, err := s.DeleteUser(t.Context(), org.ID, old.ID, nil)
+	require.NoError(t, err)
+	again := createUser(t, s, org.ID, "Alice", true)
+	tok := createToken(t, s, again, t0, time.Time{})
+	sess := createSession(t, s, again, "again")
+	setDuckling(t, s, again, "rw", true, t0)
+
+	_, err = s.DeleteUser(t.Context(), org.ID, old.ID, audit(newEvent(org.ID, "user.delete", t0)))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	assertUser(t, again, getUser(t, s, org.ID, "alice"))
+	requireTokenFound(t, s, tok, again)
+	got, err := s.EmbedSessionByDigest(t.Context(), sess.Digest)
+	require.NoError(t, err)
+	assertSession(t, sess, got)
+	require.Len(t, listActivity(t, s, org.ID), 1, "the new user's Duckling activity")
+	clean(t, s, at(time.Hour))
+	assert.Empty(t, listEvents(t, s, org.ID), "no event of a deletion of no user")
 }
 
 // DeleteUser removes the user's tokens, and only them.
@@ -385,7 +497,7 @@ func testDeleteUserRemovesTokens(t *testing.T, s storage.Store) {
 	}
 	bobToken := createToken(t, s, bob, t0, time.Time{})
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 
 	for _, tok := range aliceTokens {
@@ -410,7 +522,7 @@ func testDeleteUserRemovesActivity(t *testing.T, s storage.Store) {
 	setDuckling(t, s, alice, "rs.0", false, t0)
 	bobDuck := setDuckling(t, s, bob, "rw", true, at(time.Second))
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 
 	acts, err := s.ListActivity(t.Context(), org.ID)
@@ -431,7 +543,7 @@ func testDeleteUserRemovesEmbedSessions(t *testing.T, s storage.Store) {
 	}
 	bobSession := createSession(t, s, bob, "b1")
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 
 	for _, es := range aliceSessions {
@@ -455,7 +567,7 @@ func testDeleteUserRecreateUsername(t *testing.T, s storage.Store) {
 	setDuckling(t, s, old, "rw", true, t0)
 	oldSession := createSession(t, s, old, "old")
 
-	_, err := s.DeleteUser(t.Context(), org.ID, "alice", nil)
+	_, err := s.DeleteUser(t.Context(), org.ID, old.ID, nil)
 	require.NoError(t, err)
 
 	fresh := newUser(org.ID, "alice", true)
@@ -501,7 +613,7 @@ func testDeleteUserOtherOrg(t *testing.T, s storage.Store) {
 	setDuckling(t, s, inB, "rw", true, t0)
 	sessA := createSession(t, s, inA, "a")
 
-	got, err := s.DeleteUser(t.Context(), b.ID, "alice", nil)
+	got, err := s.DeleteUser(t.Context(), b.ID, inB.ID, nil)
 	require.NoError(t, err)
 	assertUser(t, inB, got)
 	requireTokenGone(t, s, tokB)
@@ -556,14 +668,13 @@ func testUserLimitFreedByDelete(t *testing.T, s storage.Store) {
 	for i := range 5 {
 		name := userName("user", i)
 		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, name, false), lim, nil), storage.ErrLimitExceeded, name)
-		_, err := s.DeleteUser(t.Context(), org.ID, "bob", nil)
-		require.NoError(t, err)
+		deleteUser(t, s, org.ID, "bob")
 		u := newUser(org.ID, name, true)
 		require.NoError(t, s.CreateUser(t.Context(), u, lim, nil), name)
 		assertUser(t, u, getUser(t, s, org.ID, u.FoldedUsername))
 		requireUserCount(t, s, org.ID, 2)
 		// The new user takes bob's place; bob comes back in its.
-		_, err = s.DeleteUser(t.Context(), org.ID, u.FoldedUsername, nil)
+		_, err := s.DeleteUser(t.Context(), org.ID, u.ID, nil)
 		require.NoError(t, err)
 		require.NoError(t, s.CreateUser(t.Context(), newUser(org.ID, "bob", false), lim, nil))
 	}
@@ -582,12 +693,11 @@ func testUserLimitLeavesUsernameFree(t *testing.T, s storage.Store) {
 	}
 	_, err := s.GetUser(t.Context(), org.ID, "carol")
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = s.DeleteUser(t.Context(), org.ID, "carol", nil)
+	_, err = s.DeleteUser(t.Context(), org.ID, carol.ID, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireUserCount(t, s, org.ID, 1)
 
-	_, err = s.DeleteUser(t.Context(), org.ID, "alice", nil)
-	require.NoError(t, err)
+	deleteUser(t, s, org.ID, "alice")
 	require.NoError(t, s.CreateUser(t.Context(), carol, lim, nil))
 	assertUser(t, carol, getUser(t, s, org.ID, "carol"))
 	requireUserCount(t, s, org.ID, 1)
@@ -618,8 +728,7 @@ func testUserLimitPerOrg(t *testing.T, s storage.Store) {
 		}
 		require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "carol", false), lim, nil), storage.ErrLimitExceeded)
 	}
-	_, err := s.DeleteUser(t.Context(), a.ID, "bob", nil)
-	require.NoError(t, err)
+	deleteUser(t, s, a.ID, "bob")
 	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(b.ID, "carol", false), lim, nil), storage.ErrLimitExceeded)
 	require.NoError(t, s.CreateUser(t.Context(), newUser(a.ID, "carol", false), lim, nil))
 }
