@@ -165,6 +165,7 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, org string, args ...a
 // a token's pointers released as if it had never been stored.
 var resendable = map[*redis.Script]bool{
 	getUserScript:      true,
+	userByIDScript:     true,
 	listUsersScript:    true,
 	migrateRecsScript:  true,
 	credentialScript:   true,

@@ -129,44 +129,25 @@ if not u then return false end
 return {u, redis.call('HGET', b..'inst', ARGV[1])}
 `)
 
-// userRecordFunc defines userRecord(id, d, p), the user record of the
-// user id whose other fields are those of d (a decoded record) and whose
-// privileges are p (a JSON array, or empty for none), in the form encode
-// writes: its fields in that order, those left out when empty.
-const userRecordFunc = `
-local function userRecord(id, d, p)
-  local function field(k, v)
-    if type(v) == 'string' and v ~= '' then return ',"'..k..'":'..cjson.encode(v) end
-    return ''
-  end
-  local s = '{"id":'..cjson.encode(id)..',"n":'..cjson.encode(d.n or '')..field('ds', d.ds)
-  if d.sa == true then s = s..',"sa":true' end
-  s = s..',"r":'..cjson.encode(d.r or '')
-  if p ~= '' then s = s..',"p":'..p end
-  s = s..field('em', d.em)..field('fn', d.fn)..field('ln', d.ln)
-  return s..',"c":'..string.format('%.0f', tonumber(d.c) or 0)..'}'
-end
-`
+// userByIDScript returns {folded username, user record} of the user id
+// ARGV[1], or nil.
+var userByIDScript = redis.NewScript(orgBase + `
+local f = redis.call('HGET', b..'uid', ARGV[1])
+if not f then return false end
+return {f, redis.call('HGET', b..'users', f)}
+`)
 
-// setPrivilegesScript replaces the privileges of a user if they are
-// those the caller read: a compare-and-set, of the privileges decoded
-// from the stored record (whatever its form) and from the JSON array
-// ARGV[2], element by element.
-var setPrivilegesScript = redis.NewScript(orgBase + setRec + userRecordFunc + auditScript + `
--- ARGV: id, from (a JSON array), to (a JSON array, '' for none)
+// setPrivilegesScript replaces the record of the user id ARGV[1] with
+// ARGV[3] if it is still ARGV[2], the record the caller read: a
+// compare-and-set of the whole record, of which only the privileges
+// change once the user is created.
+var setPrivilegesScript = redis.NewScript(orgBase + setRec + auditScript + `
+-- ARGV: id, record read, new record
 local f = redis.call('HGET', b..'uid', ARGV[1])
 if not f then return 'NOTFOUND' end
-local u = redis.call('HGET', b..'users', f)
-local d = cjson.decode(u)
-local have, want = d.p, cjson.decode(ARGV[2])
-if type(have) ~= 'table' then have = {} end
-if #have ~= #want then return 'CONFLICT' end
-for i = 1, #want do
-  if have[i] ~= want[i] then return 'CONFLICT' end
-end
-u = userRecord(ARGV[1], d, ARGV[3])
-redis.call('HSET', b..'users', f, u)
-local rec = u..'\n'..(redis.call('HGET', b..'inst', f) or '')
+if redis.call('HGET', b..'users', f) ~= ARGV[2] then return 'CONFLICT' end
+redis.call('HSET', b..'users', f, ARGV[3])
+local rec = ARGV[3]..'\n'..(redis.call('HGET', b..'inst', f) or '')
 redis.call('SET', b..'user:'..ARGV[1], rec)
 setRec(b, f, rec)
 audit(b, 4)

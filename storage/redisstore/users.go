@@ -46,19 +46,32 @@ func (s *Store) GetUser(ctx context.Context, org, folded string) (storage.User, 
 	return userFrom(org, folded, str(v[0]), str(v[1]))
 }
 
-// SetPrivileges implements storage.Store, in one script.
+// SetPrivileges implements storage.Store: it reads the user's record,
+// compares its privileges, and writes the record with the new ones in a
+// script that checks the record is still the one read.
 func (s *Store) SetPrivileges(ctx context.Context, org, userID string, from, to []string, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
-	was, now := "[]", ""
-	if len(from) > 0 {
-		was = encode(from)
+	v, err := s.run(ctx, userByIDScript, org, userID).StringSlice()
+	if errors.Is(err, redis.Nil) {
+		return storage.ErrNotFound
 	}
-	if len(to) > 0 {
-		now = encode(to)
+	if err != nil {
+		return failed("set privileges: read", err)
 	}
-	v, err := s.run(ctx, setPrivilegesScript, org, withAudit(a, userID, was, now)...).Result()
-	return status("set privileges", v, err)
+	if len(v) != 2 {
+		return fmt.Errorf("redisstore: set privileges: unexpected reply of %d values", len(v))
+	}
+	u, err := userFrom(org, v[0], v[1], "")
+	if err != nil {
+		return err
+	}
+	if !slices.Equal(u.Privileges, from) && len(u.Privileges)+len(from) > 0 {
+		return storage.ErrConflict
+	}
+	u.Privileges = to
+	res, err := s.run(ctx, setPrivilegesScript, org, withAudit(a, userID, v[1], encode(toUserDoc(u)))...).Result()
+	return status("set privileges", res, err)
 }
 
 // SetInstances implements storage.Store.
