@@ -150,11 +150,10 @@ func TestUserIDOfRecordsInAnotherForm(t *testing.T) {
 	assert.Equal(t, other+"\n"+encode(toInstDoc(c)), rec)
 }
 
-// SetPrivileges rewrites the user's record in its script, from the
-// record as stored (decoded, whatever its form) and the privileges it
-// is given: every other field survives, escapes and all, and a record of
-// plain text comes out in the very form encode writes, which reads
-// without decoding.
+// SetPrivileges writes the record encode makes of the user as stored
+// (decoded, whatever its form) with the privileges it is given: every
+// other field survives, escapes and all, and the record comes out in the
+// very form encode writes, which reads without decoding.
 func TestSetPrivilegesRewritesTheRecord(t *testing.T) {
 	for name, client := range clients() {
 		t.Run(name, func(t *testing.T) {
