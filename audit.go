@@ -98,8 +98,9 @@ type AuditEvent struct {
 	RequestID string
 	// Before and After are, for a change of an instance configuration,
 	// the configuration before and after it, as JSON shaped like the
-	// API's (effective cooldowns shown); nil otherwise. Before is the
-	// configuration the operation read as it began.
+	// API's (effective cooldowns shown), and for a granted privilege the
+	// user's privileges, {"privileges": [...]}; nil otherwise. Before is
+	// what the operation read as it began.
 	Before json.RawMessage
 	After  json.RawMessage
 }

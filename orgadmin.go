@@ -24,7 +24,8 @@
 //
 // Every operation returns an *Error on failure; its Code says what kind
 // (BAD_REQUEST with Issues that list every problem found, UNAUTHORIZED,
-// FORBIDDEN, NOT_FOUND, INTERNAL_SERVER_ERROR). Classify an error with
+// FORBIDDEN, NOT_FOUND, INTERNAL_SERVER_ERROR, or CANCELED when the
+// caller's context was canceled during a store call). Classify an error with
 // ErrorCode or errors.Is and the sentinels (ErrNotFound, ...), which see
 // through wrapping, and get at its issues with errors.As.
 //

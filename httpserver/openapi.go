@@ -25,9 +25,10 @@ var openAPIDocument []byte
 const OpenAPIPath = "/docs/specs"
 
 // OpenAPI returns the OpenAPI 3.0 document of the API in JSON: every /v1
-// operation under its operation id, the feedback endpoint, the error
-// envelope and the bearer scheme, with the server URL "/". The caller
-// owns the returned slice.
+// operation under its operation id, the audit trail (an extension,
+// marked x-orgadmin-extension), the feedback endpoint, the error envelope
+// and the bearer scheme, with the server URL "/". The caller owns the
+// returned slice.
 func OpenAPI() []byte { return bytes.Clone(openAPIDocument) }
 
 // OpenAPIHandler returns a handler that answers GET and HEAD with the

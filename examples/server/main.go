@@ -1,6 +1,6 @@
 // Command server runs the orgadmin REST API.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB|postgres://USER@HOST:PORT/DB|sqlite:PATH] [-seed FILE] [-max-users-per-org N] [-pprof 127.0.0.1:6060] [-metrics-addr 127.0.0.1:9090]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB|postgres://USER@HOST:PORT/DB|sqlite:PATH] [-seed FILE] [-audit-log] [-max-users-per-org N] [-pprof 127.0.0.1:6060] [-metrics-addr 127.0.0.1:9090]
 //
 // -store sqlite:orgadmin.db keeps everything in the file orgadmin.db
 // (created if missing), so users and tokens survive a restart.
@@ -15,13 +15,15 @@
 // -max-users-per-org bounds the users of each organization (0, the
 // default, means the library's 100000; a negative number, no limit); every
 // server sharing a store should be given the same.
-// It serves /v1, GET /healthz and the page-feedback endpoint at
+// It serves /v1, the audit trail at /ext/audit/events, the OpenAPI
+// document at /docs/specs, GET /healthz and the page-feedback endpoint at
 // /docs/api/feedback/agent, logs one JSON line per request (written within
 // 0.1 s), and shuts down gracefully on SIGINT or SIGTERM (requests under
 // way get 10 s to finish; if any is cut, it exits 1). -pprof serves the
 // runtime profiles on a loopback address of its own (off by default).
 // -metrics-addr serves the Prometheus metrics at /metrics on a listener of
-// its own (off by default). When $OTEL_EXPORTER_OTLP_ENDPOINT (or
+// its own (off by default). -audit-log also writes each audit event on
+// standard error, a JSON line with "msg":"audit". When $OTEL_EXPORTER_OTLP_ENDPOINT (or
 // $OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, it exports a span of each
 // request, with its store calls below it, over OTLP/HTTP; otherwise it
 // makes none.

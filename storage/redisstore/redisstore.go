@@ -8,10 +8,11 @@
 // scripts for the layout and for the order in which a Cluster writes them.
 //
 // Round trips: on a single server, authenticating a token is one; every
-// other method is one, except that reserving and releasing the pointer keys
-// of a token or a session on a Cluster adds one each. A page of users is
-// one round trip however deep it starts (a sorted set read BYLEX from a
-// keyset cursor).
+// other method is one, except SetPrivileges, two (it reads the user's
+// record, then writes it if it is still the one read), and that reserving
+// and releasing the pointer keys of a token or a session on a Cluster adds
+// one each. A page of users is one round trip however deep it starts (a
+// sorted set read BYLEX from a keyset cursor).
 //
 // Expiry is decided by the caller's clock, never by Redis: expired tokens
 // and sessions are still returned by the lookups that the contract says do
