@@ -119,6 +119,43 @@ func TestCrashCreateTokenAfterReserve(t *testing.T) {
 	}
 }
 
+// A creation stopped between its reservation and its script, then
+// withdrawn by its id (as the Service does when a creation fails), leaves
+// nothing behind: the same value, a seeded one, can be created again.
+func TestCrashCreateTokenWithdrawnFreesItsValue(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	w.stopAt(t, "create token: reserved")
+	lost := w.token("seeded-token-value", time.Time{})
+	require.ErrorIs(t, w.s.CreateToken(ctx, lost, storage.TokenLimit{}, audited("token.seed", lost.ID)), errStop)
+	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, lost.ID, storage.Revocation{At: crashT0}, audited("token.delete", lost.ID)), storage.ErrNotFound)
+	keys, err := w.s.c.Keys(ctx, w.s.prefix+"t*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys, "the pointers of a token never stored")
+
+	again := w.token("seeded-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, again, storage.TokenLimit{}, audited("token.seed", again.ID)))
+	a, err := w.s.ReadAccess(ctx, storage.AccessQuery{Digest: again.Digest})
+	require.NoError(t, err)
+	assert.Equal(t, again.ID, a.Credential.Token.ID)
+	w.requireEvents(t, "token.seed "+again.ID)
+}
+
+// A deletion stopped before its pointers, then deleted again: the second
+// removes the pointers it left.
+func TestCrashDeleteTokenDeletedAgainDropsItsPointers(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	tok := w.token("doomed-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
+	w.stopAt(t, "delete token: pointers")
+	require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}, nil))
+	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}, nil), storage.ErrNotFound)
+	keys, err := w.s.c.Keys(ctx, w.s.prefix+"t*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys)
+}
+
 // A stop after the token left its user, before its pointers are removed:
 // it no longer authenticates, and deleting it again is ErrNotFound.
 func TestCrashDeleteTokenBeforePointers(t *testing.T) {
