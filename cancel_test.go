@@ -187,6 +187,7 @@ type cancelWorld struct {
 	direct     *orgadmin.Service
 	store      storage.Store
 	admin      orgadmin.Caller
+	adminToken string
 	robotToken string
 	robotTok   orgadmin.Token
 	dive       string
@@ -204,6 +205,7 @@ func newCancelWorld(t *testing.T, store storage.Store) *cancelWorld {
 	w := &cancelWorld{direct: orgadmin.New(store, probeConfig()), store: store, dive: "0b0d5f5e-4d0b-4a8e-9d43-5b1c4b8b3a01"}
 	token, err := w.direct.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
 	require.NoError(t, err)
+	w.adminToken = token
 	w.admin, err = w.direct.Authenticate(ctx, token)
 	require.NoError(t, err)
 	_, err = w.direct.CreateServiceAccount(ctx, w.admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
