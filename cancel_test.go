@@ -194,10 +194,16 @@ type cancelWorld struct {
 }
 
 // maxTokensInProbe is the token limit of the probes' services: robot holds
-// one token, so two more fit.
-const maxTokensInProbe = 3
+// one token, so two more fit. maxUsersInProbe is their limit of users
+// in an org: admin and robot, and two more.
+const (
+	maxTokensInProbe = 3
+	maxUsersInProbe  = 4
+)
 
-func probeConfig() orgadmin.Config { return orgadmin.Config{MaxTokensPerUser: maxTokensInProbe} }
+func probeConfig() orgadmin.Config {
+	return orgadmin.Config{MaxTokensPerUser: maxTokensInProbe, MaxUsersPerOrg: maxUsersInProbe}
+}
 
 func newCancelWorld(t *testing.T, store storage.Store) *cancelWorld {
 	t.Helper()
@@ -308,6 +314,24 @@ func (w *cancelWorld) requireTokenSlots(t testing.TB) {
 	require.Equal(t, maxTokensInProbe, len(listed)+more, "listed %d, room for %d more", len(listed), more)
 }
 
+// requireUserSlots fails t unless acme's users and the users it can
+// still be given add up to the limit: no slot is held by a user that is
+// not listed.
+func (w *cancelWorld) requireUserSlots(t testing.TB) {
+	t.Helper()
+	listed := len(w.listedUsers(t))
+	more := 0
+	for i := range maxUsersInProbe + 1 {
+		_, err := w.direct.CreateServiceAccount(context.Background(), w.admin, orgadmin.CreateServiceAccountInput{Username: fmt.Sprintf("filler%d", i)})
+		if err != nil {
+			require.ErrorIs(t, err, orgadmin.ErrBadRequest, "the limit refuses")
+			break
+		}
+		more++
+	}
+	require.Equal(t, maxUsersInProbe, listed+more, "listed %d, room for %d more", listed, more)
+}
+
 func cancelProbes() []cancelProbe {
 	newConfig := orgadmin.InstanceConfig{
 		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeJumbo},
@@ -332,6 +356,7 @@ func cancelProbes() []cancelProbe {
 				} else {
 					require.NoError(t, err, "the name of a creation that did not land is free")
 				}
+				w.requireUserSlots(t)
 			}},
 		{"DeleteUser",
 			func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error {
@@ -349,6 +374,7 @@ func cancelProbes() []cancelProbe {
 				} else {
 					require.ErrorIs(t, authErr, orgadmin.ErrUnauthorized, "the token of a deleted user works")
 				}
+				w.requireUserSlots(t)
 			}},
 		{"SetInstanceConfig",
 			func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error {
