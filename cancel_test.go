@@ -244,6 +244,9 @@ type cancelProbe struct {
 	name  string
 	write func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error
 	check func(t testing.TB, w *cancelWorld, err error)
+	// visible, when not nil, checks what reads see at once, before any
+	// clean-up (mongostore's Cleanup) has run; it changes nothing.
+	visible func(t testing.TB, w *cancelWorld, err error)
 }
 
 // requireAuditedIff fails t unless org's trail holds one event of action
@@ -332,6 +335,38 @@ func (w *cancelWorld) requireUserSlots(t testing.TB) {
 	require.Equal(t, maxUsersInProbe, listed+more, "listed %d, room for %d more", listed, more)
 }
 
+// requireWholeDeletion fails t unless robot is wholly there (found,
+// listed, its token working, no event of its deletion) or wholly gone.
+func requireWholeDeletion(t testing.TB, w *cancelWorld, err error) {
+	t.Helper()
+	there := w.userThere(t, "robot")
+	requireLandedIfNil(t, err, !there)
+	w.requireAuditedIff(t, !there, "acme", orgadmin.ActionUserDelete, "robot")
+	require.Equal(t, there, strings.Contains(strings.Join(w.listedUsers(t), ","), "robot"), "listed as it is there")
+	_, authErr := w.direct.Authenticate(context.Background(), w.robotToken)
+	if there {
+		require.NoError(t, authErr, "the token of a user that is there works")
+	} else {
+		require.ErrorIs(t, authErr, orgadmin.ErrUnauthorized, "the token of a deleted user works")
+	}
+}
+
+// requireWholeRevocation fails t unless robot's token is wholly valid
+// (authenticating, listed, no event of its deletion) or wholly revoked.
+func requireWholeRevocation(t testing.TB, w *cancelWorld, err error) {
+	t.Helper()
+	_, authErr := w.direct.Authenticate(context.Background(), w.robotToken)
+	landed := errors.Is(authErr, orgadmin.ErrUnauthorized)
+	if !landed {
+		require.NoError(t, authErr)
+	}
+	requireLandedIfNil(t, err, landed)
+	listed, lerr := w.direct.ListTokens(context.Background(), w.admin, "robot")
+	require.NoError(t, lerr)
+	require.Equal(t, landed, len(listed) == 0, "listed as it authenticates")
+	w.requireAuditedIff(t, landed, "acme", orgadmin.ActionTokenDelete, "robot")
+}
+
 func cancelProbes() []cancelProbe {
 	newConfig := orgadmin.InstanceConfig{
 		ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeJumbo},
@@ -357,25 +392,18 @@ func cancelProbes() []cancelProbe {
 					require.NoError(t, err, "the name of a creation that did not land is free")
 				}
 				w.requireUserSlots(t)
-			}},
+			},
+			nil},
 		{"DeleteUser",
 			func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error {
 				_, err := svc.DeleteUser(ctx, w.admin, "robot")
 				return err
 			},
 			func(t testing.TB, w *cancelWorld, err error) {
-				there := w.userThere(t, "robot")
-				requireLandedIfNil(t, err, !there)
-				w.requireAuditedIff(t, !there, "acme", orgadmin.ActionUserDelete, "robot")
-				require.Equal(t, there, strings.Contains(strings.Join(w.listedUsers(t), ","), "robot"), "listed as it is there")
-				_, authErr := w.direct.Authenticate(context.Background(), w.robotToken)
-				if there {
-					require.NoError(t, authErr, "the token of a user that is there works")
-				} else {
-					require.ErrorIs(t, authErr, orgadmin.ErrUnauthorized, "the token of a deleted user works")
-				}
+				requireWholeDeletion(t, w, err)
 				w.requireUserSlots(t)
-			}},
+			},
+			requireWholeDeletion},
 		{"SetInstanceConfig",
 			func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error {
 				_, err := svc.SetInstanceConfig(ctx, w.admin, "robot", orgadmin.SetInstanceConfigInput{Config: newConfig})
@@ -387,7 +415,8 @@ func cancelProbes() []cancelProbe {
 				landed := c.ReadScaling.FlockSize == 7
 				requireLandedIfNil(t, err, landed)
 				w.requireAuditedIff(t, landed, "acme", orgadmin.ActionInstancesSet, "robot")
-			}},
+			},
+			nil},
 		{"GrantPrivilege",
 			func(ctx context.Context, svc *orgadmin.Service, _ *cancelWorld) error {
 				return svc.GrantPrivilege(ctx, "acme", "robot", orgadmin.PrivilegeViewAllMembers)
@@ -398,7 +427,8 @@ func cancelProbes() []cancelProbe {
 				landed := len(u.Privileges) == 1
 				requireLandedIfNil(t, err, landed)
 				w.requireAuditedIff(t, landed, "acme", orgadmin.ActionUserGrant, "robot")
-			}},
+			},
+			nil},
 		{"CreateToken",
 			func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error {
 				_, err := svc.CreateToken(ctx, w.admin, "robot", orgadmin.CreateTokenInput{Name: "new"})
@@ -413,24 +443,17 @@ func cancelProbes() []cancelProbe {
 				withdrawn := w.events(t, "acme", orgadmin.ActionTokenDelete, "robot")
 				require.Equal(t, len(listed)-1, created-withdrawn, "events: %d created, %d withdrawn; %d listed", created, withdrawn, len(listed))
 				w.requireTokenSlots(t)
-			}},
+			},
+			nil},
 		{"DeleteToken",
 			func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error {
 				return svc.DeleteToken(ctx, w.admin, "robot", w.robotTok.ID)
 			},
 			func(t testing.TB, w *cancelWorld, err error) {
-				_, authErr := w.direct.Authenticate(context.Background(), w.robotToken)
-				landed := errors.Is(authErr, orgadmin.ErrUnauthorized)
-				if !landed {
-					require.NoError(t, authErr)
-				}
-				requireLandedIfNil(t, err, landed)
-				listed, lerr := w.direct.ListTokens(context.Background(), w.admin, "robot")
-				require.NoError(t, lerr)
-				require.Equal(t, landed, len(listed) == 0, "listed as it authenticates")
-				w.requireAuditedIff(t, landed, "acme", orgadmin.ActionTokenDelete, "robot")
+				requireWholeRevocation(t, w, err)
 				w.requireTokenSlots(t)
-			}},
+			},
+			requireWholeRevocation},
 		{"CreateEmbedSession",
 			func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error {
 				_, err := svc.CreateEmbedSession(ctx, w.admin, w.dive, orgadmin.CreateEmbedSessionInput{Username: "robot"})
@@ -442,7 +465,8 @@ func cancelProbes() []cancelProbe {
 					require.Equal(t, 1, n)
 				}
 				require.LessOrEqual(t, n, 1)
-			}},
+			},
+			nil},
 		{"RegisterDive",
 			func(ctx context.Context, svc *orgadmin.Service, _ *cancelWorld) error {
 				return svc.RegisterDive(ctx, "acme", orgadmin.Dive{ID: newDive, Title: "New"})
@@ -461,7 +485,8 @@ func cancelProbes() []cancelProbe {
 					n++
 				}
 				require.Equal(t, landed, n == 1, "%d events of the Dive's registration (landed: %v)", n, landed)
-			}},
+			},
+			nil},
 		{"Bootstrap",
 			func(ctx context.Context, svc *orgadmin.Service, _ *cancelWorld) error {
 				_, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "beta", Username: "root", Token: "beta-admin-token-0123456789"})
@@ -482,7 +507,8 @@ func cancelProbes() []cancelProbe {
 				page, lerr := w.direct.ListUsers(ctx, c, orgadmin.ListUsersOptions{})
 				require.NoError(t, lerr)
 				require.Len(t, page.Users, 1)
-			}},
+			},
+			nil},
 		{"ApplySeed",
 			func(ctx context.Context, svc *orgadmin.Service, _ *cancelWorld) error {
 				return svc.ApplySeed(ctx, cancelSeed())
@@ -502,13 +528,15 @@ func cancelProbes() []cancelProbe {
 				ts, terr := w.direct.ListTokens(ctx, c, "carol")
 				require.NoError(t, terr)
 				require.Len(t, ts, 1)
-			}},
+			},
+			nil},
 		{"SubmitFeedback",
 			func(ctx context.Context, svc *orgadmin.Service, _ *cancelWorld) error {
 				_, err := svc.SubmitFeedback(ctx, orgadmin.FeedbackInput{PagePath: "/docs", Text: "fine"})
 				return err
 			},
-			func(testing.TB, *cancelWorld, error) {}},
+			func(testing.TB, *cancelWorld, error) {},
+			nil},
 	}
 }
 
@@ -647,6 +675,9 @@ func runCancelProbes(t *testing.T, k cancelKind) {
 						if err != nil {
 							require.Equal(t, orgadmin.CodeCanceled, orgadmin.ErrorCode(err), "a canceled write's error: %v", err)
 							require.ErrorIs(t, err, context.Canceled)
+						}
+						if p.visible != nil {
+							p.visible(t, w, err)
 						}
 						if c, ok := raw.(cleaner); ok {
 							_, cerr := c.Cleanup(context.Background(), time.Now().Add(time.Hour))

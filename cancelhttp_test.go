@@ -173,9 +173,9 @@ func settledGoroutines(want int) int {
 // goroutine of the request outlives it; and what is stored is whole, as
 // the Go probes check it.
 func TestClientHangUpMidWrite(t *testing.T) {
-	checks := map[string]func(testing.TB, *cancelWorld, error){}
+	probes := map[string]cancelProbe{}
 	for _, p := range cancelProbes() {
-		checks[p.name] = p.check
+		probes[p.name] = p
 	}
 	everystore.Run(t, func(t *testing.T, k everystore.Kind) {
 		names := httpWrites(&cancelWorld{})
@@ -226,11 +226,14 @@ func TestClientHangUpMidWrite(t *testing.T) {
 						if status != http.StatusOK {
 							werr = orgadmin.ErrCanceled
 						}
+						if v := probes[hw.probe].visible; v != nil {
+							v(t, w, werr)
+						}
 						if c, ok := w.store.(cleaner); ok {
 							_, cerr := c.Cleanup(context.Background(), time.Now().Add(time.Hour))
 							require.NoError(t, cerr)
 						}
-						checks[hw.probe](t, w, werr)
+						probes[hw.probe].check(t, w, werr)
 					})
 				}
 			})
