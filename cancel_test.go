@@ -244,8 +244,8 @@ type cancelProbe struct {
 	name  string
 	write func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error
 	check func(t testing.TB, w *cancelWorld, err error)
-	// visible, when not nil, checks what reads see at once, before any
-	// clean-up (mongostore's Cleanup) has run; it changes nothing.
+	// visible, when not nil, checks what reads and writes see at once,
+	// before any clean-up (mongostore's Cleanup) has run.
 	visible func(t testing.TB, w *cancelWorld, err error)
 }
 
@@ -403,7 +403,10 @@ func cancelProbes() []cancelProbe {
 				requireWholeDeletion(t, w, err)
 				w.requireUserSlots(t)
 			},
-			requireWholeDeletion},
+			func(t testing.TB, w *cancelWorld, err error) {
+				requireWholeDeletion(t, w, err)
+				w.requireUserSlots(t) // its slot is free at once
+			}},
 		{"SetInstanceConfig",
 			func(ctx context.Context, svc *orgadmin.Service, w *cancelWorld) error {
 				_, err := svc.SetInstanceConfig(ctx, w.admin, "robot", orgadmin.SetInstanceConfigInput{Config: newConfig})
