@@ -156,6 +156,50 @@ func TestCrashDeleteTokenDeletedAgainDropsItsPointers(t *testing.T) {
 	require.Empty(t, keys)
 }
 
+// cancelAt returns a context that the Store cancels when it reaches step,
+// going on with it: a caller that leaves at that point.
+func (w *crashWorld) cancelAt(t *testing.T, step string) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	hit := false
+	w.s.step = func(name string) error {
+		if name == step {
+			hit = true
+			cancel()
+		}
+		return nil
+	}
+	t.Cleanup(func() { assert.True(t, hit, "the test never reached step %q", step) })
+	return ctx
+}
+
+// A caller that leaves once a user or a token is deleted, before its
+// pointers are removed, leaves none behind: the deletion is made, and
+// its end does not depend on the caller.
+func TestCanceledDeletionsRemoveTheirPointers(t *testing.T) {
+	t.Run("user", func(t *testing.T) {
+		w := newCrashWorld(t)
+		tok := w.token("orphan-token-value", time.Time{})
+		require.NoError(t, w.s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil))
+		_, err := w.s.DeleteUser(w.cancelAt(t, "delete user: pointers"), "acme", w.user.ID, nil)
+		require.NoError(t, err)
+		keys, err := w.s.c.Keys(t.Context(), w.s.prefix+"t*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys)
+	})
+	t.Run("token", func(t *testing.T) {
+		w := newCrashWorld(t)
+		tok := w.token("doomed-token-value", time.Time{})
+		require.NoError(t, w.s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil))
+		require.NoError(t, w.s.DeleteToken(w.cancelAt(t, "delete token: pointers"), "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}, nil))
+		keys, err := w.s.c.Keys(t.Context(), w.s.prefix+"tid:*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys, "the id's pointer")
+		_, err = w.s.ReadAccess(t.Context(), storage.AccessQuery{Digest: tok.Digest, LiveAt: crashT0})
+		require.ErrorIs(t, err, storage.ErrNotFound)
+	})
+}
+
 // A stop after the token left its user, before its pointers are removed:
 // it no longer authenticates, and deleting it again is ErrNotFound.
 func TestCrashDeleteTokenBeforePointers(t *testing.T) {

@@ -455,6 +455,8 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	expires, _ := v[2].(int64)
 	until := r.Until(storage.Token{ExpiresAt: fromMillis(expires)})
 	key := s.prefix + "tok:" + str(v[1])
+	ctx, cancelFinish := s.finishing(ctx)
+	defer cancelFinish()
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if life := until.Sub(r.At); life > 0 {
 			p.Set(ctx, key, tombstone(org, userID, id, r.At, until), life+s.grace)
