@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -191,6 +192,35 @@ type cancelWorld struct {
 	robotToken string
 	robotTok   orgadmin.Token
 	dive       string
+	streamed   syncLog // Config.AuditLog of the world's Services
+}
+
+// config is the Config of the world's Services, the probed ones too.
+func (w *cancelWorld) config() orgadmin.Config {
+	c := probeConfig()
+	c.AuditLog = slog.New(slog.NewJSONHandler(&w.streamed, nil))
+	return c
+}
+
+// requireStreamed fails t unless every event in the trails of the
+// world's orgs went to Config.AuditLog.
+func (w *cancelWorld) requireStreamed(t testing.TB) {
+	t.Helper()
+	ids := map[string]bool{}
+	for _, line := range w.streamed.lines() {
+		if id, ok := line["id"].(string); ok {
+			ids[id] = true
+		}
+	}
+	for _, org := range []string{"acme", "beta", "gamma"} {
+		for e, err := range w.direct.AllAuditEvents(context.Background(), w.direct.ActAsOrg(org), orgadmin.AuditQuery{}) {
+			if errors.Is(err, orgadmin.ErrNotFound) {
+				break
+			}
+			require.NoError(t, err)
+			require.True(t, ids[e.ID], "event %s %s %s in the trail, not in the audit log", org, e.Action, e.TargetUsername)
+		}
+	}
 }
 
 // maxTokensInProbe is the token limit of the probes' services: robot holds
@@ -208,7 +238,8 @@ func probeConfig() orgadmin.Config {
 func newCancelWorld(t *testing.T, store storage.Store) *cancelWorld {
 	t.Helper()
 	ctx := t.Context()
-	w := &cancelWorld{direct: orgadmin.New(store, probeConfig()), store: store, dive: "0b0d5f5e-4d0b-4a8e-9d43-5b1c4b8b3a01"}
+	w := &cancelWorld{store: store, dive: "0b0d5f5e-4d0b-4a8e-9d43-5b1c4b8b3a01"}
+	w.direct = orgadmin.New(store, w.config())
 	token, err := w.direct.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
 	require.NoError(t, err)
 	w.adminToken = token
@@ -638,8 +669,9 @@ func mongoRoundTrips(t *testing.T) cancelKind {
 // before the call or once it has returned, answers success or CANCELED
 // (never an internal error), and leaves the change whole and audited, or
 // absent and unaudited: no half-deleted user, no quota slot held by a
-// token that is not listed, no event without its change. Bootstrap and
-// seeding, run again, complete what was cut short.
+// token that is not listed, no event without its change, and no event of
+// the trail that Config.AuditLog did not get. Bootstrap and seeding, run
+// again, complete what was cut short.
 func TestCanceledWritesLeaveNothingHalfDone(t *testing.T) {
 	everystore.Run(t, func(t *testing.T, k everystore.Kind) { runCancelProbes(t, storeCalls(k)) })
 }
@@ -674,7 +706,7 @@ func runCancelProbes(t *testing.T, k cancelKind) {
 						ctx, cancel := context.WithCancel(context.Background())
 						defer cancel()
 						ctx = withTrigger(ctx, &trigger{n: n, after: after, cancel: cancel})
-						err := p.write(ctx, orgadmin.New(probed, probeConfig()), w)
+						err := p.write(ctx, orgadmin.New(probed, w.config()), w)
 						if err != nil {
 							require.Equal(t, orgadmin.CodeCanceled, orgadmin.ErrorCode(err), "a canceled write's error: %v", err)
 							require.ErrorIs(t, err, context.Canceled)
@@ -686,6 +718,7 @@ func runCancelProbes(t *testing.T, k cancelKind) {
 							_, cerr := c.Cleanup(context.Background(), time.Now().Add(time.Hour))
 							require.NoError(t, cerr)
 						}
+						w.requireStreamed(t)
 						p.check(t, w, err)
 					})
 				}

@@ -171,7 +171,7 @@ func settledGoroutines(want int) int {
 // calls: the server logs the request once, at INFO, as 499 (or 200 when
 // the write ran to its end regardless), and no internal error; no
 // goroutine of the request outlives it; and what is stored is whole, as
-// the Go probes check it.
+// the Go probes check it, every event of the trail in Config.AuditLog.
 func TestClientHangUpMidWrite(t *testing.T) {
 	probes := map[string]cancelProbe{}
 	for _, p := range cancelProbes() {
@@ -202,7 +202,7 @@ func TestClientHangUpMidWrite(t *testing.T) {
 						defer hangUp()
 						s := &hangingUp{Store: w.store, n: n, hangUp: hangUp}
 						var log syncLog
-						srv := httptest.NewServer(hangUpHandler(orgadmin.New(s, probeConfig()), hw, slog.New(slog.NewJSONHandler(&log, nil))))
+						srv := httptest.NewServer(hangUpHandler(orgadmin.New(s, w.config()), hw, slog.New(slog.NewJSONHandler(&log, nil))))
 						defer srv.Close()
 						client := &http.Client{Transport: &http.Transport{}}
 						defer client.CloseIdleConnections()
@@ -233,6 +233,7 @@ func TestClientHangUpMidWrite(t *testing.T) {
 							_, cerr := c.Cleanup(context.Background(), time.Now().Add(time.Hour))
 							require.NoError(t, cerr)
 						}
+						w.requireStreamed(t)
 						probes[hw.probe].check(t, w, werr)
 					})
 				}
