@@ -430,10 +430,10 @@ func byCreation(a, b storage.Token) int {
 // between leaves a pointer to no token: unknown rather than revoked. On
 // a Cluster, deleting a token its user does not hold at all (ErrNotFound;
 // an expired one it holds keeps its pointers) removes such pointers of
-// its id: those a deletion stopped before it removed
-// them, and those a creation stopped between its reservation and its
-// script (CreateToken) left, which would keep the token's value from
-// being seeded again for as long as it lives, for ever without expiry.
+// its id: those a deletion stopped before it removed them, and those a
+// creation stopped between its reservation and its script (CreateToken)
+// left, which would keep the token's value from being seeded again for
+// as long as it lives, for ever without expiry.
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
