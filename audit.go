@@ -411,7 +411,7 @@ func (s *Service) AuditEvents(ctx context.Context, a Auth, q AuditQuery) (AuditP
 	}
 	page, err := s.store.ListEvents(ctx, c.org, eq)
 	if err != nil {
-		return AuditPage{}, internal("list events", err)
+		return AuditPage{}, internal(ctx, "list events", err)
 	}
 	out := AuditPage{Events: eventsFromRecords(page.Events)}
 	if n := len(page.Events); page.More && n > 0 {

@@ -180,7 +180,7 @@ func (s *Service) authenticateDigest(ctx context.Context, d storage.Digest, q st
 		return Caller{}, unauthorized(ErrUnknownToken)
 	}
 	if err != nil {
-		return Caller{}, internal("authenticate", err)
+		return Caller{}, internal(ctx, "authenticate", err)
 	}
 	t, u := &a.Credential.Token, &a.Credential.User
 	if t.UserID != u.ID || t.Org != u.Org {
@@ -413,7 +413,7 @@ func (s *Service) refreshCaller(ctx context.Context, c *Caller) error {
 		return unauthorized(ErrCallerGone)
 	}
 	if err != nil {
-		return internal("get user", err)
+		return internal(ctx, "get user", err)
 	}
 	c.role, c.privileges, c.isServiceAccount = Role(u.Role), u.Privileges, u.IsServiceAccount
 	return nil
@@ -427,11 +427,11 @@ func (s *Service) readTarget(ctx context.Context, a *storage.Access, org, folded
 		return nil
 	}
 	if err != nil {
-		return internal("get user", err)
+		return internal(ctx, "get user", err)
 	}
 	if tokens {
 		if a.Tokens, err = s.store.ListTokens(ctx, org, u.ID, s.now()); err != nil {
-			return internal("list tokens", err)
+			return internal(ctx, "list tokens", err)
 		}
 	}
 	a.Target, a.TargetFound = u, true
@@ -452,7 +452,7 @@ func (s *Service) resolveUser(ctx context.Context, org, name string) (storage.Us
 	}
 	u, err := s.store.GetUser(ctx, org, t.folded)
 	if err != nil {
-		return storage.User{}, s.storeErr("get user", err, "user", "username")
+		return storage.User{}, s.storeErr(ctx, "get user", err, "user", "username")
 	}
 	return u, nil
 }

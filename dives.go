@@ -112,7 +112,7 @@ func (s *Service) RegisterDive(ctx context.Context, org string, d Dive) error {
 		return err
 	}
 	if err := s.store.PutDive(ctx, rec, aud); err != nil {
-		return s.storeErr("put dive", err, "organization")
+		return s.storeErr(ctx, "put dive", err, "organization")
 	}
 	s.emit(ctx, ev)
 	return nil
@@ -240,7 +240,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	}
 	target, err := s.store.GetEmbedTarget(ctx, c.org, id, folded)
 	if err != nil {
-		return "", internal("get embed target", err)
+		return "", internal(ctx, "get embed target", err)
 	}
 	if !target.DiveFound {
 		return "", notFound("dive", "dive_id")
@@ -262,7 +262,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	}
 	value, err := s.newSecret(sessionPrefix)
 	if err != nil {
-		return "", internal("mint session", err)
+		return "", internal(ctx, "mint session", err)
 	}
 	// The session is created at the time of its event (which a store
 	// without transactions compares, to tell whether it was made).
@@ -301,7 +301,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 		rec.AffinityKey = hex.EncodeToString(rec.Digest[16:])
 	}
 	if err := s.store.CreateEmbedSession(ctx, rec, aud); err != nil {
-		return "", s.storeErr("create embed session", err, "user", "username")
+		return "", s.storeErr(ctx, "create embed session", err, "user", "username")
 	}
 	s.emit(ctx, ev)
 	return value, nil
@@ -316,7 +316,7 @@ func (s *Service) ResolveEmbedSession(ctx context.Context, value string) (EmbedS
 	}
 	rec, err := s.store.EmbedSessionByDigest(ctx, digestOf(value))
 	if err != nil {
-		return EmbedSession{}, s.storeErr("get embed session", err, "embed session")
+		return EmbedSession{}, s.storeErr(ctx, "get embed session", err, "embed session")
 	}
 	if !s.now().Before(rec.ExpiresAt) {
 		return EmbedSession{}, notFound("embed session")
@@ -328,7 +328,7 @@ func (s *Service) ResolveEmbedSession(ctx context.Context, value string) (EmbedS
 		if err == nil || errors.Is(err, storage.ErrNotFound) {
 			return EmbedSession{}, notFound("embed session")
 		}
-		return EmbedSession{}, internal("get embed session user", err)
+		return EmbedSession{}, internal(ctx, "get embed session user", err)
 	}
 	return EmbedSession{
 		Org:               rec.Org,

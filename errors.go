@@ -272,11 +272,18 @@ func forbidden(why string) *Error {
 	return &Error{Code: CodeForbidden, Issues: []Issue{{Message: why, Path: Path{}, Code: IssueForbidden}}}
 }
 
-// internal wraps a store failure; the cause is kept for logs only. A store
-// call that ended because the caller's context was canceled is no failure:
-// it is CodeCanceled.
-func internal(op string, err error) *Error {
+// internal wraps a store failure of an operation of ctx; the cause is
+// kept for logs only. A store call that ended because the caller's
+// context was canceled is no failure: it is CodeCanceled, whatever error
+// the store's driver made of the cancellation (database/sql, for one,
+// rolls a transaction back when its context is canceled, and then
+// answers sql.ErrTxDone, not the context's error). The context's error
+// is wrapped too, so that errors.Is(err, ctx.Err()) holds.
+func internal(ctx context.Context, op string, err error) *Error {
 	code := CodeInternal
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		err = fmt.Errorf("%w (%w)", err, cerr)
+	}
 	if errors.Is(err, context.Canceled) {
 		code = CodeCanceled
 	}

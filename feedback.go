@@ -40,7 +40,7 @@ func (s *Service) SubmitFeedback(ctx context.Context, in FeedbackInput) (string,
 	}
 	f := storage.Feedback{ID: id, PagePath: in.PagePath, Text: in.Text, PageTitle: in.PageTitle, Source: in.Source, CreatedAt: s.clock()}
 	if err := s.store.AddFeedback(ctx, f); err != nil {
-		return "", internal("add feedback", err)
+		return "", internal(ctx, "add feedback", err)
 	}
 	return id, nil
 }

@@ -194,7 +194,7 @@ func (s *Service) SetInstanceConfig(ctx context.Context, a Auth, username string
 		return InstanceConfig{}, err
 	}
 	if err := s.store.SetInstances(ctx, c.org, u.ID, rec, aud); err != nil {
-		return InstanceConfig{}, s.storeErr("set instances", err, "user", "username")
+		return InstanceConfig{}, s.storeErr(ctx, "set instances", err, "user", "username")
 	}
 	s.emit(ctx, ev)
 	return configFromRecord(rec), nil
@@ -276,7 +276,7 @@ func (s *Service) markDuckling(ctx context.Context, org, username, id string, ac
 	}
 	d := storage.Duckling{Org: org, UserID: u.ID, ID: id, Active: active, At: s.clock()}
 	if err := s.store.SetDuckling(ctx, d); err != nil {
-		return s.storeErr("set duckling", err, "user", "username")
+		return s.storeErr(ctx, "set duckling", err, "user", "username")
 	}
 	return nil
 }
@@ -292,7 +292,7 @@ func (s *Service) GetActiveAccounts(ctx context.Context, a Auth) ([]ActiveAccoun
 	}
 	acts, err := s.store.ListActivity(ctx, c.org)
 	if err != nil {
-		return nil, internal("list activity", err)
+		return nil, internal(ctx, "list activity", err)
 	}
 	now := s.now()
 	out := []ActiveAccount{}

@@ -43,6 +43,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"sync"
@@ -236,7 +237,7 @@ func (s *Service) clock() time.Time {
 func (s *Service) newID() (string, error) {
 	var id uuid.UUID
 	if err := s.readRandom(id[:]); err != nil {
-		return "", internal("new id", err)
+		return "", &Error{Code: CodeInternal, Err: fmt.Errorf("new id: %w", err)}
 	}
 	ms := uint64(max(s.now().UnixMilli(), 0)) & (1<<48 - 1)
 	s.idMu.Lock()
@@ -273,18 +274,18 @@ func (s *Service) readRandom(b []byte) error {
 // Ping reports whether the store answers.
 func (s *Service) Ping(ctx context.Context) error {
 	if err := s.store.Ping(ctx); err != nil {
-		return internal("ping", err)
+		return internal(ctx, "ping", err)
 	}
 	return nil
 }
 
 // storeErr turns a store failure into an *Error: ErrNotFound becomes
 // NOT_FOUND naming what, anything else INTERNAL_SERVER_ERROR.
-func (s *Service) storeErr(op string, err error, what string, path ...any) error {
+func (s *Service) storeErr(ctx context.Context, op string, err error, what string, path ...any) error {
 	if errors.Is(err, storage.ErrNotFound) {
 		return notFound(what, path...)
 	}
-	return internal(op, err)
+	return internal(ctx, op, err)
 }
 
 // Optional is a field that may be left unset: an input field whose

@@ -40,7 +40,7 @@ func (s *Service) CreateOrg(ctx context.Context, id string) error {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return nil
 	case err != nil:
-		return internal("create org", err)
+		return internal(ctx, "create org", err)
 	}
 	s.emit(ctx, ev)
 	return nil
@@ -104,7 +104,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 	value := in.Token
 	if value == "" {
 		if value, err = s.newSecret(tokenPrefix); err != nil {
-			return "", internal("mint token", err)
+			return "", internal(ctx, "mint token", err)
 		}
 	} else if err := s.checkBootstrapToken(ctx, &u, value); err != nil {
 		return "", err // before the revocation: a refused start changes nothing
@@ -150,7 +150,7 @@ func (s *Service) checkBootstrapToken(ctx context.Context, u *storage.User, valu
 	case errors.Is(err, storage.ErrNotFound):
 		return nil
 	case err != nil:
-		return internal("check token", err)
+		return internal(ctx, "check token", err)
 	case a.Credential.Token.UserID != u.ID:
 		return badRequest(Issue{Message: "Token value already in use", Path: NewPath("token"), Code: IssueAlreadyExists})
 	}
@@ -164,7 +164,7 @@ func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, ke
 	now := s.clock()
 	ts, err := s.store.ListTokens(ctx, u.Org, u.ID, now)
 	if err != nil {
-		return 0, false, internal("list tokens", err)
+		return 0, false, internal(ctx, "list tokens", err)
 	}
 	held = len(ts)
 	for _, t := range ts {
@@ -178,7 +178,7 @@ func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, ke
 			}
 			err = s.store.DeleteToken(ctx, u.Org, u.ID, t.ID, s.revocation(now), aud)
 			if err != nil && !errors.Is(err, storage.ErrNotFound) { // gone already: as good
-				return 0, false, internal("revoke token", err)
+				return 0, false, internal(ctx, "revoke token", err)
 			}
 			if err == nil {
 				s.emit(ctx, ev)

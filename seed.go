@@ -414,7 +414,7 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	for i, o := range sd.Organizations {
 		keys, err := s.store.SeedMarks(ctx, o.ID)
 		if err != nil {
-			return fmt.Errorf("seed: %w", internal("read seed marks", err))
+			return fmt.Errorf("seed: %w", internal(ctx, "read seed marks", err))
 		}
 		marks[i] = make(seedMarks, len(keys))
 		for _, k := range keys {
@@ -478,7 +478,7 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []seedMarks
 	for i, o := range sd.Organizations {
 		page, err := s.store.ListUsers(ctx, o.ID, storage.UserQuery{Limit: 1})
 		if err != nil {
-			return fmt.Errorf("seed: %w", internal("check users", err))
+			return fmt.Errorf("seed: %w", internal(ctx, "check users", err))
 		}
 		held := page.Total
 		if held+len(o.Users) <= s.maxUsers {
@@ -491,7 +491,7 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []seedMarks
 			case err == nil || errors.Is(err, storage.ErrNotFound) && marks[i].deleted(u):
 				continue // held, or deleted since it was loaded: no new place
 			case !errors.Is(err, storage.ErrNotFound):
-				return fmt.Errorf("seed: %w", internal("check user", err))
+				return fmt.Errorf("seed: %w", internal(ctx, "check user", err))
 			}
 			if n++; n > s.maxUsers {
 				return fmt.Errorf("seed: organizations[%d] (%q).users[%d] (%q): the organization would hold more than the limit of %d users (it holds %d)",
@@ -514,7 +514,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 			found := err == nil
 			switch {
 			case err != nil && !errors.Is(err, storage.ErrNotFound):
-				return fmt.Errorf("seed: %w", internal("check user", err))
+				return fmt.Errorf("seed: %w", internal(ctx, "check user", err))
 			case !found && marks[i].deleted(u):
 				continue // deleted since it was loaded: nothing of it is created
 			}
@@ -529,7 +529,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 					added++
 					continue
 				case err != nil:
-					return fmt.Errorf("seed: %w", internal("check token", err))
+					return fmt.Errorf("seed: %w", internal(ctx, "check token", err))
 				}
 				if cred := a.Credential; cred.User.Org != o.ID || cred.User.FoldedUsername != FoldUsername(u.Username) {
 					return fmt.Errorf("seed: organizations[%d].users[%d] (%q).tokens[%d] (%q): token value already belongs to another user", i, j, u.Username, k, t.Name)
@@ -542,7 +542,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 			if found {
 				ts, err := s.store.ListTokens(ctx, o.ID, rec.ID, s.clock())
 				if err != nil {
-					return fmt.Errorf("seed: %w", internal("check tokens", err))
+					return fmt.Errorf("seed: %w", internal(ctx, "check tokens", err))
 				}
 				live = len(ts)
 			}
@@ -595,7 +595,7 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 	// Marked last: should the loading stop before, the next one finds
 	// what this one created and completes it.
 	if err := s.store.MarkSeeded(ctx, org, loaded); err != nil {
-		return internal("mark seeded", err)
+		return internal(ctx, "mark seeded", err)
 	}
 	return nil
 }
@@ -608,7 +608,7 @@ func (s *Service) seedDive(ctx context.Context, org string, d Dive) error {
 	case err == nil:
 		return nil
 	case !errors.Is(err, storage.ErrNotFound):
-		return internal("get dive", err)
+		return internal(ctx, "get dive", err)
 	}
 	return s.RegisterDive(ctx, org, d)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -1589,6 +1590,70 @@ func TestCanceledCallerIsNoInternalError(t *testing.T) {
 	}
 	_, err = svc.GetUser(t.Context(), "acme", "gone")
 	assert.ErrorIs(t, err, orgadmin.ErrNotFound)
+}
+
+// rolledBackStore is a memory store whose writes, once their context is
+// canceled, fail as database/sql's do: the transaction, rolled back when
+// its context was canceled, answers sql.ErrTxDone, which does not wrap
+// the context's error.
+type rolledBackStore struct {
+	*memstore.Store
+}
+
+func (s rolledBackStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("sqlstore: create user: %w", sql.ErrTxDone)
+	}
+	return s.Store.CreateUser(ctx, u, lim, a)
+}
+
+func (s rolledBackStore) SetInstances(ctx context.Context, org, userID string, c storage.InstanceConfig, a *storage.Audit) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("sqlstore: set instances: %w", sql.ErrTxDone)
+	}
+	return s.Store.SetInstances(ctx, org, userID, c, a)
+}
+
+// A store call that fails because its caller's context was canceled is
+// CANCELED, whatever error the store's driver made of the cancellation:
+// the client that left is no internal error, and errors.Is finds the
+// context's error. A caller's deadline that passed is still an internal
+// error (the operation took longer than its caller's budget), with the
+// context's error in its chain.
+func TestCanceledCallerIsNoInternalErrorWhateverTheDriverSays(t *testing.T) {
+	svc := orgadmin.New(rolledBackStore{memstore.New()}, orgadmin.Config{})
+	token, err := svc.Bootstrap(t.Context(), orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(t.Context(), token)
+	require.NoError(t, err)
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	setConfig := func(ctx context.Context) error {
+		_, err := svc.SetInstanceConfig(ctx, admin, "admin", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+			ReadWrite:   orgadmin.InstanceSide{Size: orgadmin.SizeJumbo},
+			ReadScaling: orgadmin.InstanceSide{Size: orgadmin.SizeJumbo, FlockSize: 1},
+		}})
+		return err
+	}
+	for name, err := range map[string]error{
+		"create service account": func() error {
+			_, err := svc.CreateServiceAccount(canceled, admin, orgadmin.CreateServiceAccountInput{Username: "gone"})
+			return err
+		}(),
+		"set instance config": setConfig(canceled),
+	} {
+		require.Error(t, err, name)
+		assert.Equal(t, orgadmin.CodeCanceled, orgadmin.ErrorCode(err), name)
+		assert.ErrorIs(t, err, context.Canceled, name)
+		assert.ErrorIs(t, err, sql.ErrTxDone, name)
+		assert.NotErrorIs(t, err, orgadmin.ErrInternal, name)
+	}
+
+	late, stop := context.WithDeadline(t.Context(), time.Unix(0, 0))
+	defer stop()
+	err = setConfig(late)
+	assert.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(err))
+	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
 // lostReplyStore stores each token it is asked to, then fails, as a store

@@ -104,7 +104,7 @@ func (s *Service) CreateToken(ctx context.Context, a Auth, username string, in C
 	}
 	value, err := s.newSecret(tokenPrefix)
 	if err != nil {
-		return Token{}, internal("mint token", err)
+		return Token{}, internal(ctx, "mint token", err)
 	}
 	return s.insertToken(ctx, u, value, in, actorOf(c.Caller), ActionTokenCreate)
 }
@@ -147,7 +147,7 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 		// could only hold a place under the limit: take it out again, by
 		// its id, which no one else has.
 		s.withdrawToken(ctx, rec, ev, u.Username, who)
-		return Token{}, internal("create token", err)
+		return Token{}, internal(ctx, "create token", err)
 	}
 	s.emit(ctx, ev)
 	t := tokenFromRecord(rec)
@@ -239,7 +239,7 @@ func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID str
 		return err
 	}
 	if err := s.store.DeleteToken(ctx, c.org, u.ID, tokenID, s.revocation(s.now()), aud); err != nil {
-		return s.storeErr("delete token", err, "token", "token_id")
+		return s.storeErr(ctx, "delete token", err, "token", "token_id")
 	}
 	s.emit(ctx, ev)
 	return nil

@@ -177,7 +177,7 @@ func (s *Service) createUser(ctx context.Context, org string, nu NewUser, who ac
 	case errors.Is(err, storage.ErrNotFound):
 		return User{}, notFound("organization")
 	case err != nil:
-		return User{}, internal("create user", err)
+		return User{}, internal(ctx, "create user", err)
 	}
 	s.emit(ctx, ev)
 	return userFromRecord(&rec), nil
@@ -242,7 +242,7 @@ func (s *Service) GrantPrivilege(ctx context.Context, org, username, privilege s
 			return err
 		}
 	}
-	return s.storeErr("grant privilege", fmt.Errorf("changed concurrently %d times: %w", grantAttempts, err), "user", "username")
+	return s.storeErr(ctx, "grant privilege", fmt.Errorf("changed concurrently %d times: %w", grantAttempts, err), "user", "username")
 }
 
 // grantAttempts bounds the reads and writes of one GrantPrivilege.
@@ -274,7 +274,7 @@ func (s *Service) grantOnce(ctx context.Context, org, username, privilege string
 	case errors.Is(err, storage.ErrConflict):
 		return storage.ErrConflict
 	case err != nil:
-		return s.storeErr("grant privilege", err, "user", "username")
+		return s.storeErr(ctx, "grant privilege", err, "user", "username")
 	}
 	s.emit(ctx, ev)
 	return nil
@@ -304,7 +304,7 @@ func (s *Service) DeleteUser(ctx context.Context, a Auth, username string) (User
 	}
 	u, err := s.store.DeleteUser(ctx, c.org, target.ID, aud)
 	if err != nil {
-		return User{}, s.storeErr("delete user", err, "user", "username")
+		return User{}, s.storeErr(ctx, "delete user", err, "user", "username")
 	}
 	s.emit(ctx, ev)
 	return userFromRecord(&u), nil
@@ -365,7 +365,7 @@ func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (
 	page, err := s.store.ListUsers(ctx, c.org, q)
 	defer userRecords.put(recs, page.Users)
 	if err != nil {
-		return UserPage{}, internal("list users", err)
+		return UserPage{}, internal(ctx, "list users", err)
 	}
 	out := UserPage{Users: slices.Grow(opt.Into[:0], len(page.Users)), TotalCount: page.Total}
 	out.Users = out.Users[:len(page.Users)]

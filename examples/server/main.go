@@ -41,6 +41,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -48,6 +49,11 @@ import (
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/storage/instrumented"
 )
+
+// canceledRequestsWait bounds the wait, at shutdown, for the requests
+// canceled once the grace has passed: a store call under way that does
+// not see its context end (a Redis round trip) runs to its own timeout.
+const canceledRequestsWait = 5 * time.Second
 
 // logFlushDelay is how long a log line may wait to be written with others.
 const logFlushDelay = 100 * time.Millisecond
@@ -78,6 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	pprofAddr := fs.String("pprof", "", "loopback address to serve the runtime profiles at /debug/pprof/ (off when empty)")
 	metricsAddr := fs.String("metrics-addr", "", "address to serve the Prometheus metrics at /metrics, such as 127.0.0.1:9090 (off when empty)")
 	auditLog := fs.Bool("audit-log", false, "also log each audit event on standard error, as a JSON line with \"msg\":\"audit\" (for shipping to a SIEM)")
+	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests under way may take to finish before they are canceled")
 	maxUsers := fs.Int("max-users-per-org", 0, fmt.Sprintf("most users an organization holds; one more is a 400 (0: %d; negative: no limit; the same on every server sharing a store)", orgadmin.DefaultMaxUsersPerOrg))
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -147,6 +154,21 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		httpserver.LogRequestsTo(logs, log, httpserver.Health(svc)),
 		httpserver.NewFeedback(svc, httpserver.FeedbackConfig{Logger: log, RequestLog: logs,
 			Metrics: tel.registerer(), TracerProvider: tel.tracerProvider()})), log)
+	// Requests run on a context of their own, not ctx (which the first
+	// signal ends): those still under way once the shutdown's grace has
+	// passed are canceled, and end as a client that left does, answered
+	// and logged (499), at a store call's end, rather than cut wherever the
+	// exit finds them.
+	requestsCtx, cancelRequests := context.WithCancel(context.Background())
+	defer cancelRequests()
+	srv.BaseContext = func(net.Listener) context.Context { return requestsCtx }
+	var underWay sync.WaitGroup
+	api := srv.Handler
+	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		underWay.Add(1)
+		defer underWay.Done()
+		api.ServeHTTP(w, r)
+	})
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String(), "store", storeKind(*storeURI))
@@ -161,9 +183,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	case <-ctx.Done():
 	}
 	log.Info("shutting down")
-	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), 10*time.Second)
+	shutdownCtx, cancelShutdown := context.WithTimeout(context.Background(), *grace)
 	defer cancelShutdown()
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Warn("requests still under way after the shutdown grace: canceling them", "grace", grace.String())
+		cancelRequests()
+		ended := make(chan struct{})
+		go func() { underWay.Wait(); close(ended) }()
+		select {
+		case <-ended:
+		case <-time.After(canceledRequestsWait):
+		}
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil

@@ -274,8 +274,12 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 	if _, err := s.sessions.InsertOne(ctx, doc); err != nil {
 		return wrap("create embed session", err)
 	}
-	if _, err := s.liveUser(ctx, es.Org, es.UserID); err != nil {
-		_, derr := s.sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: doc.Digest}})
+	// The session is stored: a caller that leaves now does not fail the
+	// call, which checks its user once more.
+	fctx, fcancel := s.finishing(ctx)
+	defer fcancel()
+	if _, err := s.liveUser(fctx, es.Org, es.UserID); err != nil {
+		_, derr := s.sessions.DeleteOne(fctx, bson.D{{Key: "_id", Value: doc.Digest}})
 		return wrap("create embed session: user", cmp.Or(err, derr))
 	}
 	return nil

@@ -382,6 +382,16 @@ func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	}
 }
 
+// finishing returns the context of the steps that end a change already
+// made (once DeleteUser's tombstone or CreateEmbedSession's session is
+// written): not ended by its caller's cancellation, which would fail a
+// call whose change is made (its event confirmed later, by a listing or
+// Cleanup, and the Service never told), but bounded by the per-operation
+// timeout. It keeps ctx's values, the operation's turn among them.
+func (s *Store) finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+}
+
 // turnKey marks the context of an operation that has its turn.
 type turnKey struct{}
 

@@ -788,7 +788,10 @@ func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.A
 	if ev == "" {
 		ev = d.Ev // the tombstone keeps the user's
 	}
-	if err := s.removeUser(ctx, org, d.UID, d.ID, d.FKey, ev); err != nil {
+	// The user is deleted: a caller that leaves now does not fail the call.
+	fctx, fcancel := s.finishing(ctx)
+	defer fcancel()
+	if err := s.removeUser(fctx, org, d.UID, d.ID, d.FKey, ev); err != nil {
 		return storage.User{}, fmt.Errorf("mongostore: delete user: %w", err)
 	}
 	return d.record(), nil

@@ -119,6 +119,87 @@ func TestCrashCreateTokenAfterReserve(t *testing.T) {
 	}
 }
 
+// A creation stopped between its reservation and its script, then
+// withdrawn by its id (as the Service does when a creation fails), leaves
+// nothing behind: the same value, a seeded one, can be created again.
+func TestCrashCreateTokenWithdrawnFreesItsValue(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	w.stopAt(t, "create token: reserved")
+	lost := w.token("seeded-token-value", time.Time{})
+	require.ErrorIs(t, w.s.CreateToken(ctx, lost, storage.TokenLimit{}, audited("token.seed", lost.ID)), errStop)
+	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, lost.ID, storage.Revocation{At: crashT0}, audited("token.delete", lost.ID)), storage.ErrNotFound)
+	keys, err := w.s.c.Keys(ctx, w.s.prefix+"t*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys, "the pointers of a token never stored")
+
+	again := w.token("seeded-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, again, storage.TokenLimit{}, audited("token.seed", again.ID)))
+	a, err := w.s.ReadAccess(ctx, storage.AccessQuery{Digest: again.Digest})
+	require.NoError(t, err)
+	assert.Equal(t, again.ID, a.Credential.Token.ID)
+	w.requireEvents(t, "token.seed "+again.ID)
+}
+
+// A deletion stopped before its pointers, then deleted again: the second
+// removes the pointers it left.
+func TestCrashDeleteTokenDeletedAgainDropsItsPointers(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	tok := w.token("doomed-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
+	w.stopAt(t, "delete token: pointers")
+	require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}, nil))
+	require.ErrorIs(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}, nil), storage.ErrNotFound)
+	keys, err := w.s.c.Keys(ctx, w.s.prefix+"t*").Result()
+	require.NoError(t, err)
+	require.Empty(t, keys)
+}
+
+// cancelAt returns a context that the Store cancels when it reaches step,
+// going on with it: a caller that leaves at that point.
+func (w *crashWorld) cancelAt(t *testing.T, step string) context.Context {
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	hit := false
+	w.s.step = func(name string) error {
+		if name == step {
+			hit = true
+			cancel()
+		}
+		return nil
+	}
+	t.Cleanup(func() { assert.True(t, hit, "the test never reached step %q", step) })
+	return ctx
+}
+
+// A caller that leaves once a user or a token is deleted, before its
+// pointers are removed, leaves none behind: the deletion is made, and
+// its end does not depend on the caller.
+func TestCanceledDeletionsRemoveTheirPointers(t *testing.T) {
+	t.Run("user", func(t *testing.T) {
+		w := newCrashWorld(t)
+		tok := w.token("orphan-token-value", time.Time{})
+		require.NoError(t, w.s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil))
+		_, err := w.s.DeleteUser(w.cancelAt(t, "delete user: pointers"), "acme", w.user.ID, nil)
+		require.NoError(t, err)
+		keys, err := w.s.c.Keys(t.Context(), w.s.prefix+"t*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys)
+	})
+	t.Run("token", func(t *testing.T) {
+		w := newCrashWorld(t)
+		tok := w.token("doomed-token-value", time.Time{})
+		require.NoError(t, w.s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil))
+		require.NoError(t, w.s.DeleteToken(w.cancelAt(t, "delete token: pointers"), "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0}, nil))
+		keys, err := w.s.c.Keys(t.Context(), w.s.prefix+"tid:*").Result()
+		require.NoError(t, err)
+		require.Empty(t, keys, "the id's pointer")
+		_, err = w.s.ReadAccess(t.Context(), storage.AccessQuery{Digest: tok.Digest, LiveAt: crashT0})
+		require.ErrorIs(t, err, storage.ErrNotFound)
+	})
+}
+
 // A stop after the token left its user, before its pointers are removed:
 // it no longer authenticates, and deleting it again is ErrNotFound.
 func TestCrashDeleteTokenBeforePointers(t *testing.T) {

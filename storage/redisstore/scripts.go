@@ -404,14 +404,15 @@ return 'OK'
 `)
 
 // deleteTokenScript removes a live token and returns {status, digest hex,
-// expiry (ms, 0 for none)}. With single = "1" it also replaces the
+// expiry (ms, 0 for none)}; {'NOTFOUND', 'absent'} when its user holds no
+// token of that id, expired or not. With single = "1" it also replaces the
 // token's pointer with its tombstone (of the org ARGV[6]; see
 // tombstone.go), and removes its id's pointer.
 var deleteTokenScript = redis.NewScript(orgBase + relist + auditScript + `
 -- ARGV: uid, tid, liveAt (ms), single, prefix, org, tombstone life (ms) of a token without expiry, grace (ms)
 local tk = b..'tok:'..ARGV[1]
 local v = redis.call('HGET', tk, ARGV[2])
-if not v then return {'NOTFOUND'} end
+if not v then return {'NOTFOUND', 'absent'} end
 local t = cjson.decode(v)
 local at = tonumber(ARGV[3])
 if t.e ~= 0 and t.e <= at then return {'NOTFOUND'} end

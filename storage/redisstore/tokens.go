@@ -20,7 +20,9 @@ import (
 // On a Cluster the token's pointer keys (digest and id) are reserved
 // first, then the script adds the token to its user in the org's slot. A
 // stop between the two leaves pointers to a token that does not exist:
-// they never authenticate, and they expire with the token.
+// they never authenticate, they expire with the token, and deleting the
+// token by its id (as the Service withdraws a creation that failed)
+// removes them.
 func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -155,6 +157,25 @@ func (s *Store) release(ctx context.Context, keys map[string]string) {
 func isRefusal(err error) bool {
 	return errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrAlreadyExists) ||
 		errors.Is(err, storage.ErrLimitExceeded)
+}
+
+// dropPointers removes, on a Cluster, the pointer keys of the token id of
+// userID in org, which its user does not hold: its id's, and its
+// digest's while that names this token and is no tombstone. Each goes
+// only while it holds the value read. It is best effort: such keys never
+// authenticate.
+func (s *Store) dropPointers(ctx context.Context, org, userID, id string) {
+	idKey := s.prefix + "tid:" + id
+	marked, err := s.c.Get(ctx, idKey).Result()
+	if err != nil {
+		return
+	}
+	keys := map[string]string{idKey: marked}
+	digestKey := s.prefix + "tok:" + unmark(marked)
+	if pointer, err := s.c.Get(ctx, digestKey).Result(); err == nil && !isTombstone(pointer) && unmark(pointer) == org+"\n"+userID+"\n"+id {
+		keys[digestKey] = pointer
+	}
+	s.release(ctx, keys)
 }
 
 // ReadAccess implements storage.Store. On a single server it is one round
@@ -406,7 +427,13 @@ func byCreation(a, b storage.Token) int {
 // first, which ends its use at once; on a single server the script turns
 // its digest's pointer into its tombstone (tombstone.go); on a Cluster
 // that, and removing its id's pointer, are done afterwards. A stop in
-// between leaves a pointer to no token: unknown rather than revoked.
+// between leaves a pointer to no token: unknown rather than revoked. On
+// a Cluster, deleting a token its user does not hold at all (ErrNotFound;
+// an expired one it holds keeps its pointers) removes such pointers of
+// its id: those a deletion stopped before it removed them, and those a
+// creation stopped between its reservation and its script (CreateToken)
+// left, which would keep the token's value from being seeded again for
+// as long as it lives, for ever without expiry.
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -417,6 +444,9 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 		return failed("delete token", err)
 	}
 	if err := status("delete token", v[0], nil); err != nil || s.single {
+		if errors.Is(err, storage.ErrNotFound) && !s.single && len(v) > 1 && str(v[1]) == "absent" {
+			s.dropPointers(ctx, org, userID, id)
+		}
 		return err
 	}
 	if err := s.stepped("delete token: pointers"); err != nil {
@@ -425,6 +455,8 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	expires, _ := v[2].(int64)
 	until := r.Until(storage.Token{ExpiresAt: fromMillis(expires)})
 	key := s.prefix + "tok:" + str(v[1])
+	ctx, cancelFinish := s.finishing(ctx)
+	defer cancelFinish()
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		if life := until.Sub(r.At); life > 0 {
 			p.Set(ctx, key, tombstone(org, userID, id, r.At, until), life+s.grace)

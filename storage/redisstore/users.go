@@ -113,10 +113,21 @@ func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.A
 			keys[i] = s.prefix + str(k)
 		}
 		// The user is gone whatever happens here: a pointer left behind
-		// points at nothing and expires or stays inert.
-		_ = s.delKeys(ctx, keys)
+		// points at nothing and expires or stays inert. A caller that
+		// leaves now does not leave them behind.
+		fctx, cancel := s.finishing(ctx)
+		defer cancel()
+		_ = s.delKeys(fctx, keys)
 	}
 	return u, nil
+}
+
+// finishing returns the context of the steps that complete a change
+// already made (removing, on a Cluster, the pointers of what it deleted):
+// not ended by its caller's cancellation, which would leave them behind
+// for ever when they have no expiry, but bounded by the Store's timeout.
+func (s *Store) finishing(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 }
 
 // delKeys deletes keys that may live in different slots, in one pipeline.
