@@ -2,10 +2,7 @@ package orgadmin_test
 
 import (
 	"context"
-	"net"
 	"net/url"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,82 +19,6 @@ import (
 	"github.com/orgadmin/orgadmin/storage/sqlstore"
 )
 
-// holdingProxy forwards TCP connections to a server; once held, it stops
-// passing the server's answers on, and says (got) when a request has
-// come in since, so that the client waits on an answer that is not
-// coming: a database that went quiet.
-type holdingProxy struct {
-	addr     string
-	upstream string
-	held     atomic.Bool
-	got      chan struct{}
-	once     sync.Once
-}
-
-func newHoldingProxy(t testing.TB, upstream string) *holdingProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &holdingProxy{addr: l.Addr().String(), upstream: upstream, got: make(chan struct{})}
-	var conns sync.WaitGroup
-	var mu sync.Mutex
-	var open []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		conns.Wait()
-	})
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", upstream)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, c, u)
-			mu.Unlock()
-			conns.Add(2)
-			go func() { defer conns.Done(); p.pipe(u, c, true) }()
-			go func() { defer conns.Done(); p.pipe(c, u, false) }()
-		}
-	}()
-	return p
-}
-
-// pipe copies from src to dst; requests (from the client) say got once
-// held; answers are dropped while held.
-func (p *holdingProxy) pipe(dst, src net.Conn, request bool) {
-	defer dst.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			held := p.held.Load()
-			if request && held {
-				p.once.Do(func() { close(p.got) })
-			}
-			if !request && held {
-				continue
-			}
-			if _, werr := dst.Write(buf[:n]); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // runKnownDefects runs the subtests of defects not fixed yet.
 const runKnownDefects = false
 
@@ -112,19 +33,19 @@ const heldTimeout = 5 * time.Minute
 func TestCanceledCallDoesNotWaitForTheStore(t *testing.T) {
 	kinds := []struct {
 		name string
-		open func(t *testing.T) (*holdingProxy, storage.Store)
+		open func(t *testing.T) (*testdb.QuietProxy, storage.Store)
 	}{
-		{"redis", func(t *testing.T) (*holdingProxy, storage.Store) {
+		{"redis", func(t *testing.T) (*testdb.QuietProxy, storage.Store) {
 			if !runKnownDefects {
 				t.Skip("known defect: go-redis v9 does not abort a read when its context is canceled (only a deadline does), so a call waits on for the store's per-operation timeout (redisstore.Options.Timeout); set runKnownDefects to see it")
 			}
 			return heldRedis(t, testdb.Miniredis(t).Options().Addr)
 		}},
-		{"mongo", func(t *testing.T) (*holdingProxy, storage.Store) {
+		{"mongo", func(t *testing.T) (*testdb.QuietProxy, storage.Store) {
 			u, err := url.Parse(testdb.MongoURI(t))
 			require.NoError(t, err)
-			p := newHoldingProxy(t, u.Host)
-			u.Host = p.addr
+			p := testdb.NewQuietProxy(t, u.Host)
+			u.Host = p.Addr()
 			q := u.Query()
 			q.Set("directConnection", "true")
 			u.RawQuery = q.Encode()
@@ -139,11 +60,11 @@ func TestCanceledCallDoesNotWaitForTheStore(t *testing.T) {
 			require.NoError(t, err)
 			return p, s
 		}},
-		{"postgres", func(t *testing.T) (*holdingProxy, storage.Store) {
+		{"postgres", func(t *testing.T) (*testdb.QuietProxy, storage.Store) {
 			u, err := url.Parse(testdb.Postgres(t))
 			require.NoError(t, err)
-			p := newHoldingProxy(t, u.Host)
-			u.Host = p.addr
+			p := testdb.NewQuietProxy(t, u.Host)
+			u.Host = p.Addr()
 			s, err := sqlstore.Open(t.Context(), u.String(), sqlstore.Options{Timeout: heldTimeout, MaxConns: 4})
 			require.NoError(t, err)
 			t.Cleanup(s.Close)
@@ -161,14 +82,14 @@ func TestCanceledCallDoesNotWaitForTheStore(t *testing.T) {
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			p.held.Store(true)
-			t.Cleanup(func() { p.held.Store(false) }) // before the store's own clean-up
+			p.SetQuiet(true)
+			t.Cleanup(func() { p.SetQuiet(false) }) // before the store's own clean-up
 			done := make(chan error, 1)
 			go func() {
 				_, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
 				done <- err
 			}()
-			<-p.got
+			<-p.Got()
 			cancel()
 			select {
 			case err := <-done:
@@ -183,9 +104,9 @@ func TestCanceledCallDoesNotWaitForTheStore(t *testing.T) {
 
 // heldRedis is a store on the Redis server at addr, reached through a
 // holding proxy, created as the example server creates its client.
-func heldRedis(t *testing.T, addr string) (*holdingProxy, storage.Store) {
-	p := newHoldingProxy(t, addr)
-	c := redis.NewClient(&redis.Options{Addr: p.addr, ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1})
+func heldRedis(t *testing.T, addr string) (*testdb.QuietProxy, storage.Store) {
+	p := testdb.NewQuietProxy(t, addr)
+	c := redis.NewClient(&redis.Options{Addr: p.Addr(), ContextTimeoutEnabled: true, ReadTimeout: -1, WriteTimeout: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	s, err := redisstore.New(c, redisstore.Options{Prefix: testdb.RedisPrefix(t, c), Timeout: heldTimeout})
 	require.NoError(t, err)

@@ -6,8 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,81 +14,14 @@ import (
 	"github.com/orgadmin/orgadmin/internal/testdb"
 )
 
-// quietProxy forwards TCP connections to a server; once quiet, it stops
-// passing the server's answers on, and closes got when a request comes in
-// then: a database that stopped answering.
-type quietProxy struct {
-	addr  string
-	quiet atomic.Bool
-	got   chan struct{}
-	once  sync.Once
-}
-
-func newQuietProxy(t *testing.T, upstream string) *quietProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &quietProxy{addr: l.Addr().String(), got: make(chan struct{})}
-	var mu sync.Mutex
-	var open []net.Conn
-	t.Cleanup(func() {
-		_ = l.Close()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range open {
-			_ = c.Close()
-		}
-	})
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", upstream)
-			if err != nil {
-				_ = c.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, c, u)
-			mu.Unlock()
-			go p.pipe(u, c, true)
-			go p.pipe(c, u, false)
-		}
-	}()
-	return p
-}
-
-func (p *quietProxy) pipe(dst, src net.Conn, request bool) {
-	defer dst.Close()
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := src.Read(buf)
-		if n > 0 {
-			if quiet := p.quiet.Load(); quiet && request {
-				p.once.Do(func() { close(p.got) })
-			} else if quiet {
-				continue
-			}
-			if _, err := dst.Write(buf[:n]); err != nil {
-				return
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
 // A request still under way when the shutdown's grace has passed is
 // canceled: it ends at its store call, answered and logged, before the
 // server exits, rather than cut where the exit finds it.
 func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 	u, err := url.Parse(testdb.Postgres(t))
 	require.NoError(t, err)
-	p := newQuietProxy(t, u.Host)
-	u.Host = p.addr
+	p := testdb.NewQuietProxy(t, u.Host)
+	u.Host = p.Addr()
 	const token = "admin-token-of-the-shutdown-test"
 
 	ctx, stop := context.WithCancel(context.Background())
@@ -109,7 +40,7 @@ func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 		t.Fatalf("server did not start: %v\n%s", err, stderr)
 	}
 
-	p.quiet.Store(true)
+	p.SetQuiet(true)
 	answered := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest("POST", "http://"+addr.String()+"/v1/users", strings.NewReader(`{"username":"robot"}`))
@@ -122,8 +53,8 @@ func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 		res.Body.Close()
 		answered <- res.StatusCode
 	}()
-	<-p.got // the request waits on the store
-	stop()  // SIGTERM
+	<-p.Got() // the request waits on the store
+	stop()    // SIGTERM
 	select {
 	case err := <-done:
 		require.ErrorContains(t, err, "shutdown")
