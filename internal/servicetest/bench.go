@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/storage"
@@ -22,6 +23,7 @@ func Benchmarks(b *testing.B, newStore func(testing.TB) storage.Store) {
 	b.Run("SetInstanceConfig", func(b *testing.B) { setInstanceConfig(b, newStore(b)) })
 	b.Run("CreateServiceAccount", func(b *testing.B) { createServiceAccount(b, newStore(b)) })
 	b.Run("ListUsers", func(b *testing.B) { BenchListUsers(b, newStore(b), 10_000) })
+	b.Run("CreateEmbedSession", func(b *testing.B) { createEmbedSession(b, newStore(b)) })
 }
 
 // world is an org with an Admin and a service account "robot".
@@ -182,5 +184,49 @@ func BenchListUsers(b *testing.B, s storage.Store, n int) {
 				}
 			}
 		})
+	}
+}
+
+// liveSessions is how many embed sessions of one service account are
+// live at each creation createEmbedSession measures.
+const liveSessions = 1000
+
+// createEmbedSession mints embed sessions for one service account on a
+// clock that moves a thousandth of a session's life at each, so that a
+// creation finds liveSessions sessions live and one to drop, as an
+// embedding program minting one a page view would.
+func createEmbedSession(b *testing.B, s storage.Store) {
+	ctx := context.Background()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	const ttl = 24 * time.Hour
+	svc := orgadmin.New(s, orgadmin.Config{Now: func() time.Time { return now }, EmbedSessionTTL: ttl})
+	tok, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	admin, err := svc.Authenticate(ctx, tok)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"}); err != nil {
+		b.Fatal(err)
+	}
+	const dive = "0b0d5e8e-6f3a-4c1e-9d2a-3f4b5c6d7e8f"
+	if err := svc.RegisterDive(ctx, "bench", orgadmin.Dive{ID: dive, Title: "Sales"}); err != nil {
+		b.Fatal(err)
+	}
+	in := orgadmin.CreateEmbedSessionInput{Username: "robot", InitialState: []byte(`{"filter":"region = 'emea'"}`)}
+	mint := func() {
+		now = now.Add(ttl / liveSessions)
+		if _, err := svc.CreateEmbedSession(ctx, admin, dive, in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for range liveSessions {
+		mint()
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		mint()
 	}
 }
