@@ -65,7 +65,10 @@ type Options struct {
 	Prefix string
 	// Timeout bounds each operation, retries included (default 2 s). A
 	// Redis that is down, slow or drops connections makes the operation
-	// fail with an error once it has passed.
+	// fail with an error once it has passed. On a Cluster, ten times it
+	// (1 minute at least) is the reservation grace: the age past which a
+	// token's reservation left by a dead creation is taken over (see
+	// CreateToken). Stores sharing a Redis should use the same Timeout.
 	Timeout time.Duration
 	// MaxFeedback is how many feedback submissions the Store keeps; older
 	// ones are dropped (default 100 000).
