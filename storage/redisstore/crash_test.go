@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -26,8 +27,13 @@ type crashWorld struct {
 }
 
 func newCrashWorld(t *testing.T) *crashWorld {
+	return newCrashWorldOn(t, miniClient(t))
+}
+
+// newCrashWorldOn is a crashWorld on c, under a prefix of its own.
+func newCrashWorldOn(t *testing.T, c redis.UniversalClient) *crashWorld {
 	ctx := t.Context()
-	s := newStore(t, miniClient(t), false)
+	s := newStore(t, c, false)
 	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: "acme", CreatedAt: crashT0}, nil))
 	w := &crashWorld{s: s, user: storage.User{
 		ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot",

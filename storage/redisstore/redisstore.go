@@ -14,6 +14,21 @@
 // one each. A page of users is one round trip however deep it starts (a
 // sorted set read BYLEX from a keyset cursor).
 //
+// On a Cluster the pointer keys of a token or a session are reserved
+// before the org's script stores it, so a process that dies between the
+// two leaves them behind: they point at nothing and never authenticate.
+// A creation of the same token value takes such a reservation over once
+// it is older than the reservation grace (1 minute, or 10 times
+// Options.Timeout when that is longer: no creation can still send its
+// script then) and the token it names does not exist, so that a fixed
+// value (a seeded token, a bootstrap token given again at a restart) is
+// not refused for ever. The grace is counted between the two tokens'
+// creation times, from the clocks of the servers that made them: servers
+// whose clocks differ by more than the grace could take over the
+// reservation of a creation still under way. A reservation written by an
+// earlier version, which holds no time, is never taken over. See
+// CreateToken.
+//
 // Expiry is decided by the caller's clock, never by Redis: expired tokens
 // and sessions are still returned by the lookups that the contract says do
 // not check expiry. Redis key expiry only cleans up, a grace period after
@@ -50,7 +65,10 @@ type Options struct {
 	Prefix string
 	// Timeout bounds each operation, retries included (default 2 s). A
 	// Redis that is down, slow or drops connections makes the operation
-	// fail with an error once it has passed.
+	// fail with an error once it has passed. On a Cluster, ten times it
+	// (1 minute at least) is the reservation grace: the age past which a
+	// token's reservation left by a dead creation is taken over (see
+	// CreateToken). Stores sharing a Redis should use the same Timeout.
 	Timeout time.Duration
 	// MaxFeedback is how many feedback submissions the Store keeps; older
 	// ones are dropped (default 100 000).

@@ -61,7 +61,11 @@ import "github.com/redis/go-redis/v9"
 // single server the scripts write both in one step (single = "1"). On a
 // Cluster the global keys are written first and removed last (see
 // tokens.go), so a crash leaves at most a pointer to nothing, which never
-// authenticates.
+// authenticates; and each value a Cluster writes to tok:, tid: and ses:
+// is followed by the mark of the creation that reserved it,
+// "\0<nonce>\0<creation ms>" ("\0<nonce>" as earlier versions wrote it),
+// which readers cut off (unmark), and by which a creation tells a dead
+// reservation of a digest, which it takes over (takeOver).
 
 // orgBase is the Lua prelude that derives the org's key base from KEYS[1],
 // with userIDFunc.
@@ -441,6 +445,32 @@ return {'OK', t.d, t.e}
 // global key this process reserved.
 var releaseScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// takeOverScript sets KEYS[1] to ARGV[2] (for ARGV[3] ms, none when 0) if
+// it still holds ARGV[1], a dead reservation (takeOver), and returns 1; 1
+// too when it holds ARGV[2] already (the answer of a first run was lost),
+// else 0.
+var takeOverScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[2] then return 1 end
+if v ~= ARGV[1] then return 0 end
+if tonumber(ARGV[3]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+else
+  redis.call('SET', KEYS[1], ARGV[2])
+end
+return 1
+`)
+
+// dropIDScript deletes KEYS[1], a token id's pointer, if it names the
+// digest ARGV[1]: holds it, marked or not.
+var dropIDScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and (v == ARGV[1] or string.sub(v, 1, #ARGV[1] + 1) == ARGV[1]..'\0') then
+  return redis.call('DEL', KEYS[1])
+end
 return 0
 `)
 

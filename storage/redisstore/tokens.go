@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -22,7 +23,21 @@ import (
 // stop between the two leaves pointers to a token that does not exist:
 // they never authenticate, they expire with the token, and deleting the
 // token by its id (as the Service withdraws a creation that failed)
-// removes them.
+// removes them. A process that dies there withdraws nothing: a creation
+// of the same value (a seeded one, such as a bootstrap token given again)
+// then takes the digest's pointer over, and removes the dead token's id
+// pointer, once that reservation is older than the reservation grace (1
+// minute, or 10 times Options.Timeout when that is longer), told by the
+// two tokens' CreatedAt, and while the token it names does not exist in
+// its org; within the grace it is ErrAlreadyExists, as is a token that
+// exists, however old. A Store cannot tell a dead creation from a live
+// one but by that age: servers whose clocks differ by more than the grace
+// could take over the reservation of a creation under way, whose token
+// would then never authenticate. A reservation written by an earlier
+// version, whose mark holds no time, is never taken over. A creation
+// that meets a reservation makes two round trips more than one that
+// meets none (three when the reservation is past the grace and its token
+// exists), and four when it takes it over.
 func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -40,8 +55,9 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 		return status("create token", v, err)
 	}
 
-	keys := map[string]string{s.prefix + "tok:" + hex: pointer, s.prefix + "tid:" + t.ID: hex}
-	if err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond); err != nil {
+	digestKey := s.prefix + "tok:" + hex
+	keys := map[string]string{digestKey: pointer, s.prefix + "tid:" + t.ID: hex}
+	if err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, t.CreatedAt, digestKey); err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
 	if err := s.stepped("create token: reserved"); err != nil {
@@ -56,16 +72,22 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 
 // reserve sets each key to its value if none of them exists, with the
 // given lifetime (none when 0). It returns ErrAlreadyExists, having undone
-// its own writes, when one exists.
+// its own writes, when one exists, unless that one is orphan (a token's
+// digest key; "" for none) and holds a dead reservation, which it takes
+// over (takeOver).
 //
 // Each value gets a mark of this call (in keys itself, which release then
 // matches): go-redis resends a pipeline whose answer was lost, and a key
-// that holds this call's mark is this call's own, not another's.
-func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.Duration) error {
+// that holds this call's mark is this call's own, not another's. The mark
+// also holds at, the creation time of what is reserved (the caller's
+// clock, which the Store never reads itself): how old a reservation is
+// that another call finds.
+func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.Duration, at time.Time, orphan string) error {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
+	mark := markSep + hex.EncodeToString(nonce[:]) + markSep + strconv.FormatInt(millis(at), 10)
 	for k, v := range keys {
-		keys[k] = v + markSep + hex.EncodeToString(nonce[:])
+		keys[k] = v + mark
 	}
 	cmds := make(map[string]*redis.BoolCmd, len(keys))
 	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -114,31 +136,126 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return failed("reserve", err)
 	}
-	taken := false
+	// The keys held by another call than this one (whose resent pipeline
+	// finds its own values).
+	var others []string
 	for k, c := range held {
-		taken = taken || c.Val() != keys[k]
-	}
-	if !taken {
-		return nil
-	}
-	got := make(map[string]string)
-	for k := range cmds {
-		if _, ok := held[k]; !ok {
-			got[k] = keys[k]
+		if c.Val() != keys[k] {
+			others = append(others, k)
 		}
 	}
-	s.release(ctx, got)
+	if len(others) == 0 {
+		return nil
+	}
+	if len(others) == 1 && others[0] == orphan {
+		took, err := s.takeOver(ctx, orphan, held[orphan].Val(), keys[orphan], at, life)
+		if err != nil {
+			return err
+		}
+		if took {
+			return nil
+		}
+	}
+	// Each key goes only while it holds this call's value: those others
+	// hold stay.
+	s.release(ctx, keys)
 	return storage.ErrAlreadyExists
 }
 
 // markSep separates a reserved value from the mark of the call that
-// reserved it.
+// reserved it: "<value>\0<nonce>\0<creation ms>". Earlier versions wrote
+// marks without the creation time: "<value>\0<nonce>".
 const markSep = "\x00"
 
 // unmark returns a reserved value without its mark.
 func unmark(v string) string {
 	v, _, _ = strings.Cut(v, markSep)
 	return v
+}
+
+// reservedAt returns the creation time in the mark of a reserved value,
+// and false when it holds none (a mark of an earlier version, or no
+// mark).
+func reservedAt(v string) (time.Time, bool) {
+	_, mark, ok := strings.Cut(v, markSep)
+	if !ok {
+		return time.Time{}, false
+	}
+	_, at, ok := strings.Cut(mark, markSep)
+	if !ok {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(at, 10, 64)
+	if err != nil || ms == 0 {
+		return time.Time{}, false
+	}
+	return fromMillis(ms), true
+}
+
+// A creation on a Cluster reserves its token's pointer keys before its
+// script stores the token, within its context, which Options.Timeout
+// bounds: once that has passed, its script can no longer be sent. A
+// reservation made longer ago than the reservation grace, whose token
+// its org does not hold, is therefore one whose creation died (or
+// failed, and could not release it): a creation of the same value takes
+// it over. The grace is the longer of minReservationGrace and
+// reservationGraceTimeouts times the Store's Timeout. Ages are told by
+// the creation times of the two tokens, from the callers' clocks: servers
+// whose clocks differ by more than the grace could take over a
+// reservation whose creation is still under way.
+const (
+	minReservationGrace      = time.Minute
+	reservationGraceTimeouts = 10
+)
+
+// reservationGrace is how old a reservation of a token that does not
+// exist must be for a creation of the same value to take it over.
+func (s *Store) reservationGrace() time.Duration {
+	return max(minReservationGrace, reservationGraceTimeouts*s.timeout)
+}
+
+// takeOver sets key, a token's digest key that holds v, reserved by
+// another creation, to ours (for life, none when 0) when v is a dead
+// reservation: a pointer, not a tombstone, whose mark dates it at least
+// the reservation grace before at, the creation time of ours, and whose
+// token its org does not hold (one read in the org's slot). It sets it
+// only while the key still holds v, so that of two creations taking over
+// the same v one does, and drops the dead reservation's id key while
+// that names the same digest (best effort, in the same round trip). It
+// reports whether it took the key.
+func (s *Store) takeOver(ctx context.Context, key, v, ours string, at time.Time, life time.Duration) (bool, error) {
+	// A mark without a time, written by an earlier version, is of unknown
+	// age: its creation may still be under way, so it is never taken.
+	reserved, ok := reservedAt(v)
+	if isTombstone(v) || !ok || at.Sub(reserved) < s.reservationGrace() {
+		return false, nil
+	}
+	parts := strings.SplitN(unmark(v), "\n", 3)
+	if len(parts) != 3 {
+		return false, nil
+	}
+	org, uid, tid := parts[0], parts[1], parts[2]
+	exists, err := s.c.HExists(ctx, s.orgBase(org)+"tok:"+uid, tid).Result()
+	if err != nil {
+		return false, failed("reserve", err)
+	}
+	if exists {
+		return false, nil
+	}
+	if err := s.stepped("create token: take over"); err != nil {
+		return false, err
+	}
+	var took *redis.Cmd
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		took = takeOverScript.Eval(ctx, p, []string{key}, v, ours, life.Milliseconds())
+		dropIDScript.Eval(ctx, p, []string{s.prefix + "tid:" + tid}, strings.TrimPrefix(key, s.prefix+"tok:"))
+		return nil
+	})
+	n, err := took.Int64()
+	if err != nil {
+		return false, failed("reserve", err)
+	}
+	return n == 1, nil
 }
 
 // release deletes the keys that still hold the values this process wrote.
