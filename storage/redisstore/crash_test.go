@@ -267,3 +267,31 @@ func TestCrashCreateEmbedSessionAfterReserve(t *testing.T) {
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	w.requireEvents(t)
 }
+
+// A deletion on a Cluster turns its digest's pointer into a tombstone only
+// while the pointer is its token's: one that a creation of the same value
+// took over (see CreateToken) stays the other token's.
+func TestDeleteTokenLeavesAPointerTakenOver(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	tok := w.token("shared-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
+	key := w.s.prefix + "tok:" + hexDigest(tok.Digest)
+	other := "acme\n" + w.user.ID + "\n" + uuid.NewString() + markSep + "00" + markSep + "1"
+	require.NoError(t, w.s.c.Set(ctx, key, other, 0).Err())
+
+	require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, tok.ID, storage.Revocation{At: crashT0, KeepUntil: crashT0.Add(time.Hour)}, nil))
+	v, err := w.s.c.Get(ctx, key).Result()
+	require.NoError(t, err)
+	assert.Equal(t, other, v, "the other token's pointer")
+	n, err := w.s.c.Exists(ctx, w.s.prefix+"tid:"+tok.ID).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, "the deleted token's id pointer")
+
+	// Its own pointer, marked, becomes its tombstone.
+	mine := w.token("own-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, mine, storage.TokenLimit{}, nil))
+	require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, mine.ID, storage.Revocation{At: crashT0, KeepUntil: crashT0.Add(time.Hour)}, nil))
+	_, err = w.s.ReadAccess(ctx, storage.AccessQuery{Digest: mine.Digest, LiveAt: crashT0})
+	require.ErrorIs(t, err, storage.ErrRevoked)
+}

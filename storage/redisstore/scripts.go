@@ -448,6 +448,26 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 `)
 
+// tombstoneScript sets KEYS[1], a digest's pointer on a Cluster, to
+// ARGV[2] (for ARGV[3] ms; deletes it when 0) unless it points at another
+// token than ARGV[1] ("<org>\n<uid>\n<id>"): it may be missing, hold a
+// tombstone, or point at that token, marked or not. It returns 1 when it
+// wrote.
+var tombstoneScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.byte(v, 1) ~= 0 then
+  local cut = string.find(v, '\0', 1, true)
+  if cut then v = string.sub(v, 1, cut - 1) end
+  if v ~= ARGV[1] then return 0 end
+end
+if tonumber(ARGV[3]) > 0 then
+  redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
+`)
+
 // takeOverScript sets KEYS[1] to ARGV[2] (for ARGV[3] ms, none when 0) if
 // it still holds ARGV[1], a dead reservation (takeOver), and returns 1; 1
 // too when it holds ARGV[2] already (the answer of a first run was lost),

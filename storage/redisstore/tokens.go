@@ -574,12 +574,15 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	key := s.prefix + "tok:" + str(v[1])
 	ctx, cancelFinish := s.finishing(ctx)
 	defer cancelFinish()
+	var life time.Duration
+	if l := until.Sub(r.At); l > 0 {
+		life = l + s.grace
+	}
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		if life := until.Sub(r.At); life > 0 {
-			p.Set(ctx, key, tombstone(org, userID, id, r.At, until), life+s.grace)
-		} else {
-			p.Del(ctx, key)
-		}
+		// The pointer is this token's, unless a creation of the same value
+		// took it over (see CreateToken): that one is left alone.
+		tombstoneScript.Eval(ctx, p, []string{key}, org+"\n"+userID+"\n"+id,
+			tombstone(org, userID, id, r.At, until), life.Milliseconds())
 		p.Del(ctx, s.prefix+"tid:"+id)
 		return nil
 	})
