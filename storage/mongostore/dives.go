@@ -250,7 +250,7 @@ func (d sessionDoc) record() (storage.EmbedSession, error) {
 // the user before and after the insert, and removes a session that lost
 // the race with DeleteUser. It deletes the user's sessions that expired
 // before es.CreatedAt.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) (err error) {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, _ storage.SessionLimit, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	end, err := s.beginEvent(ctx, a)

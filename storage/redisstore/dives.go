@@ -65,7 +65,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 // CreateEmbedSession implements storage.Store. Redis drops the session's
 // keys a grace period after it expires. On a Cluster the session's pointer
 // is reserved first, as a token's is.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, _ storage.SessionLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	hex := hexDigest(es.Digest)

@@ -114,7 +114,7 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 // CreateEmbedSession implements storage.Store: in one transaction, it
 // deletes the user's sessions that expired before s.CreatedAt and inserts
 // s.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, _ storage.SessionLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err := s.auditedTx(ctx, a, func(tx runner) error {

@@ -277,7 +277,7 @@ func testConcurrentCreateEmbedSessionRacingDeleteUser(t *testing.T, s storage.St
 		var sessions [racers]storage.EmbedSession
 		_, errs := raceDeleteUser(t, s, org.ID, "doomed", func(u storage.User, i int) error {
 			sessions[i] = newSession(u, userName(u.ID, i))
-			return s.CreateEmbedSession(t.Context(), sessions[i], nil)
+			return s.CreateEmbedSession(t.Context(), sessions[i], storage.SessionLimit{}, nil)
 		})
 		for i, err := range errs {
 			if err != nil {

@@ -42,7 +42,7 @@ func testEmbedSessionCreateGet(t *testing.T, s storage.Store) {
 	es.CreatedAt = at(250 * time.Millisecond)
 	es.ExpiresAt = at(15*time.Minute + 250*time.Millisecond)
 	es.InitialState = []byte(`{"filters":{"region":["EU","US"]},"unicode":"\u00e9\u2603","raw":"é"}`)
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 	botSession := createSession(t, s, bot, "two")
 
 	assertSession(t, es, getSession(t, s, es.Digest))
@@ -56,7 +56,7 @@ func testEmbedSessionNilFields(t *testing.T, s storage.Store) {
 	es := newSession(alice, "bare")
 	es.InitialState = nil
 	es.Resources = nil
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 
 	got := getSession(t, s, es.Digest)
 	assert.Len(t, got.InitialState, 0)
@@ -72,7 +72,7 @@ func testEmbedSessionExpiryNotChecked(t *testing.T, s storage.Store) {
 	es := newSession(alice, "old")
 	es.CreatedAt = past
 	es.ExpiresAt = past.Add(time.Hour)
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 	assertSession(t, es, getSession(t, s, es.Digest))
 }
 
@@ -93,12 +93,12 @@ func testEmbedSessionMissingUser(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	createUser(t, s, org.ID, "alice", false)
 	es := newSession(newUser(org.ID, "ghost", false), "ghost")
-	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), es, nil), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil), storage.ErrNotFound)
 	_, err := s.EmbedSessionByDigest(t.Context(), es.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	nowhere := newSession(newUser(uuid.NewString(), "ghost", false), "nowhere")
-	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), nowhere, nil), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), nowhere, storage.SessionLimit{}, nil), storage.ErrNotFound)
 }
 
 // A session names its user by (Org, UserID): a user of another org is not
@@ -109,7 +109,7 @@ func testEmbedSessionUserOfOtherOrg(t *testing.T, s storage.Store) {
 	createUser(t, s, b.ID, "alice", false)
 	es := newSession(alice, "cross")
 	es.Org = b.ID
-	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), es, nil), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil), storage.ErrNotFound)
 	_, err := s.EmbedSessionByDigest(t.Context(), es.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
@@ -125,7 +125,7 @@ func testEmbedSessionDuplicateDigest(t *testing.T, s storage.Store) {
 	for _, u := range []storage.User{alice, bob} {
 		dup := newSession(u, "other")
 		dup.Digest = es.Digest
-		require.ErrorIs(t, s.CreateEmbedSession(t.Context(), dup, nil), storage.ErrAlreadyExists)
+		require.ErrorIs(t, s.CreateEmbedSession(t.Context(), dup, storage.SessionLimit{}, nil), storage.ErrAlreadyExists)
 	}
 	assertSession(t, es, getSession(t, s, es.Digest))
 }
@@ -141,7 +141,7 @@ func testEmbedSessionCopies(t *testing.T, s storage.Store) {
 	want.InitialState = slices.Clone(es.InitialState)
 	es.Resources = append(make([]storage.Resource, 0, 8), es.Resources...)
 	es.InitialState = append(make([]byte, 0, 64), es.InitialState...)
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 	scribble(es.Resources, storage.Resource{URL: "mutated"})
 	scribble(es.InitialState, 'X')
 	assertSession(t, want, getSession(t, s, es.Digest))
