@@ -234,6 +234,10 @@ func testEventRefused(t *testing.T, s storage.Store) {
 	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
 		return s.PutDive(ctx, newDive(uuid.NewString(), "x"), a)
 	})
+	createSession(t, s, u, "held")
+	refused("sessions full", storage.ErrLimitExceeded, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateEmbedSession(ctx, newSession(u, "one too many"), storage.SessionLimit{Max: 1, LiveAt: t0}, a)
+	})
 	refused("session of nobody", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
 		return s.CreateEmbedSession(ctx, newSession(newUser(org.ID, "Nobody", true), "x"), storage.SessionLimit{}, a)
 	})
