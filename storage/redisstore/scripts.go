@@ -37,7 +37,7 @@ import "github.com/redis/go-redis/v9"
 //	sesz:<uid>     sorted set of the user's embed session digests, scored
 //	               by expiry (ms): pruned up to the instant a creation
 //	               counts live sessions at, and counted, by
-//	               createSessionScript
+//	               createSessionScript (expires with its last record)
 //	sess:<uid>     set of the user's embed session digests, as written by
 //	               earlier versions: moved into sesz:<uid> by the user's
 //	               next session creation; a user deletion reads both
@@ -500,7 +500,10 @@ return {redis.call('HGET', b..'dives', ARGV[1]), redis.call('HGET', b..'users', 
 // but for the sessions it drops, each once. A set sess:<uid> written by an
 // earlier version is moved into sesz:<uid> first, each member scored by
 // the expiry its record holds (a member whose record Redis dropped is
-// left out), and removed.
+// left out), and removed. sesz:<uid> expires with the last of the
+// records it lists: each creation extends its life to the new record's
+// (and a move to that of the records moved), so the list of a user who
+// stops creating sessions does not stay.
 var createSessionScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: uid, hex, session, ttl (ms), single, prefix, pointer, expires (ms), max, liveAt (ms)
 local single = ARGV[5] == '1'
@@ -511,14 +514,17 @@ if redis.call('EXISTS', sk..ARGV[2]) == 1 then return 'EXISTS' end
 local zs = b..'sesz:'..ARGV[1]
 local old = b..'sess:'..ARGV[1]
 if redis.call('EXISTS', old) == 1 then
+  local last = 0
   for _, h in ipairs(redis.call('SMEMBERS', old)) do
     local r = redis.call('GET', sk..h)
     if r then
       local e = string.match(r, ',"e":(%-?%d+)}$') or string.format('%d', cjson.decode(r).e)
       redis.call('ZADD', zs, e, h)
+      last = math.max(last, redis.call('PTTL', sk..h))
     end
   end
   redis.call('DEL', old)
+  if last > redis.call('PTTL', zs) then redis.call('PEXPIRE', zs, last) end
 end
 local dead = redis.call('ZRANGEBYSCORE', zs, '-inf', ARGV[10])
 if #dead > 0 then
@@ -532,6 +538,7 @@ local max = tonumber(ARGV[9])
 if max > 0 and redis.call('ZCARD', zs) >= max then return 'LIMIT' end
 redis.call('SET', sk..ARGV[2], ARGV[3], 'PX', ARGV[4])
 redis.call('ZADD', zs, ARGV[8], ARGV[2])
+if redis.call('PTTL', zs) < tonumber(ARGV[4]) then redis.call('PEXPIRE', zs, ARGV[4]) end
 if single then redis.call('SET', ARGV[6]..'ses:'..ARGV[2], ARGV[7], 'PX', ARGV[4]) end
 audit(b, 11)
 return 'OK'

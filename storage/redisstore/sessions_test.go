@@ -95,6 +95,16 @@ func TestSessionsOfEarlierVersionCount(t *testing.T) {
 			lim.LiveAt = hour.ExpiresAt
 			over.CreatedAt = lim.LiveAt
 			require.NoError(t, s.CreateEmbedSession(ctx, over, lim, nil))
+
+			// The sorted set lives as long as the last record it lists.
+			list, err := s.c.PTTL(ctx, base+"sesz:"+u.ID).Result()
+			require.NoError(t, err)
+			for _, es := range []storage.EmbedSession{long, fresh, over} {
+				rec, err := s.c.PTTL(ctx, base+"ses:"+u.ID+":"+hexDigest(es.Digest)).Result()
+				require.NoError(t, err)
+				require.Positive(t, rec, es.AffinityKey)
+				assert.GreaterOrEqual(t, list, rec, "the list outlives the record of %s", es.AffinityKey)
+			}
 		})
 	}
 }
