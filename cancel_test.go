@@ -153,8 +153,8 @@ func (s cancelingAt) GetEmbedTarget(ctx context.Context, org, diveID, folded str
 	return cancelCall(ctx, func() (storage.EmbedTarget, error) { return s.Store.GetEmbedTarget(ctx, org, diveID, folded) })
 }
 
-func (s cancelingAt) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
-	return cancelWrite(ctx, func() error { return s.Store.CreateEmbedSession(ctx, es, a) })
+func (s cancelingAt) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
+	return cancelWrite(ctx, func() error { return s.Store.CreateEmbedSession(ctx, es, lim, a) })
 }
 
 func (s cancelingAt) EmbedSessionByDigest(ctx context.Context, d storage.Digest) (storage.EmbedSession, error) {

@@ -97,9 +97,9 @@ func (s *hangingUp) GetEmbedTarget(ctx context.Context, org, diveID, folded stri
 	return s.Store.GetEmbedTarget(ctx, org, diveID, folded)
 }
 
-func (s *hangingUp) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
+func (s *hangingUp) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	s.enter(ctx)
-	return s.Store.CreateEmbedSession(ctx, es, a)
+	return s.Store.CreateEmbedSession(ctx, es, lim, a)
 }
 
 func (s *hangingUp) AddFeedback(ctx context.Context, f storage.Feedback) error {

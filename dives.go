@@ -217,8 +217,10 @@ type EmbedSession struct {
 // CreateEmbedSession mints an embed session of the Dive diveID for a service
 // account of the caller's org and returns its opaque value. It fails with
 // FORBIDDEN unless the caller is an Admin; BAD_REQUEST for a malformed Dive
-// id or body, or a username that is not a service account; NOT_FOUND for a
-// missing Dive, version or user.
+// id or body, a username that is not a service account, or a service
+// account that holds the maximum number of live embed sessions
+// (Config.MaxEmbedSessionsPerUser); NOT_FOUND for a missing Dive, version
+// or user.
 func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string, in CreateEmbedSessionInput) (string, error) {
 	var is issues
 	id, ok := canonicalUUID(diveID)
@@ -300,7 +302,10 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	} else {
 		rec.AffinityKey = hex.EncodeToString(rec.Digest[16:])
 	}
-	if err := s.store.CreateEmbedSession(ctx, rec, aud); err != nil {
+	switch err := s.store.CreateEmbedSession(ctx, rec, storage.SessionLimit{Max: s.maxSessions, LiveAt: now}, aud); {
+	case errors.Is(err, storage.ErrLimitExceeded):
+		return "", badRequest(Issue{Message: "The service account holds the maximum number of embed sessions", Path: Path{}, Code: IssueTooBig})
+	case err != nil:
 		return "", s.storeErr(ctx, "create embed session", err, "user", "username")
 	}
 	s.emit(ctx, ev)

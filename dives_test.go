@@ -303,3 +303,53 @@ func TestEmbedSession_MoreResourcesThanFitAreOneIssue(t *testing.T) {
 	err = e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: "7d3c8f2e-0a4b-4c5d-8e6f-1a2b3c4d5e6f", RequiredResources: make([]orgadmin.Resource, 100_000)})
 	assert.Equal(t, [][]any{{"required_resources"}}, issuePaths(t, err))
 }
+
+// A service account holds at most Config.MaxEmbedSessionsPerUser live
+// embed sessions: one more is a BAD_REQUEST with one issue at no path, and
+// stores nothing; an expired session frees its place; the limit is per
+// service account.
+func TestEmbedSession_LimitPerUser(t *testing.T) {
+	e := diveEnv(t, orgadmin.Config{MaxEmbedSessionsPerUser: 2, EmbedSessionTTL: time.Hour})
+	e.serviceAccount(t, "kiosk")
+	ctx := context.Background()
+	first, _ := e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	e.clk.Advance(time.Minute)
+	e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", SessionName: orgadmin.Some("lobby")})
+	before := len(allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{}))
+
+	_, err := e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	got := requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, []orgadmin.Issue{{Message: "The service account holds the maximum number of embed sessions", Path: orgadmin.Path{}, Code: orgadmin.IssueTooBig}}, got.Issues)
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{}), before, "no event of a refused session")
+	e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "kiosk"})
+
+	// The first expires an hour after its creation, and frees one place.
+	e.clk.Advance(time.Hour - time.Minute)
+	_, err = e.svc.ResolveEmbedSession(ctx, first)
+	requireCode(t, err, orgadmin.ErrNotFound)
+	e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	_, err = e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+}
+
+// Without MaxEmbedSessionsPerUser, a service account holds at most 10 000
+// live embed sessions.
+func TestEmbedSession_DefaultLimitIs10000(t *testing.T) {
+	e := diveEnv(t, orgadmin.Config{MaxAuditEventsPerOrg: -1})
+	ctx := context.Background()
+	for i := range orgadmin.DefaultMaxEmbedSessionsPerUser {
+		_, err := e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+		require.NoError(t, err, "session %d", i)
+	}
+	_, err := e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, 10_000, orgadmin.DefaultMaxEmbedSessionsPerUser)
+}
+
+// A negative MaxEmbedSessionsPerUser means no limit.
+func TestEmbedSession_NegativeLimitMeansNone(t *testing.T) {
+	e := diveEnv(t, orgadmin.Config{MaxEmbedSessionsPerUser: -1})
+	for range 50 {
+		e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot"})
+	}
+}

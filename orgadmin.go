@@ -100,6 +100,12 @@ type Config struct {
 	// EmbedSessionTTL is how long an embed session lives. Zero or a
 	// negative value means 24h.
 	EmbedSessionTTL time.Duration
+	// MaxEmbedSessionsPerUser bounds the live embed sessions of one
+	// service account: creating one more is a BAD_REQUEST; expired
+	// sessions do not count. Zero means 10 000
+	// (DefaultMaxEmbedSessionsPerUser); a negative value means no limit.
+	// Services sharing a store should use the same limit.
+	MaxEmbedSessionsPerUser int
 	// DucklingLease is how long an activity report keeps a Duckling active
 	// without renewal. Zero or a negative value means 10 minutes.
 	DucklingLease time.Duration
@@ -131,18 +137,23 @@ const DefaultRevokedTokenRetention = 30 * 24 * time.Hour
 // Config.MaxUsersPerOrg is zero.
 const DefaultMaxUsersPerOrg = 100_000
 
+// DefaultMaxEmbedSessionsPerUser is the limit of live embed sessions of a
+// service account when Config.MaxEmbedSessionsPerUser is zero.
+const DefaultMaxEmbedSessionsPerUser = 10_000
+
 // Service implements the organization-administration API on a Store. It is
 // safe for concurrent use and caches nothing: every call reads the store, so
 // several Services (in several processes) may share one store.
 type Service struct {
-	store      storage.Store
-	now        func() time.Time
-	rand       io.Reader
-	maxTokens  int
-	maxUsers   int // 0: no limit
-	defaults   storage.InstanceConfig
-	sessionTTL time.Duration
-	lease      time.Duration
+	store       storage.Store
+	now         func() time.Time
+	rand        io.Reader
+	maxTokens   int
+	maxUsers    int // 0: no limit
+	maxSessions int // 0: no limit
+	defaults    storage.InstanceConfig
+	sessionTTL  time.Duration
+	lease       time.Duration
 
 	auditRetention time.Duration
 	maxAuditEvents int // 0: no bound
@@ -158,13 +169,14 @@ type Service struct {
 // and breaks the configuration rules, as that is a programming error.
 func New(store storage.Store, cfg Config) *Service {
 	s := &Service{
-		store:      store,
-		now:        cfg.Now,
-		rand:       cfg.Rand,
-		maxTokens:  cfg.MaxTokensPerUser,
-		maxUsers:   cfg.MaxUsersPerOrg,
-		sessionTTL: cfg.EmbedSessionTTL,
-		lease:      cfg.DucklingLease,
+		store:       store,
+		now:         cfg.Now,
+		rand:        cfg.Rand,
+		maxTokens:   cfg.MaxTokensPerUser,
+		maxUsers:    cfg.MaxUsersPerOrg,
+		maxSessions: cfg.MaxEmbedSessionsPerUser,
+		sessionTTL:  cfg.EmbedSessionTTL,
+		lease:       cfg.DucklingLease,
 
 		auditRetention: cfg.AuditRetention,
 		maxAuditEvents: cfg.MaxAuditEventsPerOrg,
@@ -198,6 +210,12 @@ func New(store storage.Store, cfg Config) *Service {
 		s.maxUsers = DefaultMaxUsersPerOrg
 	case s.maxUsers < 0:
 		s.maxUsers = 0
+	}
+	switch {
+	case s.maxSessions == 0:
+		s.maxSessions = DefaultMaxEmbedSessionsPerUser
+	case s.maxSessions < 0:
+		s.maxSessions = 0
 	}
 	if s.sessionTTL <= 0 {
 		s.sessionTTL = 24 * time.Hour

@@ -70,9 +70,9 @@ func (c *countingStore) GetEmbedTarget(ctx context.Context, org, diveID, folded 
 	c.calls.Add(1)
 	return c.Store.GetEmbedTarget(ctx, org, diveID, folded)
 }
-func (c *countingStore) CreateEmbedSession(ctx context.Context, s storage.EmbedSession, a *storage.Audit) error {
+func (c *countingStore) CreateEmbedSession(ctx context.Context, s storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	c.calls.Add(1)
-	return c.Store.CreateEmbedSession(ctx, s, a)
+	return c.Store.CreateEmbedSession(ctx, s, lim, a)
 }
 
 // Every API operation called with a bearer token reads the credential and

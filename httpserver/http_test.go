@@ -1529,6 +1529,35 @@ func TestEmbedSessionInitialState(t *testing.T) {
 	assert.Nil(t, s.InitialState)
 }
 
+// A service account holds at most Config.MaxEmbedSessionsPerUser live
+// embed sessions: one more is a 400 with one issue at no path; expired
+// sessions do not count, nor those of other accounts.
+func TestEmbedSessionLimitPerUser(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{MaxEmbedSessionsPerUser: 2, EmbedSessionTTL: time.Hour})
+	first := f.embedSession(t, `{"username":"robot"}`)
+	f.clock.Advance(time.Minute)
+	f.embedSession(t, `{"username":"robot","session_name":"lobby"}`)
+
+	r := f.embed(acmeDiveID, `{"username":"robot","initial_state":{"k":"v"}}`)
+	require.Equal(t, http.StatusBadRequest, r.status, "response: %s", r)
+	require.Equal(t, "application/json", r.header.Get("Content-Type"))
+	require.JSONEq(t, `{"message":"Bad Request","code":"BAD_REQUEST","issues":[`+
+		`{"message":"The service account holds the maximum number of embed sessions","path":[],"code":"too_big"}]}`, string(r.body))
+
+	// Another service account has places of its own.
+	requireJSON(t, f.do("POST", "/v1/users", bearer(f.admin), map[string]any{"username": "kiosk"}), `{"username":"kiosk"}`)
+	f.embedSession(t, `{"username":"kiosk"}`)
+
+	// The first session expires: its place is free, once.
+	f.clock.Advance(time.Hour - time.Minute - time.Millisecond)
+	requireError(t, f.embed(acmeDiveID, `{"username":"robot"}`), 400)
+	f.clock.Advance(time.Millisecond)
+	s := f.embedSession(t, `{"username":"ROBOT"}`)
+	assert.Equal(t, first.ExpiresAt, s.CreatedAt, "created as the first expired")
+	requireError(t, f.embed(acmeDiveID, `{"username":"robot"}`), 400)
+}
+
 // DESIGN §9: the answer is {"session"}; the Go API resolves it to the Dive,
 // the pinned or latest version, the service account, the effective
 // resources, the initial state; a session is not an API credential.

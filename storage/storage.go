@@ -15,7 +15,7 @@
 // audit event they are given (see "Audit events" below).
 //
 // Failures: a missing record is ErrNotFound, a uniqueness violation is
-// ErrAlreadyExists, a full quota (of tokens, of users) is
+// ErrAlreadyExists, a full quota (of tokens, of users, of embed sessions) is
 // ErrLimitExceeded, a compare-and-set that found the record changed is
 // ErrConflict; compare with errors.Is. Any other error is a failure
 // of the store itself.
@@ -160,11 +160,16 @@ type Store interface {
 	GetEmbedTarget(ctx context.Context, org, diveID, folded string) (EmbedTarget, error)
 
 	// CreateEmbedSession stores a new embed session. It returns ErrNotFound
-	// when the user s.UserID of s.Org does not exist and ErrAlreadyExists
-	// when a session with the same Digest exists. The store may delete
-	// sessions of the user that expired before s.CreatedAt. It records a's
-	// event with the session (nil: none).
-	CreateEmbedSession(ctx context.Context, s EmbedSession, a *Audit) error
+	// when the user s.UserID of s.Org does not exist, ErrAlreadyExists
+	// when a session with the same Digest exists, and ErrLimitExceeded when
+	// the user already holds lim.Max sessions that are live at lim.LiveAt
+	// (ExpiresAt after LiveAt); failing, it stores nothing and records no
+	// event. A lim.Max of zero or less means no limit. Concurrent calls
+	// never leave the user holding more than lim.Max live sessions, unless
+	// the adapter documents otherwise (mongostore). The store may delete
+	// sessions of the user that are not live at lim.LiveAt. It records
+	// a's event with the session (nil: none).
+	CreateEmbedSession(ctx context.Context, s EmbedSession, lim SessionLimit, a *Audit) error
 	// EmbedSessionByDigest returns the session with the given digest, or
 	// ErrNotFound (also when its user is gone). Expiry is not checked.
 	EmbedSessionByDigest(ctx context.Context, digest Digest) (EmbedSession, error)
@@ -430,6 +435,13 @@ func (t Token) LiveAt(at time.Time) bool {
 
 // TokenLimit bounds the live tokens of a user; see Store.CreateToken.
 type TokenLimit struct {
+	Max    int
+	LiveAt time.Time
+}
+
+// SessionLimit bounds the live embed sessions of a user; see
+// Store.CreateEmbedSession.
+type SessionLimit struct {
 	Max    int
 	LiveAt time.Time
 }

@@ -84,8 +84,8 @@ func (c *Counter) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit)
 }
 
 // CreateEmbedSession implements storage.Store.
-func (c *Counter) CreateEmbedSession(ctx context.Context, s storage.EmbedSession, a *storage.Audit) error {
-	return c.count(c.Store.CreateEmbedSession(ctx, s, a))
+func (c *Counter) CreateEmbedSession(ctx context.Context, s storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
+	return c.count(c.Store.CreateEmbedSession(ctx, s, lim, a))
 }
 
 // AddFeedback implements storage.Store.

@@ -206,9 +206,9 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 }
 
 // CreateEmbedSession implements storage.Store.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opCreateEmbedSession)
-	err := s.next.CreateEmbedSession(ctx, es, a)
+	err := s.next.CreateEmbedSession(ctx, es, lim, a)
 	s.end(c, err)
 	return err
 }

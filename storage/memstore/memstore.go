@@ -666,8 +666,10 @@ func (s *Store) GetEmbedTarget(_ context.Context, orgID, diveID, folded string) 
 	return t, nil
 }
 
-// CreateEmbedSession implements storage.Store.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
+// CreateEmbedSession implements storage.Store. Under the lock, it drops
+// the user's sessions that are not live at lim.LiveAt, then counts the
+// rest against lim.Max.
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ur := s.lookupID(es.Org, es.UserID)
@@ -680,13 +682,17 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 	mine := s.userSessions[ur]
 	kept := mine[:0]
 	for _, se := range mine {
-		if se.ExpiresAt.After(es.CreatedAt) {
+		if se.ExpiresAt.After(lim.LiveAt) {
 			kept = append(kept, se)
 		} else {
 			delete(s.sessions, se.Digest)
 		}
 	}
 	clear(mine[len(kept):])
+	if lim.Max > 0 && len(kept) >= lim.Max {
+		s.userSessions[ur] = kept
+		return storage.ErrLimitExceeded
+	}
 	se := new(storage.EmbedSession)
 	*se = cloneSession(es)
 	s.userSessions[ur] = append(kept, se)

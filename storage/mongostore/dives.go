@@ -248,9 +248,23 @@ func (d sessionDoc) record() (storage.EmbedSession, error) {
 
 // CreateEmbedSession implements storage.Store. Like CreateToken, it checks
 // the user before and after the insert, and removes a session that lost
-// the race with DeleteUser. It deletes the user's sessions that expired
-// before es.CreatedAt.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) (err error) {
+// the race with DeleteUser. While it checks the user, it deletes the
+// user's sessions that are not live at lim.LiveAt and, under a limit,
+// counts the rest: ErrLimitExceeded at lim.Max, with nothing written.
+//
+// The count and the insert are two steps, not one: calls that run at once
+// for one user can each count the same sessions and all insert, so the
+// user can pass lim.Max by at most the number of creations running at
+// once (less one; one Store runs at most Options.MaxInFlight). The bound
+// keeps a store's size in check, which that approximation does not
+// defeat. The slots that keep the token quota exact are not used here:
+// their unique index over (org, uid, slot) would hold every session
+// written by an earlier version without a slot, which New would have to
+// rewrite first, and a process of that version still running would then
+// fail a user's second creation on a duplicate key; and finding a free
+// slot near the limit reads the slots of all the user's sessions, up to
+// the 10 000 of the default limit, where a count reads an index.
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	end, err := s.beginEvent(ctx, a)
@@ -258,16 +272,36 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 		return err
 	}
 	defer func() { end(err) }()
-	if _, err := s.liveUser(ctx, es.Org, es.UserID); err != nil {
-		return wrap("create embed session: user", err)
+	var live int64
+	userErr, err := s.withLiveUser(ctx, es.Org, es.UserID, func() error {
+		mine := bson.D{{Key: "org", Value: es.Org}, {Key: "uid", Value: es.UserID}}
+		expired := append(mine, bson.E{Key: "exp", Value: bson.D{{Key: "$lte", Value: lim.LiveAt}}})
+		if _, err := s.sessions.DeleteMany(ctx, expired); err != nil {
+			return fmt.Errorf("delete expired: %w", err)
+		}
+		if lim.Max <= 0 {
+			return nil
+		}
+		var err error
+		live, err = s.sessions.CountDocuments(ctx, mine, options.Count().SetLimit(int64(lim.Max)))
+		return err
+	})
+	if userErr != nil {
+		return wrap("create embed session: user", userErr)
 	}
-	expired := bson.D{
-		{Key: "org", Value: es.Org},
-		{Key: "uid", Value: es.UserID},
-		{Key: "exp", Value: bson.D{{Key: "$lte", Value: es.CreatedAt}}},
+	if err != nil {
+		return wrap("create embed session", err)
 	}
-	if _, err := s.sessions.DeleteMany(ctx, expired); err != nil {
-		return wrap("create embed session: delete expired", err)
+	if lim.Max > 0 && live >= int64(lim.Max) {
+		// A taken digest is told as such, as every store does.
+		err := s.sessions.FindOne(ctx, bson.D{{Key: "_id", Value: digestKey(es.Digest)}}, options.FindOne().SetProjection(idOnly)).Err()
+		switch {
+		case err == nil:
+			return fmt.Errorf("mongostore: create embed session: %w", storage.ErrAlreadyExists)
+		case !errors.Is(err, mongo.ErrNoDocuments):
+			return wrap("create embed session", err)
+		}
+		return fmt.Errorf("mongostore: create embed session: %w", storage.ErrLimitExceeded)
 	}
 	doc := sessionToDoc(es)
 	doc.Ev = eventID(a)

@@ -139,7 +139,9 @@ var crashCases = []struct {
 	{"embed_session.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		es := crashSession(w.alice)
 		es.DiveID = w.dive.ID
-		return auditedChange{w.org, w.dive.ID, func(ctx context.Context, a *storage.Audit) error { return s.CreateEmbedSession(ctx, es, a) }}
+		return auditedChange{w.org, w.dive.ID, func(ctx context.Context, a *storage.Audit) error {
+			return s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, a)
+		}}
 	}},
 }
 
@@ -369,7 +371,9 @@ func TestEventOfRemovedRecord(t *testing.T) {
 		{"a session, its user deleted", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
 			es := crashSession(w.alice)
 			es.DiveID = w.dive.ID
-			return w.dive.ID, func(ctx context.Context, a *storage.Audit) error { return s.CreateEmbedSession(ctx, es, a) }
+			return w.dive.ID, func(ctx context.Context, a *storage.Audit) error {
+				return s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, a)
+			}
 		}, func(t *testing.T, s *Store, w crashWorld) {
 			_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, nil)
 			require.NoError(t, err)

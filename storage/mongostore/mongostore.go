@@ -49,6 +49,9 @@
 //     quota of Max takes a free slot below Max, so concurrent creations
 //     cannot exceed it. The limit of users of an org is kept alike: each
 //     live user holds a slot distinct in its org (see CreateUser).
+//   - The limit of live embed sessions of a user is kept by a count before
+//     the insert: concurrent creations can pass it by the number running
+//     at once, less one (see CreateEmbedSession).
 //
 // Expiry is decided by the instants the caller passes; the adapter reads
 // no clock. Reads filter on expiry where the contract asks, since TTL

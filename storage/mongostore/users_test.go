@@ -50,7 +50,7 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 			bobToken := crashToken(bob, time.Time{})
 			require.NoError(t, s.CreateToken(ctx, bobToken, storage.TokenLimit{}, nil))
 			session := crashSession(alice)
-			require.NoError(t, s.CreateEmbedSession(ctx, session, nil))
+			require.NoError(t, s.CreateEmbedSession(ctx, session, storage.SessionLimit{}, nil))
 			for _, id := range []string{"rw", "rs.0"} {
 				require.NoError(t, s.SetDuckling(ctx, storage.Duckling{Org: org.ID, UserID: alice.ID, ID: id, Active: true, At: t0}))
 			}
@@ -436,7 +436,7 @@ func TestCleanupRemovesExpired(t *testing.T) {
 	newSession.ExpiresAt = t0.Add(time.Second)
 	newSession.CreatedAt = t0.Add(-time.Hour) // too early to prune oldSession
 	for _, es := range []storage.EmbedSession{oldSession, newSession} {
-		require.NoError(t, s.CreateEmbedSession(ctx, es, nil))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, nil))
 	}
 
 	n, err := s.Cleanup(ctx, t0)

@@ -232,7 +232,7 @@ func TestCrashDeleteUserBeforePointers(t *testing.T) {
 		Digest: sha256.Sum256([]byte("orphan-session")), Org: "acme", DiveID: uuid.NewString(), Version: 1,
 		UserID: w.user.ID, Username: w.user.Username, AffinityKey: "k", CreatedAt: crashT0, ExpiresAt: crashT0.Add(time.Hour),
 	}
-	require.NoError(t, w.s.CreateEmbedSession(ctx, ses, nil))
+	require.NoError(t, w.s.CreateEmbedSession(ctx, ses, storage.SessionLimit{}, nil))
 
 	w.stopAt(t, "delete user: pointers")
 	_, err := w.s.DeleteUser(ctx, "acme", w.user.ID, audited("user.delete", w.user.ID))
@@ -262,7 +262,7 @@ func TestCrashCreateEmbedSessionAfterReserve(t *testing.T) {
 		Digest: sha256.Sum256([]byte("lost-session")), Org: "acme", DiveID: uuid.NewString(), Version: 1,
 		UserID: w.user.ID, Username: w.user.Username, AffinityKey: "k", CreatedAt: crashT0, ExpiresAt: crashT0.Add(time.Hour),
 	}
-	require.ErrorIs(t, w.s.CreateEmbedSession(ctx, ses, audited("embed_session.create", ses.DiveID)), errStop)
+	require.ErrorIs(t, w.s.CreateEmbedSession(ctx, ses, storage.SessionLimit{}, audited("embed_session.create", ses.DiveID)), errStop)
 	_, err := w.s.EmbedSessionByDigest(ctx, ses.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	w.requireEvents(t)

@@ -62,21 +62,19 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 	return t, nil
 }
 
-// CreateEmbedSession implements storage.Store. Redis drops the session's
+// CreateEmbedSession implements storage.Store, in one script that drops
+// the user's sessions not live at lim.LiveAt, counts the rest against
+// lim.Max and stores es (createSessionScript). Redis drops the session's
 // keys a grace period after it expires. On a Cluster the session's pointer
-// is reserved first, as a token's is.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
+// is reserved first, as a token's is, and released if the script refuses.
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	hex := hexDigest(es.Digest)
 	pointer := es.Org + "\n" + es.UserID
 	ttl := s.ttl(es.CreatedAt, es.ExpiresAt)
-	doc := sessionDoc{
-		DiveID: es.DiveID, Version: es.Version, UserID: es.UserID, Username: es.Username,
-		Resources: toResourceDocs(es.Resources), InitialState: string(es.InitialState),
-		Affinity: es.AffinityKey, Created: millis(es.CreatedAt), Expires: millis(es.ExpiresAt),
-	}
-	args := withAudit(a, es.UserID, hex, encode(doc), ttl, single(s.single), s.prefix, pointer)
+	args := withAudit(a, es.UserID, hex, encode(toSessionDoc(es)), ttl, single(s.single), s.prefix, pointer,
+		millis(es.ExpiresAt), max(lim.Max, 0), millis(lim.LiveAt))
 	if s.single {
 		v, err := s.run(ctx, createSessionScript, es.Org, args...).Result()
 		return status("create embed session", v, err)

@@ -215,6 +215,14 @@ func diveFrom(org, id, s string) (storage.Dive, error) {
 	return storage.Dive{ID: id, Org: org, Title: d.Title, Version: d.Version, RequiredResources: resourcesFrom(d.Resources)}, nil
 }
 
+func toSessionDoc(es storage.EmbedSession) sessionDoc {
+	return sessionDoc{
+		DiveID: es.DiveID, Version: es.Version, UserID: es.UserID, Username: es.Username,
+		Resources: toResourceDocs(es.Resources), InitialState: string(es.InitialState),
+		Affinity: es.AffinityKey, Created: millis(es.CreatedAt), Expires: millis(es.ExpiresAt),
+	}
+}
+
 func sessionFrom(org string, digest storage.Digest, s string) (storage.EmbedSession, error) {
 	var d sessionDoc
 	if err := decode(s, &d); err != nil {

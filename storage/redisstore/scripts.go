@@ -34,7 +34,13 @@ import "github.com/redis/go-redis/v9"
 //	               holds raw), absent when there are none: what a listing
 //	               reads, since a script passes one string far more cheaply
 //	               than many; every script that changes tok:<uid> rewrites it
-//	sess:<uid>     set of the user's embed session digests
+//	sesz:<uid>     sorted set of the user's embed session digests, scored
+//	               by expiry (ms): pruned up to the instant a creation
+//	               counts live sessions at, and counted, by
+//	               createSessionScript (expires with its last record)
+//	sess:<uid>     set of the user's embed session digests, as written by
+//	               earlier versions: moved into sesz:<uid> by the user's
+//	               next session creation; a user deletion reads both
 //	ses:<uid>:<hex>  embed session record (expires)
 //	duck:<uid>     hash: Duckling id -> activity report
 //	active         sorted set (score 0) of "<folded>\0<uid>" with reports
@@ -190,12 +196,18 @@ for _, v in ipairs(redis.call('HVALS', tk)) do
   gone[#gone+1] = 'tok:'..t.d
   gone[#gone+1] = 'tid:'..t.id
 end
-local ss = b..'sess:'..id
-for _, h in ipairs(redis.call('SMEMBERS', ss)) do
-  redis.call('DEL', b..'ses:'..id..':'..h)
-  gone[#gone+1] = 'ses:'..h
+local ss, zs = b..'sess:'..id, b..'sesz:'..id
+local seen = {}
+for _, hs in ipairs({redis.call('SMEMBERS', ss), redis.call('ZRANGE', zs, 0, -1)}) do
+  for _, h in ipairs(hs) do
+    if not seen[h] then
+      seen[h] = true
+      redis.call('DEL', b..'ses:'..id..':'..h)
+      gone[#gone+1] = 'ses:'..h
+    end
+  end
 end
-redis.call('DEL', tk, b..'toks:'..id, b..'user:'..id, ss, b..'duck:'..id)
+redis.call('DEL', tk, b..'toks:'..id, b..'user:'..id, ss, zs, b..'duck:'..id)
 redis.call('ZREM', b..'active', f..'\0'..id)
 redis.call('HDEL', b..'users', f)
 redis.call('HDEL', b..'inst', f)
@@ -531,25 +543,54 @@ var embedTargetScript = redis.NewScript(orgBase + `
 return {redis.call('HGET', b..'dives', ARGV[1]), redis.call('HGET', b..'users', ARGV[2]), redis.call('HGET', b..'inst', ARGV[2])}
 `)
 
-// createSessionScript stores a session of a user that exists and prunes
-// the user's set of sessions of those Redis has expired.
+// createSessionScript stores a session of a user that exists, unless the
+// user holds max live sessions (max 0: no limit). The user's sessions are
+// listed in sesz:<uid>, scored by expiry: those not live at liveAt (a score
+// up to it) go, records and all, and ZCARD counts the rest, in O(log N)
+// but for the sessions it drops, each once. A set sess:<uid> written by an
+// earlier version is moved into sesz:<uid> first, each member scored by
+// the expiry its record holds (a member whose record Redis dropped is
+// left out), and removed. sesz:<uid> expires with the last of the
+// records it lists: each creation extends its life to the new record's
+// (and a move to that of the records moved), so the list of a user who
+// stops creating sessions does not stay.
 var createSessionScript = redis.NewScript(orgBase + auditScript + `
--- ARGV: uid, hex, session, ttl (ms), single, prefix, pointer
+-- ARGV: uid, hex, session, ttl (ms), single, prefix, pointer, expires (ms), max, liveAt (ms)
 local single = ARGV[5] == '1'
 if single and redis.call('EXISTS', ARGV[6]..'ses:'..ARGV[2]) == 1 then return 'EXISTS' end
 if redis.call('HEXISTS', b..'uid', ARGV[1]) == 0 then return 'NOTFOUND' end
-local ss = b..'sess:'..ARGV[1]
 local sk = b..'ses:'..ARGV[1]..':'
 if redis.call('EXISTS', sk..ARGV[2]) == 1 then return 'EXISTS' end
-if redis.call('SCARD', ss) >= 64 then
-  for _, h in ipairs(redis.call('SMEMBERS', ss)) do
-    if redis.call('EXISTS', sk..h) == 0 then redis.call('SREM', ss, h) end
+local zs = b..'sesz:'..ARGV[1]
+local old = b..'sess:'..ARGV[1]
+if redis.call('EXISTS', old) == 1 then
+  local last = 0
+  for _, h in ipairs(redis.call('SMEMBERS', old)) do
+    local r = redis.call('GET', sk..h)
+    if r then
+      local e = string.match(r, ',"e":(%-?%d+)}$') or string.format('%d', cjson.decode(r).e)
+      redis.call('ZADD', zs, e, h)
+      last = math.max(last, redis.call('PTTL', sk..h))
+    end
   end
+  redis.call('DEL', old)
+  if last > redis.call('PTTL', zs) then redis.call('PEXPIRE', zs, last) end
 end
+local dead = redis.call('ZRANGEBYSCORE', zs, '-inf', ARGV[10])
+if #dead > 0 then
+  for _, h in ipairs(dead) do
+    redis.call('DEL', sk..h)
+    if single then redis.call('DEL', ARGV[6]..'ses:'..h) end
+  end
+  redis.call('ZREMRANGEBYSCORE', zs, '-inf', ARGV[10])
+end
+local max = tonumber(ARGV[9])
+if max > 0 and redis.call('ZCARD', zs) >= max then return 'LIMIT' end
 redis.call('SET', sk..ARGV[2], ARGV[3], 'PX', ARGV[4])
-redis.call('SADD', ss, ARGV[2])
+redis.call('ZADD', zs, ARGV[8], ARGV[2])
+if redis.call('PTTL', zs) < tonumber(ARGV[4]) then redis.call('PEXPIRE', zs, ARGV[4]) end
 if single then redis.call('SET', ARGV[6]..'ses:'..ARGV[2], ARGV[7], 'PX', ARGV[4]) end
-audit(b, 8)
+audit(b, 11)
 return 'OK'
 `)
 

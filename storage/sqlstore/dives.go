@@ -112,14 +112,43 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 }
 
 // CreateEmbedSession implements storage.Store: in one transaction, it
-// deletes the user's sessions that expired before s.CreatedAt and inserts
-// s.
-func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, a *storage.Audit) error {
+// deletes the user's sessions that are not live at lim.LiveAt and inserts
+// es. Under a limit it first locks the user's row (on PostgreSQL; SQLite's
+// write transaction is exclusive already) and counts the user's live
+// sessions, as CreateToken counts tokens, so concurrent creations are
+// counted one after another.
+func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err := s.auditedTx(ctx, a, func(tx runner) error {
-		if _, err := tx.ExecContext(ctx, s.q.dropExpiredSessions, es.Org, es.UserID, micros(es.CreatedAt)); err != nil {
+		liveAt := micros(lim.LiveAt)
+		if lim.Max > 0 {
+			var one int
+			err := tx.QueryRowContext(ctx, s.q.lockUser, es.Org, es.UserID).Scan(&one)
+			if errors.Is(err, sql.ErrNoRows) {
+				return storage.ErrNotFound
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if _, err := tx.ExecContext(ctx, s.q.dropExpiredSessions, es.Org, es.UserID, liveAt); err != nil {
 			return err
+		}
+		if lim.Max > 0 {
+			var n int
+			if err := tx.QueryRowContext(ctx, s.q.countSessions, es.Org, es.UserID, liveAt).Scan(&n); err != nil {
+				return err
+			}
+			if n >= lim.Max {
+				if err := tx.QueryRowContext(ctx, s.q.sessionTaken, es.Digest[:]).Scan(&n); err != nil {
+					return err
+				}
+				if n > 0 {
+					return storage.ErrAlreadyExists
+				}
+				return storage.ErrLimitExceeded
+			}
 		}
 		var state []byte
 		if es.InitialState != nil {

@@ -72,7 +72,7 @@ func TestControlCharactersRoundTrip(t *testing.T) {
 		assert.Equal(t, dive, target.Dive)
 		es := storage.EmbedSession{Digest: [32]byte{2}, Org: org, DiveID: dive.ID, UserID: u.ID, Username: odd, AffinityKey: odd,
 			CreatedAt: time.UnixMilli(1).UTC(), ExpiresAt: time.UnixMilli(2).UTC()}
-		require.NoError(t, s.CreateEmbedSession(ctx, es, nil))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, nil))
 		gotSession, err := s.EmbedSessionByDigest(ctx, es.Digest)
 		require.NoError(t, err)
 		assert.Equal(t, es, gotSession)

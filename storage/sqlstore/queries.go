@@ -90,7 +90,7 @@ type queries struct {
 
 	putDive, getDive, embedTarget string
 
-	dropExpiredSessions, insertSession, sessionByDigest string
+	dropExpiredSessions, countSessions, sessionTaken, insertSession, sessionByDigest string
 
 	addFeedback, trimFeedback, seedMarks string
 }
@@ -148,6 +148,8 @@ func newQueries(d *dialect) queries {
 			" FROM (SELECT 1 AS one) x LEFT JOIN dives d ON d.org = $1 AND d.id = $2 LEFT JOIN users u ON u.org = $1 AND u.folded = $3",
 
 		dropExpiredSessions: "DELETE FROM embed_sessions WHERE org = $1 AND user_id = $2 AND expires_at <= $3",
+		countSessions:       "SELECT count(*) FROM embed_sessions WHERE org = $1 AND user_id = $2 AND expires_at > $3",
+		sessionTaken:        "SELECT count(*) FROM embed_sessions WHERE digest = $1",
 		insertSession:       "INSERT INTO embed_sessions (" + names(sessionColumns) + ") VALUES (" + params(1, len(sessionColumns)) + ")",
 		sessionByDigest:     "SELECT " + names(sessionColumns) + " FROM embed_sessions WHERE digest = $1",
 
@@ -186,7 +188,7 @@ func newQueries(d *dialect) queries {
 		&q.revoke, &q.unrevoke, &q.dropRevoked, &q.revoked,
 		&q.setDuckling, &q.listActivity,
 		&q.putDive, &q.getDive, &q.embedTarget,
-		&q.dropExpiredSessions, &q.insertSession, &q.sessionByDigest,
+		&q.dropExpiredSessions, &q.countSessions, &q.sessionTaken, &q.insertSession, &q.sessionByDigest,
 		&q.addFeedback, &q.trimFeedback, &q.seedMarks,
 	} {
 		*p = d.rewrite(*p)

@@ -22,6 +22,7 @@ var concurrencyTests = []subtest{
 	{"CreateTokenSameDigest", testConcurrentCreateTokenSameDigest},
 	{"CreateTokenLimit", testConcurrentCreateTokenLimit},
 	{"CreateTokenRacingDeleteUser", testConcurrentCreateTokenRacingDeleteUser},
+	{"CreateEmbedSessionLimit", testConcurrentCreateEmbedSessionLimit},
 	{"SetDucklingRacingDeleteUser", testConcurrentSetDucklingRacingDeleteUser},
 	{"CreateEmbedSessionRacingDeleteUser", testConcurrentCreateEmbedSessionRacingDeleteUser},
 	{"SetInstancesAtomic", testConcurrentSetInstancesAtomic},
@@ -197,6 +198,36 @@ func testConcurrentCreateTokenLimit(t *testing.T, s storage.Store) {
 	assert.Len(t, listed, lim.Max)
 }
 
+// Concurrent CreateEmbedSession calls never leave a user holding more
+// than lim.Max live sessions: of racers calls for a user that holds one
+// live session, exactly lim.Max-1 succeed, and the others are
+// ErrLimitExceeded and store nothing. (No session of the user expires
+// meanwhile: a deletion of one would order the calls on its row lock in
+// some stores, and hide a count that is not atomic with the insert.)
+func testConcurrentCreateEmbedSessionLimit(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	lim := storage.SessionLimit{Max: 4, LiveAt: at(time.Minute)}
+	held := createSession(t, s, bot, "held")
+	sessions := make([]storage.EmbedSession, racers)
+	for i := range sessions {
+		sessions[i] = sessionAt(bot, userName("racer", i), lim.LiveAt, at(time.Hour))
+	}
+	errs := race(racers, func(i int) error { return s.CreateEmbedSession(t.Context(), sessions[i], lim, nil) })
+	created := 0
+	for i, err := range errs {
+		if err == nil {
+			created++
+			assertSession(t, sessions[i], getSession(t, s, sessions[i].Digest))
+			continue
+		}
+		require.ErrorIs(t, err, storage.ErrLimitExceeded, "call %d", i)
+		requireNoSession(t, s, sessions[i].Digest, "refused session %d", i)
+	}
+	assert.Equal(t, lim.Max-1, created, "sessions created")
+	assertSession(t, held, getSession(t, s, held.Digest))
+}
+
 // raceDeleteUser creates the user name of org, then runs DeleteUser for it
 // concurrently with racers calls of f; it returns the deleted user and the
 // errors of f by index.
@@ -277,7 +308,7 @@ func testConcurrentCreateEmbedSessionRacingDeleteUser(t *testing.T, s storage.St
 		var sessions [racers]storage.EmbedSession
 		_, errs := raceDeleteUser(t, s, org.ID, "doomed", func(u storage.User, i int) error {
 			sessions[i] = newSession(u, userName(u.ID, i))
-			return s.CreateEmbedSession(t.Context(), sessions[i], nil)
+			return s.CreateEmbedSession(t.Context(), sessions[i], storage.SessionLimit{}, nil)
 		})
 		for i, err := range errs {
 			if err != nil {

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -21,6 +22,11 @@ var embedSessionTests = []subtest{
 	{"UserOfOtherOrg", testEmbedSessionUserOfOtherOrg},
 	{"DuplicateDigest", testEmbedSessionDuplicateDigest},
 	{"Copies", testEmbedSessionCopies},
+	{"Limit", testEmbedSessionLimit},
+	{"LimitCountsLiveOnly", testEmbedSessionLimitCountsLiveOnly},
+	{"LimitZeroMeansNone", testEmbedSessionLimitZeroMeansNone},
+	{"LimitPerUser", testEmbedSessionLimitPerUser},
+	{"LimitDuplicateDigest", testEmbedSessionLimitDuplicateDigest},
 }
 
 // getSession requires EmbedSessionByDigest to find d, and returns it.
@@ -42,7 +48,7 @@ func testEmbedSessionCreateGet(t *testing.T, s storage.Store) {
 	es.CreatedAt = at(250 * time.Millisecond)
 	es.ExpiresAt = at(15*time.Minute + 250*time.Millisecond)
 	es.InitialState = []byte(`{"filters":{"region":["EU","US"]},"unicode":"\u00e9\u2603","raw":"é"}`)
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 	botSession := createSession(t, s, bot, "two")
 
 	assertSession(t, es, getSession(t, s, es.Digest))
@@ -56,7 +62,7 @@ func testEmbedSessionNilFields(t *testing.T, s storage.Store) {
 	es := newSession(alice, "bare")
 	es.InitialState = nil
 	es.Resources = nil
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 
 	got := getSession(t, s, es.Digest)
 	assert.Len(t, got.InitialState, 0)
@@ -72,7 +78,7 @@ func testEmbedSessionExpiryNotChecked(t *testing.T, s storage.Store) {
 	es := newSession(alice, "old")
 	es.CreatedAt = past
 	es.ExpiresAt = past.Add(time.Hour)
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 	assertSession(t, es, getSession(t, s, es.Digest))
 }
 
@@ -93,12 +99,12 @@ func testEmbedSessionMissingUser(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	createUser(t, s, org.ID, "alice", false)
 	es := newSession(newUser(org.ID, "ghost", false), "ghost")
-	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), es, nil), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil), storage.ErrNotFound)
 	_, err := s.EmbedSessionByDigest(t.Context(), es.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	nowhere := newSession(newUser(uuid.NewString(), "ghost", false), "nowhere")
-	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), nowhere, nil), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), nowhere, storage.SessionLimit{}, nil), storage.ErrNotFound)
 }
 
 // A session names its user by (Org, UserID): a user of another org is not
@@ -109,7 +115,7 @@ func testEmbedSessionUserOfOtherOrg(t *testing.T, s storage.Store) {
 	createUser(t, s, b.ID, "alice", false)
 	es := newSession(alice, "cross")
 	es.Org = b.ID
-	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), es, nil), storage.ErrNotFound)
+	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil), storage.ErrNotFound)
 	_, err := s.EmbedSessionByDigest(t.Context(), es.Digest)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 }
@@ -125,7 +131,7 @@ func testEmbedSessionDuplicateDigest(t *testing.T, s storage.Store) {
 	for _, u := range []storage.User{alice, bob} {
 		dup := newSession(u, "other")
 		dup.Digest = es.Digest
-		require.ErrorIs(t, s.CreateEmbedSession(t.Context(), dup, nil), storage.ErrAlreadyExists)
+		require.ErrorIs(t, s.CreateEmbedSession(t.Context(), dup, storage.SessionLimit{}, nil), storage.ErrAlreadyExists)
 	}
 	assertSession(t, es, getSession(t, s, es.Digest))
 }
@@ -141,7 +147,7 @@ func testEmbedSessionCopies(t *testing.T, s storage.Store) {
 	want.InitialState = slices.Clone(es.InitialState)
 	es.Resources = append(make([]storage.Resource, 0, 8), es.Resources...)
 	es.InitialState = append(make([]byte, 0, 64), es.InitialState...)
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 	scribble(es.Resources, storage.Resource{URL: "mutated"})
 	scribble(es.InitialState, 'X')
 	assertSession(t, want, getSession(t, s, es.Digest))
@@ -150,4 +156,139 @@ func testEmbedSessionCopies(t *testing.T, s storage.Store) {
 	scribble(got.Resources, storage.Resource{URL: "mutated"})
 	scribble(got.InitialState, 'X')
 	assertSession(t, want, getSession(t, s, es.Digest))
+}
+
+// sessionAt builds a session of u created at created that expires at
+// expires.
+func sessionAt(u storage.User, value string, created, expires time.Time) storage.EmbedSession {
+	es := newSession(u, value)
+	es.CreatedAt, es.ExpiresAt = created, expires
+	return es
+}
+
+// requireNoSession requires EmbedSessionByDigest not to find d.
+func requireNoSession(t testing.TB, s storage.Store, d storage.Digest, msgAndArgs ...any) {
+	t.Helper()
+	_, err := s.EmbedSessionByDigest(t.Context(), d)
+	require.ErrorIs(t, err, storage.ErrNotFound, msgAndArgs...)
+}
+
+// A user holding lim.Max sessions live at lim.LiveAt gets no more:
+// ErrLimitExceeded, with nothing stored and no event recorded (once a
+// cleanup, if the store has one, settled what was pending), and the
+// sessions it holds stay.
+func testEmbedSessionLimit(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	lim := storage.SessionLimit{Max: 3, LiveAt: t0}
+	var held []storage.EmbedSession
+	for i := range lim.Max {
+		es := sessionAt(bot, fmt.Sprint("held ", i), t0, at(24*time.Hour))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, lim, audit(newEvent(org.ID, "embed_session.create", t0))), "session %d", i)
+		held = append(held, es)
+	}
+	require.Len(t, listEvents(t, s, org.ID), lim.Max)
+
+	over := sessionAt(bot, "one too many", t0, at(24*time.Hour))
+	err := s.CreateEmbedSession(ctx, over, lim, audit(newEvent(org.ID, "embed_session.create", t0)))
+	require.ErrorIs(t, err, storage.ErrLimitExceeded)
+	requireNoSession(t, s, over.Digest, "a refused session")
+	clean(t, s, at(time.Hour))
+	assert.Len(t, listEvents(t, s, org.ID), lim.Max, "no event of the refused session")
+	for _, es := range held {
+		assertSession(t, es, getSession(t, s, es.Digest))
+	}
+	// A higher limit lets one more in.
+	require.NoError(t, s.CreateEmbedSession(ctx, over, storage.SessionLimit{Max: lim.Max + 1, LiveAt: t0}, nil))
+	assertSession(t, over, getSession(t, s, over.Digest))
+}
+
+// Only sessions live at lim.LiveAt count: one that expires at LiveAt or
+// before frees its place.
+func testEmbedSessionLimitCountsLiveOnly(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	lim := storage.SessionLimit{Max: 2, LiveAt: t0}
+	early := sessionAt(bot, "early", t0, at(time.Minute))
+	late := sessionAt(bot, "late", t0, at(time.Hour))
+	for _, es := range []storage.EmbedSession{early, late} {
+		require.NoError(t, s.CreateEmbedSession(ctx, es, lim, nil))
+	}
+	over := sessionAt(bot, "over", t0, at(time.Hour))
+	require.ErrorIs(t, s.CreateEmbedSession(ctx, over, lim, nil), storage.ErrLimitExceeded)
+
+	// A millisecond before early expires, it is live still.
+	lim.LiveAt = at(time.Minute - time.Millisecond)
+	require.ErrorIs(t, s.CreateEmbedSession(ctx, over, lim, nil), storage.ErrLimitExceeded)
+	// At its expiry it no longer is.
+	lim.LiveAt = at(time.Minute)
+	require.NoError(t, s.CreateEmbedSession(ctx, over, lim, nil))
+	assertSession(t, over, getSession(t, s, over.Digest))
+	assertSession(t, late, getSession(t, s, late.Digest))
+	// late and over fill the places again.
+	another := sessionAt(bot, "another", lim.LiveAt, at(2*time.Hour))
+	require.ErrorIs(t, s.CreateEmbedSession(ctx, another, lim, nil), storage.ErrLimitExceeded)
+	requireNoSession(t, s, another.Digest)
+}
+
+// A lim.Max of zero or less means no limit.
+func testEmbedSessionLimitZeroMeansNone(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	var made []storage.EmbedSession
+	for i := range 20 {
+		lim := storage.SessionLimit{Max: 0, LiveAt: t0}
+		if i%2 == 1 {
+			lim.Max = -1
+		}
+		es := sessionAt(bot, fmt.Sprint("unbounded ", i), t0, at(time.Hour))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, lim, nil), "session %d", i)
+		made = append(made, es)
+	}
+	for _, es := range made {
+		assertSession(t, es, getSession(t, s, es.Digest))
+	}
+}
+
+// The sessions of other users, of the org or of another, do not count.
+func testEmbedSessionLimitPerUser(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org, other := newOrg(t, s), newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	peer := createUser(t, s, org.ID, "peer", true)
+	twin := createUser(t, s, other.ID, "bot", true)
+	lim := storage.SessionLimit{Max: 2, LiveAt: t0}
+	for i := range lim.Max {
+		for _, u := range []storage.User{peer, twin} {
+			require.NoError(t, s.CreateEmbedSession(ctx, sessionAt(u, fmt.Sprint(u.ID, i), t0, at(time.Hour)), lim, nil))
+		}
+	}
+	var mine []storage.EmbedSession
+	for i := range lim.Max {
+		es := sessionAt(bot, fmt.Sprint("mine ", i), t0, at(time.Hour))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, lim, nil), "session %d of bot", i)
+		mine = append(mine, es)
+	}
+	over := sessionAt(bot, "over", t0, at(time.Hour))
+	require.ErrorIs(t, s.CreateEmbedSession(ctx, over, lim, nil), storage.ErrLimitExceeded)
+	for _, es := range mine {
+		assertSession(t, es, getSession(t, s, es.Digest))
+	}
+}
+
+// At the limit, a session with a taken Digest is ErrAlreadyExists, as
+// below it.
+func testEmbedSessionLimitDuplicateDigest(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	lim := storage.SessionLimit{Max: 1, LiveAt: t0}
+	es := sessionAt(bot, "one", t0, at(time.Hour))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, lim, nil))
+	dup := sessionAt(bot, "two", t0, at(time.Hour))
+	dup.Digest = es.Digest
+	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), dup, lim, nil), storage.ErrAlreadyExists)
+	assertSession(t, es, getSession(t, s, es.Digest))
 }

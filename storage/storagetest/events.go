@@ -168,7 +168,7 @@ func testEventEachChange(t *testing.T, s storage.Store) {
 	d := newDive(org.ID, "Sales")
 	do("dive.register", func(ctx context.Context, a *storage.Audit) error { return s.PutDive(ctx, d, a) })
 	do("embed_session.create", func(ctx context.Context, a *storage.Audit) error {
-		return s.CreateEmbedSession(ctx, newSession(u, "one"), a)
+		return s.CreateEmbedSession(ctx, newSession(u, "one"), storage.SessionLimit{}, a)
 	})
 	do("user.delete", func(ctx context.Context, a *storage.Audit) error {
 		_, err := s.DeleteUser(ctx, org.ID, u.ID, a)
@@ -234,8 +234,12 @@ func testEventRefused(t *testing.T, s storage.Store) {
 	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
 		return s.PutDive(ctx, newDive(uuid.NewString(), "x"), a)
 	})
+	createSession(t, s, u, "held")
+	refused("sessions full", storage.ErrLimitExceeded, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateEmbedSession(ctx, newSession(u, "one too many"), storage.SessionLimit{Max: 1, LiveAt: t0}, a)
+	})
 	refused("session of nobody", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
-		return s.CreateEmbedSession(ctx, newSession(newUser(org.ID, "Nobody", true), "x"), a)
+		return s.CreateEmbedSession(ctx, newSession(newUser(org.ID, "Nobody", true), "x"), storage.SessionLimit{}, a)
 	})
 	clean(t, s, at(time.Hour))
 	assert.Empty(t, listEvents(t, s, org.ID), "no event of a refused change")

@@ -217,7 +217,7 @@ func newSession(u storage.User, value string) storage.EmbedSession {
 func createSession(t testing.TB, s storage.Store, u storage.User, value string) storage.EmbedSession {
 	t.Helper()
 	es := newSession(u, value)
-	require.NoError(t, s.CreateEmbedSession(t.Context(), es, nil))
+	require.NoError(t, s.CreateEmbedSession(t.Context(), es, storage.SessionLimit{}, nil))
 	return es
 }
 

@@ -594,7 +594,7 @@ func testDeleteUserRecreateUsername(t *testing.T, s storage.Store) {
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	err = s.SetDuckling(t.Context(), storage.Duckling{Org: org.ID, UserID: old.ID, ID: "rw", Active: true, At: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
-	err = s.CreateEmbedSession(t.Context(), newSession(old, "again"), nil)
+	err = s.CreateEmbedSession(t.Context(), newSession(old, "again"), storage.SessionLimit{}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 
 	// The new user's own records work.
