@@ -24,6 +24,9 @@ type dialect struct {
 	// unique and foreignKey recognise a violation of a unique constraint
 	// and of a foreign key.
 	unique, foreignKey func(error) bool
+	// busy recognises a refusal for a lock held elsewhere that a later
+	// try may not meet; nil where there is none.
+	busy func(error) bool
 	// lockKey takes the migration lock inside a transaction, or is empty
 	// where BEGIN IMMEDIATE is the lock.
 	lockKey string
@@ -149,6 +152,7 @@ var sqliteDialect = &dialect{
 		return c == sqlite3.SQLITE_CONSTRAINT_UNIQUE || c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 	},
 	foreignKey: func(err error) bool { return sqliteCode(err) == sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY },
+	busy:       func(err error) bool { return sqliteCode(err)&0xff == sqlite3.SQLITE_BUSY },
 }
 
 func sqliteCode(err error) int {

@@ -2,6 +2,9 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -63,6 +66,35 @@ func TestMigrateConcurrentOpens(t *testing.T) {
 		}
 		assertVersion(t, stores[0], len(migrations))
 	})
+}
+
+// An Open that meets a new SQLite file whose write lock another
+// connection holds, before the file is in WAL mode (as when processes
+// open a new file together), waits for it, where SQLite refuses at once.
+func TestOpenWaitsForTheWriterOfANewFile(t *testing.T) {
+	ctx := t.Context()
+	path := filepath.Join(t.TempDir(), "new.db")
+	other, err := sql.Open("sqlite", "file:"+path+"?_journal_mode=DELETE")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = other.Close() })
+	c, err := other.Conn(ctx)
+	require.NoError(t, err)
+	_, err = c.ExecContext(ctx, "CREATE TABLE other (a)")
+	require.NoError(t, err)
+	_, err = c.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	done := make(chan error, 1)
+	go func() {
+		time.Sleep(200 * time.Millisecond)
+		_, err := c.ExecContext(context.Background(), "COMMIT")
+		done <- errors.Join(err, c.Close())
+	}()
+
+	s, err := Open(ctx, "sqlite:"+path, Options{Timeout: testdb.Timeout})
+	require.NoError(t, <-done)
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	assertVersion(t, s, len(migrations))
 }
 
 // A database created at version 1, with records in it, is migrated to the

@@ -116,7 +116,7 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	mctx, cancel := context.WithTimeout(ctx, migrateTimeout(s.timeout))
 	defer cancel()
-	if err := s.migrate(mctx, len(migrations)); err != nil {
+	if err := s.migrateAtOpen(mctx); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -125,6 +125,26 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// migrateAtOpen brings the schema to the current version, trying again
+// while the engine refuses for a lock held elsewhere (d.busy), until ctx
+// ends. SQLite refuses at once, without the busy timeout's wait, a
+// connection that would switch a new file to WAL while another holds
+// the file's write lock, as when processes open a new file together; a
+// try after that one's transaction succeeds.
+func (s *Store) migrateAtOpen(ctx context.Context) error {
+	for wait := 5 * time.Millisecond; ; wait = min(2*wait, 200*time.Millisecond) {
+		err := s.migrate(ctx, len(migrations))
+		if err == nil || s.d.busy == nil || !s.d.busy(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
 }
 
 // open returns a Store on dsn without touching its schema.
