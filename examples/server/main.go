@@ -1,6 +1,6 @@
 // Command server runs the orgadmin REST API.
 //
-//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB|postgres://USER@HOST:PORT/DB|sqlite:PATH] [-seed FILE] [-audit-log] [-max-users-per-org N] [-pprof 127.0.0.1:6060] [-metrics-addr 127.0.0.1:9090]
+//	go run ./examples/server [-addr 127.0.0.1:8080] [-store memory|redis://HOST:PORT[/DB]|mongodb://HOST:PORT/DB|postgres://USER@HOST:PORT/DB|sqlite:PATH] [-seed FILE] [-audit-log] [-max-users-per-org N] [-max-embed-sessions-per-user N] [-shutdown-grace 10s] [-pprof 127.0.0.1:6060] [-metrics-addr 127.0.0.1:9090]
 //
 // -store sqlite:orgadmin.db keeps everything in the file orgadmin.db
 // (created if missing), so users and tokens survive a restart.
@@ -15,6 +15,8 @@
 // -max-users-per-org bounds the users of each organization (0, the
 // default, means the library's 100000; a negative number, no limit); every
 // server sharing a store should be given the same.
+// -max-embed-sessions-per-user bounds the live embed sessions of each
+// service account alike (0 means the library's 10000).
 // It serves /v1, the audit trail at /ext/audit/events, the OpenAPI
 // document at /docs/specs, GET /healthz and the page-feedback endpoint at
 // /docs/api/feedback/agent, logs one JSON line per request (written within
@@ -86,6 +88,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	auditLog := fs.Bool("audit-log", false, "also log each audit event on standard error, as a JSON line with \"msg\":\"audit\" (for shipping to a SIEM)")
 	grace := fs.Duration("shutdown-grace", 10*time.Second, "on SIGINT/SIGTERM, how long requests under way may take to finish before they are canceled")
 	maxUsers := fs.Int("max-users-per-org", 0, fmt.Sprintf("most users an organization holds; one more is a 400 (0: %d; negative: no limit; the same on every server sharing a store)", orgadmin.DefaultMaxUsersPerOrg))
+	maxSessions := fs.Int("max-embed-sessions-per-user", 0, fmt.Sprintf("most live embed sessions a service account holds; one more is a 400 (0: %d; negative: no limit; the same on every server sharing a store)", orgadmin.DefaultMaxEmbedSessionsPerUser))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -120,7 +123,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			return err
 		}
 	}
-	cfg := orgadmin.Config{MaxUsersPerOrg: *maxUsers}
+	cfg := orgadmin.Config{MaxUsersPerOrg: *maxUsers, MaxEmbedSessionsPerUser: *maxSessions}
 	if *auditLog {
 		cfg.AuditLog = log
 	}

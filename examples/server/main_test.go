@@ -351,6 +351,23 @@ func TestMaxUsersPerOrgFlag(t *testing.T) {
 	require.ErrorContains(t, err, "-max-users-per-org")
 }
 
+// -max-embed-sessions-per-user bounds the live embed sessions of a
+// service account: one more is a 400.
+func TestMaxEmbedSessionsPerUserFlag(t *testing.T) {
+	const admin = "dev-admin-token-change-me" // examples/seed.json
+	base, _ := startServer(t, nil, "-seed", "../seed.json", "-max-embed-sessions-per-user", "1")
+	mint := base + "/v1/dives/0b0d6f7e-5b1a-4c1e-9b0a-3c2d1e0f9a8b/embed-session"
+	st, body := call(t, "POST", mint, admin, `{"username": "dashboards"}`)
+	require.Equal(t, 200, st, body)
+	st, body = call(t, "POST", mint, admin, `{"username": "dashboards"}`)
+	assert.Equal(t, 400, st)
+	assert.Equal(t, map[string]any{"message": "Bad Request", "code": "BAD_REQUEST", "issues": []any{map[string]any{
+		"message": "The service account holds the maximum number of embed sessions", "path": []any{}, "code": "too_big"}}}, body)
+
+	err := run(context.Background(), []string{"-max-embed-sessions-per-user", "many"}, func(string) string { return "" }, io.Discard, nil)
+	require.ErrorContains(t, err, "-max-embed-sessions-per-user")
+}
+
 // -audit-log writes each audit event as a JSON line on standard error;
 // without it, none is written.
 func TestAuditLogFlag(t *testing.T) {
