@@ -666,9 +666,11 @@ func (s *Store) GetEmbedTarget(_ context.Context, orgID, diveID, folded string) 
 	return t, nil
 }
 
-// CreateEmbedSession implements storage.Store. Under the lock, it drops
-// the user's sessions that are not live at lim.LiveAt, then counts the
-// rest against lim.Max.
+// CreateEmbedSession implements storage.Store. A user's sessions are
+// kept in order of expiry, so that under the lock it drops those not live
+// at lim.LiveAt, which lead, and counts the rest against lim.Max in time
+// that does not grow with the sessions kept: a creation among thousands
+// holds the lock no longer than one among a few.
 func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -680,25 +682,35 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 		return storage.ErrAlreadyExists
 	}
 	mine := s.userSessions[ur]
-	kept := mine[:0]
-	for _, se := range mine {
-		if se.ExpiresAt.After(lim.LiveAt) {
-			kept = append(kept, se)
-		} else {
-			delete(s.sessions, se.Digest)
-		}
+	dead, _ := slices.BinarySearchFunc(mine, lim.LiveAt, expiresAfter)
+	for _, se := range mine[:dead] {
+		delete(s.sessions, se.Digest)
 	}
-	clear(mine[len(kept):])
-	if lim.Max > 0 && len(kept) >= lim.Max {
-		s.userSessions[ur] = kept
+	clear(mine[:dead])
+	mine = mine[dead:]
+	s.userSessions[ur] = mine
+	if lim.Max > 0 && len(mine) >= lim.Max {
 		return storage.ErrLimitExceeded
 	}
 	se := new(storage.EmbedSession)
 	*se = cloneSession(es)
-	s.userSessions[ur] = append(kept, se)
+	// After those that expire with it or before: at the end, unless the
+	// lifetime of sessions changed.
+	at, _ := slices.BinarySearchFunc(mine, es.ExpiresAt, expiresAfter)
+	s.userSessions[ur] = slices.Insert(mine, at, se)
 	s.sessions[es.Digest] = se
 	s.record(a, o)
 	return nil
+}
+
+// expiresAfter orders a session among others by expiry against t: the
+// sessions that expire at t or before come first (-1), then the others
+// (1), so that a binary search for t finds the first that outlives it.
+func expiresAfter(se *storage.EmbedSession, t time.Time) int {
+	if se.ExpiresAt.After(t) {
+		return 1
+	}
+	return -1
 }
 
 // EmbedSessionByDigest implements storage.Store.
