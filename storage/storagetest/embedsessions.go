@@ -24,6 +24,7 @@ var embedSessionTests = []subtest{
 	{"Copies", testEmbedSessionCopies},
 	{"Limit", testEmbedSessionLimit},
 	{"LimitCountsLiveOnly", testEmbedSessionLimitCountsLiveOnly},
+	{"LimitExpiriesOutOfOrder", testEmbedSessionLimitExpiriesOutOfOrder},
 	{"LimitZeroMeansNone", testEmbedSessionLimitZeroMeansNone},
 	{"LimitPerUser", testEmbedSessionLimitPerUser},
 	{"LimitDuplicateDigest", testEmbedSessionLimitDuplicateDigest},
@@ -231,6 +232,41 @@ func testEmbedSessionLimitCountsLiveOnly(t *testing.T, s storage.Store) {
 	another := sessionAt(bot, "another", lim.LiveAt, at(2*time.Hour))
 	require.ErrorIs(t, s.CreateEmbedSession(ctx, another, lim, nil), storage.ErrLimitExceeded)
 	requireNoSession(t, s, another.Digest)
+}
+
+// Sessions created in another order than they expire (their lifetime
+// changed between creations) count as live until each expires, and
+// those that outlive the others stay readable.
+func testEmbedSessionLimitExpiriesOutOfOrder(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	lim := storage.SessionLimit{Max: 3, LiveAt: t0}
+	three := sessionAt(bot, "three", t0, at(3*time.Hour))
+	one := sessionAt(bot, "one", t0, at(time.Hour))
+	two := sessionAt(bot, "two", t0, at(2*time.Hour))
+	for _, es := range []storage.EmbedSession{three, one, two} {
+		require.NoError(t, s.CreateEmbedSession(ctx, es, lim, nil))
+	}
+	full := sessionAt(bot, "full", t0, at(4*time.Hour))
+	require.ErrorIs(t, s.CreateEmbedSession(ctx, full, lim, nil), storage.ErrLimitExceeded)
+
+	// At 90 minutes, one has expired: a place, then none.
+	lim.LiveAt = at(90 * time.Minute)
+	require.NoError(t, s.CreateEmbedSession(ctx, full, lim, nil))
+	over := sessionAt(bot, "over", lim.LiveAt, at(4*time.Hour))
+	require.ErrorIs(t, s.CreateEmbedSession(ctx, over, lim, nil), storage.ErrLimitExceeded)
+	for _, es := range []storage.EmbedSession{three, two, full} {
+		assertSession(t, es, getSession(t, s, es.Digest))
+	}
+	// At two hours, two has expired as well: one place.
+	lim.LiveAt = at(2 * time.Hour)
+	require.NoError(t, s.CreateEmbedSession(ctx, over, lim, nil))
+	last := sessionAt(bot, "last", lim.LiveAt, at(5*time.Hour))
+	require.ErrorIs(t, s.CreateEmbedSession(ctx, last, lim, nil), storage.ErrLimitExceeded)
+	for _, es := range []storage.EmbedSession{three, full, over} {
+		assertSession(t, es, getSession(t, s, es.Digest))
+	}
 }
 
 // A lim.Max of zero or less means no limit.
