@@ -35,11 +35,17 @@ type world struct {
 
 func newWorld(b *testing.B, s storage.Store) world {
 	b.Helper()
-	ctx := context.Background()
 	// The orgs measured grow past the default limit of users (to a
 	// million); a limit still applies, so creations cost what they cost
 	// under one.
-	svc := orgadmin.New(s, orgadmin.Config{MaxUsersPerOrg: math.MaxInt32})
+	return newWorldOf(b, s, orgadmin.Config{MaxUsersPerOrg: math.MaxInt32})
+}
+
+// newWorldOf is a world whose Service has the configuration cfg.
+func newWorldOf(b *testing.B, s storage.Store, cfg orgadmin.Config) world {
+	b.Helper()
+	ctx := context.Background()
+	svc := orgadmin.New(s, cfg)
 	tok, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
 	if err != nil {
 		b.Fatal(err)
@@ -199,18 +205,8 @@ func createEmbedSession(b *testing.B, s storage.Store) {
 	ctx := context.Background()
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	const ttl = 24 * time.Hour
-	svc := orgadmin.New(s, orgadmin.Config{Now: func() time.Time { return now }, EmbedSessionTTL: ttl})
-	tok, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bench", Username: "admin"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	admin, err := svc.Authenticate(ctx, tok)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"}); err != nil {
-		b.Fatal(err)
-	}
+	w := newWorldOf(b, s, orgadmin.Config{Now: func() time.Time { return now }, EmbedSessionTTL: ttl})
+	svc, admin := w.svc, w.admin
 	const dive = "0b0d5e8e-6f3a-4c1e-9d2a-3f4b5c6d7e8f"
 	if err := svc.RegisterDive(ctx, "bench", orgadmin.Dive{ID: dive, Title: "Sales"}); err != nil {
 		b.Fatal(err)
