@@ -123,12 +123,7 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 	err := s.auditedTx(ctx, a, func(tx runner) error {
 		liveAt := micros(lim.LiveAt)
 		if lim.Max > 0 {
-			var one int
-			err := tx.QueryRowContext(ctx, s.q.lockUser, es.Org, es.UserID).Scan(&one)
-			if errors.Is(err, sql.ErrNoRows) {
-				return storage.ErrNotFound
-			}
-			if err != nil {
+			if err := s.lockUser(ctx, tx, es.Org, es.UserID); err != nil {
 				return err
 			}
 		}

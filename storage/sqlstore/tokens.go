@@ -42,6 +42,19 @@ func (r *tokenRow) token(d *dialect) (storage.Token, error) {
 	return t, nil
 }
 
+// lockUser locks the row of the user uid of org until tx ends (on
+// PostgreSQL; SQLite's write transaction is exclusive already), or
+// returns ErrNotFound: creations under a limit of the user's records take
+// it, so that they count one after another.
+func (s *Store) lockUser(ctx context.Context, tx runner, org, uid string) error {
+	var one int
+	err := tx.QueryRowContext(ctx, s.q.lockUser, org, uid).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return storage.ErrNotFound
+	}
+	return err
+}
+
 // CreateToken implements storage.Store. It locks the user's row (on
 // PostgreSQL; SQLite's write transaction is exclusive already), then
 // deletes the user's tokens that are no longer live and counts the rest,
@@ -52,12 +65,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	err := s.auditedTx(ctx, a, func(tx runner) error {
-		var one int
-		err := tx.QueryRowContext(ctx, s.q.lockUser, t.Org, t.UserID).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return storage.ErrNotFound
-		}
-		if err != nil {
+		if err := s.lockUser(ctx, tx, t.Org, t.UserID); err != nil {
 			return err
 		}
 		if lim.Max > 0 {
@@ -79,7 +87,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 				return storage.ErrLimitExceeded
 			}
 		}
-		_, err = tx.ExecContext(ctx, s.q.insertToken, t.ID, t.Digest[:], t.Org, t.UserID, t.Name, t.Description, t.Type,
+		_, err := tx.ExecContext(ctx, s.q.insertToken, t.ID, t.Digest[:], t.Org, t.UserID, t.Name, t.Description, t.Type,
 			micros(t.CreatedAt), nullMicros(t.ExpiresAt))
 		switch {
 		case s.d.isUnique(err):
