@@ -256,6 +256,24 @@ func newCancelWorld(t *testing.T, store storage.Store) *cancelWorld {
 
 // events returns how many audit events of action on the target named
 // username org holds.
+// requireSeeded requires, after a creation cut short was made again, the
+// token value of username of org to authenticate, username to have been
+// created once and its token seeded once (a token seeded by a call cut
+// short is withdrawn, an event of its own, then seeded again), and org to
+// hold users users. It returns the token's caller.
+func (w *cancelWorld) requireSeeded(t testing.TB, org, username, value string, users int) orgadmin.Caller {
+	t.Helper()
+	ctx := context.Background()
+	c, err := w.direct.Authenticate(ctx, value)
+	require.NoError(t, err)
+	require.Equal(t, 1, w.events(t, org, orgadmin.ActionUserCreate, username))
+	require.Equal(t, 1, w.events(t, org, orgadmin.ActionTokenSeed, username)-w.events(t, org, orgadmin.ActionTokenDelete, username))
+	page, err := w.direct.ListUsers(ctx, c, orgadmin.ListUsersOptions{})
+	require.NoError(t, err)
+	require.Len(t, page.Users, users)
+	return c
+}
+
 func (w *cancelWorld) events(t testing.TB, org, action, username string) int {
 	t.Helper()
 	n := 0
@@ -532,15 +550,7 @@ func cancelProbes() []cancelProbe {
 				ctx := context.Background()
 				_, berr := w.direct.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "beta", Username: "root", Token: "beta-admin-token-0123456789"})
 				require.NoError(t, berr, "bootstrap again")
-				c, aerr := w.direct.Authenticate(ctx, "beta-admin-token-0123456789")
-				require.NoError(t, aerr)
-				require.Equal(t, 1, w.events(t, "beta", orgadmin.ActionUserCreate, "root"))
-				// A token seeded by a call cut short is withdrawn (an event
-				// of its own), then seeded again.
-				require.Equal(t, 1, w.events(t, "beta", orgadmin.ActionTokenSeed, "root")-w.events(t, "beta", orgadmin.ActionTokenDelete, "root"))
-				page, lerr := w.direct.ListUsers(ctx, c, orgadmin.ListUsersOptions{})
-				require.NoError(t, lerr)
-				require.Len(t, page.Users, 1)
+				w.requireSeeded(t, "beta", "root", "beta-admin-token-0123456789", 1)
 			},
 			nil},
 		{"ApplySeed",
@@ -550,15 +560,7 @@ func cancelProbes() []cancelProbe {
 			func(t testing.TB, w *cancelWorld, err error) {
 				ctx := context.Background()
 				require.NoError(t, w.direct.ApplySeed(ctx, cancelSeed()), "seed again")
-				c, aerr := w.direct.Authenticate(ctx, "seeded-token-value-0123456789")
-				require.NoError(t, aerr)
-				require.Equal(t, 1, w.events(t, "gamma", orgadmin.ActionUserCreate, "carol"))
-				// A token seeded by a call cut short is withdrawn (an event
-				// of its own), then seeded again.
-				require.Equal(t, 1, w.events(t, "gamma", orgadmin.ActionTokenSeed, "carol")-w.events(t, "gamma", orgadmin.ActionTokenDelete, "carol"))
-				page, lerr := w.direct.ListUsers(ctx, c, orgadmin.ListUsersOptions{})
-				require.NoError(t, lerr)
-				require.Len(t, page.Users, 2)
+				c := w.requireSeeded(t, "gamma", "carol", "seeded-token-value-0123456789", 2)
 				ts, terr := w.direct.ListTokens(ctx, c, "carol")
 				require.NoError(t, terr)
 				require.Len(t, ts, 1)
