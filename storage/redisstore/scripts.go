@@ -496,6 +496,17 @@ end
 return 1
 `)
 
+// dropUserTokenScript deletes KEYS[1], a digest's pointer on a Cluster, if
+// it names a token of the user ARGV[1] ("<org>\n<uid>\n"), marked or not;
+// a tombstone, or a pointer to another user's token, stays.
+var dropUserTokenScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
+`)
+
 // dropIDScript deletes KEYS[1], a token id's pointer, if it names the
 // digest ARGV[1]: holds it, marked or not.
 var dropIDScript = redis.NewScript(`
