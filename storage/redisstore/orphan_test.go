@@ -105,6 +105,29 @@ func testDeadReservation(t *testing.T, client func(*testing.T) redis.UniversalCl
 		assert.False(t, w.exists(t, "tid:"+late.ID))
 	})
 
+	t.Run("gone before it is taken", func(t *testing.T) {
+		// The dead reservation goes between its read and the takeover:
+		// its token deleted by its id, or its lifetime over. The value is
+		// free, and the creation takes it.
+		w := newCrashWorldOn(t, client(t))
+		ctx := t.Context()
+		lost := w.crashCreating(t, 0)
+		var deleted error
+		w.s.step = func(name string) error {
+			if name == "create token: take over" {
+				deleted = w.s.DeleteToken(ctx, "acme", w.user.ID, lost.ID, storage.Revocation{At: crashT0}, nil)
+			}
+			return nil
+		}
+		next := w.tokenAt(crashT0.Add(w.s.reservationGrace()), 0)
+		err := w.s.CreateToken(ctx, next, lim, nil)
+		require.ErrorIs(t, deleted, storage.ErrNotFound, "the dead token, never stored, is deleted by its id")
+		require.NoError(t, err, "the value is free")
+		w.requireOnly(t, next)
+		assert.True(t, w.exists(t, "tid:"+next.ID), "the new token's id")
+		assert.False(t, w.exists(t, "tid:"+lost.ID), "the dead reservation's id")
+	})
+
 	t.Run("one of two racing takeovers", func(t *testing.T) {
 		w := newCrashWorldOn(t, client(t))
 		ctx := t.Context()

@@ -481,13 +481,14 @@ return 1
 `)
 
 // takeOverScript sets KEYS[1] to ARGV[2] (for ARGV[3] ms, none when 0) if
-// it still holds ARGV[1], a dead reservation (takeOver), and returns 1; 1
-// too when it holds ARGV[2] already (the answer of a first run was lost),
-// else 0.
+// it still holds ARGV[1], a dead reservation (takeOver), or holds nothing
+// any more (the reservation was removed or expired since it was read),
+// and returns 1; 1 too when it holds ARGV[2] already (the answer of a
+// first run was lost), else 0.
 var takeOverScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[2] then return 1 end
-if v ~= ARGV[1] then return 0 end
+if v and v ~= ARGV[1] then return 0 end
 if tonumber(ARGV[3]) > 0 then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 else

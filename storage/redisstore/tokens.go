@@ -219,8 +219,9 @@ func (s *Store) reservationGrace() time.Duration {
 // reservation: a pointer, not a tombstone, whose mark dates it at least
 // the reservation grace before at, the creation time of ours, and whose
 // token its org does not hold (one read in the org's slot). It sets it
-// only while the key still holds v, so that of two creations taking over
-// the same v one does, and drops the dead reservation's id key while
+// only while the key still holds v, or nothing (v was removed or expired
+// since: the value is free), so that of two creations taking over the
+// same v one does, and drops the dead reservation's id key while
 // that names the same digest (best effort, in the same round trip). It
 // reports whether it took the key.
 func (s *Store) takeOver(ctx context.Context, key, v, ours string, at time.Time, life time.Duration) (bool, error) {
