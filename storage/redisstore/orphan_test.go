@@ -128,6 +128,35 @@ func testDeadReservation(t *testing.T, client func(*testing.T) redis.UniversalCl
 		assert.False(t, w.exists(t, "tid:"+lost.ID), "the dead reservation's id")
 	})
 
+	t.Run("gone before it is read", func(t *testing.T) {
+		// What held the value goes between the reservation that found it
+		// and its read: a tombstone or a pointer whose life ended, or a
+		// deletion. The value is free, and the creation takes it.
+		for _, held := range []string{"tombstone", "reservation"} {
+			w := newCrashWorldOn(t, client(t))
+			ctx := t.Context()
+			var lost storage.Token
+			if held == "tombstone" {
+				lost = w.tokenAt(crashT0, 0)
+				require.NoError(t, w.s.CreateToken(ctx, lost, lim, nil))
+				require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, lost.ID, storage.Revocation{At: crashT0, KeepUntil: crashT0.Add(time.Hour)}, nil))
+				require.True(t, isTombstone(w.get(t, w.digestKey(lost))), "a tombstone")
+			} else {
+				lost = w.crashCreating(t, 0)
+			}
+			w.s.step = func(name string) error {
+				if name == "reserve: held" {
+					require.NoError(t, w.s.c.Del(ctx, w.digestKey(lost)).Err())
+				}
+				return nil
+			}
+			next := w.tokenAt(crashT0.Add(time.Second), 0)
+			require.NoError(t, w.s.CreateToken(ctx, next, lim, nil), "after a %s that went", held)
+			w.requireOnly(t, next)
+			assert.True(t, w.exists(t, "tid:"+next.ID), "the new token's id")
+		}
+	})
+
 	t.Run("one of two racing takeovers", func(t *testing.T) {
 		w := newCrashWorldOn(t, client(t))
 		ctx := t.Context()
