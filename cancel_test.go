@@ -254,8 +254,6 @@ func newCancelWorld(t *testing.T, store storage.Store) *cancelWorld {
 	return w
 }
 
-// events returns how many audit events of action on the target named
-// username org holds.
 // requireSeeded requires, after a creation cut short was made again, the
 // token value of username of org to authenticate, username to have been
 // created once and its token seeded once (a token seeded by a call cut
@@ -274,6 +272,8 @@ func (w *cancelWorld) requireSeeded(t testing.TB, org, username, value string, u
 	return c
 }
 
+// events returns how many audit events of action on the target named
+// username org holds.
 func (w *cancelWorld) events(t testing.TB, org, action, username string) int {
 	t.Helper()
 	n := 0

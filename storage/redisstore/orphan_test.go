@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -102,6 +103,58 @@ func testDeadReservation(t *testing.T, client func(*testing.T) redis.UniversalCl
 		assert.Equal(t, old, w.get(t, w.digestKey(lost)), "a reservation of unknown age stays")
 		assert.True(t, w.exists(t, "tid:"+lost.ID))
 		assert.False(t, w.exists(t, "tid:"+late.ID))
+	})
+
+	t.Run("gone before it is taken", func(t *testing.T) {
+		// The dead reservation goes between its read and the takeover:
+		// its token deleted by its id, or its lifetime over. The value is
+		// free, and the creation takes it.
+		w := newCrashWorldOn(t, client(t))
+		ctx := t.Context()
+		lost := w.crashCreating(t, 0)
+		var deleted error
+		w.s.step = func(name string) error {
+			if name == "create token: take over" {
+				deleted = w.s.DeleteToken(ctx, "acme", w.user.ID, lost.ID, storage.Revocation{At: crashT0}, nil)
+			}
+			return nil
+		}
+		next := w.tokenAt(crashT0.Add(w.s.reservationGrace()), 0)
+		err := w.s.CreateToken(ctx, next, lim, nil)
+		require.ErrorIs(t, deleted, storage.ErrNotFound, "the dead token, never stored, is deleted by its id")
+		require.NoError(t, err, "the value is free")
+		w.requireOnly(t, next)
+		assert.True(t, w.exists(t, "tid:"+next.ID), "the new token's id")
+		assert.False(t, w.exists(t, "tid:"+lost.ID), "the dead reservation's id")
+	})
+
+	t.Run("gone before it is read", func(t *testing.T) {
+		// What held the value goes between the reservation that found it
+		// and its read: a tombstone or a pointer whose life ended, or a
+		// deletion. The value is free, and the creation takes it.
+		for _, held := range []string{"tombstone", "reservation"} {
+			w := newCrashWorldOn(t, client(t))
+			ctx := t.Context()
+			var lost storage.Token
+			if held == "tombstone" {
+				lost = w.tokenAt(crashT0, 0)
+				require.NoError(t, w.s.CreateToken(ctx, lost, lim, nil))
+				require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, lost.ID, storage.Revocation{At: crashT0, KeepUntil: crashT0.Add(time.Hour)}, nil))
+				require.True(t, isTombstone(w.get(t, w.digestKey(lost))), "a tombstone")
+			} else {
+				lost = w.crashCreating(t, 0)
+			}
+			w.s.step = func(name string) error {
+				if name == "reserve: held" {
+					require.NoError(t, w.s.c.Del(ctx, w.digestKey(lost)).Err())
+				}
+				return nil
+			}
+			next := w.tokenAt(crashT0.Add(time.Second), 0)
+			require.NoError(t, w.s.CreateToken(ctx, next, lim, nil), "after a %s that went", held)
+			w.requireOnly(t, next)
+			assert.True(t, w.exists(t, "tid:"+next.ID), "the new token's id")
+		}
 	})
 
 	t.Run("one of two racing takeovers", func(t *testing.T) {
@@ -335,4 +388,49 @@ func TestDeadReservationRoundTrips(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(2), n, "no reservation met: the reservation and the script")
 	assert.False(t, w.exists(t, "tid:"+lost.ID))
+}
+
+// A user's deletion on a Cluster removes the pointers of its tokens after
+// its script: a creation of the same value by another user that took a
+// pointer over in between (the deleted token no longer exists) keeps it,
+// and its token authenticates.
+func TestDeleteUserLeavesAPointerTakenOverMiniredis(t *testing.T) {
+	testDeleteUserLeavesAPointerTakenOver(t, miniClient(t))
+}
+
+func TestDeleteUserLeavesAPointerTakenOverRedisCluster(t *testing.T) {
+	testDeleteUserLeavesAPointerTakenOver(t, clusterClient(t))
+}
+
+func testDeleteUserLeavesAPointerTakenOver(t *testing.T, c redis.UniversalClient) {
+	w := newCrashWorldOn(t, c)
+	ctx := t.Context()
+	kiosk := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Kiosk", FoldedUsername: "kiosk",
+		IsServiceAccount: true, Role: "Member", CreatedAt: crashT0}
+	require.NoError(t, w.s.CreateUser(ctx, kiosk, storage.UserLimit{}, nil))
+	doomed := w.tokenAt(crashT0, 0)
+	require.NoError(t, w.s.CreateToken(ctx, doomed, storage.TokenLimit{}, nil))
+
+	next := w.tokenAt(crashT0.Add(w.s.reservationGrace()), 0)
+	next.UserID = kiosk.ID
+	var created error
+	took := false
+	w.s.step = func(name string) error {
+		if name == "delete user: pointers" && !took {
+			took = true
+			created = w.s.CreateToken(ctx, next, storage.TokenLimit{}, nil)
+		}
+		return nil
+	}
+	_, err := w.s.DeleteUser(ctx, "acme", w.user.ID, nil)
+	require.NoError(t, err)
+	require.True(t, took, "the deletion reached its pointers")
+	require.NoError(t, created, "the value's pointer, of a token that no longer exists, is taken over")
+
+	a, err := w.s.ReadAccess(ctx, storage.AccessQuery{Digest: next.Digest, LiveAt: next.CreatedAt})
+	require.NoError(t, err, "the token created while the user was deleted authenticates")
+	assert.Equal(t, next.ID, a.Credential.Token.ID)
+	assert.Equal(t, kiosk.ID, a.Credential.User.ID)
+	assert.True(t, w.exists(t, "tid:"+next.ID), "the new token's id")
+	assert.False(t, w.exists(t, "tid:"+doomed.ID), "the deleted token's id")
 }

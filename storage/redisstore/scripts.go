@@ -481,19 +481,31 @@ return 1
 `)
 
 // takeOverScript sets KEYS[1] to ARGV[2] (for ARGV[3] ms, none when 0) if
-// it still holds ARGV[1], a dead reservation (takeOver), and returns 1; 1
-// too when it holds ARGV[2] already (the answer of a first run was lost),
-// else 0.
+// it still holds ARGV[1], a dead reservation (takeOver), or holds nothing
+// any more (the reservation was removed or expired since it was read),
+// and returns 1; 1 too when it holds ARGV[2] already (the answer of a
+// first run was lost), else 0.
 var takeOverScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
 if v == ARGV[2] then return 1 end
-if v ~= ARGV[1] then return 0 end
+if v and v ~= ARGV[1] then return 0 end
 if tonumber(ARGV[3]) > 0 then
   redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 else
   redis.call('SET', KEYS[1], ARGV[2])
 end
 return 1
+`)
+
+// dropUserTokenScript deletes KEYS[1], a digest's pointer on a Cluster, if
+// it names a token of the user ARGV[1] ("<org>\n<uid>\n"), marked or not;
+// a tombstone, or a pointer to another user's token, stays.
+var dropUserTokenScript = redis.NewScript(`
+local v = redis.call('GET', KEYS[1])
+if v and string.sub(v, 1, #ARGV[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
 `)
 
 // dropIDScript deletes KEYS[1], a token id's pointer, if it names the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -158,6 +159,61 @@ func TestDeleteUserRemovesSessionsOfEarlierVersion(t *testing.T) {
 				require.NoError(t, err)
 				assert.Zero(t, n, "the sets of the user")
 			}
+		})
+	}
+}
+
+// A session listed in both sets, the previous version's and the sorted
+// set, counts once; an expired one of the previous version's set counts
+// not at all.
+func TestSessionInBothSetsCountsOnce(t *testing.T) {
+	for _, tc := range mirrorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, u, t0 := sessionWorld(t, tc)
+			base := s.orgBase("acme")
+			lim := storage.SessionLimit{Max: 3, LiveAt: t0}
+			both := testSession(u, "both", t0, t0.Add(time.Hour))
+			require.NoError(t, s.CreateEmbedSession(ctx, both, lim, nil))
+			require.NoError(t, s.c.SAdd(ctx, base+"sess:"+u.ID, hexDigest(both.Digest)).Err())
+			expired := testSession(u, "expired", t0.Add(-time.Hour), t0)
+			writeEarlierSession(t, s, expired)
+
+			for _, name := range []string{"second", "third"} {
+				require.NoError(t, s.CreateEmbedSession(ctx, testSession(u, name, t0, t0.Add(time.Hour)), lim, nil), name)
+			}
+			require.ErrorIs(t, s.CreateEmbedSession(ctx, testSession(u, "fourth", t0, t0.Add(time.Hour)), lim, nil), storage.ErrLimitExceeded)
+			n, err := s.c.ZCard(ctx, base+"sesz:"+u.ID).Result()
+			require.NoError(t, err)
+			assert.Equal(t, int64(3), n, "both, second and third")
+			_, err = s.EmbedSessionByDigest(ctx, expired.Digest)
+			require.ErrorIs(t, err, storage.ErrNotFound)
+		})
+	}
+}
+
+// A session refused at the limit leaves no key behind: no record, no
+// member of the user's sets and, on a Cluster, no pointer of its digest
+// (its reservation is released).
+func TestSessionRefusedAtTheLimitLeavesNoKey(t *testing.T) {
+	for _, tc := range mirrorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			s, u, t0 := sessionWorld(t, tc)
+			base := s.orgBase("acme")
+			lim := storage.SessionLimit{Max: 1, LiveAt: t0}
+			require.NoError(t, s.CreateEmbedSession(ctx, testSession(u, "held", t0, t0.Add(time.Hour)), lim, nil))
+			over := testSession(u, "over", t0, t0.Add(time.Hour))
+			require.ErrorIs(t, s.CreateEmbedSession(ctx, over, lim, nil), storage.ErrLimitExceeded)
+			hex := hexDigest(over.Digest)
+			n, err := s.c.Exists(ctx, s.prefix+"ses:"+hex).Result()
+			require.NoError(t, err)
+			assert.Zero(t, n, "the refused session's pointer")
+			n, err = s.c.Exists(ctx, base+"ses:"+u.ID+":"+hex).Result()
+			require.NoError(t, err)
+			assert.Zero(t, n, "the refused session's record")
+			_, err = s.c.ZScore(ctx, base+"sesz:"+u.ID, hex).Result()
+			require.ErrorIs(t, err, redis.Nil, "the refused session is not listed")
 		})
 	}
 }

@@ -108,6 +108,9 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 	if len(held) == 0 {
 		return nil
 	}
+	if err := s.stepped("reserve: held"); err != nil {
+		return err
+	}
 	// A digest's tombstone is no token: the key is claimed over it.
 	claims := make(map[string]*redis.Cmd, len(held))
 	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -215,15 +218,23 @@ func (s *Store) reservationGrace() time.Duration {
 }
 
 // takeOver sets key, a token's digest key that holds v, reserved by
-// another creation, to ours (for life, none when 0) when v is a dead
+// another creation ("" when the key went since it was found held: then
+// it is free), to ours (for life, none when 0) when v is a dead
 // reservation: a pointer, not a tombstone, whose mark dates it at least
 // the reservation grace before at, the creation time of ours, and whose
 // token its org does not hold (one read in the org's slot). It sets it
-// only while the key still holds v, so that of two creations taking over
-// the same v one does, and drops the dead reservation's id key while
+// only while the key still holds v, or nothing (v was removed or expired
+// since: the value is free), so that of two creations taking over the
+// same v one does, and drops the dead reservation's id key while
 // that names the same digest (best effort, in the same round trip). It
 // reports whether it took the key.
 func (s *Store) takeOver(ctx context.Context, key, v, ours string, at time.Time, life time.Duration) (bool, error) {
+	if v == "" {
+		// The key went after this call found it held (a tombstone or a
+		// pointer whose life ended, a deletion): the value is free, unless
+		// another creation takes it first.
+		return s.swap(ctx, key, "", ours, life, "")
+	}
 	// A mark without a time, written by an earlier version, is of unknown
 	// age: its creation may still be under way, so it is never taken.
 	reserved, ok := reservedAt(v)
@@ -245,10 +256,20 @@ func (s *Store) takeOver(ctx context.Context, key, v, ours string, at time.Time,
 	if err := s.stepped("create token: take over"); err != nil {
 		return false, err
 	}
+	return s.swap(ctx, key, v, ours, life, tid)
+}
+
+// swap sets key to ours (for life, none when 0) while it holds v or
+// nothing (takeOverScript), and drops the id key of the token tid ("" for
+// none) while that names key's digest, in one round trip. It reports
+// whether key is ours.
+func (s *Store) swap(ctx context.Context, key, v, ours string, life time.Duration, tid string) (bool, error) {
 	var took *redis.Cmd
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		took = takeOverScript.Eval(ctx, p, []string{key}, v, ours, life.Milliseconds())
-		dropIDScript.Eval(ctx, p, []string{s.prefix + "tid:" + tid}, strings.TrimPrefix(key, s.prefix+"tok:"))
+		if tid != "" {
+			dropIDScript.Eval(ctx, p, []string{s.prefix + "tid:" + tid}, strings.TrimPrefix(key, s.prefix+"tok:"))
+		}
 		return nil
 	})
 	n, err := took.Int64()

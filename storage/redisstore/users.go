@@ -86,7 +86,10 @@ func (s *Store) SetInstances(ctx context.Context, org, userID string, c storage.
 // it owns from the org's slot, so from then on none of it can be read or
 // used. On a Cluster the pointer keys of its tokens and sessions, in other
 // slots, are removed afterwards; until then (or for ever, if the process
-// dies first) they point at nothing.
+// dies first) they point at nothing. A token's digest pointer goes only
+// while it names a token of this user: once the token is gone, a creation
+// of the same value may have taken the pointer over (see CreateToken), and
+// it stays that token's.
 func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.Audit) (storage.User, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -108,18 +111,35 @@ func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.A
 		if err := s.stepped("delete user: pointers"); err != nil {
 			return u, nil
 		}
-		keys := make([]string, len(gone))
-		for i, k := range gone {
-			keys[i] = s.prefix + str(k)
-		}
 		// The user is gone whatever happens here: a pointer left behind
 		// points at nothing and expires or stays inert. A caller that
 		// leaves now does not leave them behind.
 		fctx, cancel := s.finishing(ctx)
 		defer cancel()
-		_ = s.delKeys(fctx, keys)
+		_ = s.dropPointersOf(fctx, org, userID, gone)
 	}
 	return u, nil
+}
+
+// dropPointersOf deletes the global keys gone (without prefix), those
+// of the tokens and sessions of the deleted user userID of org, in one
+// pipeline: a token's digest key only while it names a token of that
+// user (dropUserTokenScript), the others (ids and session digests, which
+// nothing else takes) at once.
+func (s *Store) dropPointersOf(ctx context.Context, org, userID string, gone []any) error {
+	owner := org + "\n" + userID + "\n"
+	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range gone {
+			key := str(k)
+			if strings.HasPrefix(key, "tok:") {
+				dropUserTokenScript.Eval(ctx, p, []string{s.prefix + key}, owner)
+				continue
+			}
+			p.Del(ctx, s.prefix+key)
+		}
+		return nil
+	})
+	return err
 }
 
 // finishing returns the context of the steps that complete a change
@@ -128,17 +148,6 @@ func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.A
 // for ever when they have no expiry, but bounded by the Store's timeout.
 func (s *Store) finishing(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-}
-
-// delKeys deletes keys that may live in different slots, in one pipeline.
-func (s *Store) delKeys(ctx context.Context, keys []string) error {
-	_, err := s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, k := range keys {
-			p.Del(ctx, k)
-		}
-		return nil
-	})
-	return err
 }
 
 // stepped reports whether a test stops a Cluster-mode operation at step.

@@ -28,6 +28,7 @@ var embedSessionTests = []subtest{
 	{"LimitZeroMeansNone", testEmbedSessionLimitZeroMeansNone},
 	{"LimitPerUser", testEmbedSessionLimitPerUser},
 	{"LimitDuplicateDigest", testEmbedSessionLimitDuplicateDigest},
+	{"LimitOfARecreatedUser", testEmbedSessionLimitOfARecreatedUser},
 }
 
 // getSession requires EmbedSessionByDigest to find d, and returns it.
@@ -327,4 +328,32 @@ func testEmbedSessionLimitDuplicateDigest(t *testing.T, s storage.Store) {
 	dup.Digest = es.Digest
 	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), dup, lim, nil), storage.ErrAlreadyExists)
 	assertSession(t, es, getSession(t, s, es.Digest))
+}
+
+// A user deleted with its sessions and created again under the same name
+// starts with none: the sessions of the deleted user, gone, take no place
+// of the new one's, and the limit counts the new one's alone.
+func testEmbedSessionLimitOfARecreatedUser(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	old := createUser(t, s, org.ID, "bot", true)
+	lim := storage.SessionLimit{Max: 2, LiveAt: t0}
+	var gone []storage.EmbedSession
+	for i := range lim.Max {
+		es := sessionAt(old, fmt.Sprint("old ", i), t0, at(time.Hour))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, lim, nil))
+		gone = append(gone, es)
+	}
+	deleteUser(t, s, org.ID, "bot")
+	bot := createUser(t, s, org.ID, "bot", true)
+	for i := range lim.Max {
+		es := sessionAt(bot, fmt.Sprint("new ", i), t0, at(time.Hour))
+		require.NoError(t, s.CreateEmbedSession(ctx, es, lim, nil), "session %d of the new user", i)
+		assertSession(t, es, getSession(t, s, es.Digest))
+	}
+	over := sessionAt(bot, "over", t0, at(time.Hour))
+	require.ErrorIs(t, s.CreateEmbedSession(ctx, over, lim, nil), storage.ErrLimitExceeded)
+	for _, es := range gone {
+		requireNoSession(t, s, es.Digest, "a session of the deleted user")
+	}
 }
