@@ -275,9 +275,8 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 	var live int64
 	userErr, err := s.withLiveUser(ctx, es.Org, es.UserID, func() error {
 		mine := bson.D{{Key: "org", Value: es.Org}, {Key: "uid", Value: es.UserID}}
-		expired := append(mine, bson.E{Key: "exp", Value: bson.D{{Key: "$lte", Value: lim.LiveAt}}})
-		if _, err := s.sessions.DeleteMany(ctx, expired); err != nil {
-			return fmt.Errorf("delete expired: %w", err)
+		if err := s.dropExpiredSessions(ctx, mine, es.Org, lim.LiveAt); err != nil {
+			return err
 		}
 		if lim.Max <= 0 {
 			return nil
@@ -315,6 +314,41 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 	if _, err := s.liveUser(fctx, es.Org, es.UserID); err != nil {
 		_, derr := s.sessions.DeleteOne(fctx, bson.D{{Key: "_id", Value: doc.Digest}})
 		return wrap("create embed session: user", cmp.Or(err, derr))
+	}
+	return nil
+}
+
+// dropExpiredSessions deletes the sessions that match mine (those of one
+// user of org) and are not live at liveAt, after confirming the pending
+// events of their creations: they exist, so they were made, and once they
+// are gone nothing would show it. It reads them first, and deletes only
+// when there are some.
+func (s *Store) dropExpiredSessions(ctx context.Context, mine bson.D, org string, liveAt time.Time) error {
+	notLive := bson.E{Key: "exp", Value: bson.D{{Key: "$lte", Value: liveAt}}}
+	cur, err := s.sessions.Find(ctx, append(mine, notLive), options.Find().SetProjection(bson.D{{Key: "ev", Value: 1}}))
+	var docs []bson.M
+	if err == nil {
+		err = cur.All(ctx, &docs)
+	}
+	if err != nil {
+		return fmt.Errorf("read expired: %w", err)
+	}
+	if len(docs) == 0 {
+		return nil
+	}
+	var digests, events bson.A
+	for _, d := range docs {
+		digests = append(digests, d["_id"])
+		if id, ok := d["ev"].(string); ok && id != "" {
+			events = append(events, id)
+		}
+	}
+	if err := s.confirmEventsOf(ctx, s.sessions, org, events); err != nil {
+		return err
+	}
+	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: digests}}}, notLive}
+	if _, err := s.sessions.DeleteMany(ctx, filter); err != nil {
+		return fmt.Errorf("delete expired: %w", err)
 	}
 	return nil
 }

@@ -386,6 +386,18 @@ func TestEventOfRemovedRecord(t *testing.T) {
 		}, func(t *testing.T, s *Store, w crashWorld) {
 			require.NoError(t, s.CreateToken(t.Context(), crashToken(w.alice, time.Time{}), storage.TokenLimit{Max: 10, LiveAt: t0.Add(time.Hour)}, nil))
 		}},
+		{"a session, expired and removed by the next creation", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
+			es := crashSession(w.alice)
+			es.DiveID = w.dive.ID
+			return w.dive.ID, func(ctx context.Context, a *storage.Audit) error {
+				return s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, a)
+			}
+		}, func(t *testing.T, s *Store, w crashWorld) {
+			next := crashSession(w.alice)
+			next.DiveID = w.dive.ID
+			next.CreatedAt, next.ExpiresAt = t0.Add(time.Hour), t0.Add(2*time.Hour)
+			require.NoError(t, s.CreateEmbedSession(t.Context(), next, storage.SessionLimit{Max: 10, LiveAt: t0.Add(time.Hour)}, nil))
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := newTestStore(t)
