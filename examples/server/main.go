@@ -16,7 +16,8 @@
 // default, means the library's 100000; a negative number, no limit); every
 // server sharing a store should be given the same.
 // -max-embed-sessions-per-user bounds the live embed sessions of each
-// service account alike (0 means the library's 10000).
+// service account alike (0 means the library's 10000; a negative number,
+// no limit).
 // It serves /v1, the audit trail at /ext/audit/events, the OpenAPI
 // document at /docs/specs, GET /healthz and the page-feedback endpoint at
 // /docs/api/feedback/agent, logs one JSON line per request (written within
