@@ -79,8 +79,8 @@ func TestConformance(t *testing.T) {
 // document and then a write of it by id, so a compare-and-set racing
 // another can pass its filter on a document the other is about to change,
 // and both succeed.
-func knownDefects(t testing.TB) []storagetest.KnownDefect {
-	known := []storagetest.KnownDefect{{Test: "Concurrency/CreateEmbedSessionLimit", Why: sessionLimitWhy}}
+func knownDefects(t testing.TB) []storagetest.Option {
+	known := []storagetest.Option{storagetest.KnownDefect{Test: "Concurrency/CreateEmbedSessionLimit", Why: sessionLimitWhy}}
 	if !newTestStore(t).byPointer { // a real mongod
 		return known
 	}
