@@ -80,7 +80,7 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 		return status("create embed session", v, err)
 	}
 	keys := map[string]string{s.prefix + "ses:" + hex: pointer}
-	if err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, es.CreatedAt, ""); err != nil {
+	if _, err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, es.CreatedAt, ""); err != nil {
 		return fmt.Errorf("create embed session: %w", err)
 	}
 	if err := s.stepped("create embed session: reserved"); err != nil {

@@ -57,7 +57,8 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 
 	digestKey := s.prefix + "tok:" + hex
 	keys := map[string]string{digestKey: pointer, s.prefix + "tid:" + t.ID: hex}
-	if err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, t.CreatedAt, digestKey); err != nil {
+	claimed, err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, t.CreatedAt, digestKey)
+	if err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
 	if err := s.stepped("create token: reserved"); err != nil {
@@ -65,7 +66,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	}
 	v, err := s.run(ctx, createTokenScript, t.Org, args...).Result()
 	if err = status("create token", v, err); err != nil && isRefusal(err) {
-		s.release(ctx, keys)
+		s.unreserve(ctx, keys, claimed)
 	}
 	return err
 }
@@ -74,7 +75,10 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 // given lifetime (none when 0). It returns ErrAlreadyExists, having undone
 // its own writes, when one exists, unless that one is orphan (a token's
 // digest key; "" for none) and holds a dead reservation, which it takes
-// over (takeOver).
+// over (takeOver). A key that holds a tombstone is claimed (the token is
+// created anew with a revoked digest); reserve returns those it claimed,
+// for unreserve to put back should the creation be refused: a refused
+// creation leaves the digest revoked.
 //
 // Each value gets a mark of this call (in keys itself, which release then
 // matches): go-redis resends a pipeline whose answer was lost, and a key
@@ -82,7 +86,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 // also holds at, the creation time of what is reserved (the caller's
 // clock, which the Store never reads itself): how old a reservation is
 // that another call finds.
-func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.Duration, at time.Time, orphan string) error {
+func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.Duration, at time.Time, orphan string) (map[string]claimedTombstone, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
 	mark := markSep + hex.EncodeToString(nonce[:]) + markSep + strconv.FormatInt(millis(at), 10)
@@ -97,7 +101,7 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		return nil
 	})
 	if err != nil {
-		return failed("reserve", err)
+		return nil, failed("reserve", err)
 	}
 	held := make(map[string]*redis.StringCmd)
 	for k, c := range cmds {
@@ -106,7 +110,7 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		}
 	}
 	if len(held) == 0 {
-		return nil
+		return nil, nil
 	}
 	// A digest's tombstone is no token: the key is claimed over it.
 	claims := make(map[string]*redis.Cmd, len(held))
@@ -117,15 +121,22 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		return nil
 	})
 	if err != nil {
-		return failed("reserve", err)
+		return nil, failed("reserve", err)
 	}
+	var claimed map[string]claimedTombstone
 	for k, c := range claims {
-		if n, _ := c.Val().(int64); n == 1 {
+		if v, ok := c.Val().([]any); ok && len(v) == 2 {
+			tomb, _ := v[0].(string)
+			ttl, _ := v[1].(int64)
+			if claimed == nil {
+				claimed = make(map[string]claimedTombstone, len(claims))
+			}
+			claimed[k] = claimedTombstone{value: tomb, ttl: ttl}
 			delete(held, k)
 		}
 	}
 	if len(held) == 0 {
-		return nil
+		return claimed, nil
 	}
 	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k := range held {
@@ -134,7 +145,8 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return failed("reserve", err)
+		s.unreserve(ctx, keys, claimed)
+		return nil, failed("reserve", err)
 	}
 	// The keys held by another call than this one (whose resent pipeline
 	// finds its own values).
@@ -145,21 +157,22 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		}
 	}
 	if len(others) == 0 {
-		return nil
+		return claimed, nil
 	}
 	if len(others) == 1 && others[0] == orphan {
 		took, err := s.takeOver(ctx, orphan, held[orphan].Val(), keys[orphan], at, life)
 		if err != nil {
-			return err
+			s.unreserve(ctx, keys, claimed)
+			return nil, err
 		}
 		if took {
-			return nil
+			return claimed, nil
 		}
 	}
 	// Each key goes only while it holds this call's value: those others
-	// hold stay.
-	s.release(ctx, keys)
-	return storage.ErrAlreadyExists
+	// hold stay, and the tombstones claimed come back.
+	s.unreserve(ctx, keys, claimed)
+	return nil, storage.ErrAlreadyExists
 }
 
 // markSep separates a reserved value from the mark of the call that
@@ -264,6 +277,26 @@ func (s *Store) release(ctx context.Context, keys map[string]string) {
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k, v := range keys {
 			releaseScript.Eval(ctx, p, []string{k}, v)
+		}
+		return nil
+	})
+}
+
+// unreserve undoes a reservation whose creation was refused: each key
+// that still holds this process's value goes, or holds again the
+// tombstone reserve claimed it over. It is best effort, as release is.
+func (s *Store) unreserve(ctx context.Context, keys map[string]string, claimed map[string]claimedTombstone) {
+	if len(claimed) == 0 {
+		s.release(ctx, keys)
+		return
+	}
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, v := range keys {
+			if c, ok := claimed[k]; ok {
+				unclaimScript.Eval(ctx, p, []string{k}, v, c.value, c.ttl)
+			} else {
+				releaseScript.Eval(ctx, p, []string{k}, v)
+			}
 		}
 		return nil
 	})
