@@ -28,6 +28,7 @@ var embedSessionTests = []subtest{
 	{"LimitZeroMeansNone", testEmbedSessionLimitZeroMeansNone},
 	{"LimitPerUser", testEmbedSessionLimitPerUser},
 	{"LimitDuplicateDigest", testEmbedSessionLimitDuplicateDigest},
+	{"DroppedExpiredFreesDigest", testEmbedSessionDroppedExpiredFrees},
 }
 
 // getSession requires EmbedSessionByDigest to find d, and returns it.
@@ -327,4 +328,29 @@ func testEmbedSessionLimitDuplicateDigest(t *testing.T, s storage.Store) {
 	dup.Digest = es.Digest
 	require.ErrorIs(t, s.CreateEmbedSession(t.Context(), dup, lim, nil), storage.ErrAlreadyExists)
 	assertSession(t, es, getSession(t, s, es.Digest))
+}
+
+// A creation may drop the user's sessions no longer live at its LiveAt.
+// One the store dropped (EmbedSessionByDigest no longer finds it) is
+// gone whole: a session with its digest can be created again; one the
+// store kept still holds it.
+func testEmbedSessionDroppedExpiredFrees(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	old := sessionAt(bot, "old", t0, at(time.Millisecond))
+	require.NoError(t, s.CreateEmbedSession(ctx, old, storage.SessionLimit{}, nil))
+	// Past old's expiry: the store may drop old now.
+	lim := storage.SessionLimit{Max: 5, LiveAt: at(time.Second)}
+	require.NoError(t, s.CreateEmbedSession(ctx, sessionAt(bot, "new", at(time.Second), at(time.Hour)), lim, nil))
+	_, err := s.EmbedSessionByDigest(ctx, old.Digest)
+	again := sessionAt(bot, "again", at(time.Second), at(time.Hour))
+	again.Digest = old.Digest
+	if err == nil {
+		require.ErrorIs(t, s.CreateEmbedSession(ctx, again, lim, nil), storage.ErrAlreadyExists, "old is kept")
+		return
+	}
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NoError(t, s.CreateEmbedSession(ctx, again, lim, nil), "old was dropped: its digest is free")
+	assertSession(t, again, getSession(t, s, again.Digest))
 }
