@@ -37,7 +37,11 @@ import (
 // version, whose mark holds no time, is never taken over. A creation
 // that meets a reservation makes two round trips more than one that
 // meets none (three when the reservation is past the grace and its token
-// exists), and four when it takes it over.
+// exists), and four when it takes it over. A creation whose script drops
+// the user's tokens no longer live removes their pointer keys after it,
+// in three round trips more (best effort, as the undo of a reservation),
+// so that a dropped token's value and id are free again, as they are on
+// a single server, whose script removes them itself.
 func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -65,10 +69,35 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 		return err
 	}
 	v, err := s.run(ctx, createTokenScript, t.Org, args...).Result()
+	v, gone := dropped(v)
 	if err = status("create token", v, err); err != nil && isRefusal(err) {
 		s.unreserve(ctx, keys, claimed)
 	}
+	if len(gone) > 0 {
+		// The tokens the script dropped as expired are gone: their
+		// pointers go too, so that their values and ids are free.
+		s.dropPointers(ctx, t.Org, t.UserID, gone...)
+	}
 	return err
+}
+
+// dropped splits the reply of a creation's script on a Cluster: its
+// status, and the ids (of tokens) or digests (of sessions, in hex) of the
+// records it dropped as no longer live, whose pointer keys are the
+// caller's to remove. A reply without them is the status alone.
+func dropped(v any) (any, []string) {
+	r, ok := v.([]any)
+	if !ok || len(r) != 2 {
+		return v, nil
+	}
+	list, _ := r[1].([]any)
+	gone := make([]string, 0, len(list))
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			gone = append(gone, s)
+		}
+	}
+	return r[0], gone
 }
 
 // reserve sets each key to its value if none of them exists, with the
@@ -309,21 +338,43 @@ func isRefusal(err error) bool {
 		errors.Is(err, storage.ErrLimitExceeded)
 }
 
-// dropPointers removes, on a Cluster, the pointer keys of the token id of
-// userID in org, which its user does not hold: its id's, and its
+// dropPointers removes, on a Cluster, the pointer keys of the tokens
+// ids of userID in org, which its user does not hold: each id's, and its
 // digest's while that names this token and is no tombstone. Each goes
 // only while it holds the value read. It is best effort: such keys never
-// authenticate.
-func (s *Store) dropPointers(ctx context.Context, org, userID, id string) {
-	idKey := s.prefix + "tid:" + id
-	marked, err := s.c.Get(ctx, idKey).Result()
-	if err != nil {
+// authenticate. It makes three round trips, however many the ids.
+func (s *Store) dropPointers(ctx context.Context, org, userID string, ids ...string) {
+	idCmds := make([]*redis.StringCmd, len(ids))
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			idCmds[i] = p.Get(ctx, s.prefix+"tid:"+id)
+		}
+		return nil
+	})
+	keys := make(map[string]string, 2*len(ids))
+	pointers := make(map[string]*redis.StringCmd, len(ids))
+	for i, id := range ids {
+		marked, err := idCmds[i].Result()
+		if err != nil {
+			continue
+		}
+		keys[s.prefix+"tid:"+id] = marked
+		pointers[id] = nil
+	}
+	if len(pointers) == 0 {
 		return
 	}
-	keys := map[string]string{idKey: marked}
-	digestKey := s.prefix + "tok:" + unmark(marked)
-	if pointer, err := s.c.Get(ctx, digestKey).Result(); err == nil && !isTombstone(pointer) && unmark(pointer) == org+"\n"+userID+"\n"+id {
-		keys[digestKey] = pointer
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for id := range pointers {
+			pointers[id] = p.Get(ctx, s.prefix+"tok:"+unmark(keys[s.prefix+"tid:"+id]))
+		}
+		return nil
+	})
+	for id, c := range pointers {
+		digestKey := s.prefix + "tok:" + unmark(keys[s.prefix+"tid:"+id])
+		if pointer, err := c.Result(); err == nil && !isTombstone(pointer) && unmark(pointer) == org+"\n"+userID+"\n"+id {
+			keys[digestKey] = pointer
+		}
 	}
 	s.release(ctx, keys)
 }
