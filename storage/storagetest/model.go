@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -350,7 +351,9 @@ func (m *modelRun) createUser() (string, error) {
 	if err == nil {
 		m.users = append(m.users, u)
 	}
-	return desc, m.ref.createUser(u, lim, a, err)
+	e := m.ref.createUser(u, lim, a, err)
+	scribble(u.Privileges, "spoiled") // the store keeps a copy
+	return desc, e
 }
 
 func (m *modelRun) getUser() (string, error) {
@@ -359,7 +362,12 @@ func (m *modelRun) getUser() (string, error) {
 		org = pickRecent(m.rng, m.users).Org
 	}
 	got, err := m.s.GetUser(m.t.Context(), org, folded)
-	return fmt.Sprintf("GetUser %s@%s -> %s", folded, short(org), classify(err)), m.ref.getUser(org, folded, got, err)
+	desc := fmt.Sprintf("GetUser %s@%s -> %s", folded, short(org), classify(err))
+	if e := m.ref.getUser(org, folded, got, err); e != nil {
+		return desc, e
+	}
+	spoil(got)
+	return desc, nil
 }
 
 func (m *modelRun) setPrivileges() (string, error) {
@@ -372,7 +380,9 @@ func (m *modelRun) setPrivileges() (string, error) {
 	a := m.audit(u.Org, "user.grant_privilege", "user", u.ID, u.Username)
 	err := m.s.SetPrivileges(m.t.Context(), u.Org, u.ID, from, to, a)
 	desc := fmt.Sprintf("SetPrivileges %s %q -> %q -> %s", m.describeUser(u), from, to, classify(err))
-	return desc, m.ref.setPrivileges(u.Org, u.ID, from, to, a, err)
+	e := m.ref.setPrivileges(u.Org, u.ID, from, to, a, err)
+	scribble(to, "spoiled") // the store keeps a copy
+	return desc, e
 }
 
 func (m *modelRun) setInstances() (string, error) {
@@ -410,11 +420,60 @@ func userQuery(r *rand.Rand) storage.UserQuery {
 	return q
 }
 
+// kept is the record a query's Into holds before the page.
+var (
+	keptUser  = storage.User{ID: "kept", Username: "kept", FoldedUsername: "kept"}
+	keptToken = storage.Token{ID: "kept", Name: "kept"}
+)
+
+// into returns, at times, a slice to pass as a query's Into: kept, in an
+// array with room (or not) whose elements beyond it hold garbage; nil
+// otherwise.
+func into[E any](m *modelRun, kept, garbage E) []E {
+	if !m.chance(0.3) {
+		return nil
+	}
+	array := make([]E, 1+m.rng.IntN(8))
+	for i := range array {
+		array[i] = garbage
+	}
+	array[0] = kept
+	return array[:1]
+}
+
+// cutInto checks that got starts with kept, what the query's Into held,
+// and returns the rest.
+func cutInto[E any](got []E, kept E) ([]E, error) {
+	if len(got) == 0 || !reflect.DeepEqual(got[0], kept) {
+		return got, fmt.Errorf("the records do not follow what Into held: %+v", got)
+	}
+	return got[1:], nil
+}
+
+// spoil mutates what a store returned, once checked, as a caller may:
+// a store that shares memory with its callers shows it in a later read.
+func spoil(us ...storage.User) {
+	for _, u := range us {
+		scribble(u.Privileges, "spoiled")
+	}
+}
+
 func (m *modelRun) listUsers() (string, error) {
 	org, q := m.org(), userQuery(m.rng)
+	q.Into = into(m, keptUser, storage.User{ID: "garbage"})
 	got, err := m.s.ListUsers(m.t.Context(), org, q)
-	desc := fmt.Sprintf("ListUsers %s %s -> %s %v", short(org), describe(q), classify(err), foldedNames(got.Users))
-	return desc, m.ref.listUsers(org, q, got, err)
+	desc := fmt.Sprintf("ListUsers %s %s into=%v -> %s %v", short(org), describe(q), q.Into != nil, classify(err), foldedNames(got.Users))
+	if q.Into != nil && err == nil {
+		var e error
+		if got.Users, e = cutInto(got.Users, keptUser); e != nil {
+			return desc, e
+		}
+	}
+	if e := m.ref.listUsers(org, q, got, err); e != nil {
+		return desc, e
+	}
+	spoil(got.Users...)
+	return desc, nil
 }
 
 // walkUsers walks an org's users page by page, by After or by Offset.
@@ -512,17 +571,37 @@ func (m *modelRun) readAccess() (string, error) {
 	} else {
 		q.Tokens = m.chance(0.2)
 	}
+	q.Into = into(m, keptToken, storage.Token{ID: "garbage"})
 	got, err := m.s.ReadAccess(m.t.Context(), q)
-	desc := fmt.Sprintf("ReadAccess %s target %q tokens=%v -> %s found=%v %v",
-		shortDigest(q.Digest), q.Username, q.Tokens, classify(err), got.TargetFound, tokenIDs(got.Tokens))
-	return desc, m.ref.readAccess(q, got, err)
+	desc := fmt.Sprintf("ReadAccess %s target %q tokens=%v into=%v -> %s found=%v %v",
+		shortDigest(q.Digest), q.Username, q.Tokens, q.Into != nil, classify(err), got.TargetFound, tokenIDs(got.Tokens))
+	if q.Into != nil && got.Tokens != nil {
+		var e error
+		if got.Tokens, e = cutInto(got.Tokens, keptToken); e != nil {
+			return desc, e
+		}
+	}
+	if e := m.ref.readAccess(q, got, err); e != nil {
+		return desc, e
+	}
+	spoil(got.Credential.User, got.Target)
+	for i := range got.Tokens {
+		got.Tokens[i].Name = "spoiled"
+	}
+	return desc, nil
 }
 
 func (m *modelRun) listTokens() (string, error) {
 	u := m.user()
 	got, err := m.s.ListTokens(m.t.Context(), u.Org, u.ID, m.now)
 	desc := fmt.Sprintf("ListTokens %s -> %s %v", m.describeUser(u), classify(err), tokenIDs(got))
-	return desc, m.ref.listTokens(u.Org, u.ID, m.now, got, err)
+	if e := m.ref.listTokens(u.Org, u.ID, m.now, got, err); e != nil {
+		return desc, e
+	}
+	for i := range got {
+		got[i].Name = "spoiled"
+	}
+	return desc, nil
 }
 
 func (m *modelRun) deleteToken() (string, error) {
@@ -555,7 +634,14 @@ func (m *modelRun) listActivity() (string, error) {
 	org := m.org()
 	got, err := m.s.ListActivity(m.t.Context(), org)
 	desc := fmt.Sprintf("ListActivity %s -> %s %v", short(org), classify(err), activityNames(got))
-	return desc, m.ref.listActivity(org, got, err)
+	if e := m.ref.listActivity(org, got, err); e != nil {
+		return desc, e
+	}
+	for _, a := range got {
+		spoil(a.User)
+		scribble(a.Ducklings, storage.Duckling{ID: "spoiled"})
+	}
+	return desc, nil
 }
 
 func (m *modelRun) createSession() (string, error) {
@@ -586,7 +672,11 @@ func (m *modelRun) createSession() (string, error) {
 	if err == nil {
 		m.sessions = append(m.sessions, es)
 	}
-	return desc, m.ref.createSession(es, lim, a, err)
+	e := m.ref.createSession(es, lim, a, err)
+	// The store keeps a copy.
+	scribble(es.Resources, storage.Resource{URL: "spoiled"})
+	scribble(es.InitialState, 'X')
+	return desc, e
 }
 
 func (m *modelRun) sessionByDigest() (string, error) {
@@ -595,7 +685,13 @@ func (m *modelRun) sessionByDigest() (string, error) {
 		d = pickRecent(m.rng, m.sessions).Digest
 	}
 	got, err := m.s.EmbedSessionByDigest(m.t.Context(), d)
-	return fmt.Sprintf("EmbedSessionByDigest %s -> %s", shortDigest(d), classify(err)), m.ref.sessionByDigest(d, got, err)
+	desc := fmt.Sprintf("EmbedSessionByDigest %s -> %s", shortDigest(d), classify(err))
+	if e := m.ref.sessionByDigest(d, got, err); e != nil {
+		return desc, e
+	}
+	scribble(got.Resources, storage.Resource{URL: "spoiled"})
+	scribble(got.InitialState, 'X')
+	return desc, nil
 }
 
 // eventQuery draws a query of events from r: mostly all of them, at
