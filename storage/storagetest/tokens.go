@@ -40,6 +40,7 @@ var listTokensTests = []subtest{
 var deleteTokenTests = []subtest{
 	{"Delete", testDeleteToken},
 	{"OtherUsersToken", testDeleteTokenOtherUsersToken},
+	{"OtherUsersTokenKeepsItsID", testDeleteTokenOtherUsersTokenKeepsItsID},
 	{"Expired", testDeleteTokenExpired},
 	{"Missing", testDeleteTokenMissing},
 	{"OtherOrg", testDeleteTokenOtherOrg},
@@ -398,6 +399,35 @@ func testDeleteTokenOtherUsersToken(t *testing.T, s storage.Store) {
 	toks, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
 	require.NoError(t, err)
 	assertTokens(t, []storage.Token{tok}, toks)
+}
+
+// A refused DeleteToken of another user's token, of another org's, or
+// of an expired one, leaves its id and digest taken: a token with either
+// is ErrAlreadyExists, for any user.
+func testDeleteTokenOtherUsersTokenKeepsItsID(t *testing.T, s storage.Store) {
+	org, other := newOrg(t, s), newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	carol := createUser(t, s, other.ID, "carol", false)
+	live := createToken(t, s, alice, t0, time.Time{})
+	expired := createToken(t, s, alice, t0, at(time.Minute))
+	r := storage.Revocation{At: at(time.Hour), KeepUntil: at(48 * time.Hour)}
+	for _, tok := range []storage.Token{live, expired} {
+		require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, bob.ID, tok.ID, r, nil), storage.ErrNotFound)
+		require.ErrorIs(t, s.DeleteToken(t.Context(), other.ID, carol.ID, tok.ID, r, nil), storage.ErrNotFound)
+	}
+	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, expired.ID, r, nil), storage.ErrNotFound, "expired")
+	for _, tok := range []storage.Token{live, expired} {
+		for _, u := range []storage.User{alice, bob, carol} {
+			byID := newToken(u, at(time.Hour), time.Time{})
+			byID.ID = tok.ID
+			require.ErrorIs(t, s.CreateToken(t.Context(), byID, storage.TokenLimit{}, nil), storage.ErrAlreadyExists, "the id of alice's token, for %s", u.Username)
+			byDigest := newToken(u, at(time.Hour), time.Time{})
+			byDigest.Digest = tok.Digest
+			require.ErrorIs(t, s.CreateToken(t.Context(), byDigest, storage.TokenLimit{}, nil), storage.ErrAlreadyExists, "the digest of alice's token, for %s", u.Username)
+		}
+		requireTokenFound(t, s, tok, alice)
+	}
 }
 
 // DeleteToken of a token not live at liveAt is ErrNotFound; liveAt, not a
