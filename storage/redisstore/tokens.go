@@ -339,10 +339,12 @@ func isRefusal(err error) bool {
 }
 
 // dropPointers removes, on a Cluster, the pointer keys of the tokens
-// ids of userID in org, which its user does not hold: each id's, and its
-// digest's while that names this token and is no tombstone. Each goes
-// only while it holds the value read. It is best effort: such keys never
-// authenticate. It makes three round trips, however many the ids.
+// ids of userID in org, which its user does not hold: each id's, unless
+// the digest it names points at (or is the tombstone of) a token of
+// another user, which holds the id; and its digest's while that names
+// this token and is no tombstone. Each goes only while it holds the value
+// read. It is best effort: such keys never authenticate. It makes three
+// round trips, however many the ids.
 func (s *Store) dropPointers(ctx context.Context, org, userID string, ids ...string) {
 	idCmds := make([]*redis.StringCmd, len(ids))
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
@@ -351,28 +353,37 @@ func (s *Store) dropPointers(ctx context.Context, org, userID string, ids ...str
 		}
 		return nil
 	})
-	keys := make(map[string]string, 2*len(ids))
-	pointers := make(map[string]*redis.StringCmd, len(ids))
+	marked := make(map[string]string, len(ids)) // id -> its pointer's value
 	for i, id := range ids {
-		marked, err := idCmds[i].Result()
-		if err != nil {
-			continue
+		if v, err := idCmds[i].Result(); err == nil {
+			marked[id] = v
 		}
-		keys[s.prefix+"tid:"+id] = marked
-		pointers[id] = nil
 	}
-	if len(pointers) == 0 {
+	if len(marked) == 0 {
 		return
 	}
+	pointers := make(map[string]*redis.StringCmd, len(marked))
 	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for id := range pointers {
-			pointers[id] = p.Get(ctx, s.prefix+"tok:"+unmark(keys[s.prefix+"tid:"+id]))
+		for id, v := range marked {
+			pointers[id] = p.Get(ctx, s.prefix+"tok:"+unmark(v))
 		}
 		return nil
 	})
-	for id, c := range pointers {
-		digestKey := s.prefix + "tok:" + unmark(keys[s.prefix+"tid:"+id])
-		if pointer, err := c.Result(); err == nil && !isTombstone(pointer) && unmark(pointer) == org+"\n"+userID+"\n"+id {
+	ours := org + "\n" + userID + "\n"
+	keys := make(map[string]string, 2*len(marked))
+	for id, v := range marked {
+		digestKey := s.prefix + "tok:" + unmark(v)
+		pointer, err := pointers[id].Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			keys[s.prefix+"tid:"+id] = v
+		case err != nil:
+		case isTombstone(pointer):
+			if tombstoneOf(pointer) == ours+id {
+				keys[s.prefix+"tid:"+id] = v
+			}
+		case unmark(pointer) == ours+id:
+			keys[s.prefix+"tid:"+id] = v
 			keys[digestKey] = pointer
 		}
 	}

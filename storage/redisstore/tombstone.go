@@ -36,6 +36,16 @@ func tombstone(org, uid, id string, at, until time.Time) string {
 		"\n" + org + "\n" + uid + "\n" + id
 }
 
+// tombstoneOf returns "<org>\n<uid>\n<token id>", the token the
+// tombstone v is of; "" when v is no tombstone.
+func tombstoneOf(v string) string {
+	parts := strings.SplitN(strings.TrimPrefix(v, tombstonePrefix), "\n", 3)
+	if !isTombstone(v) || len(parts) != 3 {
+		return ""
+	}
+	return unmark(parts[2])
+}
+
 // revokedAt returns storage.ErrRevoked when the tombstone v lasts beyond
 // liveAt, and redis.Nil (no token) when it does not.
 func revokedAt(v string, liveAt time.Time) error {
