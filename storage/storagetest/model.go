@@ -784,6 +784,9 @@ func (m *modelRun) checkState(i int) {
 	ctx := m.t.Context()
 	for _, org := range m.orgs {
 		q := storage.UserQuery{Limit: 1 + m.check.IntN(4)}
+		if m.check.IntN(3) == 0 {
+			q.ServiceAccount = ptr(m.check.IntN(2) == 0)
+		}
 		if _, err := m.walk(org, q, false); err != nil {
 			fail("users of "+short(org), err)
 		}
@@ -813,7 +816,12 @@ func (m *modelRun) checkState(i int) {
 			fail("tokens of "+m.describeUser(u), err)
 		}
 	}
+	read := make(map[storage.Digest]bool, len(m.tokens))
 	for _, t := range m.tokens {
+		if read[t.Digest] {
+			continue
+		}
+		read[t.Digest] = true
 		q := storage.AccessQuery{Digest: t.Digest, LiveAt: m.now}
 		got, err := m.s.ReadAccess(ctx, q)
 		if err := m.ref.readAccess(q, got, err); err != nil {
@@ -821,6 +829,10 @@ func (m *modelRun) checkState(i int) {
 		}
 	}
 	for _, es := range m.sessions {
+		if read[es.Digest] {
+			continue
+		}
+		read[es.Digest] = true
 		got, err := m.s.EmbedSessionByDigest(ctx, es.Digest)
 		if err := m.ref.sessionByDigest(es.Digest, got, err); err != nil {
 			fail("session "+shortDigest(es.Digest), err)
