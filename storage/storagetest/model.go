@@ -227,8 +227,8 @@ func (m *modelRun) step(i int) {
 			desc, err := o.run()
 			m.log = append(m.log, fmt.Sprintf("%d: %s", i, desc))
 			name, rest, _ := strings.Cut(desc, " ")
-			if i := strings.LastIndex(rest, "-> "); i >= 0 {
-				name += " " + strings.Fields(rest[i+3:])[0]
+			if j := strings.LastIndex(rest, "-> "); j >= 0 {
+				name += " " + strings.Fields(rest[j+3:])[0]
 			}
 			m.stats[name]++
 			if err != nil {
