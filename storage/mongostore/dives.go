@@ -343,7 +343,7 @@ func (s *Store) dropExpiredSessions(ctx context.Context, mine bson.D, org string
 			events = append(events, id)
 		}
 	}
-	if err := s.confirmEventsOf(ctx, s.sessions, org, events); err != nil {
+	if err := s.confirmEventsOf(ctx, s.sessions, org, events, ""); err != nil {
 		return err
 	}
 	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: digests}}}, notLive}

@@ -407,13 +407,15 @@ func (s *Store) confirmCreations(ctx context.Context, coll *mongo.Collection, or
 			ids = append(ids, id)
 		}
 	}
-	return s.confirmEventsOf(ctx, coll, org, ids)
+	return s.confirmEventsOf(ctx, coll, org, ids, "")
 }
 
 // confirmEventsOf confirms the pending events of the creation of the
 // tokens of org whose ids are ids, or, for embed sessions (coll), the
-// events whose ids are ids.
-func (s *Store) confirmEventsOf(ctx context.Context, coll *mongo.Collection, org string, ids bson.A) error {
+// events whose ids are ids; never the event except ("" for none), that
+// of the creation under way that calls it, which may reuse the id of a
+// token it drops (its own event is its own to confirm or remove).
+func (s *Store) confirmEventsOf(ctx context.Context, coll *mongo.Collection, org string, ids bson.A, except string) error {
 	if len(ids) == 0 {
 		return nil
 	}
@@ -423,6 +425,9 @@ func (s *Store) confirmEventsOf(ctx context.Context, coll *mongo.Collection, org
 			{Key: "org", Value: org},
 			{Key: "tid", Value: bson.D{{Key: "$in", Value: ids}}},
 			{Key: "act", Value: bson.D{{Key: "$in", Value: bson.A{"token.create", "token.seed"}}}},
+		}
+		if except != "" {
+			filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: except}}})
 		}
 	}
 	filter = append(filter, bson.E{Key: "p", Value: true})

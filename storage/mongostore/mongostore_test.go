@@ -70,22 +70,31 @@ func newTestStore(t testing.TB) *Store {
 func TestConformance(t *testing.T) {
 	testURI(t)
 	t.Parallel() // each store has a database of its own
-	storagetest.Run(t, func(t testing.TB) storage.Store { return newTestStore(t) }, knownDefects(t)...)
+	storagetest.Run(t, func(t testing.TB) storage.Store { return newTestStore(t) }, suiteOptions(t)...)
 }
 
-// knownDefects are the conformance subtests the store is known to fail:
-// on any server, concurrent embed session creations can pass the limit
+// suiteOptions are the options of the conformance suite on the store:
+// the size of its Model group (modelOps), and the subtests the store is
+// known to fail: on any server, concurrent embed session creations can pass the limit
 // (see CreateEmbedSession); on FerretDB v1, an update is a read of the
 // document and then a write of it by id, so a compare-and-set racing
 // another can pass its filter on a document the other is about to change,
 // and both succeed.
-func knownDefects(t testing.TB) []storagetest.KnownDefect {
-	known := []storagetest.KnownDefect{{Test: "Concurrency/CreateEmbedSessionLimit", Why: sessionLimitWhy}}
+func suiteOptions(t testing.TB) []storagetest.Option {
+	known := []storagetest.Option{
+		storagetest.KnownDefect{Test: "Concurrency/CreateEmbedSessionLimit", Why: sessionLimitWhy},
+		modelOps,
+	}
 	if !newTestStore(t).byPointer { // a real mongod
 		return known
 	}
 	return append(known, storagetest.KnownDefect{Test: "Concurrency/SetPrivilegesSameRead", Why: ferretUpdateWhy})
 }
+
+// modelOps sizes the conformance suite's Model group for FerretDB, which
+// takes about 10 ms per operation under the race detector, more as the
+// collections grow: some 10 s for each of the two suites.
+const modelOps = storagetest.ModelOps(300)
 
 // sessionLimitWhy is why concurrent embed session creations can pass the
 // limit.
@@ -107,5 +116,5 @@ func TestConformanceOtherLookup(t *testing.T) {
 		s := newTestStore(t)
 		s.byPointer = !s.byPointer
 		return s
-	}, knownDefects(t)...)
+	}, suiteOptions(t)...)
 }

@@ -100,7 +100,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	}
 	defer func() { end(err) }()
 	doc := tokenToDoc(t)
-	slot, err := s.checkUserAndFreeSlot(ctx, t.Org, t.UserID, lim)
+	slot, err := s.checkUserAndFreeSlot(ctx, t.Org, t.UserID, lim, eventID(a))
 	if err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 		case attempt == maxSlotAttempts:
 			return fmt.Errorf("mongostore: create token: no free slot after %d attempts", attempt)
 		}
-		if slot, err = s.freeSlot(ctx, t.Org, t.UserID, lim); err != nil {
+		if slot, err = s.freeSlot(ctx, t.Org, t.UserID, lim, eventID(a)); err != nil {
 			return fmt.Errorf("mongostore: create token: %w", err)
 		}
 	}
@@ -160,10 +160,10 @@ type revokedDoc struct {
 // checkUserAndFreeSlot checks that the user id of org is alive while it
 // looks for a free slot (see freeSlot), the two reads running
 // concurrently. A missing user is ErrNotFound, whatever the slots say.
-func (s *Store) checkUserAndFreeSlot(ctx context.Context, org, id string, lim storage.TokenLimit) (int, error) {
+func (s *Store) checkUserAndFreeSlot(ctx context.Context, org, id string, lim storage.TokenLimit, own string) (int, error) {
 	var slot int
 	userErr, err := s.withLiveUser(ctx, org, id, func() (err error) {
-		slot, err = s.freeSlot(ctx, org, id, lim)
+		slot, err = s.freeSlot(ctx, org, id, lim, own)
 		return err
 	})
 	if userErr != nil {
@@ -190,9 +190,11 @@ func (s *Store) withLiveUser(ctx context.Context, org, id string, read func() er
 }
 
 // freeSlot returns a slot for a new token of the user id of org under lim,
-// after deleting that user's tokens that are not live at lim.LiveAt. It
-// returns ErrLimitExceeded when lim.Max live tokens hold slots.
-func (s *Store) freeSlot(ctx context.Context, org, id string, lim storage.TokenLimit) (int, error) {
+// after deleting that user's tokens that are not live at lim.LiveAt (and
+// confirming the pending events of their creations, but for own, the
+// event of the creation that calls it). It returns ErrLimitExceeded when
+// lim.Max live tokens hold slots.
+func (s *Store) freeSlot(ctx context.Context, org, id string, lim storage.TokenLimit, own string) (int, error) {
 	cur, err := s.tokens.Find(ctx, bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}},
 		options.Find().SetProjection(bson.D{{Key: "slot", Value: 1}, {Key: "exp", Value: 1}, {Key: "tid", Value: 1}}))
 	if err != nil {
@@ -214,7 +216,7 @@ func (s *Store) freeSlot(ctx context.Context, org, id string, lim storage.TokenL
 	}
 	if len(dead) > 0 {
 		// Their creations were made; once they are gone nothing shows it.
-		if err := s.confirmEventsOf(ctx, s.tokens, org, deadIDs); err != nil {
+		if err := s.confirmEventsOf(ctx, s.tokens, org, deadIDs, own); err != nil {
 			return 0, err
 		}
 		filter := bson.D{

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,7 +67,9 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 // the user's sessions not live at lim.LiveAt, counts the rest against
 // lim.Max and stores es (createSessionScript). Redis drops the session's
 // keys a grace period after it expires. On a Cluster the session's pointer
-// is reserved first, as a token's is, and released if the script refuses.
+// is reserved first, as a token's is, and released if the script refuses;
+// the pointers of the sessions the script dropped are removed after it,
+// in one round trip more, so that their digests are free again.
 func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -80,17 +83,39 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 		return status("create embed session", v, err)
 	}
 	keys := map[string]string{s.prefix + "ses:" + hex: pointer}
-	if err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, es.CreatedAt, ""); err != nil {
+	if _, err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, es.CreatedAt, ""); err != nil {
 		return fmt.Errorf("create embed session: %w", err)
 	}
 	if err := s.stepped("create embed session: reserved"); err != nil {
 		return err
 	}
 	v, err := s.run(ctx, createSessionScript, es.Org, args...).Result()
+	v, gone := dropped(v)
 	if err = status("create embed session", v, err); err != nil && isRefusal(err) {
 		s.release(ctx, keys)
 	}
+	// The sessions the script dropped as expired are gone: their
+	// pointers go too, so that their digests are free (but for this
+	// session's own, when it takes the digest of one it dropped).
+	gone = slices.DeleteFunc(gone, func(h string) bool { return h == hex })
+	s.dropSessionPointers(ctx, pointer, gone)
 	return err
+}
+
+// dropSessionPointers removes, on a Cluster, the pointer keys of the
+// sessions of digests hexes, which the user pointer ("<org>\n<uid>")
+// no longer holds, while they point at that user. It is best effort, in
+// one round trip: such keys point at nothing.
+func (s *Store) dropSessionPointers(ctx context.Context, pointer string, hexes []string) {
+	if len(hexes) == 0 {
+		return
+	}
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, h := range hexes {
+			dropIDScript.Eval(ctx, p, []string{s.prefix + "ses:" + h}, pointer)
+		}
+		return nil
+	})
 }
 
 // EmbedSessionByDigest implements storage.Store.

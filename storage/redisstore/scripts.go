@@ -379,6 +379,7 @@ if redis.call('HEXISTS', tk, ARGV[2]) == 1 then return 'EXISTS' end
 local max = tonumber(ARGV[4])
 local n = redis.call('HLEN', tk)
 local dropped = false
+local gone = {}
 if (max > 0 and n >= max) or n % 1024 == 1023 then
   local live = tonumber(ARGV[5])
   local all = redis.call('HGETALL', tk)
@@ -388,12 +389,17 @@ if (max > 0 and n >= max) or n % 1024 == 1023 then
       redis.call('HDEL', tk, all[j])
       n = n - 1
       dropped = true
-      if single then redis.call('DEL', P..'tok:'..t.d, P..'tid:'..t.id) end
+      if single then
+        redis.call('DEL', P..'tok:'..t.d, P..'tid:'..t.id)
+      else
+        table.insert(gone, t.id)
+      end
     end
   end
 end
 if max > 0 and n >= max then
   if dropped then relist(b, ARGV[1]) end
+  if #gone > 0 then return {'LIMIT', gone} end
   return 'LIMIT'
 end
 redis.call('HSET', tk, ARGV[2], ARGV[3])
@@ -416,6 +422,7 @@ if single then
   end
 end
 audit(b, 11)
+if #gone > 0 then return {'OK', gone} end
 return 'OK'
 `)
 
@@ -589,20 +596,26 @@ if redis.call('EXISTS', old) == 1 then
   if last > redis.call('PTTL', zs) then redis.call('PEXPIRE', zs, last) end
 end
 local dead = redis.call('ZRANGEBYSCORE', zs, '-inf', ARGV[10])
+local gone = {}
 if #dead > 0 then
   for _, h in ipairs(dead) do
     redis.call('DEL', sk..h)
     if single then redis.call('DEL', ARGV[6]..'ses:'..h) end
   end
   redis.call('ZREMRANGEBYSCORE', zs, '-inf', ARGV[10])
+  if not single then gone = dead end
 end
 local max = tonumber(ARGV[9])
-if max > 0 and redis.call('ZCARD', zs) >= max then return 'LIMIT' end
+if max > 0 and redis.call('ZCARD', zs) >= max then
+  if #gone > 0 then return {'LIMIT', gone} end
+  return 'LIMIT'
+end
 redis.call('SET', sk..ARGV[2], ARGV[3], 'PX', ARGV[4])
 redis.call('ZADD', zs, ARGV[8], ARGV[2])
 if redis.call('PTTL', zs) < tonumber(ARGV[4]) then redis.call('PEXPIRE', zs, ARGV[4]) end
 if single then redis.call('SET', ARGV[6]..'ses:'..ARGV[2], ARGV[7], 'PX', ARGV[4]) end
 audit(b, 11)
+if #gone > 0 then return {'OK', gone} end
 return 'OK'
 `)
 

@@ -37,7 +37,11 @@ import (
 // version, whose mark holds no time, is never taken over. A creation
 // that meets a reservation makes two round trips more than one that
 // meets none (three when the reservation is past the grace and its token
-// exists), and four when it takes it over.
+// exists), and four when it takes it over. A creation whose script drops
+// the user's tokens no longer live removes their pointer keys after it,
+// in three round trips more (best effort, as the undo of a reservation),
+// so that a dropped token's value and id are free again, as they are on
+// a single server, whose script removes them itself.
 func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
@@ -57,24 +61,53 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 
 	digestKey := s.prefix + "tok:" + hex
 	keys := map[string]string{digestKey: pointer, s.prefix + "tid:" + t.ID: hex}
-	if err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, t.CreatedAt, digestKey); err != nil {
+	claimed, err := s.reserve(ctx, keys, time.Duration(ttl)*time.Millisecond, t.CreatedAt, digestKey)
+	if err != nil {
 		return fmt.Errorf("create token: %w", err)
 	}
 	if err := s.stepped("create token: reserved"); err != nil {
 		return err
 	}
 	v, err := s.run(ctx, createTokenScript, t.Org, args...).Result()
+	v, gone := dropped(v)
 	if err = status("create token", v, err); err != nil && isRefusal(err) {
-		s.release(ctx, keys)
+		s.unreserve(ctx, keys, claimed)
+	}
+	if len(gone) > 0 {
+		// The tokens the script dropped as expired are gone: their
+		// pointers go too, so that their values and ids are free.
+		s.dropPointers(ctx, t.Org, t.UserID, gone...)
 	}
 	return err
+}
+
+// dropped splits the reply of a creation's script on a Cluster: its
+// status, and the ids (of tokens) or digests (of sessions, in hex) of the
+// records it dropped as no longer live, whose pointer keys are the
+// caller's to remove. A reply without them is the status alone.
+func dropped(v any) (any, []string) {
+	r, ok := v.([]any)
+	if !ok || len(r) != 2 {
+		return v, nil
+	}
+	list, _ := r[1].([]any)
+	gone := make([]string, 0, len(list))
+	for _, x := range list {
+		if s, ok := x.(string); ok {
+			gone = append(gone, s)
+		}
+	}
+	return r[0], gone
 }
 
 // reserve sets each key to its value if none of them exists, with the
 // given lifetime (none when 0). It returns ErrAlreadyExists, having undone
 // its own writes, when one exists, unless that one is orphan (a token's
 // digest key; "" for none) and holds a dead reservation, which it takes
-// over (takeOver).
+// over (takeOver). A key that holds a tombstone is claimed (the token is
+// created anew with a revoked digest); reserve returns those it claimed,
+// for unreserve to put back should the creation be refused: a refused
+// creation leaves the digest revoked.
 //
 // Each value gets a mark of this call (in keys itself, which release then
 // matches): go-redis resends a pipeline whose answer was lost, and a key
@@ -82,7 +115,7 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 // also holds at, the creation time of what is reserved (the caller's
 // clock, which the Store never reads itself): how old a reservation is
 // that another call finds.
-func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.Duration, at time.Time, orphan string) error {
+func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.Duration, at time.Time, orphan string) (map[string]claimedTombstone, error) {
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:]) // never fails (crypto/rand)
 	mark := markSep + hex.EncodeToString(nonce[:]) + markSep + strconv.FormatInt(millis(at), 10)
@@ -97,7 +130,7 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		return nil
 	})
 	if err != nil {
-		return failed("reserve", err)
+		return nil, failed("reserve", err)
 	}
 	held := make(map[string]*redis.StringCmd)
 	for k, c := range cmds {
@@ -106,10 +139,10 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		}
 	}
 	if len(held) == 0 {
-		return nil
+		return nil, nil
 	}
 	if err := s.stepped("reserve: held"); err != nil {
-		return err
+		return nil, err
 	}
 	// A digest's tombstone is no token: the key is claimed over it.
 	claims := make(map[string]*redis.Cmd, len(held))
@@ -120,15 +153,22 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		return nil
 	})
 	if err != nil {
-		return failed("reserve", err)
+		return nil, failed("reserve", err)
 	}
+	var claimed map[string]claimedTombstone
 	for k, c := range claims {
-		if n, _ := c.Val().(int64); n == 1 {
+		if v, ok := c.Val().([]any); ok && len(v) == 2 {
+			tomb, _ := v[0].(string)
+			ttl, _ := v[1].(int64)
+			if claimed == nil {
+				claimed = make(map[string]claimedTombstone, len(claims))
+			}
+			claimed[k] = claimedTombstone{value: tomb, ttl: ttl}
 			delete(held, k)
 		}
 	}
 	if len(held) == 0 {
-		return nil
+		return claimed, nil
 	}
 	_, err = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for k := range held {
@@ -137,7 +177,8 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		return failed("reserve", err)
+		s.unreserve(ctx, keys, claimed)
+		return nil, failed("reserve", err)
 	}
 	// The keys held by another call than this one (whose resent pipeline
 	// finds its own values).
@@ -148,21 +189,22 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		}
 	}
 	if len(others) == 0 {
-		return nil
+		return claimed, nil
 	}
 	if len(others) == 1 && others[0] == orphan {
 		took, err := s.takeOver(ctx, orphan, held[orphan].Val(), keys[orphan], at, life)
 		if err != nil {
-			return err
+			s.unreserve(ctx, keys, claimed)
+			return nil, err
 		}
 		if took {
-			return nil
+			return claimed, nil
 		}
 	}
 	// Each key goes only while it holds this call's value: those others
-	// hold stay.
-	s.release(ctx, keys)
-	return storage.ErrAlreadyExists
+	// hold stay, and the tombstones claimed come back.
+	s.unreserve(ctx, keys, claimed)
+	return nil, storage.ErrAlreadyExists
 }
 
 // markSep separates a reserved value from the mark of the call that
@@ -290,6 +332,26 @@ func (s *Store) release(ctx context.Context, keys map[string]string) {
 	})
 }
 
+// unreserve undoes a reservation whose creation was refused: each key
+// that still holds this process's value goes, or holds again the
+// tombstone reserve claimed it over. It is best effort, as release is.
+func (s *Store) unreserve(ctx context.Context, keys map[string]string, claimed map[string]claimedTombstone) {
+	if len(claimed) == 0 {
+		s.release(ctx, keys)
+		return
+	}
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for k, v := range keys {
+			if c, ok := claimed[k]; ok {
+				unclaimScript.Eval(ctx, p, []string{k}, v, c.value, c.ttl)
+			} else {
+				releaseScript.Eval(ctx, p, []string{k}, v)
+			}
+		}
+		return nil
+	})
+}
+
 // isRefusal reports whether err is one of the contract's sentinels, the
 // answers after which the script has certainly written nothing.
 func isRefusal(err error) bool {
@@ -297,21 +359,54 @@ func isRefusal(err error) bool {
 		errors.Is(err, storage.ErrLimitExceeded)
 }
 
-// dropPointers removes, on a Cluster, the pointer keys of the token id of
-// userID in org, which its user does not hold: its id's, and its
-// digest's while that names this token and is no tombstone. Each goes
-// only while it holds the value read. It is best effort: such keys never
-// authenticate.
-func (s *Store) dropPointers(ctx context.Context, org, userID, id string) {
-	idKey := s.prefix + "tid:" + id
-	marked, err := s.c.Get(ctx, idKey).Result()
-	if err != nil {
+// dropPointers removes, on a Cluster, the pointer keys of the tokens
+// ids of userID in org, which its user does not hold: each id's, unless
+// the digest it names points at (or is the tombstone of) a token of
+// another user, which holds the id; and its digest's while that names
+// this token and is no tombstone. Each goes only while it holds the value
+// read. It is best effort: such keys never authenticate. It makes three
+// round trips, however many the ids.
+func (s *Store) dropPointers(ctx context.Context, org, userID string, ids ...string) {
+	idCmds := make([]*redis.StringCmd, len(ids))
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, id := range ids {
+			idCmds[i] = p.Get(ctx, s.prefix+"tid:"+id)
+		}
+		return nil
+	})
+	marked := make(map[string]string, len(ids)) // id -> its pointer's value
+	for i, id := range ids {
+		if v, err := idCmds[i].Result(); err == nil {
+			marked[id] = v
+		}
+	}
+	if len(marked) == 0 {
 		return
 	}
-	keys := map[string]string{idKey: marked}
-	digestKey := s.prefix + "tok:" + unmark(marked)
-	if pointer, err := s.c.Get(ctx, digestKey).Result(); err == nil && !isTombstone(pointer) && unmark(pointer) == org+"\n"+userID+"\n"+id {
-		keys[digestKey] = pointer
+	pointers := make(map[string]*redis.StringCmd, len(marked))
+	_, _ = s.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for id, v := range marked {
+			pointers[id] = p.Get(ctx, s.prefix+"tok:"+unmark(v))
+		}
+		return nil
+	})
+	ours := org + "\n" + userID + "\n"
+	keys := make(map[string]string, 2*len(marked))
+	for id, v := range marked {
+		digestKey := s.prefix + "tok:" + unmark(v)
+		pointer, err := pointers[id].Result()
+		switch {
+		case errors.Is(err, redis.Nil):
+			keys[s.prefix+"tid:"+id] = v
+		case err != nil:
+		case isTombstone(pointer):
+			if tombstoneOf(pointer) == ours+id {
+				keys[s.prefix+"tid:"+id] = v
+			}
+		case unmark(pointer) == ours+id:
+			keys[s.prefix+"tid:"+id] = v
+			keys[digestKey] = pointer
+		}
 	}
 	s.release(ctx, keys)
 }

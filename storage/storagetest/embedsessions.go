@@ -29,6 +29,7 @@ var embedSessionTests = []subtest{
 	{"LimitPerUser", testEmbedSessionLimitPerUser},
 	{"LimitDuplicateDigest", testEmbedSessionLimitDuplicateDigest},
 	{"LimitOfARecreatedUser", testEmbedSessionLimitOfARecreatedUser},
+	{"DroppedExpiredFreesDigest", testEmbedSessionDroppedExpiredFrees},
 }
 
 // getSession requires EmbedSessionByDigest to find d, and returns it.
@@ -356,4 +357,29 @@ func testEmbedSessionLimitOfARecreatedUser(t *testing.T, s storage.Store) {
 	for _, es := range gone {
 		requireNoSession(t, s, es.Digest, "a session of the deleted user")
 	}
+}
+
+// A creation may drop the user's sessions no longer live at its LiveAt.
+// One the store dropped (EmbedSessionByDigest no longer finds it) is
+// gone whole: a session with its digest can be created again; one the
+// store kept still holds it.
+func testEmbedSessionDroppedExpiredFrees(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	bot := createUser(t, s, org.ID, "bot", true)
+	old := sessionAt(bot, "old", t0, at(time.Millisecond))
+	require.NoError(t, s.CreateEmbedSession(ctx, old, storage.SessionLimit{}, nil))
+	// Past old's expiry: the store may drop old now.
+	lim := storage.SessionLimit{Max: 5, LiveAt: at(time.Second)}
+	require.NoError(t, s.CreateEmbedSession(ctx, sessionAt(bot, "new", at(time.Second), at(time.Hour)), lim, nil))
+	_, err := s.EmbedSessionByDigest(ctx, old.Digest)
+	again := sessionAt(bot, "again", at(time.Second), at(time.Hour))
+	again.Digest = old.Digest
+	if err == nil {
+		require.ErrorIs(t, s.CreateEmbedSession(ctx, again, lim, nil), storage.ErrAlreadyExists, "old is kept")
+		return
+	}
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NoError(t, s.CreateEmbedSession(ctx, again, lim, nil), "old was dropped: its digest is free")
+	assertSession(t, again, getSession(t, s, again.Digest))
 }

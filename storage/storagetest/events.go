@@ -18,6 +18,7 @@ import (
 var eventTests = []subtest{
 	{"EachChangeRecordsItsEvent", testEventEachChange},
 	{"RefusedChangeRecordsNothing", testEventRefused},
+	{"RefusedCreationWithTheIDOfADroppedToken", testEventRefusedDroppedID},
 	{"NoAuditNoEvent", testEventNoAudit},
 	{"NewestFirstWithCursor", testEventOrder},
 	{"Filters", testEventFilters},
@@ -243,6 +244,26 @@ func testEventRefused(t *testing.T, s storage.Store) {
 	})
 	clean(t, s, at(time.Hour))
 	assert.Empty(t, listEvents(t, s, org.ID), "no event of a refused change")
+}
+
+// A token creation refused (its digest taken) records nothing, even when
+// its id is that of an expired token of the user, which the creation may
+// drop as it looks for room.
+func testEventRefusedDroppedID(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	taken := createToken(t, s, alice, t0, time.Time{})
+	old := createToken(t, s, alice, t0, at(time.Minute))
+	again := newToken(alice, at(time.Hour), time.Time{})
+	again.ID, again.Digest = old.ID, taken.Digest
+	e := newEvent(org.ID, "token.create", at(time.Hour))
+	e.TargetKind, e.TargetID = "token", again.ID
+	err := s.CreateToken(ctx, again, storage.TokenLimit{Max: 10, LiveAt: at(time.Hour)}, audit(e))
+	require.ErrorIs(t, err, storage.ErrAlreadyExists)
+	clean(t, s, at(2*time.Hour))
+	assert.Empty(t, listEvents(t, s, org.ID), "no event of the refused creation")
+	requireTokenFound(t, s, taken, alice)
 }
 
 // Without an audit (nil), a change records nothing.

@@ -19,6 +19,7 @@ var revokedTests = []subtest{
 	{"UntilKeepUntil", testRevokedUntilKeepUntil},
 	{"DeletedUserIsNotRevoked", testRevokedDeletedUserIsNot},
 	{"RecreatedClears", testRevokedRecreatedClears},
+	{"RefusedCreationKeepsIt", testRevokedRefusedCreationKeepsIt},
 	{"Audited", testRevokedAudited},
 }
 
@@ -140,6 +141,41 @@ func testRevokedRecreatedClears(t *testing.T, s storage.Store) {
 	err = readErr(t, s, tok.Digest, at(time.Minute))
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	require.NotErrorIs(t, err, storage.ErrRevoked)
+}
+
+// A creation with a revoked digest that is refused (its user gone, its
+// quota full, its id taken) changes nothing: the tombstone stays, and
+// the digest reads as revoked still.
+func testRevokedRefusedCreationKeepsIt(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	tok := createToken(t, s, alice, t0, at(time.Hour))
+	held := createToken(t, s, bob, t0, time.Time{})
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(t0), nil))
+	deleteUser(t, s, org.ID, "alice")
+	when := at(time.Minute)
+	refused := []struct {
+		name string
+		tok  func() storage.Token
+		lim  storage.TokenLimit
+		want error
+	}{
+		{"its user gone", func() storage.Token { return newToken(alice, when, time.Time{}) }, storage.TokenLimit{}, storage.ErrNotFound},
+		{"its quota full", func() storage.Token { return newToken(bob, when, time.Time{}) }, storage.TokenLimit{Max: 1, LiveAt: when}, storage.ErrLimitExceeded},
+		{"its id taken", func() storage.Token {
+			again := newToken(bob, when, time.Time{})
+			again.ID = held.ID
+			return again
+		}, storage.TokenLimit{}, storage.ErrAlreadyExists},
+	}
+	for _, c := range refused {
+		again := c.tok()
+		again.Digest = tok.Digest
+		require.ErrorIs(t, s.CreateToken(t.Context(), again, c.lim, nil), c.want, c.name)
+		require.ErrorIs(t, readErr(t, s, tok.Digest, when), storage.ErrRevoked, "after a creation refused, %s", c.name)
+	}
+	requireTokenFound(t, s, held, bob)
 }
 
 // A revocation records its audit event, as any DeleteToken does, and a

@@ -37,9 +37,13 @@ type KnownDefect struct {
 }
 
 // Run runs the conformance suite against the stores newStore makes; each
-// named subtest gets a fresh store. A subtest that known names is
-// skipped, with its reason.
-func Run(t *testing.T, newStore func(t testing.TB) storage.Store, known ...KnownDefect) {
+// named subtest gets a fresh store. A subtest that a KnownDefect among
+// opts names is skipped, with its reason; ModelOps sizes the Model group.
+func Run(t *testing.T, newStore func(t testing.TB) storage.Store, opts ...Option) {
+	var c runConfig
+	for _, o := range opts {
+		o.apply(&c)
+	}
 	groups := []struct {
 		name  string
 		tests []subtest
@@ -61,12 +65,13 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store, known ...Known
 		{"Ping", pingTests},
 		{"Events", eventTests},
 		{"Concurrency", concurrencyTests},
+		{"Model", modelTests(t, c)},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
 			for _, st := range g.tests {
 				t.Run(st.name, func(t *testing.T) {
-					for _, k := range known {
+					for _, k := range c.known {
 						if k.Test == g.name+"/"+st.name {
 							t.Skip("known defect: " + k.Why)
 						}

@@ -1,6 +1,7 @@
 package storagetest
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -25,6 +26,7 @@ var tokenTests = []subtest{
 	{"LimitIgnoresExpired", testTokenLimitIgnoresExpired},
 	{"LimitPerUser", testTokenLimitPerUser},
 	{"LimitZeroMeansNone", testTokenLimitZeroMeansNone},
+	{"DroppedExpiredFreesDigestAndID", testTokenDroppedExpiredFrees},
 }
 
 var listTokensTests = []subtest{
@@ -38,6 +40,7 @@ var listTokensTests = []subtest{
 var deleteTokenTests = []subtest{
 	{"Delete", testDeleteToken},
 	{"OtherUsersToken", testDeleteTokenOtherUsersToken},
+	{"OtherUsersTokenKeepsItsID", testDeleteTokenOtherUsersTokenKeepsItsID},
 	{"Expired", testDeleteTokenExpired},
 	{"Missing", testDeleteTokenMissing},
 	{"OtherOrg", testDeleteTokenOtherOrg},
@@ -398,6 +401,35 @@ func testDeleteTokenOtherUsersToken(t *testing.T, s storage.Store) {
 	assertTokens(t, []storage.Token{tok}, toks)
 }
 
+// A refused DeleteToken of another user's token, of another org's, or
+// of an expired one, leaves its id and digest taken: a token with either
+// is ErrAlreadyExists, for any user.
+func testDeleteTokenOtherUsersTokenKeepsItsID(t *testing.T, s storage.Store) {
+	org, other := newOrg(t, s), newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, org.ID, "bob", false)
+	carol := createUser(t, s, other.ID, "carol", false)
+	live := createToken(t, s, alice, t0, time.Time{})
+	expired := createToken(t, s, alice, t0, at(time.Minute))
+	r := storage.Revocation{At: at(time.Hour), KeepUntil: at(48 * time.Hour)}
+	for _, tok := range []storage.Token{live, expired} {
+		require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, bob.ID, tok.ID, r, nil), storage.ErrNotFound)
+		require.ErrorIs(t, s.DeleteToken(t.Context(), other.ID, carol.ID, tok.ID, r, nil), storage.ErrNotFound)
+	}
+	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, expired.ID, r, nil), storage.ErrNotFound, "expired")
+	for _, tok := range []storage.Token{live, expired} {
+		for _, u := range []storage.User{alice, bob, carol} {
+			byID := newToken(u, at(time.Hour), time.Time{})
+			byID.ID = tok.ID
+			require.ErrorIs(t, s.CreateToken(t.Context(), byID, storage.TokenLimit{}, nil), storage.ErrAlreadyExists, "the id of alice's token, for %s", u.Username)
+			byDigest := newToken(u, at(time.Hour), time.Time{})
+			byDigest.Digest = tok.Digest
+			require.ErrorIs(t, s.CreateToken(t.Context(), byDigest, storage.TokenLimit{}, nil), storage.ErrAlreadyExists, "the digest of alice's token, for %s", u.Username)
+		}
+		requireTokenFound(t, s, tok, alice)
+	}
+}
+
 // DeleteToken of a token not live at liveAt is ErrNotFound; liveAt, not a
 // clock, decides.
 func testDeleteTokenExpired(t *testing.T, s storage.Store) {
@@ -443,4 +475,42 @@ func testDeleteTokenOtherOrg(t *testing.T, s storage.Store) {
 	err := s.DeleteToken(t.Context(), b.ID, alice.ID, tok.ID, storage.Revocation{At: t0}, nil)
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	requireTokenFound(t, s, tok, alice)
+}
+
+// A creation may drop the user's tokens no longer live at its LiveAt.
+// One the store dropped (ReadAccess no longer finds its digest) is gone
+// whole: a token with its digest, or its id, can be created again, and
+// one the store kept still holds both.
+func testTokenDroppedExpiredFrees(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	old := createToken(t, s, alice, t0, at(time.Millisecond))
+	// At the limit, past old's expiry: the store may drop old now.
+	lim := storage.TokenLimit{Max: 1, LiveAt: at(time.Second)}
+	require.NoError(t, s.CreateToken(t.Context(), newToken(alice, at(time.Second), time.Time{}), lim, nil))
+	_, err := credential(t, s, old.Digest)
+	dropped := errors.Is(err, storage.ErrNotFound)
+	if !dropped {
+		require.NoError(t, err)
+	}
+	byDigest := newToken(alice, at(time.Second), time.Time{})
+	byDigest.Digest = old.Digest
+	byID := newToken(alice, at(time.Second), time.Time{})
+	byID.ID = old.ID
+	for _, again := range []storage.Token{byDigest, byID} {
+		err := s.CreateToken(t.Context(), again, storage.TokenLimit{}, nil)
+		if !dropped {
+			require.ErrorIs(t, err, storage.ErrAlreadyExists, "old is kept")
+			continue
+		}
+		require.NoError(t, err, "old was dropped: its digest and id are free")
+		requireTokenFound(t, s, again, alice)
+		require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, again.ID, revocation(at(time.Second)), nil))
+		// A revoked digest is free for a new token too.
+		if again.Digest == old.Digest {
+			again.ID = uuid.NewString()
+			require.NoError(t, s.CreateToken(t.Context(), again, storage.TokenLimit{}, nil))
+			require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, again.ID, storage.Revocation{At: at(time.Second)}, nil))
+		}
+	}
 }
