@@ -320,33 +320,15 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 
 // dropExpiredSessions deletes the sessions that match mine (those of one
 // user of org) and are not live at liveAt, after confirming the pending
-// events of their creations: they exist, so they were made, and once they
-// are gone nothing would show it. It reads them first, and deletes only
-// when there are some.
+// events of their creations (confirmCreations). It deletes only when it
+// found some, and only those.
 func (s *Store) dropExpiredSessions(ctx context.Context, mine bson.D, org string, liveAt time.Time) error {
 	notLive := bson.E{Key: "exp", Value: bson.D{{Key: "$lte", Value: liveAt}}}
-	cur, err := s.sessions.Find(ctx, append(mine, notLive), options.Find().SetProjection(bson.D{{Key: "ev", Value: 1}}))
-	var docs []bson.M
-	if err == nil {
-		err = cur.All(ctx, &docs)
-	}
-	if err != nil {
-		return fmt.Errorf("read expired: %w", err)
-	}
-	if len(docs) == 0 {
-		return nil
-	}
-	var digests, events bson.A
-	for _, d := range docs {
-		digests = append(digests, d["_id"])
-		if id, ok := d["ev"].(string); ok && id != "" {
-			events = append(events, id)
-		}
-	}
-	if err := s.confirmEventsOf(ctx, s.sessions, org, events, ""); err != nil {
+	found, err := s.confirmCreations(ctx, s.sessions, org, append(mine, notLive))
+	if err != nil || len(found) == 0 {
 		return err
 	}
-	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: digests}}}, notLive}
+	filter := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: found}}}, notLive}
 	if _, err := s.sessions.DeleteMany(ctx, filter); err != nil {
 		return fmt.Errorf("delete expired: %w", err)
 	}

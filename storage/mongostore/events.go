@@ -387,27 +387,28 @@ type seqDoc struct {
 // are removed: they exist, so their creations were made, and once they
 // are gone nothing would show it (see resolveEvent). A token's creation
 // is found by its id, which is minted for it; a session's by the event
-// id it holds.
-func (s *Store) confirmCreations(ctx context.Context, coll *mongo.Collection, org string, filter bson.D) error {
+// id it holds. It returns the document ids (_id) of those it found.
+func (s *Store) confirmCreations(ctx context.Context, coll *mongo.Collection, org string, filter bson.D) (bson.A, error) {
 	field := "tid"
 	if coll == s.sessions {
 		field = "ev"
 	}
-	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: field, Value: 1}}))
+	cur, err := coll.Find(ctx, filter, options.Find().SetProjection(bson.D{{Key: field, Value: 1}}))
 	var docs []bson.M
 	if err == nil {
 		err = cur.All(ctx, &docs)
 	}
 	if err != nil {
-		return fmt.Errorf("read what is removed: %w", err)
+		return nil, fmt.Errorf("read what is removed: %w", err)
 	}
-	var ids bson.A
+	var found, ids bson.A
 	for _, d := range docs {
+		found = append(found, d["_id"])
 		if id, ok := d[field].(string); ok && id != "" {
 			ids = append(ids, id)
 		}
 	}
-	return s.confirmEventsOf(ctx, coll, org, ids, "")
+	return found, s.confirmEventsOf(ctx, coll, org, ids, "")
 }
 
 // confirmEventsOf confirms the pending events of the creation of the

@@ -811,7 +811,7 @@ func (s *Store) removeUser(ctx context.Context, org, id, docID, folded, ev strin
 		coll *mongo.Collection
 	}{{stepTokens, s.tokens}, {stepSessions, s.sessions}, {stepDucklings, s.ducklings}} {
 		if st.coll != s.ducklings {
-			if err := s.confirmCreations(ctx, st.coll, org, owned); err != nil {
+			if _, err := s.confirmCreations(ctx, st.coll, org, owned); err != nil {
 				return fmt.Errorf("remove %s: %w", st.name, err)
 			}
 		}
