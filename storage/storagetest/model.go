@@ -49,6 +49,15 @@ const defaultModelOps = 500
 // defaultModelSeeds are the seeds a run uses without ORGADMIN_MODEL_SEEDS.
 var defaultModelSeeds = []uint64{1, 2, 3, 4}
 
+// modelEventSlack is how many events beyond the largest MaxPerOrg its
+// writes gave an org may hold, as in testEventBound: the contract bounds
+// the slack without saying by how much.
+const modelEventSlack = 100
+
+// modelRetentions are how long before the clock a run's writes drop
+// events (their DropBefore), zero for never.
+var modelRetentions = []time.Duration{0, time.Minute, 10 * time.Minute, time.Hour, 24 * time.Hour}
+
 // modelCheckEvery is how many operations run between two comparisons of
 // the whole state.
 const modelCheckEvery = 50
@@ -164,6 +173,14 @@ type modelRun struct {
 	// from rng, so that how often they run changes no operation.
 	check *rand.Rand
 	now   time.Time
+	// retention is how long before the clock writes drop events; bounded
+	// tells whether they bound an org's events (MaxPerOrg, drawn for each
+	// write), and lazy whether the store may leave its trimming to a
+	// cleanup, which the run does not call (it also drops the expired
+	// tokens ReadAccess must still find).
+	retention time.Duration
+	bounded   bool
+	lazy      bool
 
 	orgs     []string
 	users    []storage.User
@@ -187,6 +204,8 @@ func runModel(t *testing.T, s storage.Store, seed uint64, ops int) {
 	for range 3 {
 		m.orgs = append(m.orgs, m.uuid())
 	}
+	m.retention, m.bounded = pick(m.rng, modelRetentions), m.chance(0.75)
+	_, m.lazy = s.(cleaner)
 	for i := range ops {
 		m.step(i)
 		if (i+1)%modelCheckEvery == 0 || i == ops-1 {
@@ -198,7 +217,8 @@ func runModel(t *testing.T, s storage.Store, seed uint64, ops int) {
 		counts = append(counts, fmt.Sprintf("%s %d", k, n))
 	}
 	slices.Sort(counts)
-	t.Logf("seed %d: %d operations, clock at %s; by outcome: %s", seed, ops, m.now.Format(time.RFC3339Nano), strings.Join(counts, ", "))
+	t.Logf("seed %d: %d operations, clock at %s, events kept %s, bounded %v; by outcome: %s",
+		seed, ops, m.now.Format(time.RFC3339Nano), m.retention, m.bounded, strings.Join(counts, ", "))
 }
 
 // step runs operation i.
@@ -291,12 +311,21 @@ func pickRecent[E any](r *rand.Rand, s []E) E {
 }
 
 // audit returns an Audit of action by the system on target, at the
-// clock's instant, in org.
+// clock's instant, in org: it drops the events older than the run's
+// retention (mostly), and in a bounded run those beyond a small bound
+// drawn for the write.
 func (m *modelRun) audit(org, action, kind, id, username string) *storage.Audit {
-	return &storage.Audit{Event: storage.Event{
+	a := &storage.Audit{Event: storage.Event{
 		ID: m.uuid(), Org: org, At: m.now, ActorUsername: "system",
 		Action: action, TargetKind: kind, TargetID: id, TargetUsername: username,
 	}}
+	if m.retention > 0 && m.chance(0.9) {
+		a.DropBefore = m.now.Add(-m.retention)
+	}
+	if m.bounded {
+		a.MaxPerOrg = 3 + m.rng.IntN(18)
+	}
+	return a
 }
 
 // short abbreviates an id for the log.
@@ -697,26 +726,46 @@ func (m *modelRun) sessionByDigest() (string, error) {
 }
 
 // eventQuery draws a query of events from r: mostly all of them, at
-// times by action or kind of target.
-func eventQuery(r *rand.Rand) storage.EventQuery {
+// times by action or kind of target, and at times since an instant
+// before now, as a caller filters out the expired events that linger.
+func eventQuery(r *rand.Rand, now time.Time) storage.EventQuery {
 	var q storage.EventQuery
 	switch r.IntN(5) {
 	case 0:
 		q.Action = pick(r, modelActions)
 	case 1:
-		q.TargetKind = pick(r, []string{"org", "user", "token", "embed_session"})
+		q.TargetKind = pick(r, []string{"org", "user", "token", "dive", "embed_session"})
+	}
+	if r.IntN(4) == 0 {
+		q.Since = now.Add(-pick(r, modelLifetimes))
 	}
 	return q
 }
 
 func (m *modelRun) listEvents() (string, error) {
-	org, q, limit := m.org(), eventQuery(m.rng), 1+m.rng.IntN(6)
+	org, q, limit := m.org(), eventQuery(m.rng, m.now), 1+m.rng.IntN(6)
 	got, err := m.walkEvents(org, q, limit)
-	desc := fmt.Sprintf("ListEvents %s action=%q kind=%q by %d: %d events", short(org), q.Action, q.TargetKind, limit, len(got))
+	desc := fmt.Sprintf("ListEvents %s action=%q kind=%q since %s by %d: %d events", short(org), q.Action, q.TargetKind, m.since(q.Since), limit, len(got))
 	if err != nil {
 		return desc, err
 	}
-	return desc, m.ref.listEvents(org, q, got)
+	if err := m.ref.listEvents(org, q, got); err != nil {
+		return desc, err
+	}
+	return desc, m.checkBound(org, got)
+}
+
+// checkBound checks that a listing of org's events holds no more than
+// the bound its writes gave, give or take the slack; a store that may
+// leave its trimming to a cleanup is not held to it here.
+func (m *modelRun) checkBound(org string, got []storage.Event) error {
+	if !m.bounded || m.lazy {
+		return nil
+	}
+	if bound := m.ref.maxBound[org]; len(got) > bound+modelEventSlack {
+		return fmt.Errorf("%d events listed in %s, beyond its bound %d and a slack of %d", len(got), short(org), bound, modelEventSlack)
+	}
+	return nil
 }
 
 // walkEvents reads every page of q, limit at a time, from the newest.
@@ -796,10 +845,13 @@ func (m *modelRun) checkState(i int) {
 		if err := m.ref.listActivity(org, acts, err); err != nil {
 			fail("activity of "+short(org), err)
 		}
-		q2 := eventQuery(m.check)
+		q2 := eventQuery(m.check, m.now)
 		events, err := m.walkEvents(org, q2, 1+m.check.IntN(8))
 		if err == nil {
 			err = m.ref.listEvents(org, q2, events)
+		}
+		if err == nil {
+			err = m.checkBound(org, events)
 		}
 		if err != nil {
 			fail("events of "+short(org), err)

@@ -29,8 +29,10 @@ type refStore struct {
 	sessions map[storage.Digest]*refSession
 	// ducklings of each user, by Duckling ID.
 	ducklings map[refKey]map[string]storage.Duckling
-	// events of each org, in the order they were recorded.
-	events map[string][]storage.Event
+	// events of each org, in the order they were recorded, and the
+	// largest MaxPerOrg a write of the org gave.
+	events   map[string][]*refEvent
+	maxBound map[string]int
 }
 
 // refKey names a user: its org and its ID.
@@ -38,6 +40,16 @@ type refKey struct{ org, id string }
 
 type refToken struct {
 	tok       storage.Token
+	maybeGone bool
+}
+
+// refEvent is an event recorded, with the Seq the store first listed it
+// with (0 before) and whether a later write allows the store to drop it:
+// it was older than that write's DropBefore, or that write's MaxPerOrg
+// events of the org were recorded after it.
+type refEvent struct {
+	ev        storage.Event
+	seq       int64
 	maybeGone bool
 }
 
@@ -54,7 +66,8 @@ func newRefStore() *refStore {
 		tombs:     map[storage.Digest]time.Time{},
 		sessions:  map[storage.Digest]*refSession{},
 		ducklings: map[refKey]map[string]storage.Duckling{},
-		events:    map[string][]storage.Event{},
+		events:    map[string][]*refEvent{},
+		maxBound:  map[string]int{},
 	}
 }
 
@@ -164,10 +177,23 @@ func (m *refStore) tokenByDigest(d storage.Digest) (*refToken, bool) {
 	return nil, false
 }
 
-// record appends a's event to its org's, when a is not nil.
+// record appends a's event to its org's, when a is not nil, and marks
+// the events a's DropBefore and MaxPerOrg allow the store to drop: it
+// may drop them now, spread the work over later writes or leave it to a
+// cleanup, so they may be listed or not until a listing settles it.
 func (m *refStore) record(a *storage.Audit) {
-	if a != nil {
-		m.events[a.Event.Org] = append(m.events[a.Event.Org], a.Event)
+	if a == nil {
+		return
+	}
+	org := a.Event.Org
+	es := append(m.events[org], &refEvent{ev: a.Event})
+	m.events[org] = es
+	m.maxBound[org] = max(m.maxBound[org], a.MaxPerOrg)
+	for i, e := range es {
+		newer := len(es) - 1 - i
+		if e.ev.At.Before(a.DropBefore) || (a.MaxPerOrg > 0 && newer >= a.MaxPerOrg) {
+			e.maybeGone = true
+		}
 	}
 }
 
@@ -634,31 +660,71 @@ func (m *refStore) sessionByDigest(d storage.Digest, got storage.EmbedSession, e
 }
 
 // listEvents checks the events of a walk (every page of q, read
-// newest first) against the reference.
+// newest first) against the reference: they are the reference's events
+// that match q, newest first, less only events a write allowed the
+// store to drop; an event missing is gone from then on. Seq falls along
+// the walk, and an event keeps the Seq it was first listed with.
 func (m *refStore) listEvents(org string, q storage.EventQuery, got []storage.Event) error {
-	var want []storage.Event
+	var want []*refEvent
 	for _, e := range slices.Backward(m.events[org]) {
-		if q.Matches(e) {
+		if q.Matches(e.ev) {
 			want = append(want, e)
 		}
 	}
-	if len(want) != len(got) {
-		return fmt.Errorf("%d events %v, the reference has %d %v", len(got), eventSummary(got), len(want), eventSummary(want))
-	}
-	for i := range want {
-		if got[i].Seq <= 0 || (i > 0 && got[i].Seq >= got[i-1].Seq) {
-			return fmt.Errorf("event %d (%s) has Seq %d after %d", i, got[i].Action, got[i].Seq, got[max(i-1, 0)].Seq)
+	gone := map[*refEvent]bool{}
+	j := 0
+	for i, g := range got {
+		if g.Seq <= 0 || (i > 0 && g.Seq >= got[i-1].Seq) {
+			return fmt.Errorf("event %d (%s) has Seq %d after %d", i, g.Action, g.Seq, got[max(i-1, 0)].Seq)
 		}
-		w := want[i]
-		w.Seq = got[i].Seq
+		for j < len(want) && want[j].ev.ID != g.ID {
+			if !want[j].maybeGone {
+				return fmt.Errorf("event %d: got %s, but the reference's %s, which no write allowed the store to drop, is missing; events %v, the reference %v",
+					i, g.ID, want[j].ev.ID, eventSummary(got), refEventSummary(want))
+			}
+			gone[want[j]] = true
+			j++
+		}
+		if j == len(want) {
+			return fmt.Errorf("event %d (%s %s): not in the reference, or out of order; events %v, the reference %v",
+				i, g.Action, g.ID, eventSummary(got), refEventSummary(want))
+		}
+		e := want[j]
+		j++
+		if e.seq != 0 && e.seq != g.Seq {
+			return fmt.Errorf("event %d (%s) has Seq %d, listed before with %d", i, g.Action, g.Seq, e.seq)
+		}
+		e.seq = g.Seq
+		w := e.ev
+		w.Seq = g.Seq
 		w.At = w.At.UTC()
-		g := got[i]
 		g.At = g.At.UTC()
-		if e := same(fmt.Sprintf("event %d", i), normEvent(w), normEvent(g)); e != nil {
-			return fmt.Errorf("%w; events %v, the reference %v", e, eventSummary(got), eventSummary(want))
+		if err := same(fmt.Sprintf("event %d", i), normEvent(w), normEvent(g)); err != nil {
+			return fmt.Errorf("%w; events %v, the reference %v", err, eventSummary(got), refEventSummary(want))
 		}
+	}
+	for _, e := range want[j:] {
+		if !e.maybeGone {
+			return fmt.Errorf("%d events %v: the reference's %s (%s), which no write allowed the store to drop, is missing; the reference %v",
+				len(got), eventSummary(got), e.ev.ID, e.ev.Action, refEventSummary(want))
+		}
+		gone[e] = true
+	}
+	if len(gone) > 0 {
+		m.events[org] = slices.DeleteFunc(m.events[org], func(e *refEvent) bool { return gone[e] })
 	}
 	return nil
+}
+
+func refEventSummary(es []*refEvent) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ev.Action + ":" + e.ev.TargetKind + ":" + e.ev.TargetUsername
+		if e.maybeGone {
+			out[i] += "?"
+		}
+	}
+	return out
 }
 
 func eventSummary(es []storage.Event) []string {
