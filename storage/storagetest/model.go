@@ -158,7 +158,11 @@ var (
 	modelResources = [][]storage.Resource{nil, {{URL: "md:sales", Alias: "sales"}}, {{URL: "md:a"}, {URL: "md:_share/b/c", Alias: "b"}}}
 	// modelLifetimes are the lifetimes of tokens and sessions.
 	modelLifetimes = []time.Duration{time.Millisecond, time.Second, time.Minute, 10 * time.Minute, time.Hour, 24 * time.Hour}
-	modelActions   = []string{"org.create", "user.create", "user.grant_privilege", "instances.set", "user.delete", "token.create", "token.delete", "embed_session.create"}
+	modelActions   = []string{"org.create", "user.create", "user.grant_privilege", "instances.set", "user.delete", "token.create", "token.delete", "dive.register", "embed_session.create"}
+	// modelDives are the Dive IDs of every org.
+	modelDives = []string{"dive-1", "dive-2", "dive-3"}
+	// modelSeedKeys are the keys MarkSeeded records.
+	modelSeedKeys = []string{"user:alice", "user:bob", "token:ci", "dive:dive-1", "dive:dive-2", "é:☃"}
 )
 
 // modelRun is one seed's run: the store, the reference, what was made
@@ -183,6 +187,7 @@ type modelRun struct {
 	lazy      bool
 
 	orgs     []string
+	markOrgs []string // orgs never made that MarkSeeded was given
 	users    []storage.User
 	tokens   []storage.Token
 	sessions []storage.EmbedSession
@@ -201,6 +206,7 @@ func runModel(t *testing.T, s storage.Store, seed uint64, ops int) {
 		check: rand.New(rand.NewPCG(seed, 0x636865636b)), // #nosec G404 -- as rng
 		now:   t0, stats: map[string]int{},
 	}
+	m.ref.clock = m.now
 	for range 3 {
 		m.orgs = append(m.orgs, m.uuid())
 	}
@@ -233,7 +239,9 @@ func (m *modelRun) step(i int) {
 		{6, m.listUsers}, {2, m.walkUsers},
 		{14, m.createToken}, {12, m.readAccess}, {5, m.listTokens}, {7, m.deleteToken},
 		{5, m.setDuckling}, {3, m.listActivity},
+		{4, m.putDive}, {2, m.getDive}, {4, m.getEmbedTarget},
 		{7, m.createSession}, {5, m.sessionByDigest},
+		{2, m.markSeeded}, {2, m.seedMarks},
 		{3, m.listEvents},
 		{6, m.advance},
 	}
@@ -594,8 +602,26 @@ func (m *modelRun) digestToRead() storage.Digest {
 	return pick(m.rng, m.tokens).Digest
 }
 
+// liveAt returns the instant a read of live tokens asks about: mostly
+// the clock's, at times an earlier one (a token's expiry among them),
+// at which a store may or may not still hold a token a creation let it
+// delete.
+func (m *modelRun) liveAt(r *rand.Rand) time.Time {
+	switch r.IntN(8) {
+	case 0:
+		return m.now.Add(-pick(r, modelLifetimes))
+	case 1:
+		if len(m.tokens) > 0 {
+			if t := pick(r, m.tokens); !t.ExpiresAt.IsZero() && t.ExpiresAt.Before(m.now) {
+				return t.ExpiresAt.Add(-time.Duration(r.IntN(2)) * time.Millisecond)
+			}
+		}
+	}
+	return m.now
+}
+
 func (m *modelRun) readAccess() (string, error) {
-	q := storage.AccessQuery{Digest: m.digestToRead(), LiveAt: m.now}
+	q := storage.AccessQuery{Digest: m.digestToRead(), LiveAt: m.liveAt(m.rng)}
 	if m.chance(0.7) {
 		q.Username = strings.ToLower(pick(m.rng, modelNames))
 		q.Tokens = m.chance(0.6)
@@ -604,8 +630,8 @@ func (m *modelRun) readAccess() (string, error) {
 	}
 	q.Into = into(m, keptToken, storage.Token{ID: "garbage"})
 	got, err := m.s.ReadAccess(m.t.Context(), q)
-	desc := fmt.Sprintf("ReadAccess %s target %q tokens=%v into=%v -> %s found=%v %v",
-		shortDigest(q.Digest), q.Username, q.Tokens, q.Into != nil, classify(err), got.TargetFound, tokenIDs(got.Tokens))
+	desc := fmt.Sprintf("ReadAccess %s target %q tokens=%v at %s into=%v -> %s found=%v %v",
+		shortDigest(q.Digest), q.Username, q.Tokens, m.since(q.LiveAt), q.Into != nil, classify(err), got.TargetFound, tokenIDs(got.Tokens))
 	if q.Into != nil && got.Tokens != nil {
 		var e error
 		if got.Tokens, e = cutInto(got.Tokens, keptToken); e != nil {
@@ -623,10 +649,10 @@ func (m *modelRun) readAccess() (string, error) {
 }
 
 func (m *modelRun) listTokens() (string, error) {
-	u := m.user()
-	got, err := m.s.ListTokens(m.t.Context(), u.Org, u.ID, m.now)
-	desc := fmt.Sprintf("ListTokens %s -> %s %v", m.describeUser(u), classify(err), tokenIDs(got))
-	if e := m.ref.listTokens(u.Org, u.ID, m.now, got, err); e != nil {
+	u, at := m.user(), m.liveAt(m.rng)
+	got, err := m.s.ListTokens(m.t.Context(), u.Org, u.ID, at)
+	desc := fmt.Sprintf("ListTokens %s at %s -> %s %v", m.describeUser(u), m.since(at), classify(err), tokenIDs(got))
+	if e := m.ref.listTokens(u.Org, u.ID, at, got, err); e != nil {
 		return desc, e
 	}
 	for i := range got {
@@ -678,11 +704,15 @@ func (m *modelRun) listActivity() (string, error) {
 func (m *modelRun) createSession() (string, error) {
 	u := m.user()
 	es := storage.EmbedSession{
-		Digest: m.newDigest("session"), Org: u.Org, DiveID: pick(m.rng, []string{"dive-1", "dive-2"}),
+		Digest: m.newDigest("session"), Org: u.Org, DiveID: pick(m.rng, modelDives),
 		Version: 1 + m.rng.IntN(3), UserID: u.ID, Username: u.Username,
 		Resources: slices.Clone(pick(m.rng, modelResources)), InitialState: slices.Clone(pick(m.rng, modelStates)),
 		AffinityKey: pick(m.rng, []string{"k1", "k2"}), CreatedAt: m.now,
 		ExpiresAt: m.now.Add(pick(m.rng, modelLifetimes)),
+	}
+	if d, ok := m.ref.dives[refKey{es.Org, es.DiveID}]; ok && m.chance(0.8) {
+		// A session of the Dive as stored, as the service mints it.
+		es.Version, es.Resources = d.Version, slices.Clone(d.RequiredResources)
 	}
 	reuse := ""
 	if len(m.sessions) > 0 && m.chance(0.12) {
@@ -722,6 +752,82 @@ func (m *modelRun) sessionByDigest() (string, error) {
 	}
 	scribble(got.Resources, storage.Resource{URL: "spoiled"})
 	scribble(got.InitialState, 'X')
+	return desc, nil
+}
+
+// diveOrg returns an org to put or read a Dive in: mostly one a user
+// was made in.
+func (m *modelRun) diveOrg() string {
+	if len(m.users) > 0 && m.chance(0.5) {
+		return pickRecent(m.rng, m.users).Org
+	}
+	return m.org()
+}
+
+func (m *modelRun) putDive() (string, error) {
+	d := storage.Dive{
+		ID: pick(m.rng, modelDives), Org: m.diveOrg(), Title: pick(m.rng, []string{"Sales", "Churn", "ünïcode ☃"}),
+		Version: 1 + m.rng.IntN(3), RequiredResources: slices.Clone(pick(m.rng, modelResources)),
+	}
+	a := m.audit(d.Org, "dive.register", "dive", d.ID, "")
+	err := m.s.PutDive(m.t.Context(), d, a)
+	desc := fmt.Sprintf("PutDive %s@%s v%d -> %s", d.ID, short(d.Org), d.Version, classify(err))
+	e := m.ref.putDive(d, a, err)
+	scribble(d.RequiredResources, storage.Resource{URL: "spoiled"}) // the store keeps a copy
+	return desc, e
+}
+
+func (m *modelRun) getDive() (string, error) {
+	org, id := m.diveOrg(), pick(m.rng, modelDives)
+	got, err := m.s.GetDive(m.t.Context(), org, id)
+	desc := fmt.Sprintf("GetDive %s@%s -> %s", id, short(org), classify(err))
+	if e := m.ref.getDive(org, id, got, err); e != nil {
+		return desc, e
+	}
+	scribble(got.RequiredResources, storage.Resource{URL: "spoiled"})
+	return desc, nil
+}
+
+func (m *modelRun) getEmbedTarget() (string, error) {
+	org, id, folded := m.diveOrg(), pick(m.rng, modelDives), strings.ToLower(pick(m.rng, modelNames))
+	got, err := m.s.GetEmbedTarget(m.t.Context(), org, id, folded)
+	desc := fmt.Sprintf("GetEmbedTarget %s %s@%s -> %s dive=%v user=%v", id, folded, short(org), classify(err), got.DiveFound, got.UserFound)
+	if e := m.ref.embedTarget(org, id, folded, got, err); e != nil {
+		return desc, e
+	}
+	scribble(got.Dive.RequiredResources, storage.Resource{URL: "spoiled"})
+	spoil(got.User)
+	return desc, nil
+}
+
+func (m *modelRun) markSeeded() (string, error) {
+	org := m.org()
+	if m.chance(0.1) {
+		org = m.uuid() // an org never made: marks need none
+		m.markOrgs = append(m.markOrgs, org)
+	}
+	var keys []string
+	for _, i := range m.rng.Perm(len(modelSeedKeys))[:m.rng.IntN(4)] {
+		keys = append(keys, modelSeedKeys[i])
+	}
+	err := m.s.MarkSeeded(m.t.Context(), org, keys)
+	desc := fmt.Sprintf("MarkSeeded %s %q -> %s", short(org), keys, classify(err))
+	e := m.ref.markSeeded(org, keys, err)
+	scribble(keys, "spoiled") // the store keeps a copy
+	return desc, e
+}
+
+func (m *modelRun) seedMarks() (string, error) {
+	org := m.org()
+	if len(m.markOrgs) > 0 && m.chance(0.2) {
+		org = pick(m.rng, m.markOrgs)
+	}
+	got, err := m.s.SeedMarks(m.t.Context(), org)
+	desc := fmt.Sprintf("SeedMarks %s -> %s %q", short(org), classify(err), got)
+	if e := m.ref.seedMarks(org, got, err); e != nil {
+		return desc, e
+	}
+	scribble(got, "spoiled")
 	return desc, nil
 }
 
@@ -819,6 +925,7 @@ func (m *modelRun) advance() (string, error) {
 			m.now = pick(m.rng, ends)
 		}
 	}
+	m.ref.clock = m.now
 	return fmt.Sprintf("clock +%s", m.now.Sub(before)), nil
 }
 
@@ -856,6 +963,18 @@ func (m *modelRun) checkState(i int) {
 		if err != nil {
 			fail("events of "+short(org), err)
 		}
+		for _, id := range modelDives {
+			d, err := m.s.GetDive(ctx, org, id)
+			if err := m.ref.getDive(org, id, d, err); err != nil {
+				fail("dive "+id+" of "+short(org), err)
+			}
+		}
+	}
+	for _, org := range append(m.orgs, m.markOrgs...) {
+		marks, err := m.s.SeedMarks(ctx, org)
+		if err := m.ref.seedMarks(org, marks, err); err != nil {
+			fail("marks of "+short(org), err)
+		}
 	}
 	for _, u := range m.users {
 		if _, ok := m.ref.user(u.Org, u.ID); !ok {
@@ -865,9 +984,10 @@ func (m *modelRun) checkState(i int) {
 		if err := m.ref.getUser(u.Org, u.FoldedUsername, got, err); err != nil {
 			fail("user "+m.describeUser(u), err)
 		}
-		toks, err := m.s.ListTokens(ctx, u.Org, u.ID, m.now)
-		if err := m.ref.listTokens(u.Org, u.ID, m.now, toks, err); err != nil {
-			fail("tokens of "+m.describeUser(u), err)
+		at := m.liveAt(m.check)
+		toks, err := m.s.ListTokens(ctx, u.Org, u.ID, at)
+		if err := m.ref.listTokens(u.Org, u.ID, at, toks, err); err != nil {
+			fail("tokens at "+m.since(at)+" of "+m.describeUser(u), err)
 		}
 	}
 	read := make(map[storage.Digest]bool, len(m.tokens))

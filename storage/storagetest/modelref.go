@@ -33,6 +33,12 @@ type refStore struct {
 	// largest MaxPerOrg a write of the org gave.
 	events   map[string][]*refEvent
 	maxBound map[string]int
+	dives    map[refKey]storage.Dive // by org and Dive ID
+	// marks of each org, by key.
+	marks map[string]map[string]bool
+	// clock is the run's: no instant the store was given is later, so a
+	// tombstone whose time is before it may have been removed.
+	clock time.Time
 }
 
 // refKey names a user: its org and its ID.
@@ -68,6 +74,8 @@ func newRefStore() *refStore {
 		ducklings: map[refKey]map[string]storage.Duckling{},
 		events:    map[string][]*refEvent{},
 		maxBound:  map[string]int{},
+		dives:     map[refKey]storage.Dive{},
+		marks:     map[string]map[string]bool{},
 	}
 }
 
@@ -149,22 +157,63 @@ func (m *refStore) sortedUsers(org string) []storage.User {
 }
 
 // liveTokens returns the tokens of the user userID of org live at at, by
-// CreatedAt, then ID. A maybeGone token is never live at a later instant
-// than the one that made it so, and the Model's instants only go forward.
-func (m *refStore) liveTokens(org, userID string, at time.Time) []storage.Token {
-	var toks []storage.Token
+// CreatedAt, then ID, and whether each is maybeGone: a store may have
+// deleted it, so it may be listed or not.
+func (m *refStore) liveTokens(org, userID string, at time.Time) []*refToken {
+	var toks []*refToken
 	for _, rt := range m.tokens {
-		if rt.tok.Org == org && rt.tok.UserID == userID && !rt.maybeGone && rt.tok.LiveAt(at) {
-			toks = append(toks, rt.tok)
+		if rt.tok.Org == org && rt.tok.UserID == userID && rt.tok.LiveAt(at) {
+			toks = append(toks, rt)
 		}
 	}
-	slices.SortFunc(toks, func(a, b storage.Token) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+	slices.SortFunc(toks, func(a, b *refToken) int {
+		if c := a.tok.CreatedAt.Compare(b.tok.CreatedAt); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Compare(a.tok.ID, b.tok.ID)
 	})
 	return toks
+}
+
+// countLive returns how many tokens of the user userID of org are live
+// at at and not maybeGone.
+func (m *refStore) countLive(org, userID string, at time.Time) int {
+	n := 0
+	for _, rt := range m.liveTokens(org, userID, at) {
+		if !rt.maybeGone {
+			n++
+		}
+	}
+	return n
+}
+
+// sameLiveTokens checks the tokens a store listed as live at at for the
+// user userID of org: the reference's, less only maybeGone ones, which
+// are gone from then on. At the clock's instant no maybeGone token is
+// live (the instant that made it so is no later); at an earlier one, it
+// may be.
+func (m *refStore) sameLiveTokens(org, userID string, at time.Time, got []storage.Token) error {
+	want := m.liveTokens(org, userID, at)
+	var kept []storage.Token
+	var gone []string
+	j := 0
+	for _, rt := range want {
+		if j < len(got) && got[j].ID == rt.tok.ID {
+			kept = append(kept, rt.tok)
+			j++
+		} else if rt.maybeGone {
+			gone = append(gone, rt.tok.ID)
+		} else {
+			kept = append(kept, rt.tok)
+		}
+	}
+	if err := sameTokens(kept, got); err != nil {
+		return err
+	}
+	for _, id := range gone {
+		delete(m.tokens, id)
+	}
+	return nil
 }
 
 // tokenByDigest returns the token holding d, if any.
@@ -397,7 +446,7 @@ func (m *refStore) createToken(t storage.Token, lim storage.TokenLimit, a *stora
 			}
 		}
 	}
-	full := lim.Max > 0 && len(m.liveTokens(t.Org, t.UserID, lim.LiveAt)) >= lim.Max
+	full := lim.Max > 0 && m.countLive(t.Org, t.UserID, lim.LiveAt) >= lim.Max
 	// The contract names no order between a taken digest or ID and a
 	// full quota: either answer is allowed when both hold.
 	var allowed []outcome
@@ -430,11 +479,20 @@ func (m *refStore) createToken(t storage.Token, lim storage.TokenLimit, a *stora
 func (m *refStore) readAccess(q storage.AccessQuery, got storage.Access, err error) error {
 	rt, ok := m.tokenByDigest(q.Digest)
 	if !ok {
-		want := notFound
-		if until, ok := m.tombs[q.Digest]; ok && q.LiveAt.Before(until) {
-			want = revoked
+		allowed := []outcome{notFound}
+		until, tomb := m.tombs[q.Digest]
+		if tomb && q.LiveAt.Before(until) {
+			// A tombstone past its time at an instant the store was
+			// given may be gone: so at a LiveAt before the clock.
+			allowed = []outcome{revoked}
+			if !m.clock.Before(until) {
+				allowed = append(allowed, notFound)
+			}
 		}
-		_, e := expect(err, want)
+		o, e := expect(err, allowed...)
+		if e == nil && o == notFound && tomb && q.LiveAt.Before(until) {
+			delete(m.tombs, q.Digest) // the store removed it
+		}
 		return e
 	}
 	allowed := []outcome{okOutcome}
@@ -479,7 +537,7 @@ func (m *refStore) readAccess(q storage.AccessQuery, got storage.Access, err err
 		}
 		return nil
 	}
-	if e := sameTokens(m.liveTokens(target.Org, target.ID, q.LiveAt), got.Tokens); e != nil {
+	if e := m.sameLiveTokens(target.Org, target.ID, q.LiveAt, got.Tokens); e != nil {
 		return fmt.Errorf("target's tokens: %w", e)
 	}
 	return nil
@@ -501,7 +559,7 @@ func (m *refStore) listTokens(org, userID string, liveAt time.Time, got []storag
 	if _, e := expect(err, okOutcome); e != nil {
 		return e
 	}
-	return sameTokens(m.liveTokens(org, userID, liveAt), got)
+	return m.sameLiveTokens(org, userID, liveAt, got)
 }
 
 func (m *refStore) deleteToken(org, userID, id string, r storage.Revocation, a *storage.Audit, err error) error {
@@ -657,6 +715,80 @@ func (m *refStore) sessionByDigest(d storage.Digest, got storage.EmbedSession, e
 		return nil
 	}
 	return same("session", normSession(rs.es), normSession(got))
+}
+
+func (m *refStore) putDive(d storage.Dive, a *storage.Audit, err error) error {
+	if !m.hasOrg(d.Org) {
+		_, e := expect(err, notFound)
+		return e
+	}
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	d.RequiredResources = slices.Clone(d.RequiredResources)
+	m.dives[refKey{d.Org, d.ID}] = d
+	m.record(a)
+	return nil
+}
+
+func (m *refStore) getDive(org, id string, got storage.Dive, err error) error {
+	d, ok := m.dives[refKey{org, id}]
+	if !ok {
+		_, e := expect(err, notFound)
+		return e
+	}
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	return same("dive "+id, normDive(d), normDive(got))
+}
+
+// embedTarget checks GetEmbedTarget: what is missing is told by its
+// Found flag, never by an error, the org included.
+func (m *refStore) embedTarget(org, diveID, folded string, got storage.EmbedTarget, err error) error {
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	d, dok := m.dives[refKey{org, diveID}]
+	u, uok := m.userByName(org, folded)
+	if got.DiveFound != dok || got.UserFound != uok {
+		return fmt.Errorf("DiveFound %v, UserFound %v; the reference %v, %v", got.DiveFound, got.UserFound, dok, uok)
+	}
+	if e := same("target's dive", normDive(d), normDive(got.Dive)); e != nil {
+		return e
+	}
+	if !uok {
+		return same("target's user", storage.User{}, got.User)
+	}
+	return sameUser(u, got.User)
+}
+
+func (m *refStore) markSeeded(org string, keys []string, err error) error {
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	if m.marks[org] == nil {
+		m.marks[org] = map[string]bool{}
+	}
+	for _, k := range keys {
+		m.marks[org][k] = true
+	}
+	return nil
+}
+
+// seedMarks checks the marks of org, in no particular order.
+func (m *refStore) seedMarks(org string, got []string, err error) error {
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	want := []string{}
+	for k := range m.marks[org] {
+		want = append(want, k)
+	}
+	slices.Sort(want)
+	g := append([]string{}, got...)
+	slices.Sort(g)
+	return same("marks of "+org, want, g)
 }
 
 // listEvents checks the events of a walk (every page of q, read
