@@ -39,6 +39,8 @@ type refStore struct {
 	// clock is the run's: no instant the store was given is later, so a
 	// tombstone whose time is before it may have been removed.
 	clock time.Time
+	// eventsGone counts the events a listing found dropped, for the log.
+	eventsGone int
 }
 
 // refKey names a user: its org and its ID.
@@ -842,6 +844,7 @@ func (m *refStore) listEvents(org string, q storage.EventQuery, got []storage.Ev
 		}
 		gone[e] = true
 	}
+	m.eventsGone += len(gone)
 	if len(gone) > 0 {
 		m.events[org] = slices.DeleteFunc(m.events[org], func(e *refEvent) bool { return gone[e] })
 	}
