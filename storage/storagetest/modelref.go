@@ -20,7 +20,9 @@ import (
 // embed session) that was not live at the LiveAt of a creation for its
 // user may have been deleted by that creation ("the store may delete"),
 // so it is kept as maybeGone; a read of it may find it or not, and what
-// the store answers settles it.
+// the store answers settles it. So with an audit event a later write
+// allowed the store to drop (it may drop it then, later, or in a
+// cleanup), and with a tombstone past its time at the run's clock.
 type refStore struct {
 	orgs     map[string]storage.Org
 	users    map[refKey]storage.User
