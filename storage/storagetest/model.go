@@ -49,6 +49,15 @@ const defaultModelOps = 500
 // defaultModelSeeds are the seeds a run uses without ORGADMIN_MODEL_SEEDS.
 var defaultModelSeeds = []uint64{1, 2, 3, 4}
 
+// modelEventSlack is how many events beyond the largest MaxPerOrg its
+// writes gave an org may hold, as in testEventBound: the contract bounds
+// the slack without saying by how much.
+const modelEventSlack = 100
+
+// modelRetentions are how long before the clock a run's writes drop
+// events (their DropBefore), zero for never.
+var modelRetentions = []time.Duration{0, time.Minute, 10 * time.Minute, time.Hour, 24 * time.Hour}
+
 // modelCheckEvery is how many operations run between two comparisons of
 // the whole state.
 const modelCheckEvery = 50
@@ -149,7 +158,11 @@ var (
 	modelResources = [][]storage.Resource{nil, {{URL: "md:sales", Alias: "sales"}}, {{URL: "md:a"}, {URL: "md:_share/b/c", Alias: "b"}}}
 	// modelLifetimes are the lifetimes of tokens and sessions.
 	modelLifetimes = []time.Duration{time.Millisecond, time.Second, time.Minute, 10 * time.Minute, time.Hour, 24 * time.Hour}
-	modelActions   = []string{"org.create", "user.create", "user.grant_privilege", "instances.set", "user.delete", "token.create", "token.delete", "embed_session.create"}
+	modelActions   = []string{"org.create", "user.create", "user.grant_privilege", "instances.set", "user.delete", "token.create", "token.delete", "dive.register", "embed_session.create"}
+	// modelDives are the Dive IDs of every org.
+	modelDives = []string{"dive-1", "dive-2", "dive-3"}
+	// modelSeedKeys are the keys MarkSeeded records.
+	modelSeedKeys = []string{"user:alice", "user:bob", "token:ci", "dive:dive-1", "dive:dive-2", "é:☃"}
 )
 
 // modelRun is one seed's run: the store, the reference, what was made
@@ -164,8 +177,17 @@ type modelRun struct {
 	// from rng, so that how often they run changes no operation.
 	check *rand.Rand
 	now   time.Time
+	// retention is how long before the clock writes drop events; bounded
+	// tells whether they bound an org's events (MaxPerOrg, drawn for each
+	// write), and lazy whether the store may leave its trimming to a
+	// cleanup, which the run does not call (it also drops the expired
+	// tokens ReadAccess must still find).
+	retention time.Duration
+	bounded   bool
+	lazy      bool
 
 	orgs     []string
+	markOrgs []string // orgs never made that MarkSeeded was given
 	users    []storage.User
 	tokens   []storage.Token
 	sessions []storage.EmbedSession
@@ -184,9 +206,14 @@ func runModel(t *testing.T, s storage.Store, seed uint64, ops int) {
 		check: rand.New(rand.NewPCG(seed, 0x636865636b)), // #nosec G404 -- as rng
 		now:   t0, stats: map[string]int{},
 	}
+	m.ref.clock = m.now
 	for range 3 {
 		m.orgs = append(m.orgs, m.uuid())
 	}
+	// Of the default seeds, two bound the events and two do not, and each
+	// keeps them for another time.
+	m.retention, m.bounded = modelRetentions[seed%uint64(len(modelRetentions))], seed%2 == 1
+	_, m.lazy = s.(cleaner)
 	for i := range ops {
 		m.step(i)
 		if (i+1)%modelCheckEvery == 0 || i == ops-1 {
@@ -198,7 +225,8 @@ func runModel(t *testing.T, s storage.Store, seed uint64, ops int) {
 		counts = append(counts, fmt.Sprintf("%s %d", k, n))
 	}
 	slices.Sort(counts)
-	t.Logf("seed %d: %d operations, clock at %s; by outcome: %s", seed, ops, m.now.Format(time.RFC3339Nano), strings.Join(counts, ", "))
+	t.Logf("seed %d: %d operations, clock at %s, events kept %s, bounded %v, %d found dropped; by outcome: %s",
+		seed, ops, m.now.Format(time.RFC3339Nano), m.retention, m.bounded, m.ref.eventsGone, strings.Join(counts, ", "))
 }
 
 // step runs operation i.
@@ -213,7 +241,9 @@ func (m *modelRun) step(i int) {
 		{6, m.listUsers}, {2, m.walkUsers},
 		{14, m.createToken}, {12, m.readAccess}, {5, m.listTokens}, {7, m.deleteToken},
 		{5, m.setDuckling}, {3, m.listActivity},
+		{4, m.putDive}, {2, m.getDive}, {4, m.getEmbedTarget},
 		{7, m.createSession}, {5, m.sessionByDigest},
+		{2, m.markSeeded}, {2, m.seedMarks},
 		{3, m.listEvents},
 		{6, m.advance},
 	}
@@ -291,12 +321,21 @@ func pickRecent[E any](r *rand.Rand, s []E) E {
 }
 
 // audit returns an Audit of action by the system on target, at the
-// clock's instant, in org.
+// clock's instant, in org: it drops the events older than the run's
+// retention (mostly), and in a bounded run those beyond a small bound
+// drawn for the write.
 func (m *modelRun) audit(org, action, kind, id, username string) *storage.Audit {
-	return &storage.Audit{Event: storage.Event{
+	a := &storage.Audit{Event: storage.Event{
 		ID: m.uuid(), Org: org, At: m.now, ActorUsername: "system",
 		Action: action, TargetKind: kind, TargetID: id, TargetUsername: username,
 	}}
+	if m.retention > 0 && m.chance(0.9) {
+		a.DropBefore = m.now.Add(-m.retention)
+	}
+	if m.bounded {
+		a.MaxPerOrg = 3 + m.rng.IntN(18)
+	}
+	return a
 }
 
 // short abbreviates an id for the log.
@@ -565,8 +604,26 @@ func (m *modelRun) digestToRead() storage.Digest {
 	return pick(m.rng, m.tokens).Digest
 }
 
+// liveAt returns the instant a read of live tokens asks about: mostly
+// the clock's, at times an earlier one (a token's expiry among them),
+// at which a store may or may not still hold a token a creation let it
+// delete.
+func (m *modelRun) liveAt(r *rand.Rand) time.Time {
+	switch r.IntN(8) {
+	case 0:
+		return m.now.Add(-pick(r, modelLifetimes))
+	case 1:
+		if len(m.tokens) > 0 {
+			if t := pick(r, m.tokens); !t.ExpiresAt.IsZero() && t.ExpiresAt.Before(m.now) {
+				return t.ExpiresAt.Add(-time.Duration(r.IntN(2)) * time.Millisecond)
+			}
+		}
+	}
+	return m.now
+}
+
 func (m *modelRun) readAccess() (string, error) {
-	q := storage.AccessQuery{Digest: m.digestToRead(), LiveAt: m.now}
+	q := storage.AccessQuery{Digest: m.digestToRead(), LiveAt: m.liveAt(m.rng)}
 	if m.chance(0.7) {
 		q.Username = strings.ToLower(pick(m.rng, modelNames))
 		q.Tokens = m.chance(0.6)
@@ -575,8 +632,8 @@ func (m *modelRun) readAccess() (string, error) {
 	}
 	q.Into = into(m, keptToken, storage.Token{ID: "garbage"})
 	got, err := m.s.ReadAccess(m.t.Context(), q)
-	desc := fmt.Sprintf("ReadAccess %s target %q tokens=%v into=%v -> %s found=%v %v",
-		shortDigest(q.Digest), q.Username, q.Tokens, q.Into != nil, classify(err), got.TargetFound, tokenIDs(got.Tokens))
+	desc := fmt.Sprintf("ReadAccess %s target %q tokens=%v at %s into=%v -> %s found=%v %v",
+		shortDigest(q.Digest), q.Username, q.Tokens, m.since(q.LiveAt), q.Into != nil, classify(err), got.TargetFound, tokenIDs(got.Tokens))
 	if q.Into != nil && got.Tokens != nil {
 		var e error
 		if got.Tokens, e = cutInto(got.Tokens, keptToken); e != nil {
@@ -594,10 +651,10 @@ func (m *modelRun) readAccess() (string, error) {
 }
 
 func (m *modelRun) listTokens() (string, error) {
-	u := m.user()
-	got, err := m.s.ListTokens(m.t.Context(), u.Org, u.ID, m.now)
-	desc := fmt.Sprintf("ListTokens %s -> %s %v", m.describeUser(u), classify(err), tokenIDs(got))
-	if e := m.ref.listTokens(u.Org, u.ID, m.now, got, err); e != nil {
+	u, at := m.user(), m.liveAt(m.rng)
+	got, err := m.s.ListTokens(m.t.Context(), u.Org, u.ID, at)
+	desc := fmt.Sprintf("ListTokens %s at %s -> %s %v", m.describeUser(u), m.since(at), classify(err), tokenIDs(got))
+	if e := m.ref.listTokens(u.Org, u.ID, at, got, err); e != nil {
 		return desc, e
 	}
 	for i := range got {
@@ -649,11 +706,15 @@ func (m *modelRun) listActivity() (string, error) {
 func (m *modelRun) createSession() (string, error) {
 	u := m.user()
 	es := storage.EmbedSession{
-		Digest: m.newDigest("session"), Org: u.Org, DiveID: pick(m.rng, []string{"dive-1", "dive-2"}),
+		Digest: m.newDigest("session"), Org: u.Org, DiveID: pick(m.rng, modelDives),
 		Version: 1 + m.rng.IntN(3), UserID: u.ID, Username: u.Username,
 		Resources: slices.Clone(pick(m.rng, modelResources)), InitialState: slices.Clone(pick(m.rng, modelStates)),
 		AffinityKey: pick(m.rng, []string{"k1", "k2"}), CreatedAt: m.now,
 		ExpiresAt: m.now.Add(pick(m.rng, modelLifetimes)),
+	}
+	if d, ok := m.ref.dives[refKey{es.Org, es.DiveID}]; ok && m.chance(0.8) {
+		// A session of the Dive as stored, as the service mints it.
+		es.Version, es.Resources = d.Version, slices.Clone(d.RequiredResources)
 	}
 	reuse := ""
 	if len(m.sessions) > 0 && m.chance(0.12) {
@@ -696,27 +757,123 @@ func (m *modelRun) sessionByDigest() (string, error) {
 	return desc, nil
 }
 
+// diveOrg returns an org to put or read a Dive in: mostly one a user
+// was made in.
+func (m *modelRun) diveOrg() string {
+	if len(m.users) > 0 && m.chance(0.5) {
+		return pickRecent(m.rng, m.users).Org
+	}
+	return m.org()
+}
+
+func (m *modelRun) putDive() (string, error) {
+	d := storage.Dive{
+		ID: pick(m.rng, modelDives), Org: m.diveOrg(), Title: pick(m.rng, []string{"Sales", "Churn", "ünïcode ☃"}),
+		Version: 1 + m.rng.IntN(3), RequiredResources: slices.Clone(pick(m.rng, modelResources)),
+	}
+	a := m.audit(d.Org, "dive.register", "dive", d.ID, "")
+	err := m.s.PutDive(m.t.Context(), d, a)
+	desc := fmt.Sprintf("PutDive %s@%s v%d -> %s", d.ID, short(d.Org), d.Version, classify(err))
+	e := m.ref.putDive(d, a, err)
+	scribble(d.RequiredResources, storage.Resource{URL: "spoiled"}) // the store keeps a copy
+	return desc, e
+}
+
+func (m *modelRun) getDive() (string, error) {
+	org, id := m.diveOrg(), pick(m.rng, modelDives)
+	got, err := m.s.GetDive(m.t.Context(), org, id)
+	desc := fmt.Sprintf("GetDive %s@%s -> %s", id, short(org), classify(err))
+	if e := m.ref.getDive(org, id, got, err); e != nil {
+		return desc, e
+	}
+	scribble(got.RequiredResources, storage.Resource{URL: "spoiled"})
+	return desc, nil
+}
+
+func (m *modelRun) getEmbedTarget() (string, error) {
+	org, id, folded := m.diveOrg(), pick(m.rng, modelDives), strings.ToLower(pick(m.rng, modelNames))
+	got, err := m.s.GetEmbedTarget(m.t.Context(), org, id, folded)
+	desc := fmt.Sprintf("GetEmbedTarget %s %s@%s -> %s dive=%v user=%v", id, folded, short(org), classify(err), got.DiveFound, got.UserFound)
+	if e := m.ref.embedTarget(org, id, folded, got, err); e != nil {
+		return desc, e
+	}
+	scribble(got.Dive.RequiredResources, storage.Resource{URL: "spoiled"})
+	spoil(got.User)
+	return desc, nil
+}
+
+func (m *modelRun) markSeeded() (string, error) {
+	org := m.org()
+	if m.chance(0.1) {
+		org = m.uuid() // an org never made: marks need none
+		m.markOrgs = append(m.markOrgs, org)
+	}
+	var keys []string
+	for _, i := range m.rng.Perm(len(modelSeedKeys))[:m.rng.IntN(4)] {
+		keys = append(keys, modelSeedKeys[i])
+	}
+	err := m.s.MarkSeeded(m.t.Context(), org, keys)
+	desc := fmt.Sprintf("MarkSeeded %s %q -> %s", short(org), keys, classify(err))
+	e := m.ref.markSeeded(org, keys, err)
+	scribble(keys, "spoiled") // the store keeps a copy
+	return desc, e
+}
+
+func (m *modelRun) seedMarks() (string, error) {
+	org := m.org()
+	if len(m.markOrgs) > 0 && m.chance(0.2) {
+		org = pick(m.rng, m.markOrgs)
+	}
+	got, err := m.s.SeedMarks(m.t.Context(), org)
+	desc := fmt.Sprintf("SeedMarks %s -> %s %q", short(org), classify(err), got)
+	if e := m.ref.seedMarks(org, got, err); e != nil {
+		return desc, e
+	}
+	scribble(got, "spoiled")
+	return desc, nil
+}
+
 // eventQuery draws a query of events from r: mostly all of them, at
-// times by action or kind of target.
-func eventQuery(r *rand.Rand) storage.EventQuery {
+// times by action or kind of target, and at times since an instant
+// before now, as a caller filters out the expired events that linger.
+func eventQuery(r *rand.Rand, now time.Time) storage.EventQuery {
 	var q storage.EventQuery
 	switch r.IntN(5) {
 	case 0:
 		q.Action = pick(r, modelActions)
 	case 1:
-		q.TargetKind = pick(r, []string{"org", "user", "token", "embed_session"})
+		q.TargetKind = pick(r, []string{"org", "user", "token", "dive", "embed_session"})
+	}
+	if r.IntN(4) == 0 {
+		q.Since = now.Add(-pick(r, modelLifetimes))
 	}
 	return q
 }
 
 func (m *modelRun) listEvents() (string, error) {
-	org, q, limit := m.org(), eventQuery(m.rng), 1+m.rng.IntN(6)
+	org, q, limit := m.org(), eventQuery(m.rng, m.now), 1+m.rng.IntN(6)
 	got, err := m.walkEvents(org, q, limit)
-	desc := fmt.Sprintf("ListEvents %s action=%q kind=%q by %d: %d events", short(org), q.Action, q.TargetKind, limit, len(got))
+	desc := fmt.Sprintf("ListEvents %s action=%q kind=%q since %s by %d: %d events", short(org), q.Action, q.TargetKind, m.since(q.Since), limit, len(got))
 	if err != nil {
 		return desc, err
 	}
-	return desc, m.ref.listEvents(org, q, got)
+	if err := m.ref.listEvents(org, q, got); err != nil {
+		return desc, err
+	}
+	return desc, m.checkBound(org, got)
+}
+
+// checkBound checks that a listing of org's events holds no more than
+// the bound its writes gave, give or take the slack; a store that may
+// leave its trimming to a cleanup is not held to it here.
+func (m *modelRun) checkBound(org string, got []storage.Event) error {
+	if !m.bounded || m.lazy {
+		return nil
+	}
+	if bound := m.ref.maxBound[org]; len(got) > bound+modelEventSlack {
+		return fmt.Errorf("%d events listed in %s, beyond its bound %d and a slack of %d", len(got), short(org), bound, modelEventSlack)
+	}
+	return nil
 }
 
 // walkEvents reads every page of q, limit at a time, from the newest.
@@ -770,6 +927,7 @@ func (m *modelRun) advance() (string, error) {
 			m.now = pick(m.rng, ends)
 		}
 	}
+	m.ref.clock = m.now
 	return fmt.Sprintf("clock +%s", m.now.Sub(before)), nil
 }
 
@@ -796,13 +954,28 @@ func (m *modelRun) checkState(i int) {
 		if err := m.ref.listActivity(org, acts, err); err != nil {
 			fail("activity of "+short(org), err)
 		}
-		q2 := eventQuery(m.check)
+		q2 := eventQuery(m.check, m.now)
 		events, err := m.walkEvents(org, q2, 1+m.check.IntN(8))
 		if err == nil {
 			err = m.ref.listEvents(org, q2, events)
 		}
+		if err == nil {
+			err = m.checkBound(org, events)
+		}
 		if err != nil {
 			fail("events of "+short(org), err)
+		}
+		for _, id := range modelDives {
+			d, err := m.s.GetDive(ctx, org, id)
+			if err := m.ref.getDive(org, id, d, err); err != nil {
+				fail("dive "+id+" of "+short(org), err)
+			}
+		}
+	}
+	for _, org := range append(m.orgs, m.markOrgs...) {
+		marks, err := m.s.SeedMarks(ctx, org)
+		if err := m.ref.seedMarks(org, marks, err); err != nil {
+			fail("marks of "+short(org), err)
 		}
 	}
 	for _, u := range m.users {
@@ -813,9 +986,10 @@ func (m *modelRun) checkState(i int) {
 		if err := m.ref.getUser(u.Org, u.FoldedUsername, got, err); err != nil {
 			fail("user "+m.describeUser(u), err)
 		}
-		toks, err := m.s.ListTokens(ctx, u.Org, u.ID, m.now)
-		if err := m.ref.listTokens(u.Org, u.ID, m.now, toks, err); err != nil {
-			fail("tokens of "+m.describeUser(u), err)
+		at := m.liveAt(m.check)
+		toks, err := m.s.ListTokens(ctx, u.Org, u.ID, at)
+		if err := m.ref.listTokens(u.Org, u.ID, at, toks, err); err != nil {
+			fail("tokens at "+m.since(at)+" of "+m.describeUser(u), err)
 		}
 	}
 	read := make(map[storage.Digest]bool, len(m.tokens))

@@ -20,7 +20,9 @@ import (
 // embed session) that was not live at the LiveAt of a creation for its
 // user may have been deleted by that creation ("the store may delete"),
 // so it is kept as maybeGone; a read of it may find it or not, and what
-// the store answers settles it.
+// the store answers settles it. So with an audit event a later write
+// allowed the store to drop (it may drop it then, later, or in a
+// cleanup), and with a tombstone past its time at the run's clock.
 type refStore struct {
 	orgs     map[string]storage.Org
 	users    map[refKey]storage.User
@@ -29,8 +31,18 @@ type refStore struct {
 	sessions map[storage.Digest]*refSession
 	// ducklings of each user, by Duckling ID.
 	ducklings map[refKey]map[string]storage.Duckling
-	// events of each org, in the order they were recorded.
-	events map[string][]storage.Event
+	// events of each org, in the order they were recorded, and the
+	// largest MaxPerOrg a write of the org gave.
+	events   map[string][]*refEvent
+	maxBound map[string]int
+	dives    map[refKey]storage.Dive // by org and Dive ID
+	// marks of each org, by key.
+	marks map[string]map[string]bool
+	// clock is the run's: no instant the store was given is later, so a
+	// tombstone whose time is before it may have been removed.
+	clock time.Time
+	// eventsGone counts the events a listing found dropped, for the log.
+	eventsGone int
 }
 
 // refKey names a user: its org and its ID.
@@ -38,6 +50,16 @@ type refKey struct{ org, id string }
 
 type refToken struct {
 	tok       storage.Token
+	maybeGone bool
+}
+
+// refEvent is an event recorded, with the Seq the store first listed it
+// with (0 before) and whether a later write allows the store to drop it:
+// it was older than that write's DropBefore, or that write's MaxPerOrg
+// events of the org were recorded after it.
+type refEvent struct {
+	ev        storage.Event
+	seq       int64
 	maybeGone bool
 }
 
@@ -54,7 +76,10 @@ func newRefStore() *refStore {
 		tombs:     map[storage.Digest]time.Time{},
 		sessions:  map[storage.Digest]*refSession{},
 		ducklings: map[refKey]map[string]storage.Duckling{},
-		events:    map[string][]storage.Event{},
+		events:    map[string][]*refEvent{},
+		maxBound:  map[string]int{},
+		dives:     map[refKey]storage.Dive{},
+		marks:     map[string]map[string]bool{},
 	}
 }
 
@@ -136,22 +161,63 @@ func (m *refStore) sortedUsers(org string) []storage.User {
 }
 
 // liveTokens returns the tokens of the user userID of org live at at, by
-// CreatedAt, then ID. A maybeGone token is never live at a later instant
-// than the one that made it so, and the Model's instants only go forward.
-func (m *refStore) liveTokens(org, userID string, at time.Time) []storage.Token {
-	var toks []storage.Token
+// CreatedAt, then ID, and whether each is maybeGone: a store may have
+// deleted it, so it may be listed or not.
+func (m *refStore) liveTokens(org, userID string, at time.Time) []*refToken {
+	var toks []*refToken
 	for _, rt := range m.tokens {
-		if rt.tok.Org == org && rt.tok.UserID == userID && !rt.maybeGone && rt.tok.LiveAt(at) {
-			toks = append(toks, rt.tok)
+		if rt.tok.Org == org && rt.tok.UserID == userID && rt.tok.LiveAt(at) {
+			toks = append(toks, rt)
 		}
 	}
-	slices.SortFunc(toks, func(a, b storage.Token) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+	slices.SortFunc(toks, func(a, b *refToken) int {
+		if c := a.tok.CreatedAt.Compare(b.tok.CreatedAt); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.ID, b.ID)
+		return cmp.Compare(a.tok.ID, b.tok.ID)
 	})
 	return toks
+}
+
+// countLive returns how many tokens of the user userID of org are live
+// at at and not maybeGone.
+func (m *refStore) countLive(org, userID string, at time.Time) int {
+	n := 0
+	for _, rt := range m.liveTokens(org, userID, at) {
+		if !rt.maybeGone {
+			n++
+		}
+	}
+	return n
+}
+
+// sameLiveTokens checks the tokens a store listed as live at at for the
+// user userID of org: the reference's, less only maybeGone ones, which
+// are gone from then on. At the clock's instant no maybeGone token is
+// live (the instant that made it so is no later); at an earlier one, it
+// may be.
+func (m *refStore) sameLiveTokens(org, userID string, at time.Time, got []storage.Token) error {
+	want := m.liveTokens(org, userID, at)
+	var kept []storage.Token
+	var gone []string
+	j := 0
+	for _, rt := range want {
+		if j < len(got) && got[j].ID == rt.tok.ID {
+			kept = append(kept, rt.tok)
+			j++
+		} else if rt.maybeGone {
+			gone = append(gone, rt.tok.ID)
+		} else {
+			kept = append(kept, rt.tok)
+		}
+	}
+	if err := sameTokens(kept, got); err != nil {
+		return err
+	}
+	for _, id := range gone {
+		delete(m.tokens, id)
+	}
+	return nil
 }
 
 // tokenByDigest returns the token holding d, if any.
@@ -164,10 +230,23 @@ func (m *refStore) tokenByDigest(d storage.Digest) (*refToken, bool) {
 	return nil, false
 }
 
-// record appends a's event to its org's, when a is not nil.
+// record appends a's event to its org's, when a is not nil, and marks
+// the events a's DropBefore and MaxPerOrg allow the store to drop: it
+// may drop them now, spread the work over later writes or leave it to a
+// cleanup, so they may be listed or not until a listing settles it.
 func (m *refStore) record(a *storage.Audit) {
-	if a != nil {
-		m.events[a.Event.Org] = append(m.events[a.Event.Org], a.Event)
+	if a == nil {
+		return
+	}
+	org := a.Event.Org
+	es := append(m.events[org], &refEvent{ev: a.Event})
+	m.events[org] = es
+	m.maxBound[org] = max(m.maxBound[org], a.MaxPerOrg)
+	for i, e := range es {
+		newer := len(es) - 1 - i
+		if e.ev.At.Before(a.DropBefore) || (a.MaxPerOrg > 0 && newer >= a.MaxPerOrg) {
+			e.maybeGone = true
+		}
 	}
 }
 
@@ -371,7 +450,7 @@ func (m *refStore) createToken(t storage.Token, lim storage.TokenLimit, a *stora
 			}
 		}
 	}
-	full := lim.Max > 0 && len(m.liveTokens(t.Org, t.UserID, lim.LiveAt)) >= lim.Max
+	full := lim.Max > 0 && m.countLive(t.Org, t.UserID, lim.LiveAt) >= lim.Max
 	// The contract names no order between a taken digest or ID and a
 	// full quota: either answer is allowed when both hold.
 	var allowed []outcome
@@ -404,11 +483,20 @@ func (m *refStore) createToken(t storage.Token, lim storage.TokenLimit, a *stora
 func (m *refStore) readAccess(q storage.AccessQuery, got storage.Access, err error) error {
 	rt, ok := m.tokenByDigest(q.Digest)
 	if !ok {
-		want := notFound
-		if until, ok := m.tombs[q.Digest]; ok && q.LiveAt.Before(until) {
-			want = revoked
+		allowed := []outcome{notFound}
+		until, tomb := m.tombs[q.Digest]
+		if tomb && q.LiveAt.Before(until) {
+			// A tombstone past its time at an instant the store was
+			// given may be gone: so at a LiveAt before the clock.
+			allowed = []outcome{revoked}
+			if !m.clock.Before(until) {
+				allowed = append(allowed, notFound)
+			}
 		}
-		_, e := expect(err, want)
+		o, e := expect(err, allowed...)
+		if e == nil && o == notFound && tomb && q.LiveAt.Before(until) {
+			delete(m.tombs, q.Digest) // the store removed it
+		}
 		return e
 	}
 	allowed := []outcome{okOutcome}
@@ -453,7 +541,7 @@ func (m *refStore) readAccess(q storage.AccessQuery, got storage.Access, err err
 		}
 		return nil
 	}
-	if e := sameTokens(m.liveTokens(target.Org, target.ID, q.LiveAt), got.Tokens); e != nil {
+	if e := m.sameLiveTokens(target.Org, target.ID, q.LiveAt, got.Tokens); e != nil {
 		return fmt.Errorf("target's tokens: %w", e)
 	}
 	return nil
@@ -475,7 +563,7 @@ func (m *refStore) listTokens(org, userID string, liveAt time.Time, got []storag
 	if _, e := expect(err, okOutcome); e != nil {
 		return e
 	}
-	return sameTokens(m.liveTokens(org, userID, liveAt), got)
+	return m.sameLiveTokens(org, userID, liveAt, got)
 }
 
 func (m *refStore) deleteToken(org, userID, id string, r storage.Revocation, a *storage.Audit, err error) error {
@@ -633,32 +721,147 @@ func (m *refStore) sessionByDigest(d storage.Digest, got storage.EmbedSession, e
 	return same("session", normSession(rs.es), normSession(got))
 }
 
+func (m *refStore) putDive(d storage.Dive, a *storage.Audit, err error) error {
+	if !m.hasOrg(d.Org) {
+		_, e := expect(err, notFound)
+		return e
+	}
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	d.RequiredResources = slices.Clone(d.RequiredResources)
+	m.dives[refKey{d.Org, d.ID}] = d
+	m.record(a)
+	return nil
+}
+
+func (m *refStore) getDive(org, id string, got storage.Dive, err error) error {
+	d, ok := m.dives[refKey{org, id}]
+	if !ok {
+		_, e := expect(err, notFound)
+		return e
+	}
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	return same("dive "+id, normDive(d), normDive(got))
+}
+
+// embedTarget checks GetEmbedTarget: what is missing is told by its
+// Found flag, never by an error, the org included.
+func (m *refStore) embedTarget(org, diveID, folded string, got storage.EmbedTarget, err error) error {
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	d, dok := m.dives[refKey{org, diveID}]
+	u, uok := m.userByName(org, folded)
+	if got.DiveFound != dok || got.UserFound != uok {
+		return fmt.Errorf("DiveFound %v, UserFound %v; the reference %v, %v", got.DiveFound, got.UserFound, dok, uok)
+	}
+	if e := same("target's dive", normDive(d), normDive(got.Dive)); e != nil {
+		return e
+	}
+	if !uok {
+		return same("target's user", storage.User{}, got.User)
+	}
+	return sameUser(u, got.User)
+}
+
+func (m *refStore) markSeeded(org string, keys []string, err error) error {
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	if m.marks[org] == nil {
+		m.marks[org] = map[string]bool{}
+	}
+	for _, k := range keys {
+		m.marks[org][k] = true
+	}
+	return nil
+}
+
+// seedMarks checks the marks of org, in no particular order.
+func (m *refStore) seedMarks(org string, got []string, err error) error {
+	if _, e := expect(err, okOutcome); e != nil {
+		return e
+	}
+	want := []string{}
+	for k := range m.marks[org] {
+		want = append(want, k)
+	}
+	slices.Sort(want)
+	g := append([]string{}, got...)
+	slices.Sort(g)
+	return same("marks of "+org, want, g)
+}
+
 // listEvents checks the events of a walk (every page of q, read
-// newest first) against the reference.
+// newest first) against the reference: they are the reference's events
+// that match q, newest first, less only events a write allowed the
+// store to drop; an event missing is gone from then on. Seq falls along
+// the walk, and an event keeps the Seq it was first listed with.
 func (m *refStore) listEvents(org string, q storage.EventQuery, got []storage.Event) error {
-	var want []storage.Event
+	var want []*refEvent
 	for _, e := range slices.Backward(m.events[org]) {
-		if q.Matches(e) {
+		if q.Matches(e.ev) {
 			want = append(want, e)
 		}
 	}
-	if len(want) != len(got) {
-		return fmt.Errorf("%d events %v, the reference has %d %v", len(got), eventSummary(got), len(want), eventSummary(want))
-	}
-	for i := range want {
-		if got[i].Seq <= 0 || (i > 0 && got[i].Seq >= got[i-1].Seq) {
-			return fmt.Errorf("event %d (%s) has Seq %d after %d", i, got[i].Action, got[i].Seq, got[max(i-1, 0)].Seq)
+	gone := map[*refEvent]bool{}
+	j := 0
+	for i, g := range got {
+		if g.Seq <= 0 || (i > 0 && g.Seq >= got[i-1].Seq) {
+			return fmt.Errorf("event %d (%s) has Seq %d after %d", i, g.Action, g.Seq, got[max(i-1, 0)].Seq)
 		}
-		w := want[i]
-		w.Seq = got[i].Seq
+		for j < len(want) && want[j].ev.ID != g.ID {
+			if !want[j].maybeGone {
+				return fmt.Errorf("event %d: got %s, but the reference's %s, which no write allowed the store to drop, is missing; events %v, the reference %v",
+					i, g.ID, want[j].ev.ID, eventSummary(got), refEventSummary(want))
+			}
+			gone[want[j]] = true
+			j++
+		}
+		if j == len(want) {
+			return fmt.Errorf("event %d (%s %s): not in the reference, or out of order; events %v, the reference %v",
+				i, g.Action, g.ID, eventSummary(got), refEventSummary(want))
+		}
+		e := want[j]
+		j++
+		if e.seq != 0 && e.seq != g.Seq {
+			return fmt.Errorf("event %d (%s) has Seq %d, listed before with %d", i, g.Action, g.Seq, e.seq)
+		}
+		e.seq = g.Seq
+		w := e.ev
+		w.Seq = g.Seq
 		w.At = w.At.UTC()
-		g := got[i]
 		g.At = g.At.UTC()
-		if e := same(fmt.Sprintf("event %d", i), normEvent(w), normEvent(g)); e != nil {
-			return fmt.Errorf("%w; events %v, the reference %v", e, eventSummary(got), eventSummary(want))
+		if err := same(fmt.Sprintf("event %d", i), normEvent(w), normEvent(g)); err != nil {
+			return fmt.Errorf("%w; events %v, the reference %v", err, eventSummary(got), refEventSummary(want))
 		}
+	}
+	for _, e := range want[j:] {
+		if !e.maybeGone {
+			return fmt.Errorf("%d events %v: the reference's %s (%s), which no write allowed the store to drop, is missing; the reference %v",
+				len(got), eventSummary(got), e.ev.ID, e.ev.Action, refEventSummary(want))
+		}
+		gone[e] = true
+	}
+	m.eventsGone += len(gone)
+	if len(gone) > 0 {
+		m.events[org] = slices.DeleteFunc(m.events[org], func(e *refEvent) bool { return gone[e] })
 	}
 	return nil
+}
+
+func refEventSummary(es []*refEvent) []string {
+	out := make([]string, len(es))
+	for i, e := range es {
+		out[i] = e.ev.Action + ":" + e.ev.TargetKind + ":" + e.ev.TargetUsername
+		if e.maybeGone {
+			out[i] += "?"
+		}
+	}
+	return out
 }
 
 func eventSummary(es []storage.Event) []string {
