@@ -891,15 +891,7 @@ func sameUser(want, got storage.User) error {
 }
 
 func sameUsers(want, got []storage.User) error {
-	if !slices.Equal(foldedNames(want), foldedNames(got)) {
-		return fmt.Errorf("users %v, the reference %v", foldedNames(got), foldedNames(want))
-	}
-	for i := range want {
-		if e := sameUser(want[i], got[i]); e != nil {
-			return e
-		}
-	}
-	return nil
+	return sameAll("users", want, got, foldedNames, sameUser)
 }
 
 func sameToken(want, got storage.Token) error {
@@ -907,11 +899,17 @@ func sameToken(want, got storage.Token) error {
 }
 
 func sameTokens(want, got []storage.Token) error {
-	if !slices.Equal(tokenIDs(want), tokenIDs(got)) {
-		return fmt.Errorf("tokens %v, the reference %v", tokenIDs(got), tokenIDs(want))
+	return sameAll("tokens", want, got, tokenIDs, sameToken)
+}
+
+// sameAll returns an error unless got holds the records of want, named by
+// names, in the same order, each the same by one.
+func sameAll[T any](what string, want, got []T, names func([]T) []string, one func(want, got T) error) error {
+	if !slices.Equal(names(want), names(got)) {
+		return fmt.Errorf("%s %v, the reference %v", what, names(got), names(want))
 	}
 	for i := range want {
-		if e := sameToken(want[i], got[i]); e != nil {
+		if e := one(want[i], got[i]); e != nil {
 			return e
 		}
 	}
