@@ -272,7 +272,7 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 			case guard != nil && errors.Is(err, mongo.ErrNoDocuments) && attempt < maxChangeAttempts:
 				continue
 			default:
-				return userDoc{}, err
+				return userDoc{}, failedUpdate(find, err)
 			}
 			if was.Ev != d.Ev && was.Ev != "" {
 				if err := s.confirmIfPending(ctx, was.Ev); err != nil {
@@ -290,11 +290,26 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 		case err == nil:
 			return d, nil
 		case !errors.Is(err, mongo.ErrNoDocuments):
-			return userDoc{}, err
+			return userDoc{}, failedUpdate(find, err)
 		case attempt == maxChangeAttempts:
 			return userDoc{}, fmt.Errorf("written concurrently %d times", attempt)
 		}
 	}
+}
+
+// failedUpdate is the answer to an update of a user that failed with
+// err: what find says of the user now when the user is gone (or, for a
+// compare-and-set, changed), else err. FerretDB v1 updates a document
+// by reading it and then writing it whole by id; when the user is
+// deleted in between and a new user takes its name, that write fails on
+// the unique index of names, with an error no MongoDB gives and that
+// says nothing of the user. The write did not happen, and the user it
+// was for is gone: not found, as when the delete came first.
+func failedUpdate(find func() (userDoc, error), err error) error {
+	if _, ferr := find(); errors.Is(ferr, mongo.ErrNoDocuments) || errors.Is(ferr, storage.ErrConflict) {
+		return ferr
+	}
+	return err
 }
 
 // backfillNames writes the name pointer of every live user that has none:
@@ -656,7 +671,7 @@ func (s *Store) SetPrivileges(ctx context.Context, org, userID string, from, to 
 	}
 	res, err := s.users.UpdateOne(ctx, append(bson.D{{Key: "_id", Value: key(org, userID)}}, guard...), update(""))
 	if err != nil {
-		return wrap("set privileges", err)
+		return wrap("set privileges", failedUpdate(find, err))
 	}
 	if res.MatchedCount == 0 {
 		_, err := find()
@@ -700,7 +715,7 @@ func (s *Store) SetInstances(ctx context.Context, org, userID string, c storage.
 	}
 	res, err := s.users.UpdateOne(ctx, filter, update)
 	if err != nil {
-		return wrap("set instances", err)
+		return wrap("set instances", failedUpdate(func() (userDoc, error) { return s.liveUser(ctx, org, userID) }, err))
 	}
 	if res.MatchedCount == 0 {
 		return fmt.Errorf("mongostore: set instances: %w", storage.ErrNotFound)

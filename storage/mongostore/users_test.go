@@ -522,3 +522,26 @@ func TestCleanupRemovesTombstones(t *testing.T) {
 	_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: short.Digest, LiveAt: t0})
 	require.NotErrorIs(t, err, storage.ErrRevoked, "removed, though asked about a time it lasted")
 }
+
+// An update of a user that fails answers what a read of the user then
+// says when the user is gone or changed (on FerretDB v1, an update that
+// raced a delete and a new user of the name fails on the unique index of
+// names), and the update's own error otherwise, a failed read included.
+func TestFailedUpdate(t *testing.T) {
+	refused := errors.New("(InternalError) UNIQUE constraint failed")
+	for _, c := range []struct {
+		name string
+		read error
+		want error
+	}{
+		{"gone", mongo.ErrNoDocuments, mongo.ErrNoDocuments},
+		{"changed", storage.ErrConflict, storage.ErrConflict},
+		{"still there", nil, refused},
+		{"read failed", errors.New("connection reset"), refused},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := failedUpdate(func() (userDoc, error) { return userDoc{}, c.read }, refused)
+			assert.Equal(t, c.want, got)
+		})
+	}
+}
