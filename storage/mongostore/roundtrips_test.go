@@ -165,7 +165,7 @@ func testCommandsByName(t *testing.T, pointers bool) {
 // Many concurrent lookups, changes and deletes by name on one store with
 // name pointers, while the same names are created again, agree with each
 // other: a name found is the user of that name, and a delete returns the
-// user it removed.
+// user it removed, and leaves no document of it.
 func TestNamePointersUnderChurn(t *testing.T) {
 	s := newTestStore(t)
 	s.byPointer = true
@@ -206,6 +206,11 @@ func TestNamePointersUnderChurn(t *testing.T) {
 					}
 					if err == nil {
 						assert.Equal(t, name, u.FoldedUsername)
+						// Not written back live by a change that read it
+						// before its tombstone.
+						n, err := s.users.CountDocuments(ctx, bson.D{{Key: "_id", Value: key(org.ID, u.ID)}})
+						assert.NoError(t, err)
+						assert.Zero(t, n, "the deleted user's document")
 					} else if !assert.ErrorIs(t, err, storage.ErrNotFound) {
 						return
 					}

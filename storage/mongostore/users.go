@@ -298,18 +298,35 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 }
 
 // failedUpdate is the answer to an update of a user that failed with
-// err: what find says of the user now when the user is gone (or, for a
-// compare-and-set, changed), else err. FerretDB v1 updates a document
-// by reading it and then writing it whole by id; when the user is
-// deleted in between and a new user takes its name, that write fails on
-// the unique index of names, with an error no MongoDB gives and that
-// says nothing of the user. The write did not happen, and the user it
-// was for is gone: not found, as when the delete came first.
+// err: when the server refused the write, what find says of the user
+// now if the user is gone (or, for a compare-and-set, changed); else
+// err. FerretDB v1 updates a document by reading it and then writing it
+// whole by id; when the user is deleted in between and a new user takes
+// its name, that write fails on the unique index of names, with an error
+// no MongoDB gives and that says nothing of the user. The write did not
+// happen, and the user it was for is gone: not found, as when the delete
+// came first. An error that leaves unknown whether the write happened
+// (the connection's, a timeout's, the write concern's) stays as it is.
 func failedUpdate(find func() (userDoc, error), err error) error {
+	if !refused(err) {
+		return err
+	}
 	if _, ferr := find(); errors.Is(ferr, mongo.ErrNoDocuments) || errors.Is(ferr, storage.ErrConflict) {
 		return ferr
 	}
 	return err
+}
+
+// refused reports whether err is the server's answer that it made no
+// write: a server error, but none of the connection, of a timeout or of
+// the write concern (after which the write may have happened).
+func refused(err error) bool {
+	var se mongo.ServerError
+	if !errors.As(err, &se) || mongo.IsNetworkError(err) || mongo.IsTimeout(err) {
+		return false
+	}
+	var we mongo.WriteException
+	return !errors.As(err, &we) || we.WriteConcernError == nil
 }
 
 // backfillNames writes the name pointer of every live user that has none:
@@ -750,9 +767,8 @@ func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.A
 		return storage.User{}, err
 	}
 	defer func() { end(err) }()
-	// The tombstone's fkey and slot are its document id, unique among
-	// tombstones; it keeps the username (of the user read: a user's never
-	// changes) for Cleanup to remove its pointer.
+	// The tombstone keeps the username of the user read (a user's never
+	// changes).
 	ev := eventID(a)
 	var read userDoc
 	find := func() (userDoc, error) {
@@ -760,19 +776,7 @@ func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.A
 		read = d
 		return d, err
 	}
-	tombstone := func(docID string) bson.D {
-		set := bson.D{
-			{Key: "org", Value: nil},
-			{Key: "dorg", Value: org},
-			{Key: "fkey", Value: docID},
-			{Key: "slot", Value: docID},
-			{Key: "dfkey", Value: read.FKey},
-		}
-		if ev != "" {
-			set = append(set, bson.E{Key: "ev", Value: ev})
-		}
-		return bson.D{{Key: "$set", Value: set}}
-	}
+	tombstone := func(docID string) bson.D { return tombstoneOf(org, docID, read.FKey, ev) }
 	live := func(d userDoc) bson.D {
 		return bson.D{{Key: "_id", Value: d.ID}, {Key: "org", Value: org}, {Key: "uid", Value: userID}}
 	}
@@ -812,6 +816,29 @@ func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.A
 	return d.record(), nil
 }
 
+// tombstoneOf is the update that turns the document docID of a user of
+// org named folded into its tombstone, recording ev ("" keeps the event
+// the document records). Its fkey and slot are its document id, unique
+// among tombstones; it keeps the org and the username for Cleanup to
+// find its records and remove its name pointer.
+func tombstoneOf(org, docID, folded, ev string) bson.D {
+	set := bson.D{
+		{Key: "org", Value: nil},
+		{Key: "dorg", Value: org},
+		{Key: "fkey", Value: docID},
+		{Key: "slot", Value: docID},
+		{Key: "dfkey", Value: folded},
+	}
+	if ev != "" {
+		set = append(set, bson.E{Key: "ev", Value: ev})
+	}
+	return bson.D{{Key: "$set", Value: set}}
+}
+
+// maxRemoveAttempts bounds how often removeUser turns back into its
+// tombstone a user that a change wrote back whole.
+const maxRemoveAttempts = 3
+
 // removeUser removes what belongs to the user id of org, then the name
 // pointer of folded if it still names that user (folded is empty for a
 // tombstone older than name pointers), then the tombstone docID, after
@@ -819,7 +846,39 @@ func (s *Store) DeleteUser(ctx context.Context, org, userID string, a *storage.A
 // the deletion, or of the user's last audited change when the deletion
 // has none. Once the tombstone is gone nothing shows that its change was
 // made. Each step is idempotent.
+//
+// On FerretDB v1 a change of the user that read it before its tombstone
+// was written can write it back whole (its update is a read and then a
+// write by id): the tombstone is then the live user again, with records
+// the user may have been given meanwhile. removeUser turns it back into
+// the tombstone and removes them again. (Elsewhere a document that is no
+// tombstone any more was removed by another call.)
 func (s *Store) removeUser(ctx context.Context, org, id, docID, folded, ev string) error {
+	for attempt := 1; ; attempt++ {
+		if err := s.removeRecords(ctx, org, id, folded, ev); err != nil {
+			return err
+		}
+		res, err := s.users.DeleteOne(ctx, bson.D{{Key: "_id", Value: docID}, {Key: "org", Value: nil}})
+		if err != nil {
+			return fmt.Errorf("remove tombstone: %w", err)
+		}
+		if res.DeletedCount > 0 || !s.byPointer {
+			return s.step(stepUser) // or removed by another call
+		}
+		back, err := s.tombstoneAgain(ctx, org, docID, folded, ev)
+		switch {
+		case err != nil:
+			return fmt.Errorf("remove tombstone: %w", err)
+		case !back:
+			return s.step(stepUser) // removed by another call
+		case attempt == maxRemoveAttempts:
+			return fmt.Errorf("remove tombstone: written back %d times", attempt)
+		}
+	}
+}
+
+// removeRecords is removeUser up to the tombstone itself.
+func (s *Store) removeRecords(ctx context.Context, org, id, folded, ev string) error {
 	owned := bson.D{{Key: "org", Value: org}, {Key: "uid", Value: id}}
 	for _, st := range []struct {
 		name string
@@ -851,11 +910,29 @@ func (s *Store) removeUser(ctx context.Context, org, id, docID, folded, ev strin
 			return fmt.Errorf("confirm event %s: %w", ev, err)
 		}
 	}
-	filter := bson.D{{Key: "_id", Value: docID}, {Key: "org", Value: nil}}
-	if _, err := s.users.DeleteOne(ctx, filter); err != nil {
-		return fmt.Errorf("remove tombstone: %w", err)
+	return nil
+}
+
+// tombstoneAgain turns the document docID, which removeUser found no
+// tombstone, back into one, and reports whether there was a document.
+// The event the document recorded, when another than ev, is confirmed
+// (its change was made), as changeUser confirms an event it overwrites.
+func (s *Store) tombstoneAgain(ctx context.Context, org, docID, folded, ev string) (bool, error) {
+	var was userDoc
+	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+	err := s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: docID}}, tombstoneOf(org, docID, folded, ev), before).Decode(&was)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil
 	}
-	return s.step(stepUser)
+	if err != nil {
+		return false, err
+	}
+	if was.Ev != "" && was.Ev != ev {
+		if err := s.confirmIfPending(ctx, was.Ev); err != nil {
+			return false, fmt.Errorf("confirm event %s: %w", was.Ev, err)
+		}
+	}
+	return true, nil
 }
 
 // ListUsers implements storage.Store. A page is one range of the index

@@ -117,6 +117,60 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 	}
 }
 
+// On FerretDB v1 a change of a user that read it before DeleteUser wrote
+// its tombstone writes it back whole, live (its update is a read and then
+// a write by id). The delete still removes the user, and a token the user
+// was given while live again. The write-back is made here by the test
+// hook, after the tombstone and after the tokens are removed; the
+// audited deletion's event is in the trail once.
+func TestDeleteUserOfAUserWrittenBack(t *testing.T) {
+	s := newTestStore(t)
+	s.byPointer = true // the server whose updates write back
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
+	alice := crashUser(org.ID, "alice")
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
+	live, err := s.users.FindOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}).Raw()
+	require.NoError(t, err)
+	late := crashToken(alice, time.Time{})
+	var steps []string
+	s.afterStep = func(step string) error {
+		steps = append(steps, step)
+		if step != stepTokens || slices.Contains(steps[:len(steps)-1], stepTokens) {
+			return nil
+		}
+		if _, err := s.users.ReplaceOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}, live); err != nil {
+			return err
+		}
+		return s.CreateToken(ctx, late, storage.TokenLimit{}, nil)
+	}
+	audit, ev := withEvent(org.ID, "user.delete", alice.ID)
+	got, err := s.DeleteUser(ctx, org.ID, alice.ID, audit)
+	require.NoError(t, err)
+	s.afterStep = nil
+	assert.Equal(t, alice.ID, got.ID)
+	assert.Equal(t, []string{stepTokens, stepSessions, stepDucklings, stepName, stepTokens, stepSessions, stepDucklings, stepName, stepUser},
+		slices.DeleteFunc(steps, func(st string) bool {
+			return !slices.Contains([]string{stepTokens, stepSessions, stepDucklings, stepName, stepUser}, st)
+		}),
+		"the records are removed twice, the user once")
+
+	_, err = s.GetUser(ctx, org.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: late.Digest})
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	for _, c := range []*mongo.Collection{s.users, s.tokens, s.names} {
+		n, err := c.CountDocuments(ctx, bson.D{{Key: "uid", Value: alice.ID}})
+		require.NoError(t, err)
+		assert.Zero(t, n, "documents of the deleted user in %s", c.Name())
+	}
+	assert.Equal(t, []string{ev}, listed(t, s, org.ID))
+	fresh := crashUser(org.ID, "Alice")
+	require.NoError(t, s.CreateUser(ctx, fresh, storage.UserLimit{}, nil))
+	requireNamed(t, s, fresh)
+}
+
 // A CreateUser that stops after claiming the name pointer has created
 // nothing: the name is not found, and the next creation of it takes the
 // pointer over. One that stops after the insert has created the user: it
@@ -523,25 +577,36 @@ func TestCleanupRemovesTombstones(t *testing.T) {
 	require.NotErrorIs(t, err, storage.ErrRevoked, "removed, though asked about a time it lasted")
 }
 
-// An update of a user that fails answers what a read of the user then
-// says when the user is gone or changed (on FerretDB v1, an update that
-// raced a delete and a new user of the name fails on the unique index of
-// names), and the update's own error otherwise, a failed read included.
+// An update of a user that the server refused answers what a read of the
+// user then says when the user is gone or changed (on FerretDB v1, an
+// update that raced a delete and a new user of the name fails on the
+// unique index of names), and the update's own error otherwise, a failed
+// read included. An error after which the write may have happened (the
+// connection's, a timeout's, the write concern's) is the answer as it is.
 func TestFailedUpdate(t *testing.T) {
-	refused := errors.New("(InternalError) UNIQUE constraint failed")
+	refusedErr := mongo.CommandError{Code: 1, Name: "InternalError", Message: "UNIQUE constraint failed"}
 	for _, c := range []struct {
-		name string
-		read error
-		want error
+		name       string
+		update     error
+		read, want error
 	}{
-		{"gone", mongo.ErrNoDocuments, mongo.ErrNoDocuments},
-		{"changed", storage.ErrConflict, storage.ErrConflict},
-		{"still there", nil, refused},
-		{"read failed", errors.New("connection reset"), refused},
+		{"refused, gone", refusedErr, mongo.ErrNoDocuments, mongo.ErrNoDocuments},
+		{"refused, changed", refusedErr, storage.ErrConflict, storage.ErrConflict},
+		{"refused, still there", refusedErr, nil, refusedErr},
+		{"refused, read failed", refusedErr, errors.New("connection reset"), refusedErr},
+		{"refused in a write", mongo.WriteException{WriteErrors: []mongo.WriteError{{Code: 1}}}, mongo.ErrNoDocuments, mongo.ErrNoDocuments},
+		{"connection", mongo.CommandError{Labels: []string{"NetworkError"}}, mongo.ErrNoDocuments, nil},
+		{"timeout", mongo.CommandError{Code: 50, Name: "MaxTimeMSExpired"}, mongo.ErrNoDocuments, nil},
+		{"write concern", mongo.WriteException{WriteConcernError: &mongo.WriteConcernError{Code: 64}}, mongo.ErrNoDocuments, nil},
+		{"not the server's", errors.New("client closed"), mongo.ErrNoDocuments, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := failedUpdate(func() (userDoc, error) { return userDoc{}, c.read }, refused)
-			assert.Equal(t, c.want, got)
+			want := c.want
+			if want == nil {
+				want = c.update
+			}
+			got := failedUpdate(func() (userDoc, error) { return userDoc{}, c.read }, c.update)
+			assert.Equal(t, want, got)
 		})
 	}
 }
