@@ -103,7 +103,7 @@ const sessionLimitWhy = "the live embed sessions of a user are counted before th
 
 // ferretUpdateWhy is why FerretDB v1 fails the races of a write of a user.
 const ferretUpdateWhy = "FerretDB v1 runs an update as a read of the document and a write of it whole: " +
-	"a write of a user racing another write of it, or its deletion, can be lost or bring it back (README, MongoDB)"
+	"a write of a user racing another write of it can be lost (README, MongoDB)"
 
 // TestConformanceOtherLookup runs the suite with the way of finding users
 // by name that New did not choose for the test server (by name on

@@ -836,8 +836,10 @@ func tombstoneOf(org, docID, folded, ev string) bson.D {
 }
 
 // maxRemoveAttempts bounds how often removeUser turns back into its
-// tombstone a user that a change wrote back whole.
-const maxRemoveAttempts = 3
+// tombstone a user that a change wrote back whole. Each time, changes
+// that read the user while it was live again can write it back again:
+// seven writers of one user without a pause did so three times running.
+const maxRemoveAttempts = 10
 
 // removeUser removes what belongs to the user id of org, then the name
 // pointer of folded if it still names that user (folded is empty for a
