@@ -628,8 +628,8 @@ func TestCleanupRemovesTombstones(t *testing.T) {
 
 // An update of a user that the server refused answers what a read of the
 // user then says when the user is gone or changed (on FerretDB v1, an
-// update that raced a delete and a new user of the name fails on the
-// unique index of names), and the update's own error otherwise, a failed
+// update that raced a delete and a new user of the name or of the slot
+// fails on a unique index), and the update's own error otherwise, a failed
 // read included. An error after which the write may have happened (the
 // connection's, a timeout's, the write concern's) is the answer as it is.
 func TestFailedUpdate(t *testing.T) {
