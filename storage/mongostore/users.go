@@ -302,8 +302,9 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 // now if the user is gone (or, for a compare-and-set, changed); else
 // err. FerretDB v1 updates a document by reading it and then writing it
 // whole by id; when the user is deleted in between and a new user takes
-// its name, that write fails on the unique index of names, with an error
-// no MongoDB gives and that says nothing of the user. The write did not
+// its name, or, under a limit, its slot, that write fails on the unique
+// index of names or of slots, with an error no MongoDB gives and that
+// says nothing of the user. The write did not
 // happen, and the user it was for is gone: not found, as when the delete
 // came first. An error that leaves unknown whether the write happened
 // (the connection's, a timeout's, the write concern's) stays as it is.
@@ -748,6 +749,9 @@ const (
 	stepDucklings = "ducklings"
 	stepName      = "name"
 	stepUser      = "user"
+	// After a user written back over its tombstone is a tombstone again
+	// (removeUser, FerretDB v1).
+	stepTombstoneAgain = "tombstone again"
 )
 
 // DeleteUser implements storage.Store. Its first write turns the user into
@@ -917,21 +921,43 @@ func (s *Store) removeRecords(ctx context.Context, org, id, folded, ev string) e
 
 // tombstoneAgain turns the document docID, which removeUser found no
 // tombstone, back into one, and reports whether there was a document.
-// The event the document recorded, when another than ev, is confirmed
-// (its change was made), as changeUser confirms an event it overwrites.
+// As changeUser does, it first reads the document and confirms the event
+// it records, when another than ev (a change written back is made, and
+// the document is all that shows it), then overwrites it by id, and
+// confirms at once the event of the document as it was, when another
+// change wrote it in between.
 func (s *Store) tombstoneAgain(ctx context.Context, org, docID, folded, ev string) (bool, error) {
-	var was userDoc
-	before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
-	err := s.users.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: docID}}, tombstoneOf(org, docID, folded, ev), before).Decode(&was)
+	confirm := func(id string) error {
+		if id == "" || id == ev {
+			return nil
+		}
+		if err := s.confirmIfPending(ctx, id); err != nil {
+			return fmt.Errorf("confirm event %s: %w", id, err)
+		}
+		return nil
+	}
+	byID := bson.D{{Key: "_id", Value: docID}}
+	var read, was userDoc
+	err := s.users.FindOne(ctx, byID).Decode(&read)
+	if err == nil {
+		if err := confirm(read.Ev); err != nil {
+			return false, err
+		}
+		before := options.FindOneAndUpdate().SetReturnDocument(options.Before)
+		err = s.users.FindOneAndUpdate(ctx, byID, tombstoneOf(org, docID, folded, ev), before).Decode(&was)
+	}
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	if was.Ev != "" && was.Ev != ev {
-		if err := s.confirmIfPending(ctx, was.Ev); err != nil {
-			return false, fmt.Errorf("confirm event %s: %w", was.Ev, err)
+	if err := s.step(stepTombstoneAgain); err != nil {
+		return false, err
+	}
+	if was.Ev != read.Ev {
+		if err := confirm(was.Ev); err != nil {
+			return false, err
 		}
 	}
 	return true, nil

@@ -171,6 +171,55 @@ func TestDeleteUserOfAUserWrittenBack(t *testing.T) {
 	requireNamed(t, s, fresh)
 }
 
+// A change written back over the tombstone (FerretDB v1) is made: when
+// its process dies before confirming its event, the document that holds
+// the event is all that shows it. The deletion confirms that event before
+// it turns the document back into a tombstone, so a process that dies
+// right after that (both calls in it) loses neither event: Cleanup then
+// finishes the deletion, and both events are in the trail.
+func TestDeleteUserOfAUserWrittenBackCrash(t *testing.T) {
+	s := newTestStore(t)
+	s.byPointer = true // the server whose updates write back
+	ctx := t.Context()
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(ctx, org, nil))
+	alice := crashUser(org.ID, "alice")
+	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
+	// The change: its event pending (its process dies before confirming
+	// it), the user as it wrote it back.
+	change, changeEv := withEvent(org.ID, "instances.set", alice.ID)
+	_, err := s.beginEvent(ctx, change)
+	require.NoError(t, err)
+	var live bson.M
+	require.NoError(t, s.users.FindOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}).Decode(&live))
+	live["ev"] = changeEv
+	written := false
+	s.afterStep = func(step string) error {
+		switch {
+		case step == stepTokens && !written:
+			written = true
+			_, err := s.users.ReplaceOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}, live)
+			return err
+		case step == stepTombstoneAgain:
+			return errCrash
+		}
+		return nil
+	}
+	audit, deleteEv := withEvent(org.ID, "user.delete", alice.ID)
+	_, err = s.DeleteUser(ctx, org.ID, alice.ID, audit)
+	require.ErrorIs(t, err, errCrash)
+	s.afterStep = nil
+	require.True(t, written)
+
+	// Past the grace of pending events whose change is not made.
+	_, err = s.Cleanup(ctx, t0.Add(time.Hour))
+	require.NoError(t, err)
+	n, err := s.users.CountDocuments(ctx, bson.D{{Key: "uid", Value: alice.ID}})
+	require.NoError(t, err)
+	assert.Zero(t, n, "documents of the deleted user")
+	assert.ElementsMatch(t, []string{deleteEv, changeEv}, listed(t, s, org.ID))
+}
+
 // A CreateUser that stops after claiming the name pointer has created
 // nothing: the name is not found, and the next creation of it takes the
 // pointer over. One that stops after the insert has created the user: it
@@ -579,8 +628,8 @@ func TestCleanupRemovesTombstones(t *testing.T) {
 
 // An update of a user that the server refused answers what a read of the
 // user then says when the user is gone or changed (on FerretDB v1, an
-// update that raced a delete and a new user of the name fails on the
-// unique index of names), and the update's own error otherwise, a failed
+// update that raced a delete and a new user of the name or of the slot
+// fails on a unique index), and the update's own error otherwise, a failed
 // read included. An error after which the write may have happened (the
 // connection's, a timeout's, the write concern's) is the answer as it is.
 func TestFailedUpdate(t *testing.T) {
