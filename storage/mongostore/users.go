@@ -304,10 +304,10 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 // whole by id; when the user is deleted in between and a new user takes
 // its name, or, under a limit, its slot, that write fails on the unique
 // index of names or of slots, with an error no MongoDB gives and that
-// says nothing of the user. The write did not
-// happen, and the user it was for is gone: not found, as when the delete
-// came first. An error that leaves unknown whether the write happened
-// (the connection's, a timeout's, the write concern's) stays as it is.
+// says nothing of the user. The write did not happen, and the user it
+// was for is gone: not found, as when the delete came first. An error
+// that leaves unknown whether the write happened (the connection's, a
+// timeout's, the write concern's) stays as it is.
 func failedUpdate(find func() (userDoc, error), err error) error {
 	if !refused(err) {
 		return err
