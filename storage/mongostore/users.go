@@ -241,11 +241,13 @@ func (s *Store) userByName(ctx context.Context, org, folded string) (userDoc, er
 // write is a read and then a write by id anyway) the update goes by id
 // alone, and the document as it was tells the rest: when it was no
 // longer the user read (still reports false: deleted meanwhile, a
-// tombstone now changed in nothing any read sees) the change is
-// mongo.ErrNoDocuments; when it records another event than the one read
-// (a change made in between, now overwritten), that event is confirmed
-// at once, as its change was made. Either way no document's ev moves on
-// from an event left pending.
+// tombstone now changed in nothing a read of users sees) the change is
+// mongo.ErrNoDocuments. (The tombstone then records the change's event
+// until the caller withdraws it; a settle or Cleanup that reads it first
+// counts the change as made.) When it records another event than the
+// one read (a change made in between, now overwritten), that event is
+// confirmed at once, as its change was made. Either way no document's ev
+// moves on from an event left pending.
 //
 // guard, when not nil, holds conditions on the document that the write
 // requires besides, in either way (a compare-and-set: SetPrivileges);
