@@ -1,6 +1,7 @@
 package mongostore
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -117,6 +118,30 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 	}
 }
 
+// writeBackWorld is a store that takes its updates to write a document
+// back whole, as FerretDB v1's do (forced on any server), with an org and
+// its user alice, and alice's document as stored: what a change that read
+// it before a deletion's tombstone writes back (writeBack).
+func writeBackWorld(t *testing.T) (*Store, storage.Org, storage.User, bson.M) {
+	t.Helper()
+	s := newTestStore(t)
+	s.byPointer = true // the server whose updates write back
+	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
+	require.NoError(t, s.CreateOrg(t.Context(), org, nil))
+	alice := crashUser(org.ID, "alice")
+	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}, nil))
+	var live bson.M
+	require.NoError(t, s.users.FindOne(t.Context(), bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}).Decode(&live))
+	return s, org, alice, live
+}
+
+// writeBack writes doc over the document of u, as a change that read it
+// before its tombstone does on FerretDB v1.
+func writeBack(ctx context.Context, s *Store, u storage.User, doc bson.M) error {
+	_, err := s.users.ReplaceOne(ctx, bson.D{{Key: "_id", Value: key(u.Org, u.ID)}}, doc)
+	return err
+}
+
 // On FerretDB v1 a change of a user that read it before DeleteUser wrote
 // its tombstone writes it back whole, live (its update is a read and then
 // a write by id). The delete still removes the user, and a token the user
@@ -124,15 +149,8 @@ func TestDeleteUserCrashPoints(t *testing.T) {
 // hook, after the tombstone and after the tokens are removed; the
 // audited deletion's event is in the trail once.
 func TestDeleteUserOfAUserWrittenBack(t *testing.T) {
-	s := newTestStore(t)
-	s.byPointer = true // the server whose updates write back
+	s, org, alice, live := writeBackWorld(t)
 	ctx := t.Context()
-	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org, nil))
-	alice := crashUser(org.ID, "alice")
-	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
-	live, err := s.users.FindOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}).Raw()
-	require.NoError(t, err)
 	late := crashToken(alice, time.Time{})
 	var steps []string
 	s.afterStep = func(step string) error {
@@ -140,7 +158,7 @@ func TestDeleteUserOfAUserWrittenBack(t *testing.T) {
 		if step != stepTokens || slices.Contains(steps[:len(steps)-1], stepTokens) {
 			return nil
 		}
-		if _, err := s.users.ReplaceOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}, live); err != nil {
+		if err := writeBack(ctx, s, alice, live); err != nil {
 			return err
 		}
 		return s.CreateToken(ctx, late, storage.TokenLimit{}, nil)
@@ -171,6 +189,34 @@ func TestDeleteUserOfAUserWrittenBack(t *testing.T) {
 	requireNamed(t, s, fresh)
 }
 
+// A user written back every time its deletion turns it into a tombstone
+// again is so maxRemoveAttempts times, and then the deletion fails,
+// leaving the tombstone, which no read sees and Cleanup finishes.
+func TestDeleteUserOfAUserWrittenBackEveryTime(t *testing.T) {
+	s, org, alice, live := writeBackWorld(t)
+	ctx := t.Context()
+	writes := 0
+	s.afterStep = func(step string) error {
+		if step != stepTokens {
+			return nil
+		}
+		writes++
+		return writeBack(ctx, s, alice, live)
+	}
+	_, err := s.DeleteUser(ctx, org.ID, alice.ID, nil)
+	s.afterStep = nil
+	require.ErrorContains(t, err, fmt.Sprintf("written back %d times", maxRemoveAttempts))
+	assert.Equal(t, maxRemoveAttempts, writes)
+
+	_, err = s.GetUser(ctx, org.ID, "alice")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = s.Cleanup(ctx, t0)
+	require.NoError(t, err)
+	n, err := s.users.CountDocuments(ctx, bson.D{{Key: "uid", Value: alice.ID}})
+	require.NoError(t, err)
+	assert.Zero(t, n, "documents of the deleted user")
+}
+
 // A change written back over the tombstone (FerretDB v1) is made: when
 // its process dies before confirming its event, the document that holds
 // the event is all that shows it. The deletion confirms that event before
@@ -178,28 +224,20 @@ func TestDeleteUserOfAUserWrittenBack(t *testing.T) {
 // right after that (both calls in it) loses neither event: Cleanup then
 // finishes the deletion, and both events are in the trail.
 func TestDeleteUserOfAUserWrittenBackCrash(t *testing.T) {
-	s := newTestStore(t)
-	s.byPointer = true // the server whose updates write back
+	s, org, alice, live := writeBackWorld(t)
 	ctx := t.Context()
-	org := storage.Org{ID: uuid.NewString(), CreatedAt: t0}
-	require.NoError(t, s.CreateOrg(ctx, org, nil))
-	alice := crashUser(org.ID, "alice")
-	require.NoError(t, s.CreateUser(ctx, alice, storage.UserLimit{}, nil))
 	// The change: its event pending (its process dies before confirming
 	// it), the user as it wrote it back.
 	change, changeEv := withEvent(org.ID, "instances.set", alice.ID)
 	_, err := s.beginEvent(ctx, change)
 	require.NoError(t, err)
-	var live bson.M
-	require.NoError(t, s.users.FindOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}).Decode(&live))
 	live["ev"] = changeEv
 	written := false
 	s.afterStep = func(step string) error {
 		switch {
 		case step == stepTokens && !written:
 			written = true
-			_, err := s.users.ReplaceOne(ctx, bson.D{{Key: "_id", Value: key(org.ID, alice.ID)}}, live)
-			return err
+			return writeBack(ctx, s, alice, live)
 		case step == stepTombstoneAgain:
 			return errCrash
 		}
