@@ -354,47 +354,43 @@ func TestEventOfDeletedUser(t *testing.T) {
 // removal confirms the event first.
 func TestEventOfRemovedRecord(t *testing.T) {
 	later := t0.Add(2 * time.Hour)
+	// A creation of alice's: the target of its event and the call.
+	type creation func(s *Store, w crashWorld) (target string, call func(ctx context.Context, a *storage.Audit) error)
+	createToken := func(expires time.Time) creation {
+		return func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
+			tok := crashToken(w.alice, expires)
+			return tok.ID, func(ctx context.Context, a *storage.Audit) error {
+				return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
+			}
+		}
+	}
+	session := func(w crashWorld) storage.EmbedSession {
+		es := crashSession(w.alice)
+		es.DiveID = w.dive.ID
+		return es
+	}
+	createSession := func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
+		es := session(w)
+		return w.dive.ID, func(ctx context.Context, a *storage.Audit) error {
+			return s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, a)
+		}
+	}
+	deleteAlice := func(t *testing.T, s *Store, w crashWorld) {
+		_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, nil)
+		require.NoError(t, err)
+	}
 	for _, c := range []struct {
 		name, action string
-		create       func(s *Store, w crashWorld) (target string, call func(ctx context.Context, a *storage.Audit) error)
+		create       creation
 		remove       func(t *testing.T, s *Store, w crashWorld)
 	}{
-		{"a token, its user deleted", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
-			tok := crashToken(w.alice, time.Time{})
-			return tok.ID, func(ctx context.Context, a *storage.Audit) error {
-				return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
-			}
-		}, func(t *testing.T, s *Store, w crashWorld) {
-			_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, nil)
-			require.NoError(t, err)
-		}},
-		{"a session, its user deleted", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
-			es := crashSession(w.alice)
-			es.DiveID = w.dive.ID
-			return w.dive.ID, func(ctx context.Context, a *storage.Audit) error {
-				return s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, a)
-			}
-		}, func(t *testing.T, s *Store, w crashWorld) {
-			_, err := s.DeleteUser(t.Context(), w.org, w.alice.ID, nil)
-			require.NoError(t, err)
-		}},
-		{"a token, expired and removed by the next creation", "token.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
-			tok := crashToken(w.alice, t0.Add(10*time.Minute))
-			return tok.ID, func(ctx context.Context, a *storage.Audit) error {
-				return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
-			}
-		}, func(t *testing.T, s *Store, w crashWorld) {
+		{"a token, its user deleted", "token.create", createToken(time.Time{}), deleteAlice},
+		{"a session, its user deleted", "embed_session.create", createSession, deleteAlice},
+		{"a token, expired and removed by the next creation", "token.create", createToken(t0.Add(10 * time.Minute)), func(t *testing.T, s *Store, w crashWorld) {
 			require.NoError(t, s.CreateToken(t.Context(), crashToken(w.alice, time.Time{}), storage.TokenLimit{Max: 10, LiveAt: t0.Add(time.Hour)}, nil))
 		}},
-		{"a session, expired and removed by the next creation", "embed_session.create", func(s *Store, w crashWorld) (string, func(ctx context.Context, a *storage.Audit) error) {
-			es := crashSession(w.alice)
-			es.DiveID = w.dive.ID
-			return w.dive.ID, func(ctx context.Context, a *storage.Audit) error {
-				return s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, a)
-			}
-		}, func(t *testing.T, s *Store, w crashWorld) {
-			next := crashSession(w.alice)
-			next.DiveID = w.dive.ID
+		{"a session, expired and removed by the next creation", "embed_session.create", createSession, func(t *testing.T, s *Store, w crashWorld) {
+			next := session(w)
 			next.CreatedAt, next.ExpiresAt = t0.Add(time.Hour), t0.Add(2*time.Hour)
 			require.NoError(t, s.CreateEmbedSession(t.Context(), next, storage.SessionLimit{Max: 10, LiveAt: t0.Add(time.Hour)}, nil))
 		}},
