@@ -70,9 +70,7 @@ func TestSessionsOfEarlierVersionCount(t *testing.T) {
 			require.ErrorIs(t, s.CreateEmbedSession(ctx, over, lim, nil), storage.ErrLimitExceeded,
 				"hour and long, written before, are live")
 
-			n, err := s.c.Exists(ctx, base+"sess:"+u.ID).Result()
-			require.NoError(t, err)
-			assert.Zero(t, n, "the set of the previous version is gone")
+			assertNoKey(t, s, base+"sess:"+u.ID, "the set of the previous version is gone")
 			scored, err := s.c.ZRangeWithScores(ctx, base+"sesz:"+u.ID, 0, -1).Result()
 			require.NoError(t, err)
 			got := map[string]float64{}
@@ -150,14 +148,11 @@ func TestDeleteUserRemovesSessionsOfEarlierVersion(t *testing.T) {
 			for _, es := range sessions {
 				_, err := s.EmbedSessionByDigest(ctx, es.Digest)
 				require.ErrorIs(t, err, storage.ErrNotFound, "session %s", es.AffinityKey)
-				n, err := s.c.Exists(ctx, base+"ses:"+es.UserID+":"+hexDigest(es.Digest)).Result()
-				require.NoError(t, err)
-				assert.Zero(t, n, "the record of %s", es.AffinityKey)
+				assertNoKey(t, s, base+"ses:"+es.UserID+":"+hexDigest(es.Digest), "the record of %s", es.AffinityKey)
 			}
 			for _, id := range []string{u.ID, other.ID} {
-				n, err := s.c.Exists(ctx, base+"sess:"+id, base+"sesz:"+id).Result()
-				require.NoError(t, err)
-				assert.Zero(t, n, "the sets of the user")
+				assertNoKey(t, s, base+"sess:"+id, "the sets of the user")
+				assertNoKey(t, s, base+"sesz:"+id, "the sets of the user")
 			}
 		})
 	}
@@ -206,13 +201,9 @@ func TestSessionRefusedAtTheLimitLeavesNoKey(t *testing.T) {
 			over := testSession(u, "over", t0, t0.Add(time.Hour))
 			require.ErrorIs(t, s.CreateEmbedSession(ctx, over, lim, nil), storage.ErrLimitExceeded)
 			hex := hexDigest(over.Digest)
-			n, err := s.c.Exists(ctx, s.prefix+"ses:"+hex).Result()
-			require.NoError(t, err)
-			assert.Zero(t, n, "the refused session's pointer")
-			n, err = s.c.Exists(ctx, base+"ses:"+u.ID+":"+hex).Result()
-			require.NoError(t, err)
-			assert.Zero(t, n, "the refused session's record")
-			_, err = s.c.ZScore(ctx, base+"sesz:"+u.ID, hex).Result()
+			assertNoKey(t, s, s.prefix+"ses:"+hex, "the refused session's pointer")
+			assertNoKey(t, s, base+"ses:"+u.ID+":"+hex, "the refused session's record")
+			_, err := s.c.ZScore(ctx, base+"sesz:"+u.ID, hex).Result()
 			require.ErrorIs(t, err, redis.Nil, "the refused session is not listed")
 		})
 	}

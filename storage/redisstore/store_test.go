@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin/internal/testdb"
@@ -59,4 +60,12 @@ func newStore(tb testing.TB, c redis.UniversalClient, single bool) *Store {
 	require.NoError(tb, err)
 	s.single = single
 	return s
+}
+
+// assertNoKey asserts that s's Redis holds no key named key.
+func assertNoKey(t testing.TB, s *Store, key string, msgAndArgs ...any) {
+	t.Helper()
+	n, err := s.c.Exists(t.Context(), key).Result()
+	require.NoError(t, err)
+	assert.Zero(t, n, msgAndArgs...)
 }
