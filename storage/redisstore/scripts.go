@@ -13,11 +13,15 @@ import "github.com/redis/go-redis/v9"
 //	users          hash: folded username -> user record
 //	inst           hash: folded username -> instance configuration
 //	uid            hash: user id -> folded username
-//	user:<uid>     the user's record and instance configuration joined by
+//	name:<folded>  the user's record and instance configuration joined by
 //	               a newline: the users and inst fields of one user in one
 //	               string, which a remembered token location reads with
-//	               the pointer in one MGET; every script that changes those
-//	               fields rewrites it
+//	               the pointer in one MGET, for the caller and for the
+//	               user a request names; every script that changes those
+//	               fields rewrites it (the authentication script writes it
+//	               where an earlier version did not)
+//	user:<uid>     the same, keyed by user id, as written by earlier
+//	               versions: removed with its user
 //	recs           sorted set (score 0) of "<folded>\0<user>\n<inst>": every
 //	               user with its records, in the order of folded
 //	               usernames (which hold no NUL byte), listed BYLEX or by
@@ -30,6 +34,12 @@ import "github.com/redis/go-redis/v9"
 //	               earlier versions: removed when recs is built from the
 //	               hashes (migrateRecsScript)
 //	tok:<uid>      hash: token id -> token record (with its digest)
+//	trec:<tid>     on a single server, the record of the live token tid
+//	               (expiring with the token), which a remembered token
+//	               location reads in the MGET of name:<folded>: written
+//	               and removed with the token's pointer (the
+//	               authentication script writes it where an earlier
+//	               version did not)
 //	toks:<uid>     the same records joined by newlines (which JSON never
 //	               holds raw), absent when there are none: what a listing
 //	               reads, since a script passes one string far more cheaply
@@ -124,7 +134,7 @@ if max > 0 and redis.call('HLEN', b..'users') >= max then return 'LIMIT' end
 redis.call('HSET', b..'users', ARGV[1], ARGV[3])
 redis.call('HSET', b..'inst', ARGV[1], ARGV[4])
 local rec = ARGV[3]..'\n'..ARGV[4]
-redis.call('SET', b..'user:'..ARGV[2], rec)
+redis.call('SET', b..'name:'..ARGV[1], rec)
 redis.call('HSET', b..'uid', ARGV[2], ARGV[1])
 redis.call('ZADD', b..'recs', 0, ARGV[1]..'\0'..rec)
 redis.call('ZADD', b..'ix:'..ARGV[5], 0, ARGV[1])
@@ -158,7 +168,7 @@ if not f then return 'NOTFOUND' end
 if redis.call('HGET', b..'users', f) ~= ARGV[2] then return 'CONFLICT' end
 redis.call('HSET', b..'users', f, ARGV[3])
 local rec = ARGV[3]..'\n'..(redis.call('HGET', b..'inst', f) or '')
-redis.call('SET', b..'user:'..ARGV[1], rec)
+redis.call('SET', b..'name:'..f, rec)
 setRec(b, f, rec)
 audit(b, 4)
 return 'OK'
@@ -171,7 +181,7 @@ if not f then return 'NOTFOUND' end
 local u = redis.call('HGET', b..'users', f)
 redis.call('HSET', b..'inst', f, ARGV[2])
 local rec = u..'\n'..ARGV[2]
-redis.call('SET', b..'user:'..ARGV[1], rec)
+redis.call('SET', b..'name:'..f, rec)
 setRec(b, f, rec)
 audit(b, 3)
 return 'OK'
@@ -195,6 +205,7 @@ for _, v in ipairs(redis.call('HVALS', tk)) do
   local t = cjson.decode(v)
   gone[#gone+1] = 'tok:'..t.d
   gone[#gone+1] = 'tid:'..t.id
+  redis.call('DEL', b..'trec:'..t.id)
 end
 local ss, zs = b..'sess:'..id, b..'sesz:'..id
 local seen = {}
@@ -207,7 +218,7 @@ for _, hs in ipairs({redis.call('SMEMBERS', ss), redis.call('ZRANGE', zs, 0, -1)
     end
   end
 end
-redis.call('DEL', tk, b..'toks:'..id, b..'user:'..id, ss, zs, b..'duck:'..id)
+redis.call('DEL', tk, b..'toks:'..id, b..'name:'..f, b..'user:'..id, ss, zs, b..'duck:'..id)
 redis.call('ZREM', b..'active', f..'\0'..id)
 redis.call('HDEL', b..'users', f)
 redis.call('HDEL', b..'inst', f)
@@ -316,12 +327,15 @@ return c
 // target ARGV[2] when it is not empty (and its token records when ARGV[3]
 // is '1'). KEYS[1] is the pointer; the org's keys are derived from its
 // value. It returns the flat array {org, uid, token id, folded, user,
-// inst, token, target user, target inst, target records, pointer,
-// mirrored}: token is false when the caller lists its own tokens (its
-// record is among them); the target's user and inst are false when the
-// target is the caller or there is none, and its records false unless
-// asked for; mirrored is 1 when user:<uid> exists (0 for data written
-// before it did). Each redis.call, and each string passed between Redis
+// inst, token, target user, target inst, target records, pointer}: token
+// is false when the caller lists its own tokens (its record is among
+// them); the target's user and inst are false when the target is the
+// caller or there is none, and its records false unless asked for. It
+// writes the records that plain reads find by name and by token id
+// (name:<f>, trec:<tid>) where data written by an earlier version lacks
+// them: the caller's, and the target's unless the request lists the
+// target's tokens (which always runs this script). Each redis.call, and
+// each string passed between Redis
 // and Lua, costs more than the command it runs, so the script makes as
 // few as it can and passes the records as one string. Once the Store
 // knows where a token's records are, it reads them without the script
@@ -356,7 +370,26 @@ else
     tu, ti, recs = r[1], r[2], r[3]
   end
 end
-return {org, uid, tid, f, u, i or '', t, tu, ti, recs, v, redis.call('EXISTS', b..'user:'..uid)}
+-- Mirror what data written by earlier versions lacks, so that plain
+-- reads find it from now on.
+if redis.call('EXISTS', b..'name:'..f) == 0 then
+  redis.call('SET', b..'name:'..f, u..'\n'..(i or ''))
+end
+if redis.call('EXISTS', b..'trec:'..tid) == 0 then
+  local rec = t or redis.call('HGET', b..'tok:'..uid, tid)
+  if rec then
+    local ttl = redis.call('PTTL', KEYS[1])
+    if ttl > 0 then
+      redis.call('SET', b..'trec:'..tid, rec, 'PX', ttl)
+    else
+      redis.call('SET', b..'trec:'..tid, rec)
+    end
+  end
+end
+if tu and ARGV[3] ~= '1' and redis.call('EXISTS', b..'name:'..ARGV[2]) == 0 then
+  redis.call('SET', b..'name:'..ARGV[2], tu..'\n'..ti)
+end
+return {org, uid, tid, f, u, i or '', t, tu, ti, recs, v}
 `)
 
 // createTokenScript adds a token to its user, counting the user's live
@@ -390,7 +423,7 @@ if (max > 0 and n >= max) or n % 1024 == 1023 then
       n = n - 1
       dropped = true
       if single then
-        redis.call('DEL', P..'tok:'..t.d, P..'tid:'..t.id)
+        redis.call('DEL', P..'tok:'..t.d, P..'tid:'..t.id, b..'trec:'..t.id)
       else
         table.insert(gone, t.id)
       end
@@ -416,9 +449,11 @@ if single then
   if ttl > 0 then
     redis.call('SET', P..'tok:'..ARGV[8], pointer, 'PX', ttl)
     redis.call('SET', P..'tid:'..ARGV[2], ARGV[8], 'PX', ttl)
+    redis.call('SET', b..'trec:'..ARGV[2], ARGV[3], 'PX', ttl)
   else
     redis.call('SET', P..'tok:'..ARGV[8], pointer)
     redis.call('SET', P..'tid:'..ARGV[2], ARGV[8])
+    redis.call('SET', b..'trec:'..ARGV[2], ARGV[3])
   end
 end
 audit(b, 11)
@@ -442,6 +477,7 @@ if t.e ~= 0 and t.e <= at then return {'NOTFOUND'} end
 redis.call('HDEL', tk, ARGV[2])
 relist(b, ARGV[1])
 if ARGV[4] == '1' then
+  redis.call('DEL', b..'trec:'..ARGV[2])
   local P = ARGV[5]
   local ttl = tonumber(ARGV[7])
   local upto = at + ttl

@@ -45,8 +45,9 @@ func mirrorStore(t *testing.T, tc mirrorCase) (*Store, storage.User, time.Time) 
 	return s, u, t0
 }
 
-// toks:<uid>, which listings read, holds exactly the records of tok:<uid>
-// after every script that changes them: creation (first, later, at the
+// toks:<uid>, which listings read, holds exactly the records of tok:<uid>,
+// and trec:<tid>, which authentication reads, each one of them, after
+// every script that changes them: creation (first, later, at the
 // limit with expired tokens dropped, refused at the limit), deletion of a
 // token, and deletion of the user.
 func TestTokenListMirrorsRecords(t *testing.T) {
@@ -57,8 +58,28 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 			require.NoError(t, s.CreateUser(ctx, u, storage.UserLimit{}, nil))
 			base := s.orgBase("acme")
 
+			var made []storage.Token
 			requireMirror := func(step string) {
 				t.Helper()
+				// trec:<tid> holds each record on a single server, and
+				// expires as its pointer does; a Cluster writes none.
+				for _, tok := range made {
+					rec, err := s.c.HGet(ctx, base+"tok:"+u.ID, tok.ID).Result()
+					live := err == nil
+					mirror, err := s.c.Get(ctx, base+"trec:"+tok.ID).Result()
+					if !tc.single || !live {
+						require.ErrorIs(t, err, redis.Nil, "%s: trec:%s", step, tok.Name)
+						continue
+					}
+					require.NoError(t, err, "%s: trec:%s", step, tok.Name)
+					require.Equal(t, rec, mirror, step)
+					ttl, err := s.c.PTTL(ctx, base+"trec:"+tok.ID).Result()
+					require.NoError(t, err)
+					pointerTTL, err := s.c.PTTL(ctx, s.prefix+"tok:"+hexDigest(tok.Digest)).Result()
+					require.NoError(t, err)
+					require.Equal(t, pointerTTL > 0, ttl > 0, "%s: trec:%s expires with its pointer", step, tok.Name)
+					require.InDelta(t, pointerTTL, ttl, float64(time.Second), step)
+				}
 				recs, err := s.c.HVals(ctx, base+"tok:"+u.ID).Result()
 				require.NoError(t, err, step)
 				list, err := s.c.Get(ctx, base+"toks:"+u.ID).Result()
@@ -76,6 +97,7 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 				tok := storage.Token{ID: uuid.NewString(), Org: "acme", UserID: u.ID,
 					Digest: sha256.Sum256(fmt.Appendf(nil, "token %d", i)), Name: fmt.Sprint("t", i),
 					Type: "read_write", CreatedAt: t0.Add(time.Duration(i) * time.Second), ExpiresAt: expires}
+				made = append(made, tok)
 				return tok, s.CreateToken(ctx, tok, storage.TokenLimit{Max: max, LiveAt: at}, nil)
 			}
 
@@ -113,7 +135,7 @@ func TestTokenListMirrorsRecords(t *testing.T) {
 	}
 }
 
-// user:<uid>, which a remembered location reads, holds exactly the user's
+// name:<folded>, which a remembered location reads, holds exactly the user's
 // users and inst fields after every script that changes them: creation,
 // update, a new instance configuration, and deletion.
 func TestUserMirrorsRecords(t *testing.T) {
@@ -127,14 +149,14 @@ func TestUserMirrorsRecords(t *testing.T) {
 				t.Helper()
 				rec, err := s.c.HGet(ctx, base+"users", u.FoldedUsername).Result()
 				if errors.Is(err, redis.Nil) {
-					_, err := s.c.Get(ctx, base+"user:"+u.ID).Result()
+					_, err := s.c.Get(ctx, base+"name:"+u.FoldedUsername).Result()
 					require.ErrorIs(t, err, redis.Nil, "%s: no user, no mirror", step)
 					return
 				}
 				require.NoError(t, err, step)
 				inst, err := s.c.HGet(ctx, base+"inst", u.FoldedUsername).Result()
 				require.NoError(t, err, step)
-				mirror, err := s.c.Get(ctx, base+"user:"+u.ID).Result()
+				mirror, err := s.c.Get(ctx, base+"name:"+u.FoldedUsername).Result()
 				require.NoError(t, err, step)
 				assert.Equal(t, rec+"\n"+inst, mirror, step)
 			}
@@ -147,9 +169,15 @@ func TestUserMirrorsRecords(t *testing.T) {
 			require.NoError(t, s.SetInstances(ctx, "acme", u.ID, storage.InstanceConfig{
 				ReadWrite: storage.InstanceSide{Size: "jumbo", CooldownSeconds: 600}}, nil))
 			requireMirror("instances set")
+			// The same keyed by user id, as an earlier version wrote it,
+			// goes with its user.
+			legacy := base + "user:" + u.ID
+			require.NoError(t, s.c.Set(ctx, legacy, "record\ninst", 0).Err())
 			_, err := s.DeleteUser(ctx, "acme", u.ID, nil)
 			require.NoError(t, err)
 			requireMirror("deleted")
+			_, err = s.c.Get(ctx, legacy).Result()
+			require.ErrorIs(t, err, redis.Nil, "user:<uid> left behind")
 		})
 	}
 }

@@ -460,8 +460,7 @@ type accessRecords struct {
 // accessSingle reads the records of q on a single server: with plain
 // reads where the Store knows where the token's records are and the target
 // is the caller (or none), else with the authentication script, whose
-// answer also says where they are (fresh, nil when the plain reads would
-// not find them).
+// answer also says where they are (fresh).
 func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQuery) (r accessRecords, fresh *location, err error) {
 	d := q.Digest
 	if loc, ok := s.locs.Get(d); ok && (q.Username == "" || q.Username == loc.folded || !q.Tokens) {
@@ -507,11 +506,8 @@ func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQu
 		user: str(v[4]), inst: str(v[5]), token: str(v[6]),
 	}
 	r.setTarget(v[7], v[8], v[9])
-	if n, _ := v[11].(int64); n == 1 {
-		loc := s.newLocation(str(v[10]), r.org, r.uid, r.folded, r.tid)
-		fresh = &loc
-	}
-	return r, fresh, nil
+	loc := s.newLocation(str(v[10]), r.org, r.uid, r.folded, r.tid)
+	return r, &loc, nil
 }
 
 // accessCluster reads the records of q on a Cluster: the pointer, then

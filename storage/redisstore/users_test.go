@@ -91,7 +91,7 @@ func TestListUsersBuildsRecsOfAnEarlierLayout(t *testing.T) {
 }
 
 // Every write of a user's records replaces its member of recs, which
-// holds what user:<uid> holds after the folded username; a deleted user
+// holds what name:<folded> holds after the folded username; a deleted user
 // has none.
 func TestRecsFollowEveryUserWrite(t *testing.T) {
 	for name, client := range clients() {
@@ -101,7 +101,7 @@ func TestRecsFollowEveryUserWrite(t *testing.T) {
 			base := s.orgBase("acme")
 			member := func(u storage.User) string {
 				t.Helper()
-				rec, err := s.c.Get(ctx, base+"user:"+u.ID).Result()
+				rec, err := s.c.Get(ctx, base+"name:"+u.FoldedUsername).Result()
 				require.NoError(t, err)
 				return u.FoldedUsername + "\x00" + rec
 			}
@@ -133,7 +133,7 @@ func TestRecsFollowEveryUserWrite(t *testing.T) {
 
 // The scripts find a user's id in its record without decoding it when
 // encode wrote it, and decode any other form: a record whose fields are
-// in another order still has its user:<uid> rewritten.
+// in another order still has its name:<folded> rewritten.
 func TestUserIDOfRecordsInAnotherForm(t *testing.T) {
 	ctx := t.Context()
 	s, us := usersWorld(t, miniClient(t))
@@ -143,7 +143,7 @@ func TestUserIDOfRecordsInAnotherForm(t *testing.T) {
 	require.NoError(t, s.c.HSet(ctx, base+"users", "robot", other).Err())
 	c := storage.InstanceConfig{ReadWrite: storage.InstanceSide{Size: "Jumbo"}, ReadScaling: storage.InstanceSide{Size: "Standard"}}
 	require.NoError(t, s.SetInstances(ctx, "acme", robot.ID, c, nil))
-	rec, err := s.c.Get(ctx, base+"user:"+robot.ID).Result()
+	rec, err := s.c.Get(ctx, base+"name:"+robot.FoldedUsername).Result()
 	require.NoError(t, err)
 	assert.Equal(t, other+"\n"+encode(toInstDoc(c)), rec)
 }
@@ -162,9 +162,9 @@ func TestSetPrivilegesRewritesTheRecord(t *testing.T) {
 				t.Helper()
 				rec, err := s.c.HGet(ctx, base+"users", u.FoldedUsername).Result()
 				require.NoError(t, err)
-				mirror, err := s.c.Get(ctx, base+"user:"+u.ID).Result()
+				mirror, err := s.c.Get(ctx, base+"name:"+u.FoldedUsername).Result()
 				require.NoError(t, err)
-				require.True(t, strings.HasPrefix(mirror, rec+"\n"), "user:<uid> holds the record")
+				require.True(t, strings.HasPrefix(mirror, rec+"\n"), "name:<folded> holds the record")
 				return rec
 			}
 
