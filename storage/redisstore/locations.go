@@ -36,10 +36,10 @@ const maxLocations = 1 << 16
 type location struct {
 	pointer               string // the pointer's value
 	org, uid, folded, tid string
-	// The keys of the user's record and instance configuration, its token
-	// records and their list, and the org's hashes of users and instance
-	// configurations, built once.
-	user, tok, toks, users, inst, trec, base string
+	// The keys of the user's record and instance configuration by name,
+	// its token list and the token's record, built once, and the org's
+	// key base, before which a target's name goes.
+	user, toks, trec, base string
 }
 
 // newLocation returns the location a pointer's parts name.
@@ -47,8 +47,7 @@ func (s *Store) newLocation(pointer, org, uid, folded, tid string) location {
 	b := s.orgBase(org)
 	return location{
 		pointer: pointer, org: org, uid: uid, folded: folded, tid: tid,
-		user: b + "name:" + folded, tok: b + "tok:" + uid, toks: b + "toks:" + uid,
-		users: b + "users", inst: b + "inst", trec: b + "trec:" + tid, base: b,
+		user: b + "name:" + folded, toks: b + "toks:" + uid, trec: b + "trec:" + tid, base: b,
 	}
 }
 
