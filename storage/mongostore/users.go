@@ -271,10 +271,12 @@ func (s *Store) changeUser(ctx context.Context, find func() (userDoc, error), fi
 			err := s.users.FindOneAndUpdate(ctx, byID, update(d.ID), before).Decode(&was)
 			switch {
 			case err == nil:
-			case guard != nil && errors.Is(err, mongo.ErrNoDocuments) && attempt < maxChangeAttempts:
-				continue
-			default:
+			case guard == nil || !errors.Is(err, mongo.ErrNoDocuments):
 				return userDoc{}, failedUpdate(find, err)
+			case attempt == maxChangeAttempts:
+				return userDoc{}, fmt.Errorf("written concurrently %d times", attempt)
+			default:
+				continue
 			}
 			if was.Ev != d.Ev && was.Ev != "" {
 				if err := s.confirmIfPending(ctx, was.Ev); err != nil {

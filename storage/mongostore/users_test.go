@@ -697,3 +697,32 @@ func TestFailedUpdate(t *testing.T) {
 		})
 	}
 }
+
+// An audited compare-and-set whose guard fails every time (another change
+// writing the user between each read and write) gives up after
+// maxChangeAttempts with an error, whichever way the store updates: never
+// not found, for a user that exists.
+func TestChangeUserGuardGivesUp(t *testing.T) {
+	for _, byPointer := range []bool{false, true} {
+		t.Run(fmt.Sprint("byPointer=", byPointer), func(t *testing.T) {
+			s, org, alice, _ := writeBackWorld(t)
+			s.byPointer = byPointer
+			ctx := t.Context()
+			d, err := s.liveUser(ctx, org.ID, alice.ID)
+			require.NoError(t, err)
+			reads := 0
+			_, err = s.changeUser(ctx,
+				func() (userDoc, error) { reads++; return d, nil }, // what a read finds before each write
+				func(d userDoc) bson.D { return bson.D{{Key: "_id", Value: d.ID}} },
+				func(_, was userDoc) bool { return was.alive(org.ID, alice.ID) },
+				func(string) bson.D { return bson.D{{Key: "$set", Value: bson.D{{Key: "privs", Value: []string{"read"}}}}} },
+				bson.D{privilegesAre([]string{"what another change wrote"})})
+			require.EqualError(t, err, fmt.Sprintf("written concurrently %d times", maxChangeAttempts))
+			assert.False(t, errors.Is(err, mongo.ErrNoDocuments))
+			assert.Equal(t, maxChangeAttempts, reads)
+			got, err := s.GetUser(ctx, org.ID, "alice")
+			require.NoError(t, err)
+			assert.Empty(t, got.Privileges, "unchanged")
+		})
+	}
+}
