@@ -715,7 +715,9 @@ func TestChangeUserGuardGivesUp(t *testing.T) {
 				func() (userDoc, error) { reads++; return d, nil }, // what a read finds before each write
 				func(d userDoc) bson.D { return bson.D{{Key: "_id", Value: d.ID}} },
 				func(_, was userDoc) bool { return was.alive(org.ID, alice.ID) },
-				func(string) bson.D { return bson.D{{Key: "$set", Value: bson.D{{Key: "privs", Value: []string{"read"}}}}} },
+				func(string) bson.D {
+					return bson.D{{Key: "$set", Value: bson.D{{Key: "privs", Value: []string{"read"}}}}}
+				},
 				bson.D{privilegesAre([]string{"what another change wrote"})})
 			require.EqualError(t, err, fmt.Sprintf("written concurrently %d times", maxChangeAttempts))
 			assert.False(t, errors.Is(err, mongo.ErrNoDocuments))
