@@ -190,7 +190,8 @@ return 'OK'
 // deleteUserScript removes the user of an id and everything of it in the
 // org's slot at once and returns {user, inst, global keys (without
 // prefix), folded username}. With single = "1" it removes those global
-// keys too, and returns none.
+// keys too, and returns none, and the tokens' trec:<tid>, which only a
+// single server writes.
 var deleteUserScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: id, single, prefix
 local id = ARGV[1]
@@ -199,13 +200,13 @@ if not f then return false end
 local u = redis.call('HGET', b..'users', f)
 if not u then return false end
 local i = redis.call('HGET', b..'inst', f)
-local gone = {}
+local gone, tids = {}, {}
 local tk = b..'tok:'..id
 for _, v in ipairs(redis.call('HVALS', tk)) do
   local t = cjson.decode(v)
   gone[#gone+1] = 'tok:'..t.d
   gone[#gone+1] = 'tid:'..t.id
-  redis.call('DEL', b..'trec:'..t.id)
+  tids[#tids+1] = t.id
 end
 local ss, zs = b..'sess:'..id, b..'sesz:'..id
 local seen = {}
@@ -228,6 +229,7 @@ redis.call('ZREM', b..'ix:sa', f)
 redis.call('ZREM', b..'ix:hu', f)
 if ARGV[2] == '1' then
   for _, k in ipairs(gone) do redis.call('DEL', ARGV[3]..k) end
+  for _, t in ipairs(tids) do redis.call('DEL', b..'trec:'..t) end
   gone = {}
 end
 audit(b, 4)
