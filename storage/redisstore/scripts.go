@@ -34,12 +34,13 @@ import "github.com/redis/go-redis/v9"
 //	               earlier versions: removed when recs is built from the
 //	               hashes (migrateRecsScript)
 //	tok:<uid>      hash: token id -> token record (with its digest)
-//	trec:<tid>     on a single server, the record of the live token tid
-//	               (expiring with the token), which a remembered token
-//	               location reads in the MGET of name:<folded>: written
-//	               and removed with the token's pointer (the
-//	               authentication script writes it where an earlier
-//	               version did not)
+//	trec:<tid>     the record of the live token tid (expiring with the
+//	               token), which a remembered token location reads in
+//	               the MGET of name:<folded>: written with the token's
+//	               pointer on a single server only (the authentication
+//	               script writes it where an earlier version did not),
+//	               removed with the token's record on both (data may
+//	               move from one to the other)
 //	toks:<uid>     the same records joined by newlines (which JSON never
 //	               holds raw), absent when there are none: what a listing
 //	               reads, since a script passes one string far more cheaply
@@ -190,8 +191,7 @@ return 'OK'
 // deleteUserScript removes the user of an id and everything of it in the
 // org's slot at once and returns {user, inst, global keys (without
 // prefix), folded username}. With single = "1" it removes those global
-// keys too, and returns none, and the tokens' trec:<tid>, which only a
-// single server writes.
+// keys too, and returns none.
 var deleteUserScript = redis.NewScript(orgBase + auditScript + `
 -- ARGV: id, single, prefix
 local id = ARGV[1]
@@ -200,13 +200,13 @@ if not f then return false end
 local u = redis.call('HGET', b..'users', f)
 if not u then return false end
 local i = redis.call('HGET', b..'inst', f)
-local gone, tids = {}, {}
+local gone = {}
 local tk = b..'tok:'..id
 for _, v in ipairs(redis.call('HVALS', tk)) do
   local t = cjson.decode(v)
   gone[#gone+1] = 'tok:'..t.d
   gone[#gone+1] = 'tid:'..t.id
-  tids[#tids+1] = t.id
+  redis.call('DEL', b..'trec:'..t.id)
 end
 local ss, zs = b..'sess:'..id, b..'sesz:'..id
 local seen = {}
@@ -229,7 +229,6 @@ redis.call('ZREM', b..'ix:sa', f)
 redis.call('ZREM', b..'ix:hu', f)
 if ARGV[2] == '1' then
   for _, k in ipairs(gone) do redis.call('DEL', ARGV[3]..k) end
-  for _, t in ipairs(tids) do redis.call('DEL', b..'trec:'..t) end
   gone = {}
 end
 audit(b, 4)
@@ -422,10 +421,11 @@ if (max > 0 and n >= max) or n % 1024 == 1023 then
     local t = cjson.decode(all[j+1])
     if t.e ~= 0 and t.e <= live then
       redis.call('HDEL', tk, all[j])
+      redis.call('DEL', b..'trec:'..t.id)
       n = n - 1
       dropped = true
       if single then
-        redis.call('DEL', P..'tok:'..t.d, P..'tid:'..t.id, b..'trec:'..t.id)
+        redis.call('DEL', P..'tok:'..t.d, P..'tid:'..t.id)
       else
         table.insert(gone, t.id)
       end
@@ -477,9 +477,9 @@ local t = cjson.decode(v)
 local at = tonumber(ARGV[3])
 if t.e ~= 0 and t.e <= at then return {'NOTFOUND'} end
 redis.call('HDEL', tk, ARGV[2])
+redis.call('DEL', b..'trec:'..ARGV[2])
 relist(b, ARGV[1])
 if ARGV[4] == '1' then
-  redis.call('DEL', b..'trec:'..ARGV[2])
   local P = ARGV[5]
   local ttl = tonumber(ARGV[7])
   local upto = at + ttl
