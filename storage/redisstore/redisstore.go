@@ -7,8 +7,9 @@
 // up through pointer keys outside the org's slot; see the comment on the
 // scripts for the layout and for the order in which a Cluster writes them.
 //
-// Round trips: on a single server, authenticating a token is one; every
-// other method is one, except SetPrivileges, two (it reads the user's
+// Round trips: on a single server, authenticating a token is one (two
+// when the request names a user that does not exist, and the first time
+// on records an earlier version wrote); every other method is one, except SetPrivileges, two (it reads the user's
 // record, then writes it if it is still the one read), and that reserving
 // and releasing the pointer keys of a token or a session on a Cluster adds
 // one each. A page of users is one round trip however deep it starts (a
