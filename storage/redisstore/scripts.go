@@ -336,9 +336,9 @@ return c
 // (name:<f>, trec:<tid>) where data written by an earlier version lacks
 // them: the caller's, and the target's unless the request lists the
 // target's tokens (which always runs this script). Each redis.call, and
-// each string passed between Redis
-// and Lua, costs more than the command it runs, so the script makes as
-// few as it can and passes the records as one string. Once the Store
+// each string passed between Redis and Lua, costs more than the command
+// it runs, so the script makes as few as it can and passes the records
+// as one string. Once the Store
 // knows where a token's records are, it reads them without the script
 // (credentialAt) when the request's target is the caller or none.
 var authenticateScript = redis.NewScript(userIDFunc + targetRecords + `
