@@ -338,9 +338,9 @@ return c
 // target's tokens (which always runs this script). Each redis.call, and
 // each string passed between Redis and Lua, costs more than the command
 // it runs, so the script makes as few as it can and passes the records
-// as one string. Once the Store
-// knows where a token's records are, it reads them without the script
-// (credentialAt) when the request's target is the caller or none.
+// as one string. Once the Store knows where a token's records are, it
+// reads them without the script (credentialAt) unless the request lists
+// another user's tokens.
 var authenticateScript = redis.NewScript(userIDFunc + targetRecords + `
 -- ARGV: prefix, target folded ('' for none), tokens ('1' or '0')
 local v = redis.call('GET', KEYS[1])
