@@ -458,9 +458,10 @@ type accessRecords struct {
 }
 
 // accessSingle reads the records of q on a single server: with plain
-// reads where the Store knows where the token's records are and the target
-// is the caller (or none), else with the authentication script, whose
-// answer also says where they are (fresh).
+// reads where the Store knows where the token's records are, unless q
+// lists another user's tokens, else (or when the plain reads miss a
+// record) with the authentication script, whose answer also says where
+// they are (fresh).
 func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQuery) (r accessRecords, fresh *location, err error) {
 	d := q.Digest
 	if loc, ok := s.locs.Get(d); ok && (q.Username == "" || q.Username == loc.folded || !q.Tokens) {
