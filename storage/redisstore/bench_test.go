@@ -24,6 +24,12 @@ func BenchmarkStore(b *testing.B) {
 	servicetest.Benchmarks(b, func(tb testing.TB) storage.Store { return newStore(tb, c, true) })
 }
 
+// BenchmarkStoreCluster runs them on the 3-master Redis Cluster.
+func BenchmarkStoreCluster(b *testing.B) {
+	c := clusterClient(b)
+	servicetest.Benchmarks(b, func(tb testing.TB) storage.Store { return newStore(tb, c, false) })
+}
+
 // BenchmarkListTokensHTTP serves authenticated GET /v1/users/{u}/tokens
 // through the Handler on Redis, beside a bare handler that does one Redis
 // GET per request (hash the bearer, GET a key holding the answer, write

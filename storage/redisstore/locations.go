@@ -70,37 +70,46 @@ type atLocation struct {
 }
 
 // credentialAt reads, in one MGET, the pointer of a token whose records
-// are at loc, its user's record and instance configuration (name:<f>)
-// and, when list is true, the user's token records (toks:<uid>), else its
-// own (trec:<tid>); with target, the folded name of another user (never
-// with list), that user's record and instance configuration
-// (name:<target>). It returns the parts the authentication script
-// returns, ErrNotFound when the pointer is gone, errTombstone with the
-// tombstone (as user) when the token was revoked, and errMoved when the
-// script must read them: the pointer changed, or a record is missing,
-// which is how data written before the records were mirrored by name and
-// by token id reads, and how a target that does not exist reads (the
-// script tells the two apart, and mirrors what was not).
+// are at loc (at key; a Cluster, where the pointer lives in another slot,
+// has read it, and passes ""), its user's record and instance
+// configuration (name:<f>) and, when list is true, the user's token
+// records (toks:<uid>), else its own (trec:<tid>); with target, the folded
+// name of another user (never with list), that user's record and
+// instance configuration (name:<target>). It returns the parts the
+// authentication script returns, ErrNotFound when the pointer is gone,
+// errTombstone with the tombstone (as user) when the token was revoked,
+// and errMoved when a script must read them: the pointer changed, or a
+// record is missing, which is how data written before the records were
+// mirrored by name and by token id reads, and how a target that does not
+// exist reads (the script tells the two apart, and mirrors what was not).
 func (s *Store) credentialAt(ctx context.Context, key string, loc location, list bool, target string) (r atLocation, err error) {
-	keys := [4]string{key, loc.user, loc.trec, ""}
-	n := 3
+	keys := make([]string, 0, 4)
+	if key != "" {
+		keys = append(keys, key)
+	}
+	keys = append(keys, loc.user)
 	if list {
-		keys[2] = loc.toks
+		keys = append(keys, loc.toks)
+	} else {
+		keys = append(keys, loc.trec)
 	}
 	if target != "" {
-		keys[3] = loc.base + "name:" + target
-		n = 4
+		keys = append(keys, loc.base+"name:"+target)
 	}
-	vs, err := s.c.MGet(ctx, keys[:n]...).Result()
+	vs, err := s.c.MGet(ctx, keys...).Result()
 	if err != nil {
 		return atLocation{}, err
 	}
-	pointer, _ := vs[0].(string)
-	both, _ := vs[1].(string)
-	r.recs, _ = vs[2].(string)
+	pointer := loc.pointer
+	if key != "" {
+		pointer, _ = vs[0].(string)
+		vs = vs[1:]
+	}
+	both, _ := vs[0].(string)
+	r.recs, _ = vs[1].(string)
 	var targetBoth string
 	if target != "" {
-		targetBoth, _ = vs[3].(string)
+		targetBoth, _ = vs[2].(string)
 	}
 	switch {
 	case pointer == "":
@@ -111,7 +120,8 @@ func (s *Store) credentialAt(ctx context.Context, key string, loc location, list
 		return atLocation{}, errMoved
 	}
 	// The pointer is there, so the user is: a user's deletion removes its
-	// tokens' pointers in the same script.
+	// tokens' pointers in the same script (on a Cluster, after the
+	// records: then name:<f> is missing).
 	var ok bool
 	if r.user, r.inst, ok = strings.Cut(both, "\n"); !ok {
 		return atLocation{}, errMoved

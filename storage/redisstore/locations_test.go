@@ -216,3 +216,101 @@ func TestLocationsBounded(t *testing.T) {
 	_, known := s.locs.Get(last)
 	assert.True(t, known, "the latest location is remembered")
 }
+
+// On a Cluster too, once a Store has authenticated a token it reads the
+// token's records, after the pointer, with one MGET in the org's slot
+// instead of the script, unless the request lists another user's tokens,
+// with the same answers; records an earlier version wrote without their
+// mirrors go through the script once, which writes them; and a token
+// revoked or a user deleted through another process is refused at once.
+func TestLocationsCluster(t *testing.T) {
+	c := clusterClient(t)
+	ctx := t.Context()
+	names := &sent{}
+	c.AddHook(names)
+	first, other := storePair(t, c, false)
+	s := first.(*Store)
+	svc := orgadmin.New(s, orgadmin.Config{})
+	otherSvc := orgadmin.New(other, orgadmin.Config{})
+
+	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(ctx, adminToken)
+	require.NoError(t, err)
+	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+	robotTok, err := svc.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "r", TTL: orgadmin.Some(time.Hour)})
+	require.NoError(t, err)
+
+	d := sha256.Sum256([]byte(adminToken))
+	s.locs.Forget(d)
+	now := time.Now()
+	read := func(digest [32]byte, target string, tokens bool) (storage.Access, []string) {
+		t.Helper()
+		names.take()
+		a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: digest, Username: target, Tokens: tokens, LiveAt: now})
+		require.NoError(t, err)
+		return a, names.take()
+	}
+
+	first1, sent := read(d, "admin", true)
+	assert.Equal(t, []string{"get", "evalsha"}, sent)
+	for _, q := range []struct {
+		target string
+		tokens bool
+	}{{"admin", true}, {"", false}, {"robot", false}} {
+		a, sent := read(d, q.target, q.tokens)
+		assert.Equal(t, []string{"get", "mget"}, sent, "%+v", q)
+		assert.Equal(t, first1.Credential, a.Credential)
+		if q.tokens {
+			assert.Equal(t, first1.Tokens, a.Tokens)
+		}
+		if q.target == "robot" {
+			assert.Equal(t, "robot", a.Target.Username)
+		}
+	}
+	robots, sent := read(d, "robot", true)
+	assert.Equal(t, []string{"get", "evalsha"}, sent, "another user's tokens: the script")
+	require.Len(t, robots.Tokens, 1)
+
+	// Without the mirrors an earlier version did not write: the script,
+	// once, writes them back as they were, the token's to end with its
+	// pointer.
+	base := s.orgBase("acme")
+	robotDigest := sha256.Sum256([]byte(robotTok.Value))
+	_, sent = read(robotDigest, "", false)
+	assert.Equal(t, []string{"get", "evalsha"}, sent)
+	mirrors := []string{base + "name:robot", base + "trec:" + robotTok.ID}
+	before := make([]string, len(mirrors))
+	for i, k := range mirrors {
+		before[i], err = c.Get(ctx, k).Result()
+		require.NoError(t, err)
+	}
+	require.NoError(t, c.Del(ctx, mirrors[0]).Err())
+	require.NoError(t, c.Del(ctx, mirrors[1]).Err())
+	_, sent = read(robotDigest, "", false)
+	assert.Equal(t, []string{"get", "mget", "evalsha"}, sent)
+	for i, k := range mirrors {
+		v, err := c.Get(ctx, k).Result()
+		require.NoError(t, err)
+		assert.Equal(t, before[i], v, k)
+	}
+	life, err := c.PTTL(ctx, mirrors[1]).Result()
+	require.NoError(t, err)
+	pointerLife, err := c.PTTL(ctx, s.prefix+"tok:"+hexDigest(robotDigest)).Result()
+	require.NoError(t, err)
+	assert.InDelta(t, pointerLife, life, float64(5*time.Second), "the token's record ends with its pointer")
+	_, sent = read(robotDigest, "", false)
+	assert.Equal(t, []string{"get", "mget"}, sent)
+
+	// Revoked, or its user deleted, through another process: refused at
+	// once.
+	require.NoError(t, otherSvc.DeleteToken(ctx, admin, "robot", robotTok.ID))
+	_, err = svc.Authenticate(ctx, robotTok.Value)
+	require.ErrorIs(t, err, orgadmin.ErrUnauthorized)
+	_, err = otherSvc.DeleteUser(ctx, admin, "robot")
+	require.NoError(t, err)
+	a, sent := read(d, "robot", false)
+	assert.Equal(t, []string{"get", "mget", "evalsha"}, sent, "a user that is gone: the script says so")
+	assert.False(t, a.TargetFound)
+}

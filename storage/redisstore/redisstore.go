@@ -98,7 +98,7 @@ type Store struct {
 	// Cluster-mode operation; an error stops the operation there, as a
 	// crash would.
 	step func(name string) error
-	// locs is where the tokens authenticated on a single server are.
+	// locs is where the records of the tokens authenticated are.
 	locs bounded.Map[storage.Digest, location]
 }
 

@@ -308,9 +308,13 @@ end
 // target user, target inst, target records}: the target's user and inst
 // are false when ARGV[3] is empty, names the caller or names no user; its
 // records (the caller's, when ARGV[3] names the caller) are false unless
-// ARGV[4] asks for them.
-var credentialScript = redis.NewScript(orgBase + tokenRecord + targetRecords + `
--- ARGV: uid, tid, target folded ('' for none), tokens ('1' or '0')
+// ARGV[4] asks for them. Like the authentication script, with mirror
+// '1', it writes the records that plain reads find by name and by token
+// id where an earlier version did not; the token's, to end with its
+// pointer (which lives in another slot, so its expiry is counted from the
+// token's).
+var credentialScript = redis.NewScript(orgBase + tokenRecord + targetRecords + mirrorRecords + `
+-- ARGV: uid, tid, target folded ('' for none), tokens ('1' or '0'), the instant (ms) a key of a token that expires then would end, mirror ('1' or '0')
 local c = credential(b, ARGV[1], ARGV[2])
 if not c then return false end
 c[5], c[6], c[7] = false, false, false
@@ -320,8 +324,37 @@ elseif ARGV[3] ~= '' then
   local t = target(b, ARGV[3], ARGV[4])
   c[5], c[6], c[7] = t[1], t[2], t[3]
 end
+if ARGV[6] == '1' then
+  local life = 0
+  if redis.call('EXISTS', b..'trec:'..ARGV[2]) == 0 then
+    local e = cjson.decode(c[1]).e
+    if e ~= 0 then life = math.max(e - tonumber(ARGV[5]), 1) end
+  end
+  mirror(b, c[4], c[2], c[3], ARGV[2], c[1], life)
+  if c[5] and ARGV[4] ~= '1' then mirror(b, ARGV[3], c[5], c[6]) end
+end
 return c
 `)
+
+// mirrorRecords defines mirror(b, f, user, inst[, tid, token, life]),
+// which writes name:<f> from a user's record and instance configuration,
+// and trec:<tid> from a token's record (for life ms; 0 for no end), where
+// data written by an earlier version lacks them, so that plain reads find
+// them from then on.
+const mirrorRecords = `
+local function mirror(b, f, u, i, tid, t, life)
+  if redis.call('EXISTS', b..'name:'..f) == 0 then
+    redis.call('SET', b..'name:'..f, u..'\n'..(i or ''))
+  end
+  if tid and t and redis.call('EXISTS', b..'trec:'..tid) == 0 then
+    if life > 0 then
+      redis.call('SET', b..'trec:'..tid, t, 'PX', life)
+    else
+      redis.call('SET', b..'trec:'..tid, t)
+    end
+  end
+end
+`
 
 // authenticateScript is authentication on a single server: the digest's
 // pointer and the records it points at, in one round trip, with the
@@ -331,18 +364,19 @@ return c
 // inst, token, target user, target inst, target records, pointer}: token
 // is false when the caller lists its own tokens (its record is among
 // them); the target's user and inst are false when the target is the
-// caller or there is none, and its records false unless asked for. It
-// writes the records that plain reads find by name and by token id
-// (name:<f>, trec:<tid>) where data written by an earlier version lacks
-// them: the caller's, and the target's unless the request lists the
-// target's tokens (which always runs this script). Each redis.call, and
+// caller or there is none, and its records false unless asked for. With
+// mirror '1' (the Store does not know where the token's records are, or
+// its plain reads missed one), it writes the records that plain reads find
+// by name and by token id (name:<f>, trec:<tid>) where data written by an
+// earlier version lacks them: the caller's, and the target's unless the
+// request lists the target's tokens (which always runs this script). Each redis.call, and
 // each string passed between Redis and Lua, costs more than the command
 // it runs, so the script makes as few as it can and passes the records
 // as one string. Once the Store knows where a token's records are, it
 // reads them without the script (credentialAt) unless the request lists
 // another user's tokens.
-var authenticateScript = redis.NewScript(userIDFunc + targetRecords + `
--- ARGV: prefix, target folded ('' for none), tokens ('1' or '0')
+var authenticateScript = redis.NewScript(userIDFunc + targetRecords + mirrorRecords + `
+-- ARGV: prefix, target folded ('' for none), tokens ('1' or '0'), mirror ('1' or '0')
 local v = redis.call('GET', KEYS[1])
 if not v then return false end
 if string.byte(v, 1) == 0 then return {v} end
@@ -371,24 +405,11 @@ else
     tu, ti, recs = r[1], r[2], r[3]
   end
 end
--- Mirror what data written by earlier versions lacks, so that plain
--- reads find it from now on.
-if redis.call('EXISTS', b..'name:'..f) == 0 then
-  redis.call('SET', b..'name:'..f, u..'\n'..(i or ''))
-end
-if redis.call('EXISTS', b..'trec:'..tid) == 0 then
-  local rec = t or redis.call('HGET', b..'tok:'..uid, tid)
-  if rec then
-    local ttl = redis.call('PTTL', KEYS[1])
-    if ttl > 0 then
-      redis.call('SET', b..'trec:'..tid, rec, 'PX', ttl)
-    else
-      redis.call('SET', b..'trec:'..tid, rec)
-    end
-  end
-end
-if tu and ARGV[3] ~= '1' and redis.call('EXISTS', b..'name:'..ARGV[2]) == 0 then
-  redis.call('SET', b..'name:'..ARGV[2], tu..'\n'..ti)
+if ARGV[4] == '1' then
+  local life = redis.call('PTTL', KEYS[1]) -- -1: none
+  if life < 0 then life = 0 elseif life == 0 then life = 1 end
+  mirror(b, f, u, i, tid, t or redis.call('HGET', b..'tok:'..uid, tid), life)
+  if tu and ARGV[3] ~= '1' then mirror(b, ARGV[2], tu, ti) end
 end
 return {org, uid, tid, f, u, i or '', t, tu, ti, recs, v}
 `)
@@ -445,17 +466,20 @@ elseif n == 0 then
 else
   redis.call('APPEND', b..'toks:'..ARGV[1], '\n'..ARGV[3])
 end
+local ttl = tonumber(ARGV[10])
+if ttl > 0 then
+  redis.call('SET', b..'trec:'..ARGV[2], ARGV[3], 'PX', ttl)
+else
+  redis.call('SET', b..'trec:'..ARGV[2], ARGV[3])
+end
 if single then
   local pointer = ARGV[9]..'\n'..ARGV[1]..'\n'..f..'\n'..ARGV[2]
-  local ttl = tonumber(ARGV[10])
   if ttl > 0 then
     redis.call('SET', P..'tok:'..ARGV[8], pointer, 'PX', ttl)
     redis.call('SET', P..'tid:'..ARGV[2], ARGV[8], 'PX', ttl)
-    redis.call('SET', b..'trec:'..ARGV[2], ARGV[3], 'PX', ttl)
   else
     redis.call('SET', P..'tok:'..ARGV[8], pointer)
     redis.call('SET', P..'tid:'..ARGV[2], ARGV[8])
-    redis.call('SET', b..'trec:'..ARGV[2], ARGV[3])
   end
 end
 audit(b, 11)

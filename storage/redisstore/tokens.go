@@ -425,7 +425,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	if s.single {
 		r, fresh, err = s.accessSingle(ctx, key, q)
 	} else {
-		r, err = s.accessCluster(ctx, key, q)
+		r, fresh, err = s.accessCluster(ctx, key, q)
 	}
 	if errors.Is(err, redis.Nil) {
 		return storage.Access{}, storage.ErrNotFound
@@ -458,81 +458,120 @@ type accessRecords struct {
 }
 
 // accessSingle reads the records of q on a single server: with plain
-// reads where the Store knows where the token's records are, unless q
-// lists another user's tokens, else (or when the plain reads miss a
-// record) with the authentication script, whose answer also says where
-// they are (fresh).
-func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQuery) (r accessRecords, fresh *location, err error) {
-	d := q.Digest
-	if loc, ok := s.locs.Get(d); ok && (q.Username == "" || q.Username == loc.folded || !q.Tokens) {
-		list := q.Username != "" && q.Username == loc.folded && q.Tokens
-		var target string
-		if q.Username != loc.folded {
-			target = q.Username
+// reads where the Store knows where the token's records are (plainAccess),
+// else with the authentication script, whose answer also says where they
+// are (fresh, nil when the Store knew it already).
+func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQuery) (accessRecords, *location, error) {
+	loc, known := s.locs.Get(q.Digest)
+	if known && !listsOther(q, loc) {
+		if r, done, err := s.plainAccess(ctx, key, loc, q); done {
+			return r, nil, err
 		}
-		at, err := s.credentialAt(ctx, key, loc, list, target)
-		switch {
-		case errors.Is(err, errMoved):
-			s.locs.Forget(d)
-		case errors.Is(err, errTombstone):
-			s.locs.Forget(d)
-			return accessRecords{}, nil, revokedAt(at.user, q.LiveAt)
-		case errors.Is(err, storage.ErrNotFound):
-			s.locs.Forget(d)
-			return accessRecords{}, nil, redis.Nil
-		case err != nil:
-			return accessRecords{}, nil, err
-		default:
-			r := accessRecords{org: loc.org, uid: loc.uid, tid: loc.tid, folded: loc.folded, user: at.user, inst: at.inst}
-			if list {
-				r.recs, r.hasRecs = at.recs, true
-			} else {
-				r.token = at.recs
-			}
-			if at.targetFound {
-				r.targetUser, r.targetInst, r.targetFound = at.targetUser, at.targetInst, true
-			}
-			return r, nil, nil
-		}
+		known = false // forgotten: read, and mirrored, afresh
 	}
-	v, err := authenticateScript.Run(ctx, s.c, []string{key}, s.prefix, q.Username, tokensArg(q)).Slice()
+	v, err := authenticateScript.Run(ctx, s.c, []string{key}, s.prefix, q.Username, tokensArg(q), single(!known)).Slice()
 	if err != nil {
 		return accessRecords{}, nil, err
 	}
 	if len(v) == 1 { // the digest's tombstone
 		return accessRecords{}, nil, revokedAt(str(v[0]), q.LiveAt)
 	}
-	r = accessRecords{
+	r := accessRecords{
 		org: str(v[0]), uid: str(v[1]), tid: str(v[2]), folded: str(v[3]),
 		user: str(v[4]), inst: str(v[5]), token: str(v[6]),
 	}
 	r.setTarget(v[7], v[8], v[9])
-	loc := s.newLocation(str(v[10]), r.org, r.uid, r.folded, r.tid)
-	return r, &loc, nil
+	if pointer := str(v[10]); !known || pointer != loc.pointer {
+		loc := s.newLocation(pointer, r.org, r.uid, r.folded, r.tid)
+		return r, &loc, nil
+	}
+	return r, nil, nil
+}
+
+// listsOther reports whether q lists the tokens of another user than the
+// one whose token is at loc, which only a script reads: it finds that
+// user's id in its record.
+func listsOther(q storage.AccessQuery, loc location) bool {
+	return q.Tokens && q.Username != "" && q.Username != loc.folded
+}
+
+// plainAccess reads the records of q at loc, where the Store remembers
+// the token's records are, with one MGET (credentialAt); with the
+// pointer, at key, unless key is empty (a Cluster, which has read it).
+// done is false when a script must read them instead, and the location
+// is then forgotten.
+func (s *Store) plainAccess(ctx context.Context, key string, loc location, q storage.AccessQuery) (r accessRecords, done bool, err error) {
+	list := q.Username != "" && q.Username == loc.folded && q.Tokens
+	var target string
+	if q.Username != loc.folded {
+		target = q.Username
+	}
+	at, err := s.credentialAt(ctx, key, loc, list, target)
+	switch {
+	case errors.Is(err, errMoved):
+		s.locs.Forget(q.Digest)
+		return accessRecords{}, false, nil
+	case errors.Is(err, errTombstone):
+		s.locs.Forget(q.Digest)
+		return accessRecords{}, true, revokedAt(at.user, q.LiveAt)
+	case errors.Is(err, storage.ErrNotFound):
+		s.locs.Forget(q.Digest)
+		return accessRecords{}, true, redis.Nil
+	case err != nil:
+		return accessRecords{}, true, err
+	}
+	r = accessRecords{org: loc.org, uid: loc.uid, tid: loc.tid, folded: loc.folded, user: at.user, inst: at.inst}
+	if list {
+		r.recs, r.hasRecs = at.recs, true
+	} else {
+		r.token = at.recs
+	}
+	if at.targetFound {
+		r.targetUser, r.targetInst, r.targetFound = at.targetUser, at.targetInst, true
+	}
+	return r, true, nil
 }
 
 // accessCluster reads the records of q on a Cluster: the pointer, then
-// the org's records.
-func (s *Store) accessCluster(ctx context.Context, key string, q storage.AccessQuery) (accessRecords, error) {
+// the org's records, with plain reads in the org's slot where the Store
+// knows where they are and the pointer still says so (plainAccess), else
+// with a script, whose answer says where they are (fresh, nil when the
+// Store knew it already).
+func (s *Store) accessCluster(ctx context.Context, key string, q storage.AccessQuery) (accessRecords, *location, error) {
 	pointer, err := s.c.Get(ctx, key).Result()
 	if err != nil {
-		return accessRecords{}, err
+		return accessRecords{}, nil, err
 	}
 	if isTombstone(pointer) {
-		return accessRecords{}, revokedAt(pointer, q.LiveAt)
+		return accessRecords{}, nil, revokedAt(pointer, q.LiveAt)
+	}
+	loc, known := s.locs.Get(q.Digest)
+	known = known && loc.pointer == pointer
+	if known && !listsOther(q, loc) {
+		if r, done, err := s.plainAccess(ctx, "", loc, q); done {
+			return r, nil, err
+		}
+		known = false // forgotten: read, and mirrored, afresh
 	}
 	parts := strings.SplitN(unmark(pointer), "\n", 3)
 	if len(parts) != 3 {
-		return accessRecords{}, fmt.Errorf("corrupt token pointer")
+		return accessRecords{}, nil, fmt.Errorf("corrupt token pointer")
 	}
 	r := accessRecords{org: parts[0], uid: parts[1], tid: parts[2]}
-	v, err := s.run(ctx, credentialScript, r.org, r.uid, r.tid, q.Username, tokensArg(q)).Slice()
+	// The token's record, mirrored, lives as long as its pointer: until
+	// its expiry, plus the grace, as the caller's clock counts.
+	base := millis(q.LiveAt) - s.grace.Milliseconds()
+	v, err := s.run(ctx, credentialScript, r.org, r.uid, r.tid, q.Username, tokensArg(q), base, single(!known)).Slice()
 	if err != nil {
-		return accessRecords{}, err
+		return accessRecords{}, nil, err
 	}
 	r.token, r.user, r.inst, r.folded = str(v[0]), str(v[1]), str(v[2]), str(v[3])
 	r.setTarget(v[4], v[5], v[6])
-	return r, nil
+	if known {
+		return r, nil, nil
+	}
+	fresh := s.newLocation(pointer, r.org, r.uid, r.folded, r.tid)
+	return r, &fresh, nil
 }
 
 // tokensArg is the scripts' argument that asks for the target's tokens.
