@@ -19,7 +19,10 @@ import (
 // record), with name:<target> when the request names another user. Only
 // a listing of another user's tokens runs the script, which finds that
 // user's id in its record. (A MULTI/EXEC of the same reads from hashes
-// costs the server and Redis about twice what one MGET does.)
+// costs the server and Redis about twice what one MGET does.) A Cluster
+// reads the pointer first, in its own slot, and then, where it remembers
+// where the records are and the pointer still says so, the same records
+// with one MGET in the org's slot, instead of its credential script.
 //
 // What is remembered is only where a token's records are (its org, user
 // id, the user's folded name and the token id, and the pointer's value

@@ -18,8 +18,8 @@ import "github.com/redis/go-redis/v9"
 //	               string, which a remembered token location reads with
 //	               the pointer in one MGET, for the caller and for the
 //	               user a request names; every script that changes those
-//	               fields rewrites it (the authentication script writes it
-//	               where an earlier version did not)
+//	               fields rewrites it (the authentication and credential
+//	               scripts write it where an earlier version did not)
 //	user:<uid>     the same, keyed by user id, as written by earlier
 //	               versions: removed with its user
 //	recs           sorted set (score 0) of "<folded>\0<user>\n<inst>": every
@@ -34,13 +34,11 @@ import "github.com/redis/go-redis/v9"
 //	               earlier versions: removed when recs is built from the
 //	               hashes (migrateRecsScript)
 //	tok:<uid>      hash: token id -> token record (with its digest)
-//	trec:<tid>     the record of the live token tid (expiring with the
-//	               token), which a remembered token location reads in
-//	               the MGET of name:<folded>: written with the token's
-//	               pointer on a single server only (the authentication
-//	               script writes it where an earlier version did not),
-//	               removed with the token's record on both (data may
-//	               move from one to the other)
+//	trec:<tid>     the record of the live token tid (expiring with its
+//	               pointer), which a remembered token location reads in
+//	               the MGET of name:<folded>: written and removed with
+//	               the token's record (the authentication and credential
+//	               scripts write it where an earlier version did not)
 //	toks:<uid>     the same records joined by newlines (which JSON never
 //	               holds raw), absent when there are none: what a listing
 //	               reads, since a script passes one string far more cheaply
