@@ -28,19 +28,9 @@ func TestLocationsRedisServer(t *testing.T) {
 // another process changed.
 func testLocations(t *testing.T, c *redis.Client) {
 	ctx := context.Background()
-	names := &sent{}
-	c.AddHook(names)
-	first, other := storePair(t, c, true)
-	s := first.(*Store)
-	svc := orgadmin.New(s, orgadmin.Config{})
-	otherSvc := orgadmin.New(other, orgadmin.Config{})
-
-	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
-	require.NoError(t, err)
-	admin, err := svc.Authenticate(ctx, adminToken)
-	require.NoError(t, err)
-	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
-	require.NoError(t, err)
+	w := newLocationsWorld(t, c, true)
+	names, s, svc, otherSvc, adminToken, admin := w.names, w.s, w.svc, w.otherSvc, w.adminToken, w.admin
+	var err error
 	for _, name := range []string{"a", "b"} {
 		_, err = svc.CreateToken(ctx, admin, "admin", orgadmin.CreateTokenInput{Name: name})
 		require.NoError(t, err)
@@ -226,19 +216,8 @@ func TestLocationsBounded(t *testing.T) {
 func TestLocationsCluster(t *testing.T) {
 	c := clusterClient(t)
 	ctx := t.Context()
-	names := &sent{}
-	c.AddHook(names)
-	first, other := storePair(t, c, false)
-	s := first.(*Store)
-	svc := orgadmin.New(s, orgadmin.Config{})
-	otherSvc := orgadmin.New(other, orgadmin.Config{})
-
-	adminToken, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
-	require.NoError(t, err)
-	admin, err := svc.Authenticate(ctx, adminToken)
-	require.NoError(t, err)
-	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
-	require.NoError(t, err)
+	w := newLocationsWorld(t, c, false)
+	names, s, svc, otherSvc, adminToken, admin := w.names, w.s, w.svc, w.otherSvc, w.adminToken, w.admin
 	robotTok, err := svc.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "r", TTL: orgadmin.Some(time.Hour)})
 	require.NoError(t, err)
 
@@ -313,4 +292,34 @@ func TestLocationsCluster(t *testing.T) {
 	a, sent := read(d, "robot", false)
 	assert.Equal(t, []string{"get", "mget", "evalsha"}, sent, "a user that is gone: the script says so")
 	assert.False(t, a.TargetFound)
+}
+
+// locationsWorld is two Stores sharing c, the first's Service and the
+// other's, with the org acme, its Admin (and token) and the service
+// account robot, and a hook that records the commands sent.
+type locationsWorld struct {
+	names         *sent
+	s             *Store
+	svc, otherSvc *orgadmin.Service
+	adminToken    string
+	admin         orgadmin.Caller
+}
+
+func newLocationsWorld(t *testing.T, c redis.UniversalClient, single bool) locationsWorld {
+	t.Helper()
+	ctx := t.Context()
+	w := locationsWorld{names: &sent{}}
+	c.AddHook(w.names)
+	first, other := storePair(t, c, single)
+	w.s = first.(*Store)
+	w.svc = orgadmin.New(w.s, orgadmin.Config{})
+	w.otherSvc = orgadmin.New(other, orgadmin.Config{})
+	var err error
+	w.adminToken, err = w.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	w.admin, err = w.svc.Authenticate(ctx, w.adminToken)
+	require.NoError(t, err)
+	_, err = w.svc.CreateServiceAccount(ctx, w.admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+	return w
 }
