@@ -9,11 +9,12 @@
 //
 // Round trips: on a single server, authenticating a token is one (two
 // when the request names a user that does not exist, and the first time
-// on records an earlier version wrote); every other method is one, except SetPrivileges, two (it reads the user's
-// record, then writes it if it is still the one read), and that reserving
-// and releasing the pointer keys of a token or a session on a Cluster adds
-// one each. A page of users is one round trip however deep it starts (a
-// sorted set read BYLEX from a keyset cursor).
+// on records an earlier version wrote), on a Cluster two (three in those
+// cases); every other method is one, except SetPrivileges, two (it reads
+// the user's record, then writes it if it is still the one read), and
+// that reserving and releasing the pointer keys of a token or a session
+// on a Cluster adds one each. A page of users is one round trip however
+// deep it starts (a sorted set read BYLEX from a keyset cursor).
 //
 // On a Cluster the pointer keys of a token or a session are reserved
 // before the org's script stores it, so a process that dies between the
