@@ -282,6 +282,18 @@ func TestLocationsCluster(t *testing.T) {
 	_, sent = read(robotDigest, "", false)
 	assert.Equal(t, []string{"get", "mget"}, sent)
 
+	// The user a request names, written by an earlier version: the
+	// script finds it and writes its record by name, as it was.
+	require.NoError(t, c.Del(ctx, mirrors[0]).Err())
+	robot, sent := read(d, "robot", false)
+	assert.Equal(t, []string{"get", "mget", "evalsha"}, sent)
+	assert.Equal(t, "robot", robot.Target.Username)
+	v, err := c.Get(ctx, mirrors[0]).Result()
+	require.NoError(t, err)
+	assert.Equal(t, before[0], v)
+	_, sent = read(d, "robot", false)
+	assert.Equal(t, []string{"get", "mget"}, sent)
+
 	// Revoked, or its user deleted, through another process: refused at
 	// once.
 	require.NoError(t, otherSvc.DeleteToken(ctx, admin, "robot", robotTok.ID))
