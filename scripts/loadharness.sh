@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the load harness (bench/loadharness) with a Redis server, FerretDB and
-# a PostgreSQL server of its own: starts them on free loopback ports through
-# scripts/services.sh (or uses ORGADMIN_REDIS_ADDR, ORGADMIN_MONGO_URI and
+# Runs the load harness (bench/loadharness) with a Redis server, a 3-master
+# Redis Cluster, FerretDB and a PostgreSQL server of its own: starts them on
+# free loopback ports through scripts/services.sh (or uses
+# ORGADMIN_REDIS_ADDR, ORGADMIN_REDIS_CLUSTER, ORGADMIN_MONGO_URI and
 # ORGADMIN_POSTGRES_URL when set), pins them to
 # the servers' CPU, has the harness count their CPU time per request (the
 # db cpu/req column) and wait after each run until they are idle, and
@@ -23,6 +24,7 @@ done
 trap stop_services EXIT
 build_ferretdb
 start_redis
+start_redis_cluster
 start_ferretdb
 start_postgres
 database_pids=("${service_pids[@]}")

@@ -18,8 +18,9 @@ type build struct {
 }
 
 // builds returns the working tree's build and, with -before, the before
-// build. The two never share a store: their seeds name the same
-// organization, and each run must meet its seed and no more.
+// build. The two never share a database where they can have one each:
+// each run must meet its seed and no more. A Redis Cluster has database 0
+// only, so both hold their organization there (orgName tells them apart).
 func (h *harness) builds() []build {
 	out := []build{{bin: h.serverBin, redisDB: h.opt.redisDB, mongoDB: "loadharness_" + h.runID}}
 	if h.beforeBin != "" {

@@ -31,16 +31,18 @@ const maxAnswers = 16 << 20
 // JSON object of workload name to baseline.Answer on its standard input
 // (a created token's answer holds a token value, which the harness
 // never writes to a file). It looks the bearer's digest up in a map
-// (-digest), with one Redis GET (-redis), one MongoDB find by _id
+// (-digest), with one Redis GET (-redis, or -redis-cluster through a
+// Cluster client), one MongoDB find by _id
 // (-mongo) or one SQL query by primary key (-sql). It runs as a process
 // of its own, pinned like the server, so both pay the same HTTP costs.
 func runFloor(args []string, stdin io.Reader) error {
 	fs := flag.NewFlagSet("floor", flag.ContinueOnError)
 	addr := fs.String("addr", "127.0.0.1:8081", "address to listen on")
-	digest := fs.String("digest", "", "hex SHA-256 of the one token it knows, in a map (without -redis, -mongo and -sql)")
+	digest := fs.String("digest", "", "hex SHA-256 of the one token it knows, in a map (without -redis, -redis-cluster, -mongo and -sql)")
 	redisAddr := fs.String("redis", "", "Redis address: the digest is known when the key prefix+hex(digest) exists (one GET)")
 	redisDB := fs.Int("redis-db", 0, "Redis database")
-	key := fs.String("key", "", "Redis key prefix")
+	cluster := fs.String("redis-cluster", "", "Redis Cluster nodes HOST:PORT,...: the digest is known when the key prefix+hex(digest) exists (one GET through a Cluster client)")
+	key := fs.String("key", "", "Redis key prefix (-redis, -redis-cluster)")
 	mongoURI := fs.String("mongo", "", "MongoDB URI: the digest is known when -mongo-db's -mongo-collection holds a document whose _id is hex(digest) (one FindOne)")
 	mongoDB := fs.String("mongo-db", "", "MongoDB database")
 	mongoColl := fs.String("mongo-collection", "floor", "MongoDB collection")
@@ -70,6 +72,10 @@ func runFloor(args []string, stdin io.Reader) error {
 	switch {
 	case *redisAddr != "":
 		c := redis.NewClient(&redis.Options{Addr: *redisAddr, DB: *redisDB, ContextTimeoutEnabled: true})
+		defer c.Close()
+		lookup = baseline.RedisLookup(c, *key)
+	case *cluster != "":
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: clusterAddrs(*cluster), ContextTimeoutEnabled: true})
 		defer c.Close()
 		lookup = baseline.RedisLookup(c, *key)
 	case *mongoURI != "":

@@ -4,10 +4,10 @@
 //
 // From the repository root:
 //
-//	go run ./bench/loadharness [-duration 5s] [-repeats 3] [-stores memory,redis,mongodb,postgres,sqlite] [-prism] [-before REV]
+//	go run ./bench/loadharness [-duration 5s] [-repeats 3] [-stores memory,redis,mongodb,postgres,sqlite,redis-cluster] [-prism] [-before REV]
 //
-// or scripts/loadharness.sh, which starts Redis, FerretDB and PostgreSQL
-// first. It builds examples/server and starts it once per store, as a
+// or scripts/loadharness.sh, which starts Redis, a 3-master Redis Cluster,
+// FerretDB and PostgreSQL first. It builds examples/server and starts it once per store, as a
 // process of its own, seeded with one organization (an Admin with -tokens
 // tokens and -users service accounts). Five workloads (list tokens, get
 // and set an instance configuration, create tokens, list users by page)
@@ -21,9 +21,10 @@
 // server it started (a page of 100 users; the answer to the PUT sent; one
 // creation answer, written again each time). Each store has its own
 // floor: bare (a map lookup) for memory, bare+redis-get (one GET) for
-// Redis, bare+mongo-find (one find by _id, in a database of its own) for
-// MongoDB, and one lookup by primary key on PostgreSQL or on a SQLite
-// file for the SQL stores. With -prism it also starts the Prism mock
+// Redis, bare+cluster-get (one GET through a Cluster client) for the
+// Redis Cluster, bare+mongo-find (one find by _id, in a database of its
+// own) for MongoDB, and one lookup by primary key on PostgreSQL or on a
+// SQLite file for the SQL stores. With -prism it also starts the Prism mock
 // server of the OpenAPI document.
 //
 // wrk drives every target with the same threads, connections and
@@ -42,10 +43,12 @@
 // of $LOADHARNESS_DATABASE_PIDS and their children, from /proc); and each
 // figure's ratio to the target's floor on the same workload in the same
 // repeat. A goals table holds each store's requests/s ratio, workload by
-// workload, to the goal it must reach, with no failed answer. The Redis
-// store is found at $ORGADMIN_REDIS_ADDR (-redis) and MongoDB at
-// $ORGADMIN_MONGO_URI (-mongo); a store whose address is unset is skipped
-// and the table says so.
+// workload, to the goal it must reach, with no failed answer (the stores
+// without goals, the Redis Cluster and the SQL stores, are listed there
+// with their ratios). The Redis store is found at $ORGADMIN_REDIS_ADDR
+// (-redis), the Redis Cluster at $ORGADMIN_REDIS_CLUSTER (-redis-cluster)
+// and MongoDB at $ORGADMIN_MONGO_URI (-mongo); a store whose address is
+// unset is skipped and the table says so.
 //
 // With -before REV (a commit, a tag, HEAD~3) it also measures
 // examples/server as it is at that revision beside the working tree's, in
@@ -53,6 +56,7 @@
 // directory, builds it there, and runs it on every store as the target
 // <store>@before, with the same seed, pinning and fresh starts, on a store
 // of its own (Redis database -redis-db minus 1, MongoDB databases of its
+// own; on the Cluster, which has one database, an organization of its
 // own). Each store and its @before run one right after the other in every
 // repeat, each first in turn, and a second table, after ÷ before, gives
 // the working tree's req/s and cpu/req over the before build's, taken
@@ -105,7 +109,7 @@ func main() {
 }
 
 // allStores are the stores the harness knows.
-var allStores = []string{"memory", "redis", "mongodb", "postgres", "sqlite"}
+var allStores = []string{"memory", "redis", "mongodb", "postgres", "sqlite", "redis-cluster"}
 
 type settings struct {
 	duration, warmup, timeout time.Duration
@@ -116,6 +120,7 @@ type settings struct {
 	users, mongoUsers, tokens int
 	wrkCPU, serverCPU         string
 	redisAddr, mongoURI       string
+	redisCluster              string // HOST:PORT,HOST:PORT,...
 	postgresURL               string
 	redisDB                   int
 	svg, markdown             string
@@ -145,6 +150,7 @@ func parseFlags(args []string, stderr io.Writer) (settings, error) {
 	fs.StringVar(&o.wrkCPU, "wrk-cpu", "0", "CPU list wrk is pinned to (taskset -c); empty with -server-cpu empty: no pinning")
 	fs.StringVar(&o.serverCPU, "server-cpu", "1", "CPU list every server is pinned to")
 	fs.StringVar(&o.redisAddr, "redis", os.Getenv("ORGADMIN_REDIS_ADDR"), "Redis server HOST:PORT (default $ORGADMIN_REDIS_ADDR); empty skips the Redis targets")
+	fs.StringVar(&o.redisCluster, "redis-cluster", os.Getenv("ORGADMIN_REDIS_CLUSTER"), "Redis Cluster nodes HOST:PORT,HOST:PORT,... (default $ORGADMIN_REDIS_CLUSTER); empty skips the redis-cluster targets. The Cluster must hold no keys: the harness empties it at the end")
 	fs.IntVar(&o.redisDB, "redis-db", 15, "Redis database to use; it must be empty, and is emptied again at the end. -before's store uses the one below it (1 when this is 0) under the same rules")
 	fs.StringVar(&o.mongoURI, "mongo", os.Getenv("ORGADMIN_MONGO_URI"), "MongoDB URI mongodb://HOST:PORT/ (default $ORGADMIN_MONGO_URI); empty skips MongoDB. Each start uses a new database, dropped at the end")
 	fs.StringVar(&o.postgresURL, "postgres", os.Getenv("ORGADMIN_POSTGRES_URL"), "PostgreSQL URL postgres://USER@HOST:PORT/DB (default $ORGADMIN_POSTGRES_URL); empty skips PostgreSQL. Each start uses a schema of its own, dropped at the end")
@@ -225,8 +231,9 @@ type harness struct {
 	floorScripts map[string]script
 	redisKey     string
 
-	redis       *redis.Client // -redis-db: the Redis store's and the Redis floor's
-	redisBefore *redis.Client // the Redis store's of the -before build
+	redis       *redis.Client        // -redis-db: the Redis store's and the Redis floor's
+	redisBefore *redis.Client        // the Redis store's of the -before build
+	cluster     *redis.ClusterClient // -redis-cluster: both builds' stores' and the Cluster floor's
 	mongo       *mongo.Client
 	mongoDBs    []string
 	pg          *sql.DB  // -postgres: makes and drops the schemas
@@ -378,6 +385,16 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 						return fmt.Errorf("%s: %w", name, err)
 					}
 				}
+			case "redis-cluster":
+				t = h.storeTarget(name, b.bin, func(int) string { return clusterStoreURI(clusterAddrs(h.opt.redisCluster)) })
+				if h.opt.redisCluster == "" {
+					t.Skip = "no Redis Cluster: set ORGADMIN_REDIS_CLUSTER or -redis-cluster (scripts/loadharness.sh starts one)"
+				} else if h.cluster == nil {
+					var err error
+					if h.cluster, err = h.openCluster(ctx); err != nil {
+						return err
+					}
+				}
 			case "mongodb":
 				t = h.storeTarget(name, b.bin, h.mongoStoreURI(b.mongoDB))
 				t.users = h.opt.mongoUsers
@@ -403,7 +420,7 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 			case "sqlite":
 				t = h.storeTarget(name, b.bin, h.sqliteStoreURI(name))
 			}
-			t.db = s == "redis" || s == "mongodb" || s == "postgres"
+			t.db = s == "redis" || s == "redis-cluster" || s == "mongodb" || s == "postgres"
 			if name == h.opt.profileStore && h.opt.cpuProfile != "" {
 				addr, err := freeAddr()
 				if err != nil {
@@ -443,6 +460,17 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 			floors = append(floors, rt)
 		} else {
 			floors = append(floors, &target{Name: redisName, Kind: kindFloor, Skip: "no Redis: set ORGADMIN_REDIS_ADDR or -redis"})
+		}
+	}
+	if slices.Contains(h.opt.stores, "redis-cluster") {
+		if h.cluster != nil {
+			ct, err := h.clusterFloor(ctx)
+			if err != nil {
+				return err
+			}
+			floors = append(floors, ct)
+		} else {
+			floors = append(floors, &target{Name: clusterName, Kind: kindFloor, Skip: "no Redis Cluster: set ORGADMIN_REDIS_CLUSTER or -redis-cluster"})
 		}
 	}
 	if slices.Contains(h.opt.stores, "mongodb") {
@@ -814,8 +842,9 @@ func withDatabase(uri, db string) string {
 	return out
 }
 
-// cleanup stops every process, empties the Redis databases, drops the
-// MongoDB databases and removes the work files (the -before tree too).
+// cleanup stops every process, empties the Redis databases and the Redis
+// Cluster, drops the MongoDB databases and removes the work files (the
+// -before tree too).
 func (h *harness) cleanup(stderr io.Writer) {
 	for _, t := range h.targets {
 		t.proc.stop()
@@ -830,6 +859,12 @@ func (h *harness) cleanup(stderr io.Writer) {
 			fmt.Fprintf(stderr, "loadharness: emptying Redis database %d: %v\n", c.Options().DB, err)
 		}
 		_ = c.Close()
+	}
+	if h.cluster != nil {
+		if err := emptyCluster(ctx, h.cluster); err != nil {
+			fmt.Fprintf(stderr, "loadharness: emptying the Redis Cluster: %v\n", err)
+		}
+		_ = h.cluster.Close()
 	}
 	if h.mongo != nil {
 		for _, db := range h.mongoDBs {
@@ -874,14 +909,25 @@ func (h *harness) machine(ctx context.Context) []string {
 	if b, _ := exec.CommandContext(ctx, "wrk", "-v").CombinedOutput(); len(b) > 0 {
 		out = append(out, strings.SplitN(string(b), " Copyright", 2)[0])
 	}
-	if h.redis != nil {
-		if info, err := h.redis.Info(ctx, "server").Result(); err == nil {
+	var rc redis.UniversalClient
+	switch {
+	case h.redis != nil:
+		rc = h.redis
+	case h.cluster != nil:
+		rc = h.cluster
+	}
+	if rc != nil {
+		if info, err := rc.Info(ctx, "server").Result(); err == nil {
 			for _, l := range strings.Split(info, "\n") {
 				if v, ok := strings.CutPrefix(strings.TrimSpace(l), "redis_version:"); ok {
 					out = append(out, "Redis "+v)
+					break
 				}
 			}
 		}
+	}
+	if h.cluster != nil {
+		out = append(out, fmt.Sprintf("Redis Cluster of %d masters (%s)", len(clusterAddrs(h.opt.redisCluster)), h.opt.redisCluster))
 	}
 	if h.mongo != nil {
 		var bi bson.M
@@ -955,7 +1001,7 @@ func nodeVersion(ctx context.Context) string {
 // what the ratios and db cpu/req mean.
 const floorsNote = "Each store is held to its floor: a bare net/http server that routes the workload's method and path, " +
 	"reads the body, SHA-256s the bearer, looks the digest up once and writes the answer the server gave to that request " +
-	"(status, Content-Type and bytes, captured after seeding): `" + bareName + "` in a map (memory), `" + redisName + "` with one GET (Redis), `" +
+	"(status, Content-Type and bytes, captured after seeding): `" + bareName + "` in a map (memory), `" + redisName + "` with one GET (Redis), `" + clusterName + "` with one GET through a Cluster client (Redis Cluster), `" +
 	mongoName + "` with one find by `_id` on the same FerretDB (MongoDB), `" + pgName + "` and `" + sqliteName + "` with one query by primary key " +
 	"(PostgreSQL, SQLite). Ratios are each figure over its floor's on the same workload, within each repeat, then the median over the repeats; " +
 	"the other floors and Prism are shown over `" + bareName + "`. `db cpu/req` is the CPU time of the database processes " +

@@ -13,9 +13,11 @@ import (
 // Floor target names: the least a server can do for each workload on
 // each store (baseline.Floor), one lookup of the bearer's digest.
 const (
-	bareName  = "bare"            // in a map: the memory store's floor
-	redisName = "bare+redis-get"  // one Redis GET
-	mongoName = "bare+mongo-find" // one MongoDB find by _id
+	bareName  = "bare"           // in a map: the memory store's floor
+	redisName = "bare+redis-get" // one Redis GET
+	// One GET through a Redis Cluster client.
+	clusterName = "bare+cluster-get"
+	mongoName   = "bare+mongo-find" // one MongoDB find by _id
 	// The floors of the SQL stores: one lookup by primary key.
 	pgName     = "bare+pg-lookup"
 	sqliteName = "bare+sqlite-lookup"
@@ -23,11 +25,12 @@ const (
 
 // floors name the floor of each store.
 var floors = map[string]string{
-	"memory":   bareName,
-	"redis":    redisName,
-	"mongodb":  mongoName,
-	"postgres": pgName,
-	"sqlite":   sqliteName,
+	"memory":        bareName,
+	"redis":         redisName,
+	"redis-cluster": clusterName,
+	"mongodb":       mongoName,
+	"postgres":      pgName,
+	"sqlite":        sqliteName,
 }
 
 // results holds every measured sample, one per repeat, in repeat order.
@@ -205,7 +208,7 @@ var goalRatios = map[string]map[string]float64{
 // listed when they ran.
 var (
 	goalStores     = []string{"memory", "redis", "mongodb"}
-	reportedStores = []string{"postgres", "sqlite"}
+	reportedStores = []string{"redis-cluster", "postgres", "sqlite"}
 )
 
 // prismGoal is how many times the memory store's list-tokens throughput
@@ -552,19 +555,22 @@ func replaceSection(doc, body string) (string, error) {
 
 // colors of the chart's bars by target.
 var colors = map[string]string{
-	bareName:                  "#8c8c8c",
-	redisName:                 "#c4c4c4",
-	mongoName:                 "#a0a0a0",
-	pgName:                    "#b0b0b0",
-	sqliteName:                "#d8d8d8",
-	"postgres":                "#76b7b2",
-	"sqlite":                  "#b07aa1",
-	"postgres" + beforeSuffix: "#b9dcd9",
-	"sqlite" + beforeSuffix:   "#d8bdd1",
-	"memory":                  "#4e79a7",
-	"redis":                   "#e15759",
-	"mongodb":                 "#59a14f",
-	"prism":                   "#f28e2b",
+	bareName:                       "#8c8c8c",
+	redisName:                      "#c4c4c4",
+	clusterName:                    "#bcbcbc",
+	mongoName:                      "#a0a0a0",
+	pgName:                         "#b0b0b0",
+	sqliteName:                     "#d8d8d8",
+	"postgres":                     "#76b7b2",
+	"sqlite":                       "#b07aa1",
+	"postgres" + beforeSuffix:      "#b9dcd9",
+	"sqlite" + beforeSuffix:        "#d8bdd1",
+	"memory":                       "#4e79a7",
+	"redis":                        "#e15759",
+	"redis-cluster":                "#9c755f",
+	"redis-cluster" + beforeSuffix: "#cdb7aa",
+	"mongodb":                      "#59a14f",
+	"prism":                        "#f28e2b",
 	// The -before build: paler.
 	"memory" + beforeSuffix:  "#a7bcd3",
 	"redis" + beforeSuffix:   "#f0abac",

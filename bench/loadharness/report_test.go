@@ -138,8 +138,9 @@ func TestRowsTakeMediansAndPairedRatios(t *testing.T) {
 // to its own store's floor, when it ran; the other floors and Prism to
 // the bare one.
 func TestBaselineOf(t *testing.T) {
-	all := map[string]bool{bareName: true, redisName: true, mongoName: true, pgName: true, sqliteName: true}
-	want := map[string]string{"memory": bareName, "redis": redisName, "mongodb": mongoName, "postgres": pgName, "sqlite": sqliteName}
+	all := map[string]bool{bareName: true, redisName: true, clusterName: true, mongoName: true, pgName: true, sqliteName: true}
+	want := map[string]string{"memory": bareName, "redis": redisName, "redis-cluster": clusterName, "mongodb": mongoName, "postgres": pgName, "sqlite": sqliteName}
+	assert.Len(t, want, len(allStores), "every store has its floor")
 	for store, floor := range want {
 		for _, w := range allWorkloads {
 			for _, name := range []string{store, store + beforeSuffix} {
@@ -152,7 +153,7 @@ func TestBaselineOf(t *testing.T) {
 			}
 		}
 	}
-	for _, f := range []string{redisName, mongoName, pgName, sqliteName} {
+	for _, f := range []string{redisName, clusterName, mongoName, pgName, sqliteName} {
 		assert.Equal(t, bareName, baselineOf(&target{Name: f, Kind: kindFloor}, getConfig, all), f)
 	}
 	assert.Equal(t, bareName, baselineOf(&target{Name: "prism", Kind: kindPrism}, listTokens, all))
@@ -217,27 +218,36 @@ func TestGoalsTargets(t *testing.T) {
 	}
 }
 
-// TestGoalsOfSQLStores: the SQL stores, which have no goal, are listed
-// over their floors when they ran, and only then.
+// TestGoalsOfSQLStores: the SQL stores and the Redis Cluster, which have
+// no goal, are listed over their floors when they ran, and only then.
 func TestGoalsOfSQLStores(t *testing.T) {
 	targets := []*target{
 		{Name: bareName, Kind: kindFloor, scripts: map[string]script{getConfig: {}}},
+		{Name: clusterName, Kind: kindFloor, scripts: map[string]script{getConfig: {}}, db: true},
 		{Name: pgName, Kind: kindFloor, scripts: map[string]script{getConfig: {}}, db: true},
 		{Name: "memory", Kind: kindStore, scripts: map[string]script{getConfig: {}}},
+		{Name: "redis-cluster", Kind: kindStore, scripts: map[string]script{getConfig: {}}, db: true},
 		{Name: "postgres", Kind: kindStore, scripts: map[string]script{getConfig: {}}, db: true},
 	}
 	var r results
 	r.add(bareName, getConfig, ms(10000, 1, 10))
+	r.add(clusterName, getConfig, ms(3000, 1, 10))
 	r.add(pgName, getConfig, ms(4000, 1, 10))
 	r.add("memory", getConfig, ms(9000, 1, 10))
+	r.add("redis-cluster", getConfig, ms(2000, 1, 10))
 	bad := ms(1000, 1, 10)
 	bad.SocketErrors = 2
 	r.add("postgres", getConfig, bad)
 	goals := r.goals(r.rows(targets, []string{getConfig}))
-	require.Len(t, goals, 4, "memory, redis and mongodb, then postgres; no sqlite, no prism")
+	require.Len(t, goals, 5, "memory, redis and mongodb, then the Cluster and postgres; no sqlite, no prism")
 	assert.Equal(t, "met", goals[0].verdict())
 	assert.Equal(t, "not measured", goals[1].verdict())
-	pg := goals[3]
+	cl := goals[3]
+	assert.Equal(t, "redis-cluster", cl.Store)
+	assert.Equal(t, clusterName, cl.Floor)
+	assert.InDelta(t, 2.0/3, cl.Measured, 1e-9)
+	assert.Equal(t, "reported", cl.verdict())
+	pg := goals[4]
 	assert.Equal(t, "postgres", pg.Store)
 	assert.Equal(t, pgName, pg.Floor)
 	assert.InDelta(t, 0.25, pg.Measured, 1e-9)

@@ -230,6 +230,17 @@ func userPages(ctx context.Context, base string, w world) ([]string, error) {
 	}
 }
 
+// orgName names the organization of the seed of a store target's
+// generation gen: of this run, of this build (the Cluster, with one
+// database, holds both builds' stores) and of this generation.
+func orgName(runID, target string, gen int) string {
+	build := ""
+	if strings.HasSuffix(target, beforeSuffix) {
+		build = "b"
+	}
+	return fmt.Sprintf("load%s%sg%d", runID, build, gen)
+}
+
 // storeTarget returns the target of the server bin on store (memory, a
 // Redis URI or a MongoDB URI for database names made by storeURI).
 func (h *harness) storeTarget(name, bin string, storeURI func(gen int) string) *target {
@@ -237,7 +248,7 @@ func (h *harness) storeTarget(name, bin string, storeURI func(gen int) string) *
 	t.start = func(ctx context.Context, gen int) error {
 		t.proc.stop()
 		t.gen = gen
-		w, err := newWorld(fmt.Sprintf("load%sg%d", h.runID, gen), t.users, h.opt.tokens)
+		w, err := newWorld(orgName(h.runID, name, gen), t.users, h.opt.tokens)
 		if err != nil {
 			return err
 		}

@@ -175,6 +175,18 @@ func TestBuildsUseStoresApart(t *testing.T) {
 	assert.Equal(t, 1, beforeRedisDB(0))
 }
 
+// TestBuildsOnOneCluster: both builds' stores share the Cluster's one
+// database, each seeding an organization of its own, generation by
+// generation.
+func TestBuildsOnOneCluster(t *testing.T) {
+	assert.Equal(t, "loadabc123g1", orgName("abc123", "redis-cluster", 1))
+	assert.Equal(t, "loadabc123bg1", orgName("abc123", "redis-cluster"+beforeSuffix, 1))
+	assert.Equal(t, "loadabc123g2", orgName("abc123", "memory", 2))
+	assert.Equal(t, "redis://127.0.0.1:7001?addr=127.0.0.1%3A7002&addr=127.0.0.1%3A7003",
+		clusterStoreURI(clusterAddrs("127.0.0.1:7001, 127.0.0.1:7002,127.0.0.1:7003")))
+	assert.Equal(t, "redis://127.0.0.1:7001?addr=127.0.0.1%3A7001", clusterStoreURI([]string{"127.0.0.1:7001"}), "still a Cluster's URL")
+}
+
 func TestStoreOf(t *testing.T) {
 	assert.Equal(t, "memory", storeOf("memory"))
 	assert.Equal(t, "memory", storeOf("memory"+beforeSuffix))
