@@ -448,40 +448,39 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 		return err
 	}
 	floors := []*target{bare}
-	if slices.Contains(h.opt.stores, "redis") {
-		if h.redis != nil {
-			if err := h.redis.Set(ctx, h.redisKey+digestHex(h.floorToken), "admin", 0).Err(); err != nil {
-				return fmt.Errorf("redis: %w", err)
-			}
-			rt, err := h.floorTarget(ctx, redisName, true, "-redis", h.opt.redisAddr, "-redis-db", fmt.Sprint(h.opt.redisDB), "-key", h.redisKey)
-			if err != nil {
-				return err
-			}
-			floors = append(floors, rt)
-		} else {
-			floors = append(floors, &target{Name: redisName, Kind: kindFloor, Skip: "no Redis: set ORGADMIN_REDIS_ADDR or -redis"})
-		}
+	// The floors of the stores on a database server: each started when
+	// its store is in the run, or listed as skipped when its database is
+	// not there (start nil).
+	type dbFloor struct {
+		store, name string
+		start       func(context.Context) (*target, error)
+		missing     string
 	}
-	if slices.Contains(h.opt.stores, "redis-cluster") {
-		if h.cluster != nil {
-			ct, err := h.clusterFloor(ctx)
-			if err != nil {
-				return err
-			}
-			floors = append(floors, ct)
-		} else {
-			floors = append(floors, &target{Name: clusterName, Kind: kindFloor, Skip: "no Redis Cluster: set ORGADMIN_REDIS_CLUSTER or -redis-cluster"})
-		}
+	dbFloors := []dbFloor{
+		{"redis", redisName, nil, "no Redis: set ORGADMIN_REDIS_ADDR or -redis"},
+		{"redis-cluster", clusterName, nil, "no Redis Cluster: set ORGADMIN_REDIS_CLUSTER or -redis-cluster"},
+		{"mongodb", mongoName, nil, "no MongoDB: set ORGADMIN_MONGO_URI or -mongo"},
 	}
-	if slices.Contains(h.opt.stores, "mongodb") {
-		if h.mongo != nil {
-			mt, err := h.mongoFloor(ctx)
+	if h.redis != nil {
+		dbFloors[0].start = h.redisFloor
+	}
+	if h.cluster != nil {
+		dbFloors[1].start = h.clusterFloor
+	}
+	if h.mongo != nil {
+		dbFloors[2].start = h.mongoFloor
+	}
+	for _, f := range dbFloors {
+		switch {
+		case !slices.Contains(h.opt.stores, f.store):
+		case f.start == nil:
+			floors = append(floors, &target{Name: f.name, Kind: kindFloor, Skip: f.missing})
+		default:
+			t, err := f.start(ctx)
 			if err != nil {
 				return err
 			}
-			floors = append(floors, mt)
-		} else {
-			floors = append(floors, &target{Name: mongoName, Kind: kindFloor, Skip: "no MongoDB: set ORGADMIN_MONGO_URI or -mongo"})
+			floors = append(floors, t)
 		}
 	}
 	if h.pg != nil {
@@ -512,6 +511,15 @@ func (h *harness) startTargets(ctx context.Context, logf func(string, ...any)) e
 	}
 	h.targets = append(floors, h.targets...)
 	return nil
+}
+
+// redisFloor starts the floor of the Redis store: one GET, in the
+// store's database, of a key the floor's token's digest names.
+func (h *harness) redisFloor(ctx context.Context) (*target, error) {
+	if err := h.redis.Set(ctx, h.redisKey+digestHex(h.floorToken), "admin", 0).Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", redisName, err)
+	}
+	return h.floorTarget(ctx, redisName, true, "-redis", h.opt.redisAddr, "-redis-db", fmt.Sprint(h.opt.redisDB), "-key", h.redisKey)
 }
 
 // mongoFloor starts the floor of the MongoDB store: one find by _id in the
