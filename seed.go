@@ -2,6 +2,7 @@ package orgadmin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -405,7 +406,8 @@ func (sd Seed) Validate() error {
 // Duckling activity is recorded for users no loading completed before. On a
 // validation error nothing is written, nor when the seed would take an
 // organization past the limit of users or a user past the limit of live
-// tokens.
+// tokens, nor when an entry would add tokens to an existing user of
+// another role or kind (user or service account) than it declares.
 func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	if err := sd.Validate(); err != nil {
 		return err
@@ -504,8 +506,10 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []seedMarks
 
 // checkSeedTokens refuses, before anything is written, a seed token value
 // that the store already holds for a user other than the one the seed
-// gives it to, and a user whose new seeded tokens would take it past the
-// limit of live tokens (which would otherwise stop the loading half-way).
+// gives it to, new tokens for a user that exists with another role or
+// kind (user or service account) than its entry declares, and a user
+// whose new seeded tokens would take it past the limit of live tokens
+// (which would otherwise stop the loading half-way).
 // marks are the seed marks of each organization of sd.
 func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMarks) error {
 	for i, o := range sd.Organizations {
@@ -538,6 +542,14 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 			if added == 0 {
 				continue
 			}
+			// The tokens would be the existing user's, with its role and
+			// privileges: refused when it is not the kind of user the
+			// entry declares (a role and being a service account never
+			// change), lest a token declared for a Member be an Admin's.
+			if want := u.newUser(); found && (Role(rec.Role) != cmp.Or(want.Role, RoleMember) || rec.IsServiceAccount != want.IsServiceAccount) {
+				return fmt.Errorf("seed: organizations[%d].users[%d] (%q): the organization's user %q is %s, the entry declares %s: its new tokens would be that user's",
+					i, j, u.Username, rec.Username, userKind(Role(rec.Role), rec.IsServiceAccount), userKind(cmp.Or(want.Role, RoleMember), want.IsServiceAccount))
+			}
 			live := 0
 			if found {
 				ts, err := s.store.ListTokens(ctx, o.ID, rec.ID, s.clock())
@@ -553,6 +565,19 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 		}
 	}
 	return nil
+}
+
+// userKind says in words what kind of user a role and the service
+// account flag make, for a message.
+func userKind(r Role, serviceAccount bool) string {
+	article, kind := "a", "user"
+	if r == RoleAdmin {
+		article = "an"
+	}
+	if serviceAccount {
+		kind = "service account"
+	}
+	return fmt.Sprintf("%s %s %s", article, r, kind)
 }
 
 // seedUser loads u into org unless it was loaded before and deleted

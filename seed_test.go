@@ -350,6 +350,53 @@ func TestSeed_TokenValueOfAnotherUserWritesNothing(t *testing.T) {
 	assert.ErrorIs(t, err, storage.ErrNotFound)
 }
 
+// TestSeed_TokensForAnotherKindOfUserWriteNothing: an entry whose
+// username names an existing user of another role or kind gives it no
+// token: a token declared for a Member service account must not be an
+// Admin's. Without new tokens, the entry leaves that user as it is.
+func TestSeed_TokensForAnotherKindOfUserWriteNothing(t *testing.T) {
+	svc, store, _ := seedEnv(t)
+	ctx := context.Background()
+	loadSeed(t, svc, sampleSeed)
+	alice, err := svc.Authenticate(ctx, aliceToken)
+	require.NoError(t, err)
+	_, err = svc.CreateServiceAccount(ctx, alice, orgadmin.CreateServiceAccountInput{Username: "reporter"})
+	require.NoError(t, err)
+	for _, tc := range []struct{ name, entry, want string }{
+		{"a Member service account for an Admin user", `{"username": "ALICE", "is_service_account": true,
+		  "tokens": [{"name": "low", "value": "low-privilege-token-0001"}]}`,
+			`seed: organizations[0].users[0] ("ALICE"): the organization's user "alice" is an Admin user, the entry declares a Member service account: its new tokens would be that user's`},
+		{"a Member user (the default role) for an Admin user", `{"username": "alice",
+		  "tokens": [{"name": "low", "value": "low-privilege-token-0001"}]}`,
+			`seed: organizations[0].users[0] ("alice"): the organization's user "alice" is an Admin user, the entry declares a Member user: its new tokens would be that user's`},
+		{"an Admin user for a Member service account", `{"username": "Reporter", "role": "Admin",
+		  "tokens": [{"name": "admin", "value": "would-be-admin-token-01"}]}`,
+			`seed: organizations[0].users[0] ("Reporter"): the organization's user "reporter" is a Member service account, the entry declares an Admin user: its new tokens would be that user's`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := observeSeed(t, svc, store)
+			sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [` + tc.entry + `]}]}`))
+			require.NoError(t, err)
+			err = svc.ApplySeed(ctx, sd)
+			require.Error(t, err)
+			assert.Equal(t, tc.want, err.Error())
+			assert.Equal(t, before, observeSeed(t, svc, store), "nothing written")
+			for _, v := range []string{"low-privilege-token-0001", "would-be-admin-token-01"} {
+				_, err := svc.Authenticate(ctx, v)
+				assert.Equal(t, orgadmin.CodeUnauthorized, orgadmin.ErrorCode(err), v)
+			}
+		})
+	}
+	// The same kind of user gets the entry's new token; another kind with
+	// nothing to add is left as it is.
+	loadSeed(t, svc, `{"organizations": [{"id": "acme", "users": [
+	  {"username": "Reporter", "is_service_account": true, "tokens": [{"name": "ci", "value": "reporter-token-value-01"}]},
+	  {"username": "alice", "is_service_account": true}]}]}`)
+	a, err := svc.Authenticate(ctx, "reporter-token-value-01")
+	require.NoError(t, err)
+	assert.Equal(t, "reporter", a.Username())
+}
+
 func TestDecodeSeed_RejectsMalformedJSON(t *testing.T) {
 	for _, js := range []string{``, `{`, `[]`, `{"organizations": [{"id": "acme"}]} {}`, `{"organizations": [{"id": 5}]}`} {
 		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
