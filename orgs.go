@@ -74,13 +74,16 @@ const BootstrapTokenName = "bootstrap"
 //
 // It fails with BAD_REQUEST, and writes nothing, for a malformed
 // organization id, username or in.Token (not 16 to 512 printable ASCII
-// characters). It fails with BAD_REQUEST, and revokes nothing, when
-// in.Token is another user's token, when the user exists and is not an
+// characters), and when in.Token is another user's token. It fails with
+// BAD_REQUEST, and revokes nothing, when the user exists and is not an
 // Admin, or when it is missing and the organization holds the maximum
 // number of users (Config.MaxUsersPerOrg).
 func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, error) {
 	if err := checkBootstrapInput(in); err != nil {
 		return "", err // before CreateOrg: a malformed input writes nothing
+	}
+	if err := s.checkBootstrapToken(ctx, in); err != nil {
+		return "", err // before CreateOrg too: a refused start changes nothing
 	}
 	if err := s.CreateOrg(ctx, in.Org); err != nil {
 		return "", err
@@ -106,8 +109,6 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 		if value, err = s.newSecret(tokenPrefix); err != nil {
 			return "", internal(ctx, "mint token", err)
 		}
-	} else if err := s.checkBootstrapToken(ctx, &u, value); err != nil {
-		return "", err // before the revocation: a refused start changes nothing
 	}
 	held, kept, err := s.revokeBootstrapTokens(ctx, &u, sha256.Sum256([]byte(value)))
 	switch {
@@ -142,16 +143,21 @@ func checkBootstrapInput(in BootstrapInput) error {
 	return is.err()
 }
 
-// checkBootstrapToken refuses value, well-formed (checkBootstrapInput), as
-// the bootstrap token of u when it is another user's token.
-func (s *Service) checkBootstrapToken(ctx context.Context, u *storage.User, value string) error {
-	a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(value)})
+// checkBootstrapToken refuses in.Token, well-formed (checkBootstrapInput),
+// when it is the token of another user than in's: of another
+// organization, or of another username. A user holding a token exists,
+// so a token of in's username is the token of the user Bootstrap finds.
+func (s *Service) checkBootstrapToken(ctx context.Context, in BootstrapInput) error {
+	if in.Token == "" {
+		return nil
+	}
+	a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(in.Token)})
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return nil
 	case err != nil:
 		return internal(ctx, "check token", err)
-	case a.Credential.Token.UserID != u.ID:
+	case a.Credential.User.Org != in.Org || a.Credential.User.FoldedUsername != FoldUsername(in.Username):
 		return badRequest(Issue{Message: "Token value already in use", Path: NewPath("token"), Code: IssueAlreadyExists})
 	}
 	return nil

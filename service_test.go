@@ -1174,6 +1174,32 @@ func TestBootstrap_RefusedTokenRevokesNothing(t *testing.T) {
 	}
 }
 
+// TestBootstrap_AnotherUsersTokenWritesNothing: a start that gives the
+// token of another user creates no organization and no Admin either.
+func TestBootstrap_AnotherUsersTokenWritesNothing(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "robot")
+	theirs, err := e.svc.SeedToken(ctx, testOrg, "robot", orgadmin.SeedTokenInput{Value: "robot-token-0000001", CreateTokenInput: orgadmin.CreateTokenInput{Name: "r"}})
+	require.NoError(t, err)
+	for _, in := range []orgadmin.BootstrapInput{
+		{Org: "globex", Username: "admin", Token: theirs.Value},  // another organization
+		{Org: testOrg, Username: "newboss", Token: theirs.Value}, // another user of the same
+	} {
+		_, err := e.svc.Bootstrap(ctx, in)
+		is := requireCode(t, err, orgadmin.ErrBadRequest)
+		require.Len(t, is.Issues, 1, "%+v", in)
+		assert.Equal(t, orgadmin.IssueAlreadyExists, is.Issues[0].Code, "%+v", in)
+		_, err = e.store.GetOrg(ctx, "globex")
+		require.ErrorIs(t, err, storage.ErrNotFound, "after Bootstrap(%+v)", in)
+		_, err = e.store.GetUser(ctx, testOrg, "newboss")
+		require.ErrorIs(t, err, storage.ErrNotFound, "after Bootstrap(%+v)", in)
+	}
+	a, err := e.svc.Authenticate(ctx, theirs.Value)
+	require.NoError(t, err)
+	assert.Equal(t, "robot", a.Username())
+}
+
 func TestBootstrap_AtTheTokenLimit(t *testing.T) {
 	store := memstore.New()
 	svc := orgadmin.New(store, orgadmin.Config{MaxTokensPerUser: 3})
