@@ -82,7 +82,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	storeURI := fs.String("store", "memory", "store: memory (lost on exit), sqlite:PATH (a file, kept across restarts), postgres://USER[:PASSWORD]@HOST:PORT/DB, redis://HOST:PORT[/DB], a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB")
+	storeURI := fs.String("store", "memory", "store: memory (lost on exit), sqlite:PATH (a file, kept across restarts), postgres://USER[:PASSWORD]@HOST:PORT/DB, redis://HOST:PORT[/DB] (rediss:// for TLS), a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB (or mongodb+srv://HOST/DB)")
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
 	pprofAddr := fs.String("pprof", "", "loopback address to serve the runtime profiles at /debug/pprof/ (off when empty)")
 	metricsAddr := fs.String("metrics-addr", "", "address to serve the Prometheus metrics at /metrics, such as 127.0.0.1:9090 (off when empty)")

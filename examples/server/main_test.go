@@ -427,6 +427,24 @@ func TestRedisClusterWithDatabaseIsRefused(t *testing.T) {
 	}
 }
 
+// A Redis URL without a host is refused rather than dialing the default
+// address.
+func TestRedisWithoutHostIsRefused(t *testing.T) {
+	for _, uri := range []string{"redis:///3", "rediss:///", "redis://?addr=127.0.0.1:2"} {
+		err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", uri}, func(string) string { return "" }, io.Discard, nil)
+		require.ErrorContains(t, err, "no HOST:PORT", uri)
+	}
+}
+
+// One node of a Cluster named as a single server would answer every
+// command with MOVED: the start says how to name the Cluster instead.
+func TestRedisClusterNodeAsServerIsRefused(t *testing.T) {
+	cluster := redisClusterURI(t)
+	node := strings.TrimSuffix(strings.SplitN(cluster, "?", 2)[0], "/")
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", node}, func(string) string { return "" }, io.Discard, nil)
+	require.ErrorContains(t, err, "the server is a node of a Redis Cluster: name the Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=...")
+}
+
 func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "cassandra://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")

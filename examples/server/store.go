@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/extra/redisotel/v9"
 	"github.com/redis/go-redis/v9"
@@ -28,7 +29,7 @@ func openStore(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 	case "memory":
 		return memstore.New(), func() {}, nil
 	case "redis", "rediss":
-		return openRedis(uri, log, tp)
+		return openRedis(ctx, uri, log, tp)
 	case "mongodb", "mongodb+srv":
 		return openMongo(ctx, uri, log, tp)
 	case "postgres", "postgresql", "sqlite":
@@ -45,12 +46,17 @@ func openStore(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 // openRedis opens redis://HOST:PORT[/DB], or a Redis Cluster given as
 // redis://HOST:PORT?addr=HOST2:PORT2&addr=HOST3:PORT3, with a span of each
 // command to tp when it is not nil; what go-redis reports on its own goes
-// to log.
-func openRedis(uri string, log *slog.Logger, tp trace.TracerProvider) (storage.Store, func(), error) {
+// to log. A URL without a host, and one naming a single node of a Cluster
+// without the addr parameter (which would answer every command with
+// MOVED), are refused.
+func openRedis(ctx context.Context, uri string, log *slog.Logger, tp trace.TracerProvider) (storage.Store, func(), error) {
 	redisLog.use(log)
 	u, err := url.Parse(uri)
 	if err != nil {
 		return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
+	}
+	if u.Host == "" {
+		return nil, nil, fmt.Errorf("-store %q: no HOST:PORT", redact(uri))
 	}
 	var c redis.UniversalClient
 	if u.Query().Has("addr") {
@@ -71,6 +77,10 @@ func openRedis(uri string, log *slog.Logger, tp trace.TracerProvider) (storage.S
 		}
 		opts.ContextTimeoutEnabled = true
 		c = redis.NewClient(opts)
+		if clusterNode(ctx, c) {
+			_ = c.Close()
+			return nil, nil, fmt.Errorf("-store %q: the server is a node of a Redis Cluster: name the Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=...", redact(uri))
+		}
 	}
 	if tp != nil {
 		// The commands' text is left out: it holds the records.
@@ -85,6 +95,16 @@ func openRedis(uri string, log *slog.Logger, tp trace.TracerProvider) (storage.S
 		return nil, nil, err
 	}
 	return s, func() { _ = c.Close() }, nil
+}
+
+// clusterNode reports whether the server c talks to says it is a node of
+// a Redis Cluster. A server that does not answer in time is not one here:
+// the first command the store sends says what is wrong.
+func clusterNode(ctx context.Context, c redis.UniversalClient) bool {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	info, err := c.Info(ctx, "cluster").Result()
+	return err == nil && strings.Contains(info, "cluster_enabled:1")
 }
 
 // redisLog receives what go-redis reports on its own (a pool that cannot
