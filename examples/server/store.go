@@ -79,7 +79,7 @@ func openRedis(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 		c = redis.NewClient(opts)
 		if clusterNode(ctx, c) {
 			_ = c.Close()
-			return nil, nil, fmt.Errorf("-store %q: the server is a node of a Redis Cluster: name the Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=...", redact(uri))
+			return nil, nil, fmt.Errorf("-store %q: the server is a node of a Redis Cluster: name the Cluster as redis://HOST:PORT?addr=HOST2:PORT2 (an addr for each other node)", redact(uri))
 		}
 	}
 	if tp != nil {
