@@ -399,7 +399,9 @@ func (sd Seed) Validate() error {
 // the same username, a token with the same value, a Dive) is left as it
 // is, and a user or token that an earlier loading created and that was
 // deleted, revoked or expired since is not created again (the store keeps
-// a mark of each loaded user and token; see storage.Store.MarkSeeded). So
+// a mark of each loaded user and token; see storage.Store.MarkSeeded). A
+// revoked token value that no loading of the organization's seed put
+// there is refused, while the store remembers the revocation. So
 // applying the same seed twice changes nothing, and brings back nothing,
 // also when two processes sharing the store apply it at once (a user the
 // other created meanwhile is one that exists).
@@ -407,7 +409,8 @@ func (sd Seed) Validate() error {
 // validation error nothing is written, nor when the seed would take an
 // organization past the limit of users or a user past the limit of live
 // tokens, nor when an entry would add tokens to an existing user of
-// another role or kind (user or service account) than it declares.
+// another role or kind (user or service account) than it declares, nor
+// for such a revoked value.
 func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	if err := sd.Validate(); err != nil {
 		return err
@@ -506,12 +509,14 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []seedMarks
 
 // checkSeedTokens refuses, before anything is written, a seed token value
 // that the store already holds for a user other than the one the seed
-// gives it to, new tokens for a user that exists with another role or
+// gives it to, or that was revoked (while the store remembers it) and no
+// loading of the organization's seed put there, new tokens for a user that exists with another role or
 // kind (user or service account) than its entry declares, and a user
 // whose new seeded tokens would take it past the limit of live tokens
 // (which would otherwise stop the loading half-way).
 // marks are the seed marks of each organization of sd.
 func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMarks) error {
+	now := s.clock()
 	for i, o := range sd.Organizations {
 		for j, u := range o.Users {
 			rec, err := s.store.GetUser(ctx, o.ID, FoldUsername(u.Username))
@@ -527,8 +532,13 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 				if marks[i].loaded(t) {
 					continue // it is not created again
 				}
-				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(t.Value)})
+				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(t.Value), LiveAt: now})
 				switch {
+				case errors.Is(err, storage.ErrRevoked):
+					// Revoked, where no loading of this organization's
+					// seed put it (that one stays revoked, above): a
+					// seed does not bring a revoked credential back.
+					return fmt.Errorf("seed: organizations[%d].users[%d] (%q).tokens[%d] (%q): token value was revoked; a seed does not bring a revoked value back (give the entry another value)", i, j, u.Username, k, t.Name)
 				case errors.Is(err, storage.ErrNotFound):
 					added++
 					continue
@@ -552,7 +562,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 			}
 			live := 0
 			if found {
-				ts, err := s.store.ListTokens(ctx, o.ID, rec.ID, s.clock())
+				ts, err := s.store.ListTokens(ctx, o.ID, rec.ID, now)
 				if err != nil {
 					return fmt.Errorf("seed: %w", internal(ctx, "check tokens", err))
 				}
