@@ -137,13 +137,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 	defer ln.Close() // closed by Shutdown already, unless set-up fails
-	setupCtx, cancel := context.WithTimeout(ctx, time.Minute)
+	setupCtx, cancel := context.WithTimeout(ctx, setupLimit)
 	defer cancel()
 	if *seedFile != "" {
 		if getenv("ORGADMIN_ADMIN_TOKEN") != "" {
 			log.Warn("ORGADMIN_ADMIN_TOKEN is ignored with -seed: the fixture's tokens are the credentials")
 		}
 		if err := loadSeed(setupCtx, svc, *seedFile); err != nil {
+			if errors.Is(setupCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+				return fmt.Errorf("%w (loading the seed took longer than %s; start again to load the rest)", err, setupLimit)
+			}
 			return err
 		}
 	} else if err := bootstrap(setupCtx, svc, getenv("ORGADMIN_ADMIN_TOKEN"), log, logs, stderr); err != nil {
@@ -227,6 +230,11 @@ func routes(api, health, feedback http.Handler) http.Handler {
 		}
 	})
 }
+
+// setupLimit bounds the seed's loading or the bootstrap at start: a store
+// that does not answer stops the start rather than hang it. A loading
+// cut short is completed by the next start.
+var setupLimit = time.Minute
 
 // bootstrap makes sure the org "default" and its Admin "admin" exist, with
 // envToken (when set) or a newly minted token, printed once to stderr, as

@@ -445,6 +445,23 @@ func TestRedisClusterNodeAsServerIsRefused(t *testing.T) {
 	require.ErrorContains(t, err, "the server is a node of a Redis Cluster: name the Cluster as redis://HOST:PORT?addr=HOST2:PORT2 (an addr for each other node)")
 }
 
+// A seed whose loading outlasts the set-up limit stops the start saying
+// so, and the next start loads the rest.
+func TestSeedPastTheSetupLimitSaysSo(t *testing.T) {
+	old := setupLimit
+	t.Cleanup(func() { setupLimit = old })
+	setupLimit = time.Nanosecond
+	store := "sqlite:" + filepath.Join(t.TempDir(), "db")
+	args := []string{"-addr", "127.0.0.1:0", "-store", store, "-seed", "../seed.json"}
+	err := run(context.Background(), args, func(string) string { return "" }, io.Discard, nil)
+	require.ErrorContains(t, err, "(loading the seed took longer than 1ns; start again to load the rest)")
+	setupLimit = old
+	base, _ := startServer(t, nil, "-store", store, "-seed", "../seed.json")
+	st, body := call(t, "GET", base+"/v1/users", "dev-admin-token-change-me", "")
+	require.Equal(t, 200, st, body)
+	assert.Equal(t, 3.0, body["total_count"], "every user of the seed")
+}
+
 func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "cassandra://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")
