@@ -1,6 +1,7 @@
 package orgadmin
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/orgadmin/orgadmin/internal/jsonobject"
 	"github.com/orgadmin/orgadmin/storage"
@@ -92,12 +94,39 @@ type SeedResource struct {
 	Alias string `json:"alias"`
 }
 
+// The names of a seed's entries in messages: the entry's path with its
+// id, username or name, quoted and cut to maxQuoted bytes (a seed's
+// strings are checked after they are named).
+func orgEntry(i int, id string) string { return fmt.Sprintf("organizations[%d] (%s)", i, quoted(id)) }
+func userEntry(org string, j int, name string) string {
+	return fmt.Sprintf("%s.users[%d] (%s)", org, j, quoted(name))
+}
+func tokenEntry(user string, k int, name string) string {
+	return fmt.Sprintf("%s.tokens[%d] (%s)", user, k, quoted(name))
+}
+
+// maxQuoted bounds what a message quotes of a seed's string.
+const maxQuoted = 64
+
+// quoted quotes s, cut to maxQuoted bytes at a rune boundary and marked
+// as cut.
+func quoted(s string) string {
+	if len(s) <= maxQuoted {
+		return strconv.Quote(s)
+	}
+	cut := maxQuoted
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
+
 // checkWhole returns an error naming where and field when n, a number of
 // the seed, is set and not a whole number (4 and 4.0 alike are) that fits
 // an int32.
 func checkWhole(where, field string, n *float64) error {
 	if n != nil && (*n != math.Trunc(*n) || math.Abs(*n) > math.MaxInt32) {
-		return fmt.Errorf("seed: %s: %s: %v is not a whole number", where, field, *n)
+		return fmt.Errorf("seed: %s: %s: %v is not a whole number from -%d to %d", where, field, *n, math.MaxInt32, math.MaxInt32)
 	}
 	return nil
 }
@@ -119,17 +148,32 @@ func whole(n *float64) int {
 	return int(*n)
 }
 
-// DecodeSeed reads a Seed from its JSON form, one JSON object and nothing
-// after it. A key the format does not have (keys are matched exactly), one
+// DecodeSeed reads a Seed from its JSON form, one JSON object in UTF-8
+// (without a byte order mark) and nothing after it. A key the format does not have (keys are matched exactly), one
 // an object gives twice, or a value of the wrong JSON type (or a number
 // beyond a float64), is an error naming its path, such as
 // organizations[0].users[1].rol; null, like any other non-object, is an
 // error.
 func DecodeSeed(r io.Reader) (Seed, error) {
-	dec := json.NewDecoder(r)
+	br := bufio.NewReader(r)
+	if b, _ := br.Peek(len(byteOrderMark)); string(b) == byteOrderMark {
+		return Seed{}, errors.New("seed: the file starts with a byte order mark, which JSON does not have (save it as UTF-8 without one)")
+	}
+	dec := json.NewDecoder(br)
 	var raw json.RawMessage
 	if err := dec.Decode(&raw); err != nil {
+		var syntax *json.SyntaxError
+		switch {
+		case err == io.EOF:
+			return Seed{}, errors.New("seed: no JSON object (the file is empty)")
+		case errors.As(err, &syntax):
+			return Seed{}, fmt.Errorf("seed: at byte %d: %w", syntax.Offset, err)
+		}
 		return Seed{}, fmt.Errorf("seed: %w", err)
+	}
+	if i := invalidUTF8(raw); i >= 0 {
+		// encoding/json would read each bad byte as U+FFFD.
+		return Seed{}, fmt.Errorf("seed: not valid UTF-8, at byte %d of the JSON object", i+1)
 	}
 	// Only white space may follow. (dec.More would let a stray "]" or "}"
 	// through.)
@@ -151,6 +195,22 @@ func DecodeSeed(r io.Reader) (Seed, error) {
 		return Seed{}, errors.New("seed: want a JSON object, not null")
 	}
 	return *sd, nil
+}
+
+// byteOrderMark is the UTF-8 encoding of U+FEFF.
+const byteOrderMark = "\ufeff"
+
+// invalidUTF8 returns the index of the first byte of b that is not part
+// of valid UTF-8, or -1.
+func invalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
 }
 
 // checkKeys returns an error naming the first key, at any depth of raw
@@ -312,7 +372,7 @@ func (sd Seed) Validate() error {
 	orgs := map[string]bool{}
 	values := map[string]bool{}
 	for i, o := range sd.Organizations {
-		where := fmt.Sprintf("organizations[%d] (%q)", i, o.ID)
+		where := orgEntry(i, o.ID)
 		if !validOrgID(o.ID) {
 			return fmt.Errorf("seed: %s: invalid organization id", where)
 		}
@@ -322,7 +382,7 @@ func (sd Seed) Validate() error {
 		orgs[o.ID] = true
 		names := map[string]bool{}
 		for j, u := range o.Users {
-			where := fmt.Sprintf("%s.users[%d] (%q)", where, j, u.Username)
+			where := userEntry(where, j, u.Username)
 			if in := u.Instances; in != nil {
 				for _, side := range []struct {
 					name string
@@ -355,7 +415,7 @@ func (sd Seed) Validate() error {
 				names[f] = true
 			}
 			for k, t := range u.Tokens {
-				where := fmt.Sprintf("%s.tokens[%d] (%q)", where, k, t.Name)
+				where := tokenEntry(where, k, t.Name)
 				if err := checkWhole(where, "ttl", t.TTL); err != nil {
 					return err
 				}
@@ -369,15 +429,20 @@ func (sd Seed) Validate() error {
 				}
 				values[t.Value] = true
 			}
+			ducklings := map[string]bool{}
 			for k, d := range u.Ducklings {
 				if _, ok := parseDucklingID(d.ID); !ok || (DucklingState(d.Status) != StatusActive && DucklingState(d.Status) != StatusCooldown) {
-					return fmt.Errorf("seed: %s.ducklings[%d] (%q): id must be \"rw\" or \"rs.N\" (N < 64) and status \"active\" or \"cooldown\"", where, k, d.ID)
+					return fmt.Errorf("seed: %s.ducklings[%d] (%s): id must be \"rw\" or \"rs.N\" (N < 64) and status \"active\" or \"cooldown\"", where, k, quoted(d.ID))
 				}
+				if ducklings[d.ID] {
+					return fmt.Errorf("seed: %s.ducklings[%d] (%s): duplicate duckling id", where, k, quoted(d.ID))
+				}
+				ducklings[d.ID] = true
 			}
 		}
 		dives := map[string]bool{}
 		for j, d := range o.Dives {
-			where := fmt.Sprintf("%s.dives[%d] (%q)", where, j, d.ID)
+			where := fmt.Sprintf("%s.dives[%d] (%s)", where, j, quoted(d.ID))
 			if err := checkWhole(where, "version", d.Version); err != nil {
 				return err
 			}
@@ -433,17 +498,18 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 		return err
 	}
 	for i, o := range sd.Organizations {
+		org := orgEntry(i, o.ID)
 		if err := s.CreateOrg(ctx, o.ID); err != nil {
-			return fmt.Errorf("seed: organization %q: %w", o.ID, err)
+			return fmt.Errorf("seed: %s: %w", org, err)
 		}
-		for _, u := range o.Users {
+		for j, u := range o.Users {
 			if err := s.seedUser(ctx, o.ID, u, marks[i]); err != nil {
-				return fmt.Errorf("seed: organization %q: user %q: %w", o.ID, u.Username, err)
+				return fmt.Errorf("seed: %s: %w", userEntry(org, j, u.Username), err)
 			}
 		}
-		for _, d := range o.Dives {
+		for j, d := range o.Dives {
 			if err := s.seedDive(ctx, o.ID, d.dive()); err != nil {
-				return fmt.Errorf("seed: organization %q: dive %q: %w", o.ID, d.ID, err)
+				return fmt.Errorf("seed: %s.dives[%d] (%s): %w", org, j, quoted(d.ID), err)
 			}
 		}
 	}
@@ -499,8 +565,8 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []seedMarks
 				return fmt.Errorf("seed: %w", internal(ctx, "check user", err))
 			}
 			if n++; n > s.maxUsers {
-				return fmt.Errorf("seed: organizations[%d] (%q).users[%d] (%q): the organization would hold more than the limit of %d users (it holds %d)",
-					i, o.ID, j, u.Username, s.maxUsers, held)
+				return fmt.Errorf("seed: %s: the organization would hold more than the limit of %d users (it holds %d)",
+					userEntry(orgEntry(i, o.ID), j, u.Username), s.maxUsers, held)
 			}
 		}
 	}
@@ -538,7 +604,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 					// Revoked, where no loading of this organization's
 					// seed put it (that one stays revoked, above): a
 					// seed does not bring a revoked credential back.
-					return fmt.Errorf("seed: organizations[%d].users[%d] (%q).tokens[%d] (%q): token value was revoked; a seed does not bring a revoked value back (give the entry another value)", i, j, u.Username, k, t.Name)
+					return fmt.Errorf("seed: %s: token value was revoked; a seed does not bring a revoked value back (give the entry another value)", tokenEntry(userEntry(orgEntry(i, o.ID), j, u.Username), k, t.Name))
 				case errors.Is(err, storage.ErrNotFound):
 					added++
 					continue
@@ -546,7 +612,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 					return fmt.Errorf("seed: %w", internal(ctx, "check token", err))
 				}
 				if cred := a.Credential; cred.User.Org != o.ID || cred.User.FoldedUsername != FoldUsername(u.Username) {
-					return fmt.Errorf("seed: organizations[%d].users[%d] (%q).tokens[%d] (%q): token value already belongs to another user", i, j, u.Username, k, t.Name)
+					return fmt.Errorf("seed: %s: token value already belongs to another user", tokenEntry(userEntry(orgEntry(i, o.ID), j, u.Username), k, t.Name))
 				}
 			}
 			if added == 0 {
@@ -557,8 +623,8 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 			// entry declares (a role and being a service account never
 			// change), lest a token declared for a Member be an Admin's.
 			if want := u.newUser(); found && (Role(rec.Role) != cmp.Or(want.Role, RoleMember) || rec.IsServiceAccount != want.IsServiceAccount) {
-				return fmt.Errorf("seed: organizations[%d].users[%d] (%q): the organization's user %q is %s, the entry declares %s: its new tokens would be that user's",
-					i, j, u.Username, rec.Username, userKind(Role(rec.Role), rec.IsServiceAccount), userKind(cmp.Or(want.Role, RoleMember), want.IsServiceAccount))
+				return fmt.Errorf("seed: %s: the organization's user %q is %s, the entry declares %s: its new tokens would be that user's",
+					userEntry(orgEntry(i, o.ID), j, u.Username), rec.Username, userKind(Role(rec.Role), rec.IsServiceAccount), userKind(cmp.Or(want.Role, RoleMember), want.IsServiceAccount))
 			}
 			live := 0
 			if found {
@@ -569,8 +635,8 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 				live = len(ts)
 			}
 			if live+added > s.maxTokens {
-				return fmt.Errorf("seed: organizations[%d].users[%d] (%q): %d new tokens would pass the limit of %d live tokens a user (it holds %d)",
-					i, j, u.Username, added, s.maxTokens, live)
+				return fmt.Errorf("seed: %s: %d new tokens would pass the limit of %d live tokens a user (it holds %d)",
+					userEntry(orgEntry(i, o.ID), j, u.Username), added, s.maxTokens, live)
 			}
 		}
 	}
@@ -608,12 +674,12 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 		return err
 	}
 	loaded := []string{userMark(u)}
-	for _, t := range u.Tokens {
+	for k, t := range u.Tokens {
 		if marked.loaded(t) {
 			continue
 		}
 		if _, err := s.SeedToken(ctx, org, u.Username, t.input()); err != nil {
-			return fmt.Errorf("token %q: %w", t.Name, err)
+			return fmt.Errorf("%s: %w", tokenEntry("", k, t.Name)[1:], err)
 		}
 		loaded = append(loaded, tokenMark(t))
 	}
@@ -621,9 +687,9 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 	// records its Ducklings, also when an earlier loading created the
 	// user and stopped before (its creation's answer lost, say).
 	if !marked[userMark(u)] {
-		for _, d := range u.Ducklings {
+		for k, d := range u.Ducklings {
 			if err := s.markDuckling(ctx, org, u.Username, d.ID, DucklingState(d.Status) == StatusActive); err != nil {
-				return fmt.Errorf("duckling %q: %w", d.ID, err)
+				return fmt.Errorf("ducklings[%d] (%s): %w", k, quoted(d.ID), err)
 			}
 		}
 	}

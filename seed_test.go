@@ -248,6 +248,8 @@ func TestSeed_BrokenRuleNamesEntryAndWritesNothing(t *testing.T) {
 			[]string{"users[0]", "alice", "ducklings[1]", "rs.64"}},
 		{"bad duckling status", `{"id": "acme", "users": [{"username": "alice", "ducklings": [{"id": "rw", "status": "busy"}]}]}`,
 			[]string{"users[0]", "alice", "ducklings[0]", "rw"}},
+		{"duplicate duckling id", `{"id": "acme", "users": [{"username": "alice", "ducklings": [{"id": "rw", "status": "active"}, {"id": "rw", "status": "cooldown"}]}]}`,
+			[]string{"users[0]", "alice", "ducklings[1]", "rw", "duplicate duckling id"}},
 		{"duplicate username", `{"id": "acme", "users": [{"username": "alice"}, {"username": "ALICE"}]}`,
 			[]string{"users[1]", "ALICE"}},
 		{"bad role", `{"id": "acme", "users": [{"username": "alice", "role": "Owner"}]}`,
@@ -365,13 +367,13 @@ func TestSeed_TokensForAnotherKindOfUserWriteNothing(t *testing.T) {
 	for _, tc := range []struct{ name, entry, want string }{
 		{"a Member service account for an Admin user", `{"username": "ALICE", "is_service_account": true,
 		  "tokens": [{"name": "low", "value": "low-privilege-token-0001"}]}`,
-			`seed: organizations[0].users[0] ("ALICE"): the organization's user "alice" is an Admin user, the entry declares a Member service account: its new tokens would be that user's`},
+			`seed: organizations[0] ("acme").users[0] ("ALICE"): the organization's user "alice" is an Admin user, the entry declares a Member service account: its new tokens would be that user's`},
 		{"a Member user (the default role) for an Admin user", `{"username": "alice",
 		  "tokens": [{"name": "low", "value": "low-privilege-token-0001"}]}`,
-			`seed: organizations[0].users[0] ("alice"): the organization's user "alice" is an Admin user, the entry declares a Member user: its new tokens would be that user's`},
+			`seed: organizations[0] ("acme").users[0] ("alice"): the organization's user "alice" is an Admin user, the entry declares a Member user: its new tokens would be that user's`},
 		{"an Admin user for a Member service account", `{"username": "Reporter", "role": "Admin",
 		  "tokens": [{"name": "admin", "value": "would-be-admin-token-01"}]}`,
-			`seed: organizations[0].users[0] ("Reporter"): the organization's user "reporter" is a Member service account, the entry declares an Admin user: its new tokens would be that user's`},
+			`seed: organizations[0] ("acme").users[0] ("Reporter"): the organization's user "reporter" is a Member service account, the entry declares an Admin user: its new tokens would be that user's`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := observeSeed(t, svc, store)
@@ -418,7 +420,7 @@ func TestSeed_RevokedValueElsewhereWritesNothing(t *testing.T) {
 	require.NoError(t, err)
 	err = svc.ApplySeed(ctx, sd)
 	require.Error(t, err)
-	assert.Equal(t, `seed: organizations[0].users[0] ("dave").tokens[0] ("d"): token value was revoked; a seed does not bring a revoked value back (give the entry another value)`, err.Error())
+	assert.Equal(t, `seed: organizations[0] ("globex").users[0] ("dave").tokens[0] ("d"): token value was revoked; a seed does not bring a revoked value back (give the entry another value)`, err.Error())
 	assert.Equal(t, before, observeSeed(t, svc, store), "nothing written")
 	_, err = store.GetOrg(ctx, "globex")
 	require.ErrorIs(t, err, storage.ErrNotFound)
@@ -433,10 +435,36 @@ func TestSeed_RevokedValueElsewhereWritesNothing(t *testing.T) {
 	assert.ErrorIs(t, err, orgadmin.ErrRevokedToken)
 }
 
+// A message quotes at most 64 bytes of a seed's string, so that a huge
+// username does not become a huge line; and says what a number must be.
+func TestSeed_MessagesQuoteShortly(t *testing.T) {
+	long := strings.Repeat("é", 1000)
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "` + long + `"}]}]}`))
+	require.NoError(t, err)
+	err = sd.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `.users[0] ("`+strings.Repeat("é", 32)+`"…): `)
+	assert.Less(t, len(err.Error()), 300, err.Error())
+	sd, err = orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "a", "tokens": [{"name": "t", "value": "sixteen-chars-ok", "ttl": 1e300}]}]}]}`))
+	require.NoError(t, err)
+	assert.EqualError(t, sd.Validate(), `seed: organizations[0] ("acme").users[0] ("a").tokens[0] ("t"): ttl: 1e+300 is not a whole number from -2147483647 to 2147483647`)
+}
+
 func TestDecodeSeed_RejectsMalformedJSON(t *testing.T) {
 	for _, js := range []string{``, `{`, `[]`, `{"organizations": [{"id": "acme"}]} {}`, `{"organizations": [{"id": 5}]}`} {
 		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
 		assert.Errorf(t, err, "%q", js)
+	}
+	// What is wrong, and where, in words.
+	for js, want := range map[string]string{
+		``:                                   "seed: no JSON object (the file is empty)",
+		"  \n":                               "seed: no JSON object (the file is empty)",
+		"\ufeff{\"organizations\": []}":      "seed: the file starts with a byte order mark, which JSON does not have (save it as UTF-8 without one)",
+		`{"organizations": [{"id" "acme"}]}`: `seed: at byte 26: invalid character '"' after object key`,
+		"{\"organizations\": [{\"id\": \"a\xffb\"}]}": "seed: not valid UTF-8, at byte 29 of the JSON object",
+	} {
+		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		assert.EqualErrorf(t, err, want, "%q", js)
 	}
 	// null is valid JSON, but no seed: a fixture that holds nothing by
 	// mistake stops the server instead of loading an empty world.
