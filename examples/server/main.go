@@ -96,6 +96,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
+	// -seed "" given on purpose is a fixture's path that went missing (an
+	// unset variable, say), not a wish to bootstrap and print a new token.
+	seedGiven := false
+	fs.Visit(func(f *flag.Flag) { seedGiven = seedGiven || f.Name == "seed" })
+	if seedGiven && *seedFile == "" {
+		return errors.New("-seed: empty path (leave the flag out to bootstrap org \"default\")")
+	}
 
 	// Log lines wait up to logFlushDelay and are written together: one
 	// write per busy moment instead of one per request.

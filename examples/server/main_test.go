@@ -462,6 +462,26 @@ func TestSeedPastTheSetupLimitSaysSo(t *testing.T) {
 	assert.Equal(t, 3.0, body["total_count"], "every user of the seed")
 }
 
+// A Redis database that is not a number from 0 is refused (go-redis
+// read -1 as database 0).
+func TestRedisBadDatabaseIsRefused(t *testing.T) {
+	for _, uri := range []string{"redis://127.0.0.1:1/-1", "redis://127.0.0.1:1/x", "redis://127.0.0.1:1/01", "redis://127.0.0.1:1/1/2"} {
+		err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-store", uri}, func(string) string { return "" }, io.Discard, nil)
+		require.ErrorContains(t, err, "the database must be a number from 0", uri)
+	}
+}
+
+// -seed with an empty path is refused: it would bootstrap, and print a
+// token, where a fixture was meant.
+func TestEmptySeedPathIsRefused(t *testing.T) {
+	for _, args := range [][]string{{"-seed", ""}, {"-seed="}} {
+		var stderr bytes.Buffer
+		err := run(context.Background(), append([]string{"-addr", "127.0.0.1:0"}, args...), func(string) string { return "" }, &stderr, nil)
+		require.EqualError(t, err, `-seed: empty path (leave the flag out to bootstrap org "default")`, "%q", args)
+		assert.NotContains(t, stderr.String(), "admin token", "%q", args)
+	}
+}
+
 func TestUnknownStoreIsRefused(t *testing.T) {
 	err := run(context.Background(), []string{"-store", "cassandra://x"}, func(string) string { return "" }, io.Discard, nil)
 	require.ErrorContains(t, err, "unsupported store")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,6 +72,11 @@ func openRedis(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 		opts.ContextTimeoutEnabled = true
 		c = redis.NewClusterClient(opts)
 	} else {
+		if db := strings.TrimPrefix(u.Path, "/"); db != "" {
+			if n, err := strconv.Atoi(db); err != nil || n < 0 || strconv.Itoa(n) != db {
+				return nil, nil, fmt.Errorf("-store %q: the database must be a number from 0", redact(uri))
+			}
+		}
 		opts, err := redis.ParseURL(uri)
 		if err != nil {
 			return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
