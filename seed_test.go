@@ -52,6 +52,16 @@ func loadSeed(t testing.TB, svc *orgadmin.Service, js string) {
 	require.NoError(t, svc.ApplySeed(context.Background(), sd))
 }
 
+// seededEnv is seedEnv with the sample seed loaded, and its Admin alice.
+func seededEnv(t testing.TB) (*orgadmin.Service, *memstore.Store, *fakeClock, orgadmin.Caller) {
+	t.Helper()
+	svc, store, clk := seedEnv(t)
+	loadSeed(t, svc, sampleSeed)
+	alice, err := svc.Authenticate(context.Background(), aliceToken)
+	require.NoError(t, err)
+	return svc, store, clk, alice
+}
+
 // seedEnv is a Service on an empty store with a fake clock; nothing is
 // bootstrapped.
 func seedEnv(t testing.TB) (*orgadmin.Service, *memstore.Store, *fakeClock) {
@@ -321,12 +331,9 @@ func TestSeed_FractionalNumberErrorNamesEntry(t *testing.T) {
 }
 
 func TestSeed_ExistingDataIsLeftAsItIs(t *testing.T) {
-	svc, store, clk := seedEnv(t)
+	svc, store, clk, alice := seededEnv(t)
 	ctx := context.Background()
-	loadSeed(t, svc, sampleSeed)
-	alice, err := svc.Authenticate(ctx, aliceToken)
-	require.NoError(t, err)
-	_, err = svc.SetInstanceConfig(ctx, alice, "ci_bot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
+	_, err := svc.SetInstanceConfig(ctx, alice, "ci_bot", orgadmin.SetInstanceConfigInput{Config: orgadmin.InstanceConfig{
 		ReadWrite:   orgadmin.InstanceSide{Size: "giga"},
 		ReadScaling: orgadmin.InstanceSide{Size: "giga", FlockSize: 9},
 	}})
@@ -357,12 +364,9 @@ func TestSeed_TokenValueOfAnotherUserWritesNothing(t *testing.T) {
 // token: a token declared for a Member service account must not be an
 // Admin's. Without new tokens, the entry leaves that user as it is.
 func TestSeed_TokensForAnotherKindOfUserWriteNothing(t *testing.T) {
-	svc, store, _ := seedEnv(t)
+	svc, store, _, alice := seededEnv(t)
 	ctx := context.Background()
-	loadSeed(t, svc, sampleSeed)
-	alice, err := svc.Authenticate(ctx, aliceToken)
-	require.NoError(t, err)
-	_, err = svc.CreateServiceAccount(ctx, alice, orgadmin.CreateServiceAccountInput{Username: "reporter"})
+	_, err := svc.CreateServiceAccount(ctx, alice, orgadmin.CreateServiceAccountInput{Username: "reporter"})
 	require.NoError(t, err)
 	for _, tc := range []struct{ name, entry, want string }{
 		{"a Member service account for an Admin user", `{"username": "ALICE", "is_service_account": true,
@@ -404,11 +408,8 @@ func TestSeed_TokensForAnotherKindOfUserWriteNothing(t *testing.T) {
 // another; in the organization whose seed loaded it, it stays revoked
 // whichever entry names it.
 func TestSeed_RevokedValueElsewhereWritesNothing(t *testing.T) {
-	svc, store, _ := seedEnv(t)
+	svc, store, _, alice := seededEnv(t)
 	ctx := context.Background()
-	loadSeed(t, svc, sampleSeed)
-	alice, err := svc.Authenticate(ctx, aliceToken)
-	require.NoError(t, err)
 	ts, err := svc.ListTokens(ctx, alice, "ci_bot")
 	require.NoError(t, err)
 	require.Len(t, ts, 1)
