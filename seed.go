@@ -464,9 +464,7 @@ func (sd Seed) Validate() error {
 // the same username, a token with the same value, a Dive) is left as it
 // is, and a user or token that an earlier loading created and that was
 // deleted, revoked or expired since is not created again (the store keeps
-// a mark of each loaded user and token; see storage.Store.MarkSeeded). A
-// revoked token value that no loading of the organization's seed put
-// there is refused, while the store remembers the revocation. So
+// a mark of each loaded user and token; see storage.Store.MarkSeeded). So
 // applying the same seed twice changes nothing, and brings back nothing,
 // also when two processes sharing the store apply it at once (a user the
 // other created meanwhile is one that exists).
@@ -474,8 +472,7 @@ func (sd Seed) Validate() error {
 // validation error nothing is written, nor when the seed would take an
 // organization past the limit of users or a user past the limit of live
 // tokens, nor when an entry would add tokens to an existing user of
-// another role or kind (user or service account) than it declares, nor
-// for such a revoked value.
+// another role or kind (user or service account) than it declares.
 func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	if err := sd.Validate(); err != nil {
 		return err
@@ -575,8 +572,7 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []seedMarks
 
 // checkSeedTokens refuses, before anything is written, a seed token value
 // that the store already holds for a user other than the one the seed
-// gives it to, or that was revoked (while the store remembers it) and no
-// loading of the organization's seed put there, new tokens for a user that exists with another role or
+// gives it to, new tokens for a user that exists with another role or
 // kind (user or service account) than its entry declares, and a user
 // whose new seeded tokens would take it past the limit of live tokens
 // (which would otherwise stop the loading half-way).
@@ -598,13 +594,8 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 				if marks[i].loaded(t) {
 					continue // it is not created again
 				}
-				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(t.Value), LiveAt: now})
+				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(t.Value)})
 				switch {
-				case errors.Is(err, storage.ErrRevoked):
-					// Revoked, where no loading of this organization's
-					// seed put it (that one stays revoked, above): a
-					// seed does not bring a revoked credential back.
-					return fmt.Errorf("seed: %s: token value was revoked; a seed does not bring a revoked value back (give the entry another value)", tokenEntry(userEntry(orgEntry(i, o.ID), j, u.Username), k, t.Name))
 				case errors.Is(err, storage.ErrNotFound):
 					added++
 					continue

@@ -403,39 +403,6 @@ func TestSeed_TokensForAnotherKindOfUserWriteNothing(t *testing.T) {
 	assert.Equal(t, "reporter", a.Username())
 }
 
-// TestSeed_RevokedValueElsewhereWritesNothing: a value revoked in one
-// organization is not brought back by a seed giving it to a user of
-// another; in the organization whose seed loaded it, it stays revoked
-// whichever entry names it.
-func TestSeed_RevokedValueElsewhereWritesNothing(t *testing.T) {
-	svc, store, _, alice := seededEnv(t)
-	ctx := context.Background()
-	ts, err := svc.ListTokens(ctx, alice, "ci_bot")
-	require.NoError(t, err)
-	require.Len(t, ts, 1)
-	require.NoError(t, svc.DeleteToken(ctx, alice, "ci_bot", ts[0].ID))
-	const revoked = "reader-token-value-0001"
-	before := observeSeed(t, svc, store)
-	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "globex", "users": [
-	  {"username": "dave", "tokens": [{"name": "d", "value": "` + revoked + `"}]}]}]}`))
-	require.NoError(t, err)
-	err = svc.ApplySeed(ctx, sd)
-	require.Error(t, err)
-	assert.Equal(t, `seed: organizations[0] ("globex").users[0] ("dave").tokens[0] ("d"): token value was revoked; a seed does not bring a revoked value back (give the entry another value)`, err.Error())
-	assert.Equal(t, before, observeSeed(t, svc, store), "nothing written")
-	_, err = store.GetOrg(ctx, "globex")
-	require.ErrorIs(t, err, storage.ErrNotFound)
-	_, err = svc.Authenticate(ctx, revoked)
-	assert.ErrorIs(t, err, orgadmin.ErrRevokedToken)
-
-	// In acme, whose seed loaded it: not created again, by its entry or
-	// another's.
-	loadSeed(t, svc, sampleSeed)
-	loadSeed(t, svc, `{"organizations": [{"id": "acme", "users": [{"username": "bot", "tokens": [{"name": "d", "value": "`+revoked+`"}]}]}]}`)
-	_, err = svc.Authenticate(ctx, revoked)
-	assert.ErrorIs(t, err, orgadmin.ErrRevokedToken)
-}
-
 // A message quotes at most 64 bytes of a seed's string, so that a huge
 // username does not become a huge line; and says what a number must be.
 func TestSeed_MessagesQuoteShortly(t *testing.T) {
