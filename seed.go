@@ -149,11 +149,11 @@ func whole(n *float64) int {
 }
 
 // DecodeSeed reads a Seed from its JSON form, one JSON object in UTF-8
-// (without a byte order mark) and nothing after it. A key the format does not have (keys are matched exactly), one
-// an object gives twice, or a value of the wrong JSON type (or a number
-// beyond a float64), is an error naming its path, such as
-// organizations[0].users[1].rol; null, like any other non-object, is an
-// error.
+// (without a byte order mark) and nothing after it. A key the format does
+// not have (keys are matched exactly), one an object gives twice, or a
+// value of the wrong JSON type (or a number beyond a float64), is an error
+// naming its path, such as organizations[0].users[1].rol; null, like any
+// other non-object, is an error.
 func DecodeSeed(r io.Reader) (Seed, error) {
 	br := bufio.NewReader(r)
 	if b, _ := br.Peek(len(byteOrderMark)); string(b) == byteOrderMark {
@@ -500,8 +500,8 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 			return fmt.Errorf("seed: %s: %w", org, err)
 		}
 		for j, u := range o.Users {
-			if err := s.seedUser(ctx, o.ID, u, marks[i]); err != nil {
-				return fmt.Errorf("seed: %s: %w", userEntry(org, j, u.Username), err)
+			if err := s.seedUser(ctx, o.ID, userEntry(org, j, u.Username), u, marks[i]); err != nil {
+				return err
 			}
 		}
 		for j, d := range o.Dives {
@@ -649,8 +649,9 @@ func userKind(r Role, serviceAccount bool) string {
 
 // seedUser loads u into org unless it was loaded before and deleted
 // since (marked is the org's seed marks), with those of its tokens not
-// loaded before, then marks the user and its tokens as loaded.
-func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked seedMarks) error {
+// loaded before, then marks the user and its tokens as loaded. Its errors
+// name the entry where, or the entry's token or Duckling.
+func (s *Service) seedUser(ctx context.Context, org, where string, u SeedUser, marked seedMarks) error {
 	_, err := s.GetUser(ctx, org, u.Username)
 	if ErrorCode(err) == CodeNotFound {
 		if marked.deleted(u) {
@@ -662,7 +663,7 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 		}
 	}
 	if err != nil {
-		return err
+		return fmt.Errorf("seed: %s: %w", where, err)
 	}
 	loaded := []string{userMark(u)}
 	for k, t := range u.Tokens {
@@ -670,7 +671,7 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 			continue
 		}
 		if _, err := s.SeedToken(ctx, org, u.Username, t.input()); err != nil {
-			return fmt.Errorf("%s: %w", tokenEntry("", k, t.Name)[1:], err)
+			return fmt.Errorf("seed: %s: %w", tokenEntry(where, k, t.Name), err)
 		}
 		loaded = append(loaded, tokenMark(t))
 	}
@@ -680,14 +681,14 @@ func (s *Service) seedUser(ctx context.Context, org string, u SeedUser, marked s
 	if !marked[userMark(u)] {
 		for k, d := range u.Ducklings {
 			if err := s.markDuckling(ctx, org, u.Username, d.ID, DucklingState(d.Status) == StatusActive); err != nil {
-				return fmt.Errorf("ducklings[%d] (%s): %w", k, quoted(d.ID), err)
+				return fmt.Errorf("seed: %s.ducklings[%d] (%s): %w", where, k, quoted(d.ID), err)
 			}
 		}
 	}
 	// Marked last: should the loading stop before, the next one finds
 	// what this one created and completes it.
 	if err := s.store.MarkSeeded(ctx, org, loaded); err != nil {
-		return internal(ctx, "mark seeded", err)
+		return fmt.Errorf("seed: %s: %w", where, internal(ctx, "mark seeded", err))
 	}
 	return nil
 }

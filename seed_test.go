@@ -750,8 +750,38 @@ func TestSeed_LoadingStoppedByALostAnswerIsCompletedByTheNext(t *testing.T) {
 	require.NoError(t, err)
 	err = svc.ApplySeed(context.Background(), sd)
 	require.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(err), "%v", err)
+	assert.True(t, strings.HasPrefix(err.Error(), `seed: organizations[0] ("acme").users[0] ("alice"): `), "the error names the entry: %v", err)
 	require.True(t, store.lost)
 
 	loadSeed(t, svc, sampleSeed)
 	assert.Equal(t, withoutIDs(want), withoutIDs(observeSeed(t, svc, store)))
+}
+
+// tokenFailingStore fails the first token creation.
+type tokenFailingStore struct {
+	*memstore.Store
+	failed bool
+}
+
+func (s *tokenFailingStore) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
+	if !s.failed {
+		s.failed = true
+		return errors.New("connection reset by peer")
+	}
+	return s.Store.CreateToken(ctx, t, lim, a)
+}
+
+// A token that fails while the seed loads is named as the entry's token,
+// as validation names it.
+func TestSeed_TokenFailingWhileLoadingIsNamed(t *testing.T) {
+	store := &tokenFailingStore{Store: memstore.New()}
+	svc := orgadmin.New(store, orgadmin.Config{Now: newFakeClock().Now})
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(sampleSeed))
+	require.NoError(t, err)
+	err = svc.ApplySeed(context.Background(), sd)
+	require.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(err), "%v", err)
+	assert.True(t, strings.HasPrefix(err.Error(), `seed: organizations[0] ("acme").users[0] ("alice").tokens[0] ("ci"): `), "%v", err)
+	loadSeed(t, svc, sampleSeed) // and the next loading completes it
+	_, err = svc.Authenticate(context.Background(), aliceToken)
+	require.NoError(t, err)
 }

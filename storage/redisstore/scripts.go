@@ -367,10 +367,10 @@ end
 // its plain reads missed one), it writes the records that plain reads find
 // by name and by token id (name:<f>, trec:<tid>) where data written by an
 // earlier version lacks them: the caller's, and the target's unless the
-// request lists the target's tokens (which always runs this script). Each redis.call, and
-// each string passed between Redis and Lua, costs more than the command
-// it runs, so the script makes as few as it can and passes the records
-// as one string. Once the Store knows where a token's records are, it
+// request lists the target's tokens (which always runs this script). Each
+// redis.call, and each string passed between Redis and Lua, costs more
+// than the command it runs, so the script makes as few as it can and
+// passes the records as one string. Once the Store knows where a token's records are, it
 // reads them without the script (credentialAt) unless the request lists
 // another user's tokens.
 var authenticateScript = redis.NewScript(userIDFunc + targetRecords + mirrorRecords + `
