@@ -464,7 +464,10 @@ func (sd Seed) Validate() error {
 // the same username, a token with the same value, a Dive) is left as it
 // is, and a user or token that an earlier loading created and that was
 // deleted, revoked or expired since is not created again (the store keeps
-// a mark of each loaded user and token; see storage.Store.MarkSeeded). So
+// a mark of each loaded user and token; see storage.Store.MarkSeeded). A
+// token value revoked from another user (in another organization, say),
+// while the store remembers the revocation, is refused: a seed gives a
+// revoked value only to the user it was revoked from. So
 // applying the same seed twice changes nothing, and brings back nothing,
 // also when two processes sharing the store apply it at once (a user the
 // other created meanwhile is one that exists).
@@ -472,7 +475,8 @@ func (sd Seed) Validate() error {
 // validation error nothing is written, nor when the seed would take an
 // organization past the limit of users or a user past the limit of live
 // tokens, nor when an entry would add tokens to an existing user of
-// another role or kind (user or service account) than it declares.
+// another role or kind (user or service account) than it declares, nor
+// for a value revoked from another user.
 func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 	if err := sd.Validate(); err != nil {
 		return err
@@ -572,8 +576,10 @@ func (s *Service) checkSeedUsers(ctx context.Context, sd Seed, marks []seedMarks
 
 // checkSeedTokens refuses, before anything is written, a seed token value
 // that the store already holds for a user other than the one the seed
-// gives it to, new tokens for a user that exists with another role or
-// kind (user or service account) than its entry declares, and a user
+// gives it to or that was revoked from another user (while the store
+// remembers the revocation), new tokens for a user that exists with
+// another role or kind (user or service account) than its entry
+// declares, and a user
 // whose new seeded tokens would take it past the limit of live tokens
 // (which would otherwise stop the loading half-way).
 // marks are the seed marks of each organization of sd.
@@ -594,8 +600,20 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 				if marks[i].loaded(t) {
 					continue // it is not created again
 				}
-				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(t.Value)})
+				a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(t.Value), LiveAt: now})
 				switch {
+				case errors.Is(err, storage.ErrRevoked):
+					// Revoked, and not loaded by this organization's
+					// seed (that one stays revoked, above). Given again
+					// only to the user it was revoked from, as when a
+					// loading cut short withdrew its creation: a seed
+					// does not hand a revoked, perhaps leaked,
+					// credential to anyone else.
+					if tomb := a.Credential.Token; found && tomb.Org == o.ID && tomb.UserID == rec.ID {
+						added++
+						continue
+					}
+					return fmt.Errorf("seed: %s: token value was revoked from another user; a seed does not give it to anyone else (give the entry another value)", tokenEntry(userEntry(orgEntry(i, o.ID), j, u.Username), k, t.Name))
 				case errors.Is(err, storage.ErrNotFound):
 					added++
 					continue

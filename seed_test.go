@@ -3,6 +3,7 @@ package orgadmin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -401,6 +402,56 @@ func TestSeed_TokensForAnotherKindOfUserWriteNothing(t *testing.T) {
 	a, err := svc.Authenticate(ctx, "reporter-token-value-01")
 	require.NoError(t, err)
 	assert.Equal(t, "reporter", a.Username())
+}
+
+// TestSeed_RevokedValueFromAnotherUserWritesNothing: a value revoked in
+// one organization is not handed by a seed to a user of another; in the
+// organization whose seed loaded it, it stays revoked whichever entry
+// names it; a value revoked from the entry's own user, which no seed
+// loaded (SeedToken's, as a cut-short loading's withdrawn creation),
+// is loaded again.
+func TestSeed_RevokedValueFromAnotherUserWritesNothing(t *testing.T) {
+	svc, store, _, alice := seededEnv(t)
+	ctx := context.Background()
+	ts, err := svc.ListTokens(ctx, alice, "ci_bot")
+	require.NoError(t, err)
+	require.Len(t, ts, 1)
+	require.NoError(t, svc.DeleteToken(ctx, alice, "ci_bot", ts[0].ID))
+	const revoked = "reader-token-value-0001"
+	before := observeSeed(t, svc, store)
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "globex", "users": [
+	  {"username": "dave", "tokens": [{"name": "d", "value": "` + revoked + `"}]}]}]}`))
+	require.NoError(t, err)
+	err = svc.ApplySeed(ctx, sd)
+	require.Error(t, err)
+	assert.Equal(t, `seed: organizations[0] ("globex").users[0] ("dave").tokens[0] ("d"): token value was revoked from another user; a seed does not give it to anyone else (give the entry another value)`, err.Error())
+	assert.Equal(t, before, observeSeed(t, svc, store), "nothing written")
+	_, err = store.GetOrg(ctx, "globex")
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	_, err = svc.Authenticate(ctx, revoked)
+	assert.ErrorIs(t, err, orgadmin.ErrRevokedToken)
+
+	// In acme, whose seed loaded it: not created again, by its entry or
+	// another's.
+	loadSeed(t, svc, sampleSeed)
+	loadSeed(t, svc, `{"organizations": [{"id": "acme", "users": [{"username": "bot", "tokens": [{"name": "d", "value": "`+revoked+`"}]}]}]}`)
+	_, err = svc.Authenticate(ctx, revoked)
+	assert.ErrorIs(t, err, orgadmin.ErrRevokedToken)
+
+	// A value no seed loaded, revoked from bot: bot's entry gets it
+	// again, another user's entry does not.
+	const own = "bot-token-value-seeded-by-go-api"
+	tok, err := svc.SeedToken(ctx, "acme", "bot", orgadmin.SeedTokenInput{CreateTokenInput: orgadmin.CreateTokenInput{Name: "b"}, Value: own})
+	require.NoError(t, err)
+	require.NoError(t, svc.DeleteToken(ctx, alice, "bot", tok.ID))
+	sd, err = orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "ci_bot", "is_service_account": true, "tokens": [{"name": "b", "value": "` + own + `"}]}]}]}`))
+	require.NoError(t, err)
+	err = svc.ApplySeed(ctx, sd)
+	assert.Equal(t, `seed: organizations[0] ("acme").users[0] ("ci_bot").tokens[0] ("b"): token value was revoked from another user; a seed does not give it to anyone else (give the entry another value)`, fmt.Sprint(err))
+	loadSeed(t, svc, `{"organizations": [{"id": "acme", "users": [{"username": "BOT", "tokens": [{"name": "b", "value": "`+own+`"}]}]}]}`)
+	c, err := svc.Authenticate(ctx, own)
+	require.NoError(t, err)
+	assert.Equal(t, "bot", c.Username())
 }
 
 // A message quotes at most 64 bytes of a seed's string, so that a huge

@@ -120,7 +120,10 @@ type Store interface {
 	// returns ErrRevoked when no token has the digest but a tombstone of
 	// it lasts beyond q.LiveAt (see Revocation), found in the same round
 	// trip where the store allows and otherwise with one more only when
-	// no token has the digest; ErrNotFound when neither has it, or the
+	// no token has the digest, and with it an Access whose
+	// Credential.Token holds the revoked token's Org, UserID and ID (the
+	// tombstone's; every other field zero), so that a caller can tell
+	// whose token it was; ErrNotFound when neither has it, or the
 	// token's user is gone; a missing target is reported by
 	// Access.TargetFound, not by an error. The credential's expiry is not
 	// checked.

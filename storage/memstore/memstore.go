@@ -434,7 +434,8 @@ func (s *Store) ReadAccess(_ context.Context, q storage.AccessQuery) (a storage.
 	tr, ok := s.digests[q.Digest]
 	if !ok {
 		if ts, ok := s.revoked[q.Digest]; ok && q.LiveAt.Before(ts.until) {
-			return storage.Access{}, storage.ErrRevoked
+			a.Credential.Token = storage.Token{Org: ts.org, UserID: ts.userID, ID: ts.tokenID}
+			return a, storage.ErrRevoked
 		}
 		return storage.Access{}, storage.ErrNotFound
 	}

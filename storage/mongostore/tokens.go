@@ -256,7 +256,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	var td tokenDoc
 	if err := s.tokens.FindOne(ctx, bson.D{{Key: "_id", Value: digestKey(q.Digest)}}).Decode(&td); err != nil {
 		if errors.Is(err, mongo.ErrNoDocuments) {
-			return storage.Access{}, s.revokedAt(ctx, q.Digest, q.LiveAt)
+			return s.revokedAt(ctx, q.Digest, q.LiveAt)
 		}
 		return storage.Access{}, wrap("read access", err)
 	}
@@ -339,18 +339,22 @@ func (s *Store) ListTokens(ctx context.Context, org, userID string, at time.Time
 }
 
 // revokedAt is ReadAccess's answer for a digest no token has: ErrRevoked
-// when its tombstone lasts beyond liveAt, else ErrNotFound. It is one more
-// find by _id, on that rare path only.
-func (s *Store) revokedAt(ctx context.Context, d storage.Digest, liveAt time.Time) error {
+// with the revoked token's org, user and id when its tombstone lasts
+// beyond liveAt, else ErrNotFound. It is one more find by _id, on that
+// rare path only.
+func (s *Store) revokedAt(ctx context.Context, d storage.Digest, liveAt time.Time) (storage.Access, error) {
 	filter := bson.D{{Key: "_id", Value: digestKey(d)}, {Key: "until", Value: bson.D{{Key: "$gt", Value: liveAt}}}}
-	err := s.revoked.FindOne(ctx, filter, options.FindOne().SetProjection(idOnly)).Err()
+	var doc revokedDoc
+	err := s.revoked.FindOne(ctx, filter).Decode(&doc)
 	switch {
 	case err == nil:
-		return fmt.Errorf("mongostore: read access: %w", storage.ErrRevoked)
+		var a storage.Access
+		a.Credential.Token = storage.Token{Org: doc.Org, UserID: doc.UID, ID: doc.ID}
+		return a, fmt.Errorf("mongostore: read access: %w", storage.ErrRevoked)
 	case errors.Is(err, mongo.ErrNoDocuments):
-		return fmt.Errorf("mongostore: read access: %w", storage.ErrNotFound)
+		return storage.Access{}, fmt.Errorf("mongostore: read access: %w", storage.ErrNotFound)
 	default:
-		return wrap("read access: tombstone", err)
+		return storage.Access{}, wrap("read access: tombstone", err)
 	}
 }
 

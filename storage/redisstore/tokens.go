@@ -431,7 +431,9 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 		return storage.Access{}, storage.ErrNotFound
 	}
 	if errors.Is(err, storage.ErrRevoked) {
-		return storage.Access{}, storage.ErrRevoked
+		var a storage.Access
+		a.Credential.Token = storage.Token{Org: r.org, UserID: r.uid, ID: r.tid}
+		return a, storage.ErrRevoked
 	}
 	if err != nil {
 		return storage.Access{}, failed("read access", err)
@@ -474,7 +476,8 @@ func (s *Store) accessSingle(ctx context.Context, key string, q storage.AccessQu
 		return accessRecords{}, nil, err
 	}
 	if len(v) == 1 { // the digest's tombstone
-		return accessRecords{}, nil, revokedAt(str(v[0]), q.LiveAt)
+		r, err := revokedAt(str(v[0]), q.LiveAt)
+		return r, nil, err
 	}
 	r := accessRecords{
 		org: str(v[0]), uid: str(v[1]), tid: str(v[2]), folded: str(v[3]),
@@ -513,7 +516,8 @@ func (s *Store) plainAccess(ctx context.Context, key string, loc location, q sto
 		return accessRecords{}, false, nil
 	case errors.Is(err, errTombstone):
 		s.locs.Forget(q.Digest)
-		return accessRecords{}, true, revokedAt(at.user, q.LiveAt)
+		r, err := revokedAt(at.user, q.LiveAt)
+		return r, true, err
 	case errors.Is(err, storage.ErrNotFound):
 		s.locs.Forget(q.Digest)
 		return accessRecords{}, true, redis.Nil
@@ -543,7 +547,8 @@ func (s *Store) accessCluster(ctx context.Context, key string, q storage.AccessQ
 		return accessRecords{}, nil, err
 	}
 	if isTombstone(pointer) {
-		return accessRecords{}, nil, revokedAt(pointer, q.LiveAt)
+		r, err := revokedAt(pointer, q.LiveAt)
+		return r, nil, err
 	}
 	loc, known := s.locs.Get(q.Digest)
 	known = known && loc.pointer == pointer

@@ -46,18 +46,23 @@ func tombstoneOf(v string) string {
 	return unmark(parts[2])
 }
 
-// revokedAt returns storage.ErrRevoked when the tombstone v lasts beyond
-// liveAt, and redis.Nil (no token) when it does not.
-func revokedAt(v string, liveAt time.Time) error {
+// revokedAt returns storage.ErrRevoked, with the org, user id and token
+// id of the revoked token, when the tombstone v lasts beyond liveAt, and
+// redis.Nil (no token) when it does not.
+func revokedAt(v string, liveAt time.Time) (accessRecords, error) {
 	until, _, ok := strings.Cut(strings.TrimPrefix(v, tombstonePrefix), "\n")
 	ms, err := strconv.ParseInt(until, 10, 64)
 	if !ok || err != nil {
-		return fmt.Errorf("corrupt token tombstone")
+		return accessRecords{}, fmt.Errorf("corrupt token tombstone")
 	}
-	if liveAt.UnixMilli() < ms {
-		return storage.ErrRevoked
+	if liveAt.UnixMilli() >= ms {
+		return accessRecords{}, redis.Nil
 	}
-	return redis.Nil
+	parts := strings.SplitN(tombstoneOf(v), "\n", 3)
+	if len(parts) != 3 {
+		return accessRecords{}, fmt.Errorf("corrupt token tombstone")
+	}
+	return accessRecords{org: parts[0], uid: parts[1], tid: parts[2]}, storage.ErrRevoked
 }
 
 // claimScript sets KEYS[1] to ARGV[1] (for ARGV[2] ms, none when 0) if it

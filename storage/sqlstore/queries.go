@@ -133,7 +133,7 @@ func newQueries(d *dialect) queries {
 		unrevoke: "DELETE FROM revoked_tokens WHERE digest = $1",
 		dropRevoked: "DELETE FROM revoked_tokens WHERE digest IN" +
 			" (SELECT digest FROM revoked_tokens WHERE until <= $1 ORDER BY until LIMIT " + strconv.Itoa(revokedTrimBatch) + ")",
-		revoked: "SELECT count(*) FROM revoked_tokens WHERE digest = $1 AND until > $2",
+		revoked: "SELECT org, user_id, token_id FROM revoked_tokens WHERE digest = $1 AND until > $2",
 
 		setDuckling: `INSERT INTO ducklings (org, user_id, id, active, at) VALUES ($1, $2, $3, $4, $5)
 	ON CONFLICT (org, user_id, id) DO UPDATE SET active = excluded.active, at = excluded.at`,

@@ -122,14 +122,15 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 	err := s.rd().QueryRowContext(ctx, s.q.credential, q.Digest[:]).Scan(append(tr.dest(), ur.dest()...)...)
 	if errors.Is(err, sql.ErrNoRows) {
 		// The rare path: one more statement, for the tombstone.
-		var n int
-		if err := s.rd().QueryRowContext(ctx, s.q.revoked, q.Digest[:], micros(q.LiveAt)).Scan(&n); err != nil {
+		t := &a.Credential.Token
+		err := s.rd().QueryRowContext(ctx, s.q.revoked, q.Digest[:], micros(q.LiveAt)).Scan(&t.Org, &t.UserID, &t.ID)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return storage.Access{}, storage.ErrNotFound
+		case err != nil:
 			return storage.Access{}, failed("read access", err)
 		}
-		if n > 0 {
-			return storage.Access{}, storage.ErrRevoked
-		}
-		return storage.Access{}, storage.ErrNotFound
+		return a, storage.ErrRevoked
 	}
 	if err != nil {
 		return storage.Access{}, failed("read access", err)

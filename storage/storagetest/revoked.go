@@ -38,16 +38,25 @@ func readErr(t *testing.T, s storage.Store, d storage.Digest, liveAt time.Time) 
 }
 
 // A revoked token's digest is ErrRevoked, which errors.Is also finds to be
-// ErrNotFound; the user's other tokens are untouched.
+// ErrNotFound, with the revoked token's org, user and id (also for a
+// token read before it was revoked); the user's other tokens are
+// untouched.
 func testRevokedReported(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	alice := createUser(t, s, org.ID, "alice", false)
 	tok := createToken(t, s, alice, t0, time.Time{})
-	other := createToken(t, s, alice, t0, time.Time{})
-	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute)), nil))
-	err := readErr(t, s, tok.Digest, at(time.Minute))
-	require.ErrorIs(t, err, storage.ErrRevoked)
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	other := createToken(t, s, alice, at(time.Second), time.Time{})
+	read := createToken(t, s, alice, at(2*time.Second), time.Time{})
+	readAccess(t, s, read, alice, "alice", at(2*time.Second), alice, []storage.Token{tok, other, read})
+	for _, revoked := range []storage.Token{tok, read} {
+		require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, revoked.ID, revocation(at(time.Minute)), nil))
+		a, err := s.ReadAccess(t.Context(), storage.AccessQuery{Digest: revoked.Digest, Username: "alice", Tokens: true, LiveAt: at(time.Minute)})
+		require.ErrorIs(t, err, storage.ErrRevoked)
+		require.ErrorIs(t, err, storage.ErrNotFound)
+		var want storage.Access
+		want.Credential.Token = storage.Token{Org: org.ID, UserID: alice.ID, ID: revoked.ID}
+		assert.Equal(t, want, a, "whose token it was, and nothing more")
+	}
 	readAccess(t, s, other, alice, "alice", at(time.Minute), alice, []storage.Token{other})
 	// Revoking it again finds no token, and keeps it revoked.
 	require.ErrorIs(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(time.Minute)), nil), storage.ErrNotFound)
