@@ -53,7 +53,9 @@ var (
 	// ErrExpiredToken: the token is known, and its expiry has passed.
 	ErrExpiredToken = errors.New("expired token")
 	// ErrCallerNotIssued: a Caller passed to an operation was not made by
-	// the Service (Authenticate, ActAs, ActAsOrg), such as Caller{}.
+	// a Service (Authenticate, ActAs, ActAsOrg), such as Caller{}. (A
+	// Caller another Service made is checked again against this one's
+	// store: see Auth.)
 	ErrCallerNotIssued = errors.New("caller not issued by the service")
 	// ErrCallerGone: the user of a Caller that ActAs made was deleted
 	// since (and perhaps created anew: a new user is another user).
@@ -100,7 +102,13 @@ func (c Caller) valid() bool { return c.minted }
 // Auth says who calls an operation: Bearer(token), the access token a
 // request presents, which the operation authenticates in the same store
 // read as the rest of what it needs; or a Caller that Authenticate, ActAs
-// or ActAsOrg returned.
+// or ActAsOrg returned. A Caller is checked again against the store of
+// the Service it is passed to, also when another Service made it: one of
+// Authenticate by its token's digest (ErrUnknownToken where that store
+// does not hold the token), one of ActAs by its user's id (ErrCallerGone
+// where that is not the user of its name). One of ActAsOrg reads
+// nothing: it is its org's Admin rights in any Service, so hand it only
+// to code you would hand the Service.
 type Auth interface{ isAuth() }
 
 // Bearer is an access token presented as the credential of an operation,

@@ -34,6 +34,34 @@ func TestCaller_OnlyFromTheService(t *testing.T) {
 	}
 }
 
+// A Caller another Service made is checked against this Service's store
+// (Auth): Authenticate's by its token, ActAs's by its user's id; one of
+// the same store passes, one of another does not, and ActAsOrg's, which
+// reads nothing, is its org's Admin rights anywhere.
+func TestCaller_AnotherServicesIsCheckedAgainstThisStore(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "bot")
+	other := newEnv(t, orgadmin.Config{}) // another store: its own admin
+	sameStore := orgadmin.New(e.store, orgadmin.Config{Now: e.clk.Now})
+	asAdmin, err := sameStore.ActAs(ctx, testOrg, "admin")
+	require.NoError(t, err)
+	byToken, err := sameStore.Authenticate(ctx, e.adminToken)
+	require.NoError(t, err)
+	otherActAs, err := other.svc.ActAs(ctx, testOrg, "admin")
+	require.NoError(t, err)
+
+	_, err = e.svc.ListUsers(ctx, other.admin, orgadmin.ListUsersOptions{})
+	assert.ErrorIs(t, err, orgadmin.ErrUnknownToken, "another store's token")
+	_, err = e.svc.ListUsers(ctx, otherActAs, orgadmin.ListUsersOptions{})
+	assert.ErrorIs(t, err, orgadmin.ErrCallerGone, "another store's user of that name")
+	for _, c := range []orgadmin.Caller{asAdmin, byToken, other.svc.ActAsOrg(testOrg)} {
+		page, err := e.svc.ListUsers(ctx, c, orgadmin.ListUsersOptions{})
+		require.NoError(t, err)
+		assert.Equal(t, 2, page.TotalCount)
+	}
+}
+
 // ActAsOrg acts with an Admin's rights in its org, as no user.
 func TestCaller_ActAsOrg(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
