@@ -190,8 +190,13 @@ type Error struct {
 	Err error
 }
 
-// Error implements error.
+// Error implements error. A nil *Error (returned as an error by mistake:
+// a non-nil error holding a nil pointer) reads "<nil>", rather than
+// panicking where it is logged.
 func (e *Error) Error() string {
+	if e == nil {
+		return "<nil>"
+	}
 	var b strings.Builder
 	b.WriteString(string(e.Code))
 	for i, is := range e.Issues {
@@ -215,13 +220,18 @@ func (e *Error) Error() string {
 
 // Unwrap returns the cause of an internal or canceled error, or the
 // reason of an unauthorized one.
-func (e *Error) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.Err
+}
 
 // Is reports whether target is an *Error with the same Code, so that
 // errors.Is(err, orgadmin.ErrNotFound) works whatever the issues.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Code == e.Code && t.Issues == nil && t.Err == nil
+	return ok && e != nil && t != nil && t.Code == e.Code && t.Issues == nil && t.Err == nil
 }
 
 // Sentinels for errors.Is, one per Code: errors.Is(err, ErrNotFound)
@@ -240,7 +250,8 @@ var (
 // ErrorCode classifies any error: "" for nil; the Code of the first
 // *Error in err's chain (errors.As sees through fmt.Errorf("...: %w")
 // wrapping, and the client package's errors convert to one); otherwise
-// CodeInternal. Use it, or errors.Is with the sentinels, rather than a
+// CodeInternal, also for a nil *Error held by a non-nil error (a
+// mistake, which is not success). Use it, or errors.Is with the sentinels, rather than a
 // type assertion, which fails once an error is wrapped:
 //
 //	switch orgadmin.ErrorCode(err) {
@@ -251,7 +262,7 @@ func ErrorCode(err error) Code {
 		return ""
 	}
 	var e *Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) && e != nil {
 		return e.Code
 	}
 	return CodeInternal

@@ -1282,6 +1282,23 @@ func TestErrorCode_PlainErrorIsInternal(t *testing.T) {
 	assert.Equal(t, orgadmin.Code(""), orgadmin.ErrorCode(nil))
 }
 
+// A nil *Error returned as an error (a non-nil error holding a nil
+// pointer) panics nowhere: it is an internal error, wrapped or not, no
+// sentinel's, and reads "<nil>".
+func TestError_NilPointerHeldByAnErrorPanicsNowhere(t *testing.T) {
+	var nilErr *orgadmin.Error
+	var err error = nilErr
+	for _, err := range []error{err, fmt.Errorf("x: %w", err)} {
+		assert.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(err))
+		assert.False(t, errors.Is(err, orgadmin.ErrNotFound))
+		assert.False(t, errors.Is(orgadmin.ErrNotFound, err))
+		assert.NotPanics(t, func() { _ = err.Error() })
+	}
+	assert.Equal(t, "<nil>", err.Error())
+	assert.Equal(t, "x: <nil>", fmt.Errorf("x: %w", err).Error())
+	assert.NoError(t, errors.Unwrap(err))
+}
+
 func TestCode_MessagesOfSpec(t *testing.T) {
 	assert.Equal(t, "Bad Request", orgadmin.CodeBadRequest.Message())
 	assert.Equal(t, "Invalid Credentials", orgadmin.CodeUnauthorized.Message())
