@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -163,7 +164,8 @@ type CreateEmbedSessionInput struct {
 	RequiredResources []Resource
 	// InitialState, when not nil, is a JSON object of at most 64 KiB.
 	InitialState json.RawMessage
-	// Version pins the Dive version, from 1 to the latest.
+	// Version pins the Dive version, from 1 (BAD_REQUEST below) to the
+	// latest (NOT_FOUND above, however far).
 	Version Optional[int]
 	// DecodeIssues are the problems found while decoding the input from
 	// its wire form; see CreateTokenInput.DecodeIssues.
@@ -191,7 +193,9 @@ func (in CreateEmbedSessionInput) problems() issues {
 		}
 	}
 	if v, ok := in.Version.Get(); ok {
-		is.checkRange(int64(v), 1, maxInt32, "version")
+		// Above the latest, however far, is NOT_FOUND (after the
+		// Dive is read), not a malformed body.
+		is.checkRange(int64(v), 1, math.MaxInt64, "version")
 	}
 	return is.withDecoded(in.DecodeIssues)
 }

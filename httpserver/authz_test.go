@@ -519,6 +519,9 @@ func TestOrderOfChecks(t *testing.T) {
 		f := f.with(t)
 		requireError(t, f.do("POST", "/v1/dives/"+missingID+"/embed-session", bearer(f.admin), map[string]any{"username": "dave"}), 404)
 		requireError(t, f.do("POST", embed, bearer(f.admin), map[string]any{"username": "dave", "version": 9}), 404)
+		for _, far := range []any{1 << 31, 1e20, json.RawMessage("99999999999999999999")} {
+			requireError(t, f.do("POST", embed, bearer(f.admin), map[string]any{"username": "dave", "version": far}), 404)
+		}
 		requireIssue(t, f.do("POST", embed, bearer(f.admin), map[string]any{"username": "dave"}), "username")
 	})
 	t.Run("Admin valid body for missing user is 404", func(t *testing.T) {
