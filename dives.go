@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/orgadmin/orgadmin/internal/jsonobject"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -162,7 +163,9 @@ type CreateEmbedSessionInput struct {
 	SessionHint Optional[string]
 	// RequiredResources, when not nil, replaces the Dive's own.
 	RequiredResources []Resource
-	// InitialState, when not nil, is a JSON object of at most 64 KiB.
+	// InitialState, when not nil, is a JSON object of at most 64 KiB, in
+	// valid Unicode (no lone surrogate escapes), none of whose objects
+	// names a key twice.
 	InitialState json.RawMessage
 	// Version pins the Dive version, from 1 (BAD_REQUEST below) to the
 	// latest (NOT_FOUND above, however far).
@@ -190,6 +193,16 @@ func (in CreateEmbedSessionInput) problems() issues {
 			is.add(IssueInvalidType, "Expected object", "initial_state")
 		case buf.Len() > MaxInitialStateJSON:
 			is.add(IssueTooBig, "initial_state must be at most 65536 bytes of JSON", "initial_state")
+		case jsonobject.LoneSurrogate(buf.Bytes()):
+			// The renderer's parser would read it as something else
+			// than what was sent, or refuse it.
+			is.add(IssueInvalidString, "initial_state must be valid Unicode (no lone surrogate escapes)", "initial_state")
+		default:
+			// Which of two values of a key counts depends on the
+			// parser that reads it: refused, as in a body.
+			if at, dup := jsonobject.DuplicateKey(buf.Bytes()); dup {
+				is.add(IssueDuplicateKey, fmt.Sprintf("Duplicate key %q", at[len(at)-1]), append([]any{"initial_state"}, at...)...)
+			}
 		}
 	}
 	if v, ok := in.Version.Get(); ok {

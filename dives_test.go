@@ -218,6 +218,23 @@ func TestEmbedSession_Refusals(t *testing.T) {
 	big := json.RawMessage(`{"k":"` + strings.Repeat("x", 64<<10) + `"}`)
 	err = create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", InitialState: big})
 	assert.Equal(t, [][]any{{"initial_state"}}, issuePaths(t, err))
+	// What two parsers could read apart: a key given twice at any
+	// depth, escaped or not, and a lone surrogate escape.
+	for raw, want := range map[string][]any{
+		`{"a":1,"a":2}`:                       {"initial_state", "a"},
+		`{"x":[0,{"k":1,"\u006b":2}]}`:        {"initial_state", "x", 1, "k"},
+		`{"k":"\ud800"}`:                      {"initial_state"},
+		`{"\udfff":1}`:                        {"initial_state"},
+		`{"a":{"a":1},"b":[{"a":1},{"a":1}]}`: nil,
+		`{"k":"\ud83d\ude00"}`:                nil,
+	} {
+		err = create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", InitialState: json.RawMessage(raw)})
+		if want == nil {
+			assert.NoError(t, err, raw)
+			continue
+		}
+		assert.Equal(t, [][]any{want}, issuePaths(t, err), raw)
+	}
 	many := make([]orgadmin.Resource, 0, 100)
 	for range 100 {
 		many = append(many, orgadmin.Resource{URL: strings.Repeat("u", 100)})

@@ -11,10 +11,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/internal/jsonobject"
 )
 
 // object is the members of a JSON object of a request body, in order,
@@ -155,57 +155,11 @@ func (d *decoder) string(o object, key string, required bool, path ...any) orgad
 		return orgadmin.Optional[string]{}
 	}
 	s := jsonString(raw)
-	if loneSurrogate(raw) {
+	if jsonobject.LoneSurrogate(raw) {
 		d.add(orgadmin.IssueInvalidString, "String must be valid Unicode (no lone surrogate escapes)", append(slices.Clip(path), key))
 		return orgadmin.Optional[string]{}
 	}
 	return orgadmin.Some(s)
-}
-
-// loneSurrogate reports whether raw, a valid JSON string, escapes a UTF-16
-// surrogate that is not half of a pair (such as \ud800), which
-// encoding/json silently decodes to U+FFFD.
-func loneSurrogate(raw json.RawMessage) bool {
-	for i := 0; i < len(raw); i++ {
-		if raw[i] != '\\' {
-			continue
-		}
-		i++ // the escaped character, which ends the escape unless it is u
-		if raw[i] != 'u' {
-			continue
-		}
-		r := hex4(raw[i+1 : i+5])
-		i += 4
-		if !utf16.IsSurrogate(r) {
-			continue
-		}
-		// A high surrogate must be followed at once by an escaped low one.
-		if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
-			if utf16.DecodeRune(r, hex4(raw[i+3:i+7])) != utf8.RuneError {
-				i += 6
-				continue
-			}
-		}
-		return true
-	}
-	return false
-}
-
-// hex4 decodes the four hexadecimal digits of a \u escape.
-func hex4(b []byte) rune {
-	var r rune
-	for _, c := range b {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		default:
-			c -= 'A' - 10
-		}
-		r = r<<4 | rune(c)
-	}
-	return r
 }
 
 // int decodes key as a whole number: 4 and 4.0 are accepted, 2.5 is not.

@@ -1,14 +1,20 @@
-// Package jsonobject reads the members of a JSON object in the order they
-// are written, duplicates included, where json.Unmarshal into a map or a
-// struct keeps only the last value of a key. The seed decoder uses it to
-// name a key given twice. (Request bodies, validated before they are
-// read, are split by httpserver's own reader, which copies nothing.)
+// Package jsonobject reads what encoding/json passes over in a JSON
+// text: the members of an object in the order they are written,
+// duplicates included (where json.Unmarshal into a map or a struct keeps
+// only the last value of a key), a key given twice at any depth, and
+// escapes of lone UTF-16 surrogates (which json.Unmarshal turns into
+// U+FFFD). The seed decoder uses it to name a key given twice, the
+// Service to check a free-form JSON object, and httpserver's reader of
+// request bodies (which splits objects itself, copying nothing) to check
+// strings.
 package jsonobject
 
 import (
 	"bytes"
 	"encoding/json"
 	"iter"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // Members yields each member of raw, a JSON object: its key, unescaped,
@@ -32,4 +38,105 @@ func Members(raw []byte) iter.Seq2[string, json.RawMessage] {
 			}
 		}
 	}
+}
+
+// DuplicateKey returns the path (keys and array indexes, from raw's top)
+// of the first key that an object of raw, a valid JSON text, names twice
+// at any depth, the key last; ok is false when no object does. Keys are
+// compared unescaped: "a" and "\u0061" are one key.
+func DuplicateKey(raw []byte) (path []any, ok bool) {
+	// frame is an object or array being read: for an object, its keys
+	// and whether a key comes next; for an array, its last index.
+	type frame struct {
+		keys    map[string]bool
+		key     string
+		wantKey bool
+		index   int
+	}
+	var stack []*frame
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, false // the end, or not valid JSON
+		}
+		if n := len(stack); n > 0 {
+			top := stack[n-1]
+			switch {
+			case top.keys != nil && top.wantKey:
+				if key, isKey := tok.(string); isKey {
+					if top.keys[key] {
+						for _, f := range stack[:n-1] {
+							if f.keys != nil {
+								path = append(path, f.key)
+							} else {
+								path = append(path, f.index)
+							}
+						}
+						return append(path, key), true
+					}
+					top.keys[key], top.key, top.wantKey = true, key, false
+					continue
+				}
+			case top.keys != nil:
+				top.wantKey = true // a value: a key comes after it
+			case tok != json.Delim(']'):
+				top.index++
+			}
+		}
+		switch tok {
+		case json.Delim('{'):
+			stack = append(stack, &frame{keys: map[string]bool{}, wantKey: true})
+		case json.Delim('['):
+			stack = append(stack, &frame{index: -1})
+		case json.Delim('}'), json.Delim(']'):
+			stack = stack[:len(stack)-1]
+		}
+	}
+}
+
+// LoneSurrogate reports whether raw, a valid JSON text, escapes a UTF-16
+// surrogate that is not half of a pair (such as \ud800), which
+// encoding/json silently decodes to U+FFFD.
+func LoneSurrogate(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++ // the escaped character, which ends the escape unless it is u
+		if raw[i] != 'u' {
+			continue
+		}
+		r := hex4(raw[i+1 : i+5])
+		i += 4
+		if !utf16.IsSurrogate(r) {
+			continue
+		}
+		// A high surrogate must be followed at once by an escaped low one.
+		if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+			if utf16.DecodeRune(r, hex4(raw[i+3:i+7])) != utf8.RuneError {
+				i += 6
+				continue
+			}
+		}
+		return true
+	}
+	return false
+}
+
+// hex4 decodes the four hexadecimal digits of a \u escape.
+func hex4(b []byte) rune {
+	var r rune
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }
