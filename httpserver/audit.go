@@ -22,10 +22,10 @@ func (h *Handler) listAuditEvents(_ http.ResponseWriter, r *http.Request, c cred
 	var q orgadmin.AuditQuery
 	if v, ok := d.query(r); ok {
 		q.Limit = d.queryInt(v, "limit")
-		q.PageToken = v.Get("page_token")
+		q.PageToken = d.queryString(v, "page_token")
 		fields := []*string{&q.Action, &q.Actor, &q.TargetKind, &q.TargetID, &q.TargetUsername}
 		for i, name := range auditFilters {
-			*fields[i] = v.Get(name)
+			*fields[i] = d.queryString(v, name)
 		}
 		q.Since = d.queryTime(v, "since")
 		q.Until = d.queryTime(v, "until")
@@ -38,10 +38,11 @@ func (h *Handler) listAuditEvents(_ http.ResponseWriter, r *http.Request, c cred
 // queryTime decodes an RFC 3339 time query parameter; absent yields the
 // zero time.
 func (d *decoder) queryTime(q url.Values, key string) time.Time {
-	if !q.Has(key) {
+	v, ok := d.queryValue(q, key)
+	if !ok {
 		return time.Time{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, q.Get(key))
+	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil {
 		d.add(orgadmin.IssueInvalidString, "Expected an RFC 3339 time", []any{key})
 		return time.Time{}

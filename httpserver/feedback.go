@@ -104,10 +104,10 @@ func NewFeedback(svc *orgadmin.Service, cfg FeedbackConfig) http.Handler {
 		var in orgadmin.FeedbackInput
 		if q, ok := d.query(r); ok {
 			in = orgadmin.FeedbackInput{
-				PagePath:  q.Get("page_path"),
-				Text:      q.Get("text"),
-				PageTitle: q.Get("page_title"),
-				Source:    q.Get("source"),
+				PagePath:  d.queryString(q, "page_path"),
+				Text:      d.queryString(q, "text"),
+				PageTitle: d.queryString(q, "page_title"),
+				Source:    d.queryString(q, "source"),
 			}
 		}
 		in.DecodeIssues = d.issues

@@ -915,6 +915,12 @@ func TestListUsersLimitAndOffset(t *testing.T) {
 		{"is_service_account=yes", "is_service_account", "invalid_type"},
 		{"is_service_account=1", "is_service_account", "invalid_type"},
 		{"is_service_account=", "is_service_account", "invalid_type"},
+		// Given twice: which value counts would be a guess.
+		{"limit=1&limit=0", "limit", "invalid_type"},
+		{"limit=5&limit=5", "limit", "invalid_type"},
+		{"offset=1&offset=2", "offset", "invalid_type"},
+		{"is_service_account=true&is_service_account=false", "is_service_account", "invalid_type"},
+		{"page_token=dWFsaWNl&page_token=dWJvYg", "page_token", "invalid_type"},
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			w := w.with(t)
@@ -1907,6 +1913,8 @@ func TestFeedbackParameters(t *testing.T) {
 		{"page_title over its limit", url.Values{"page_path": {"/x"}, "text": {"hi"}, "page_title": {strings.Repeat("t", orgadmin.MaxFeedbackPageTitle+1)}}, []any{"page_title"}},
 		{"source at its limit", url.Values{"page_path": {"/x"}, "text": {"hi"}, "source": {strings.Repeat("s", orgadmin.MaxFeedbackSource)}}, nil},
 		{"source over its limit", url.Values{"page_path": {"/x"}, "text": {"hi"}, "source": {strings.Repeat("s", orgadmin.MaxFeedbackSource+1)}}, []any{"source"}},
+		{"text twice", url.Values{"page_path": {"/x"}, "text": {"hi", "there"}}, []any{"text"}},
+		{"source twice", url.Values{"page_path": {"/x"}, "text": {"hi"}, "source": {"a", "a"}}, []any{"source"}},
 	} {
 		t.Run(tc.what, func(t *testing.T) {
 			w := w.with(t)

@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
 	"net/url"
@@ -29,7 +30,7 @@ func (h *Handler) listUsers(_ http.ResponseWriter, r *http.Request, c credential
 	if q, ok := d.query(r); ok {
 		opt.Limit = d.queryInt(q, "limit")
 		opt.Offset = d.queryInt(q, "offset")
-		opt.PageToken = q.Get("page_token")
+		opt.PageToken = d.queryString(q, "page_token")
 		opt.ServiceAccount = d.queryBool(q, "is_service_account")
 	}
 	opt.DecodeIssues = d.issues
@@ -67,13 +68,35 @@ func (d *decoder) query(r *http.Request) (url.Values, bool) {
 	return q, true
 }
 
+// queryValue returns the value of the query parameter key; false when it
+// is absent, or given more than once, which is an issue: which of its
+// values counts would be a guess.
+func (d *decoder) queryValue(q url.Values, key string) (string, bool) {
+	switch vs := q[key]; len(vs) {
+	case 0:
+		return "", false
+	case 1:
+		return vs[0], true
+	default:
+		d.add(orgadmin.IssueInvalidType, fmt.Sprintf("Expected one value, received %d", len(vs)), []any{key})
+		return "", false
+	}
+}
+
+// queryString decodes a string query parameter; absent is "".
+func (d *decoder) queryString(q url.Values, key string) string {
+	v, _ := d.queryValue(q, key)
+	return v
+}
+
 // queryInt decodes an integer query parameter; absent is unset. Values
 // beyond the int32 range are clamped so that range checks report them.
 func (d *decoder) queryInt(q url.Values, key string) orgadmin.Optional[int] {
-	if !q.Has(key) {
+	v, ok := d.queryValue(q, key)
+	if !ok {
 		return orgadmin.Optional[int]{}
 	}
-	n, err := strconv.ParseInt(q.Get(key), 10, 64)
+	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		d.add(orgadmin.IssueInvalidType, "Expected integer", []any{key})
 		return orgadmin.Optional[int]{}
@@ -84,10 +107,11 @@ func (d *decoder) queryInt(q url.Values, key string) orgadmin.Optional[int] {
 // queryBool decodes a boolean query parameter, "true" or "false"; absent
 // is unset.
 func (d *decoder) queryBool(q url.Values, key string) orgadmin.Optional[bool] {
-	if !q.Has(key) {
+	v, ok := d.queryValue(q, key)
+	if !ok {
 		return orgadmin.Optional[bool]{}
 	}
-	switch v := q.Get(key); v {
+	switch v {
 	case "true", "false":
 		return orgadmin.Some(v == "true")
 	}
