@@ -1,6 +1,7 @@
 package httpserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -210,9 +212,17 @@ func routeOf(pattern string) string {
 
 // requestPath returns the escaped path of r as the client sent it: an
 // http.StripPrefix or a router's mount before the Handler leaves
-// RequestURI as it was. The query is left out.
+// RequestURI as it was, in its origin form (/admin/v1/users) or its
+// absolute form (http://host/admin/v1/users, as sent to a proxy). The
+// query is left out. A request without a RequestURI (one made by
+// http.NewRequest and served directly) has only its URL's path.
 func requestPath(r *http.Request) string {
 	u := r.RequestURI
+	if u != "" && u[0] != '/' {
+		if abs, err := url.ParseRequestURI(u); err == nil && abs.Scheme != "" {
+			return cmp.Or(abs.EscapedPath(), "/")
+		}
+	}
 	if u == "" || u[0] != '/' {
 		return r.URL.EscapedPath()
 	}

@@ -116,6 +116,22 @@ func TestMountedUnderAPrefix(t *testing.T) {
 
 			resp, _ = get(t, h, "/v1/users", "Authorization", "Bearer "+a.token)
 			assert.Equal(t, 404, resp.StatusCode, "not outside the prefix")
+
+			// The absolute form of a request line (as sent to a proxy)
+			// names the same path.
+			lines.Reset()
+			rec := httptest.NewRecorder()
+			req := httptest.NewRequest("GET", "http://example.com/admin/v1/users?limit=1", nil)
+			req.Header.Set("Authorization", "Bearer "+a.token)
+			h.ServeHTTP(rec, req)
+			require.Equal(t, 200, rec.Code, rec.Body.String())
+			l = logLines(t, &lines)
+			require.Len(t, l, 1)
+			assert.Equal(t, "/admin/v1/users", l[0]["path"])
+			rec = httptest.NewRecorder()
+			h.ServeHTTP(rec, httptest.NewRequest("GET", "http://example.com/admin/docs/specs", nil))
+			require.Equal(t, 200, rec.Code)
+			assert.Equal(t, "/admin", serverURL(t, rec.Body.String()))
 		})
 	}
 	resp, body := get(t, chiRouter, "/hello")
