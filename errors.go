@@ -69,8 +69,9 @@ type IssueCode string
 
 // The issue codes: every one the API writes.
 const (
-	// IssueInvalidType is a field of the wrong type, or a required field
-	// that is missing.
+	// IssueInvalidType is a field of the wrong type (a number that is not
+	// whole, a duration that is not a whole number of seconds), a
+	// required field that is missing, or a query parameter given twice.
 	IssueInvalidType IssueCode = "invalid_type"
 	// IssueTooSmall is a number under its minimum, or a string too short.
 	IssueTooSmall IssueCode = "too_small"
@@ -79,7 +80,7 @@ const (
 	IssueTooBig IssueCode = "too_big"
 	// IssueInvalidEnum is a value outside its enumeration.
 	IssueInvalidEnum IssueCode = "invalid_enum_value"
-	// IssueInvalidString is a string (or a duration) of the wrong form.
+	// IssueInvalidString is a string of the wrong form.
 	IssueInvalidString IssueCode = "invalid_string"
 	// IssueAlreadyExists is a username taken, or a token value in use.
 	IssueAlreadyExists IssueCode = "already_exists"
