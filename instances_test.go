@@ -202,6 +202,7 @@ func TestConfig_DefaultInstancesApplyToNewUsers(t *testing.T) {
 			ReadWrite: orgadmin.InstanceSide{Size: "tiny"},
 		}})
 	}, "a broken default is a programming error")
+	assert.PanicsWithValue(t, "orgadmin: New: nil store", func() { orgadmin.New(nil, orgadmin.Config{}) }, "so is no store")
 }
 
 // --- Ducklings and active accounts (DESIGN §8) ----------------------------

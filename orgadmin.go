@@ -165,9 +165,14 @@ type Service struct {
 	lastID uint64 // the time and sequence of the last id minted
 }
 
-// New returns a Service on store. It panics if cfg.DefaultInstances is set
-// and breaks the configuration rules, as that is a programming error.
+// New returns a Service on store. It panics if store is nil, or if
+// cfg.DefaultInstances is set and breaks the configuration rules, as
+// those are programming errors (found here rather than at the first
+// call).
 func New(store storage.Store, cfg Config) *Service {
+	if store == nil {
+		panic("orgadmin: New: nil store")
+	}
 	s := &Service{
 		store:       store,
 		now:         cfg.Now,
