@@ -49,6 +49,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -62,9 +63,12 @@ import (
 // use, but those that fail the test must be called from the test's
 // goroutine.
 type Server struct {
-	tb         testing.TB // a panicTB for a Server of Run
-	clock      *fakeclock.Clock
-	svc        *orgadmin.Service
+	tb    testing.TB // a panicTB for a Server of Run
+	opts  options
+	clock *fakeclock.Clock
+	// state is the Service and the routes that serve it, which Reset
+	// replaces.
+	state      atomic.Pointer[state]
 	srv        *httptest.Server
 	handler    http.Handler
 	org        string
@@ -73,6 +77,14 @@ type Server struct {
 	faults     faults
 	journal    journal
 	closeOnce  sync.Once
+}
+
+// state is a Server's world: the Service on its own memory store, and
+// the routes (the API, the health check, the feedback endpoint) that
+// serve it.
+type state struct {
+	svc    *orgadmin.Service
+	routes http.Handler
 }
 
 // options collects what the Options set.
@@ -171,38 +183,59 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{tb: tb, clock: fakeclock.New(o.start), org: o.org, admin: o.admin}
+	s := &Server{tb: tb, opts: o, clock: fakeclock.New(o.start), org: o.org, admin: o.admin}
 	s.journal.max = max(o.journalSize, 1)
+	st, token, err := s.newState(o.adminToken)
+	if err != nil {
+		return nil, err
+	}
+	s.state.Store(st)
+	s.adminToken = token
+	routes := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.state.Load().routes.ServeHTTP(w, r)
+	})
+	// The request id first, so that the journal and a fault's answer
+	// carry it; the API's own LogRequests then adds none.
+	s.handler = httpserver.LogRequests(o.logger, s.record(s.inject(routes)))
+	s.srv = httptest.NewServer(s.handler)
+	return s, nil
+}
+
+// newState makes the Server's world as its Options say, on a new memory
+// store: the organization and its Admin, with adminToken as its token
+// when it is not empty (the token it has is returned), then the
+// fixtures.
+func (s *Server) newState(adminToken string) (*state, string, error) {
+	o := s.opts
 	cfg := o.cfg
 	cfg.Now = s.clock.Now
-	s.svc = orgadmin.New(memstore.New(), cfg)
+	svc := orgadmin.New(memstore.New(), cfg)
 
 	ctx := s.ctx()
-	token, err := s.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: o.org, Username: o.admin, Token: o.adminToken})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: o.org, Username: o.admin, Token: adminToken})
 	if err != nil {
-		return nil, fmt.Errorf("bootstrap: %w", err)
+		return nil, "", fmt.Errorf("bootstrap: %w", err)
 	}
-	s.adminToken = token
 	for _, sd := range o.seeds {
-		if err := s.svc.ApplySeed(ctx, sd); err != nil {
-			return nil, err
+		if err := svc.ApplySeed(ctx, sd); err != nil {
+			return nil, "", err
 		}
 	}
 	for _, f := range o.seedFiles {
 		sd, err := readSeedFile(f)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		if err := s.svc.ApplySeed(ctx, sd); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+		if err := svc.ApplySeed(ctx, sd); err != nil {
+			return nil, "", fmt.Errorf("%s: %w", f, err)
 		}
 	}
 
-	api := httpserver.New(s.svc, httpserver.Config{Logger: o.logger})
+	api := httpserver.New(svc, httpserver.Config{Logger: o.logger})
 	mux := http.NewServeMux()
 	mux.Handle("/", api)
-	mux.Handle("/healthz", httpserver.Health(s.svc))
-	mux.Handle(httpserver.FeedbackPath, httpserver.NewFeedback(s.svc, httpserver.FeedbackConfig{
+	mux.Handle("/healthz", httpserver.Health(svc))
+	mux.Handle(httpserver.FeedbackPath, httpserver.NewFeedback(svc, httpserver.FeedbackConfig{
 		Logger: o.logger, PerMinute: o.feedbackPerMinute, Now: s.clock.Now,
 	}))
 	routes := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -212,12 +245,33 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 		}
 		mux.ServeHTTP(w, r)
 	})
-	// The request id first, so that the journal and a fault's answer
-	// carry it; the API's own LogRequests then adds none.
-	s.handler = httpserver.LogRequests(o.logger, s.record(s.inject(routes)))
-	s.srv = httptest.NewServer(s.handler)
-	return s, nil
+	return &state{svc: svc, routes: routes}, token, nil
 }
+
+// Reset puts the Server back as NewServer (or Run) left it, for tests
+// that share one Server (a TestMain's, or a parent test's): a new, empty
+// store holding the organization and its Admin, whose token is still
+// AdminToken, and the fixtures of the Options, loaded again; the clock
+// back at its start; no faults and an empty journal. The URL stays. A
+// *orgadmin.Service that Service returned before keeps the old state:
+// call Service again. Requests in flight finish on the old state. It
+// fails the test when the fixtures cannot be loaded again (a seed file
+// changed since, say).
+func (s *Server) Reset() {
+	s.tb.Helper()
+	s.clock.Set(s.opts.start)
+	st, _, err := s.newState(s.adminToken)
+	if err != nil {
+		s.fatal("reset", err)
+		return
+	}
+	s.state.Store(st)
+	s.ClearFaults()
+	s.ResetJournal()
+}
+
+// svc is the Service of the Server's current state.
+func (s *Server) svc() *orgadmin.Service { return s.state.Load().svc }
 
 // readSeedFile reads the fixture of path; its errors name path once.
 func readSeedFile(path string) (orgadmin.Seed, error) {
@@ -266,7 +320,7 @@ func (s *Server) Admin() string { return s.admin }
 
 // Service returns the Service behind the API, for everything the Go API
 // offers beyond these methods.
-func (s *Server) Service() *orgadmin.Service { return s.svc }
+func (s *Server) Service() *orgadmin.Service { return s.svc() }
 
 // Now returns the time on the Server's clock.
 func (s *Server) Now() time.Time { return s.clock.Now() }
@@ -306,7 +360,7 @@ func (s *Server) fatal(what string, err error) {
 // when the fixture breaks a rule.
 func (s *Server) Seed(sd orgadmin.Seed) {
 	s.tb.Helper()
-	if err := s.svc.ApplySeed(s.ctx(), sd); err != nil {
+	if err := s.svc().ApplySeed(s.ctx(), sd); err != nil {
 		s.fatal("", err) // it says "seed: "
 	}
 }
@@ -331,7 +385,7 @@ func (s *Server) SeedFile(path string) {
 		s.fatal("", err)
 		return
 	}
-	if err := s.svc.ApplySeed(s.ctx(), sd); err != nil {
+	if err := s.svc().ApplySeed(s.ctx(), sd); err != nil {
 		s.fatal(path, err)
 	}
 }
@@ -344,7 +398,7 @@ func (s *Server) SeedFile(path string) {
 //	u, ok := srv.InOrg("acme").User("alice")
 func (s *Server) InOrg(id string) *Org {
 	s.tb.Helper()
-	if err := s.svc.CreateOrg(s.ctx(), id); err != nil {
+	if err := s.svc().CreateOrg(s.ctx(), id); err != nil {
 		s.fatal("create organization "+id, err)
 	}
 	return &Org{s: s, id: id}
@@ -448,7 +502,7 @@ func (s *Server) AuditEvents() []orgadmin.AuditEvent {
 // reports false when it is unknown, expired or its user was deleted.
 func (s *Server) EmbedSession(value string) (orgadmin.EmbedSession, bool) {
 	s.tb.Helper()
-	es, err := s.svc.ResolveEmbedSession(s.ctx(), value)
+	es, err := s.svc().ResolveEmbedSession(s.ctx(), value)
 	switch {
 	case err == nil:
 		return es, true
@@ -476,7 +530,7 @@ func (o *Org) ID() string { return o.id }
 // number of users.
 func (o *Org) CreateUser(nu orgadmin.NewUser) orgadmin.User {
 	o.s.tb.Helper()
-	u, err := o.s.svc.CreateUser(o.s.ctx(), o.id, nu)
+	u, err := o.s.svc().CreateUser(o.s.ctx(), o.id, nu)
 	if err != nil {
 		o.s.fatal("create user "+nu.Username, err)
 	}
@@ -492,7 +546,7 @@ func (o *Org) CreateServiceAccount(username string) orgadmin.User {
 // GrantPrivilege grants a privilege to the user.
 func (o *Org) GrantPrivilege(username, privilege string) {
 	o.s.tb.Helper()
-	if err := o.s.svc.GrantPrivilege(o.s.ctx(), o.id, username, privilege); err != nil {
+	if err := o.s.svc().GrantPrivilege(o.s.ctx(), o.id, username, privilege); err != nil {
 		o.s.fatal("grant privilege", err)
 	}
 }
@@ -508,7 +562,7 @@ func (o *Org) CreateToken(username string, in orgadmin.CreateTokenInput) string 
 	if in.Name == "" {
 		in.Name = "test"
 	}
-	if _, err := o.s.svc.SeedToken(o.s.ctx(), o.id, username, orgadmin.SeedTokenInput{CreateTokenInput: in, Value: value}); err != nil {
+	if _, err := o.s.svc().SeedToken(o.s.ctx(), o.id, username, orgadmin.SeedTokenInput{CreateTokenInput: in, Value: value}); err != nil {
 		o.s.fatal("create token for "+username, err)
 	}
 	return value
@@ -517,7 +571,7 @@ func (o *Org) CreateToken(username string, in orgadmin.CreateTokenInput) string 
 // RegisterDive creates or replaces a Dive.
 func (o *Org) RegisterDive(d orgadmin.Dive) {
 	o.s.tb.Helper()
-	if err := o.s.svc.RegisterDive(o.s.ctx(), o.id, d); err != nil {
+	if err := o.s.svc().RegisterDive(o.s.ctx(), o.id, d); err != nil {
 		o.s.fatal("register dive", err)
 	}
 }
@@ -526,7 +580,7 @@ func (o *Org) RegisterDive(d orgadmin.Dive) {
 // as running and busy.
 func (o *Org) MarkDucklingActive(username, id string) {
 	o.s.tb.Helper()
-	if err := o.s.svc.MarkDucklingActive(o.s.ctx(), o.id, username, id); err != nil {
+	if err := o.s.svc().MarkDucklingActive(o.s.ctx(), o.id, username, id); err != nil {
 		o.s.fatal("mark duckling active", err)
 	}
 }
@@ -534,7 +588,7 @@ func (o *Org) MarkDucklingActive(username, id string) {
 // MarkDucklingIdle reports the Duckling id of the user as idle now.
 func (o *Org) MarkDucklingIdle(username, id string) {
 	o.s.tb.Helper()
-	if err := o.s.svc.MarkDucklingIdle(o.s.ctx(), o.id, username, id); err != nil {
+	if err := o.s.svc().MarkDucklingIdle(o.s.ctx(), o.id, username, id); err != nil {
 		o.s.fatal("mark duckling idle", err)
 	}
 }
@@ -543,7 +597,7 @@ func (o *Org) MarkDucklingIdle(username, id string) {
 // whether there is one.
 func (o *Org) User(username string) (orgadmin.User, bool) {
 	o.s.tb.Helper()
-	u, err := o.s.svc.GetUser(o.s.ctx(), o.id, username)
+	u, err := o.s.svc().GetUser(o.s.ctx(), o.id, username)
 	switch {
 	case err == nil:
 		return u, true
@@ -559,7 +613,7 @@ func (o *Org) Users() []orgadmin.User {
 	o.s.tb.Helper()
 	var out []orgadmin.User
 	opt := orgadmin.ListUsersOptions{Limit: orgadmin.Some(orgadmin.MaxUserPageSize)}
-	for u, err := range o.s.svc.AllUsers(o.s.ctx(), o.s.svc.ActAsOrg(o.id), opt) {
+	for u, err := range o.s.svc().AllUsers(o.s.ctx(), o.s.svc().ActAsOrg(o.id), opt) {
 		if err != nil {
 			o.s.fatal("list users", err)
 			return nil
@@ -574,7 +628,7 @@ func (o *Org) AuditEvents() []orgadmin.AuditEvent {
 	o.s.tb.Helper()
 	var out []orgadmin.AuditEvent
 	q := orgadmin.AuditQuery{Limit: orgadmin.Some(orgadmin.MaxAuditPageSize)}
-	for e, err := range o.s.svc.AllAuditEvents(o.s.ctx(), o.s.svc.ActAsOrg(o.id), q) {
+	for e, err := range o.s.svc().AllAuditEvents(o.s.ctx(), o.s.svc().ActAsOrg(o.id), q) {
 		if err != nil {
 			o.s.fatal("list audit events", err)
 			return nil
@@ -588,7 +642,7 @@ func (o *Org) AuditEvents() []orgadmin.AuditEvent {
 // first.
 func (o *Org) Tokens(username string) []orgadmin.Token {
 	o.s.tb.Helper()
-	ts, err := o.s.svc.ListTokens(o.s.ctx(), o.s.svc.ActAsOrg(o.id), username)
+	ts, err := o.s.svc().ListTokens(o.s.ctx(), o.s.svc().ActAsOrg(o.id), username)
 	if err != nil {
 		o.s.fatal("list tokens of "+username, err)
 	}
@@ -599,7 +653,7 @@ func (o *Org) Tokens(username string) []orgadmin.Token {
 // API shows it.
 func (o *Org) InstanceConfig(username string) orgadmin.InstanceConfig {
 	o.s.tb.Helper()
-	cfg, err := o.s.svc.GetInstanceConfig(o.s.ctx(), o.s.svc.ActAsOrg(o.id), username)
+	cfg, err := o.s.svc().GetInstanceConfig(o.s.ctx(), o.s.svc().ActAsOrg(o.id), username)
 	if err != nil {
 		o.s.fatal("get instance config of "+username, err)
 	}
@@ -610,7 +664,7 @@ func (o *Org) InstanceConfig(username string) orgadmin.InstanceConfig {
 // shows them at the Server's current time.
 func (o *Org) ActiveAccounts() []orgadmin.ActiveAccount {
 	o.s.tb.Helper()
-	accs, err := o.s.svc.GetActiveAccounts(o.s.ctx(), o.s.svc.ActAsOrg(o.id))
+	accs, err := o.s.svc().GetActiveAccounts(o.s.ctx(), o.s.svc().ActAsOrg(o.id))
 	if err != nil {
 		o.s.fatal("get active accounts", err)
 	}

@@ -85,6 +85,55 @@ func TestOptions(t *testing.T) {
 	assert.ErrorIs(t, err, orgadmin.ErrBadRequest, "MaxTokensPerUser: 1")
 }
 
+// Reset puts a shared Server back as NewServer left it: its users,
+// tokens, clock, faults and journal, with the same URL and Admin token
+// and the Options' fixtures loaded again.
+func TestReset(t *testing.T) {
+	t.Parallel()
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	srv := orgadmintest.NewServer(t, orgadmintest.WithStart(start), orgadmintest.WithSeedFile("../examples/seed.json"))
+	names := func() []string {
+		var names []string
+		for _, u := range srv.Users() {
+			names = append(names, u.Username)
+		}
+		return names
+	}
+	fresh := names()
+	url, token := srv.URL(), srv.AdminToken()
+	old := srv.Service()
+
+	srv.CreateServiceAccount("robot")
+	robotToken := srv.CreateToken("robot", orgadmin.CreateTokenInput{})
+	srv.InOrg("other").CreateServiceAccount("elsewhere")
+	srv.FastForward(time.Hour)
+	status, _ := get(t, srv, "/v1/users", token)
+	require.Equal(t, 200, status)
+	srv.InjectFault(orgadmintest.Fault{Status: 503})
+
+	srv.Reset()
+	assert.Empty(t, srv.Journal(), "the journal is emptied")
+	assert.Equal(t, fresh, names(), "the fixtures, and nothing made since")
+	assert.Equal(t, start, srv.Now(), "the clock is back at its start")
+	assert.Equal(t, url, srv.URL())
+	assert.Equal(t, token, srv.AdminToken())
+	_, ok := srv.InOrg("other").User("elsewhere")
+	assert.False(t, ok, "every organization is emptied")
+	status, body := get(t, srv, "/v1/users", token)
+	require.Equal(t, 200, status, "no fault is left, and the Admin's token works: %s", body)
+	assert.NotContains(t, string(body), "robot")
+	status, _ = get(t, srv, "/v1/users/robot/tokens", robotToken)
+	assert.Equal(t, 401, status, "a token made before is gone")
+	status, _ = get(t, srv, "/v1/users", "dev-admin-token-change-me")
+	assert.Equal(t, 200, status, "a seeded token works again")
+	assert.Len(t, srv.Journal(), 3)
+
+	_, err := old.GetUser(t.Context(), srv.Org(), "robot")
+	assert.NoError(t, err, "a Service got before keeps the old state")
+	_, err = srv.Service().GetUser(t.Context(), srv.Org(), "robot")
+	assert.ErrorIs(t, err, orgadmin.ErrNotFound)
+}
+
 func mustActAs(tb testing.TB, srv *orgadmintest.Server, username string) orgadmin.Caller {
 	tb.Helper()
 	c, err := srv.Service().ActAs(tb.Context(), srv.Org(), username)
