@@ -238,6 +238,23 @@ func routes(api, health, feedback http.Handler) http.Handler {
 	})
 }
 
+// adminTaken reports whether err is Bootstrap's refusal of the username
+// for what the store holds (a user of that name that is not an Admin, or
+// an organization at its limit of users without it), and its message.
+// The username being this file's constant, no other issue of it can be.
+func adminTaken(err error) (string, bool) {
+	var e *orgadmin.Error
+	if !errors.As(err, &e) || e.Code != orgadmin.CodeBadRequest {
+		return "", false
+	}
+	for _, is := range e.Issues {
+		if is.Path.String() == "username" {
+			return is.Message, true
+		}
+	}
+	return "", false
+}
+
 // setupLimit bounds the seed's loading or the bootstrap at start: a store
 // that does not answer stops the start rather than hang it. A loading
 // cut short is completed by the next start.
@@ -250,6 +267,12 @@ var setupLimit = time.Minute
 // again, as the operator's word: log gets a warning that says so (the
 // store remembers a revocation for Config.RevokedTokenRetention). logs is
 // flushed first, so that the lines before it come first.
+//
+// A restart on a store where "admin" can no longer be bootstrapped (an
+// Admin deleted it, and then made a service account ADMIN, or filled the
+// organization) starts without a bootstrap token, with a warning that
+// says why: a restart must not fail, and the organization's other Admins
+// hold its administration.
 func bootstrap(ctx context.Context, svc *orgadmin.Service, envToken string, log *slog.Logger, logs *delayedWriter, stderr io.Writer) error {
 	revoked := false
 	if envToken != "" {
@@ -257,6 +280,11 @@ func bootstrap(ctx context.Context, svc *orgadmin.Service, envToken string, log 
 		revoked = errors.Is(err, orgadmin.ErrRevokedToken)
 	}
 	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "default", Username: "admin", Token: envToken})
+	if why, ok := adminTaken(err); ok {
+		log.Warn("no bootstrap token: admin \"admin\" of org \"default\" cannot be bootstrapped (" + why + "); the organization's other Admins administer it")
+		_ = logs.Flush()
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("bootstrap: %w", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -96,4 +97,38 @@ func TestRevokedEnvTokenBroughtBackIsWarned(t *testing.T) {
 		_, stderr := startServer(t, env, "-store", store)
 		assert.NotContains(t, stderr.String(), warning)
 	})
+}
+
+// A restart without -seed where "admin" can no longer be bootstrapped (an
+// Admin deleted it and made a service account ADMIN) starts, with a
+// warning and no bootstrap token: a restart must not fail.
+func TestRestartWhereAdminIsNoLongerAnAdmin(t *testing.T) {
+	store := "sqlite:" + filepath.Join(t.TempDir(), "orgadmin.db")
+	const alice = "alice-admin-token-0000000001"
+	seed := filepath.Join(t.TempDir(), "seed.json")
+	require.NoError(t, os.WriteFile(seed, []byte(`{"organizations": [{"id": "default", "users": [
+		{"username": "alice", "role": "Admin", "tokens": [{"name": "t", "value": "`+alice+`"}]}]}]}`), 0o600))
+	t.Run("bootstrap, then admin replaced", func(t *testing.T) {
+		base, _ := startServer(t, nil, "-store", store)
+		// The seed adds the second Admin to the bootstrapped org.
+		base2, _ := startServer(t, nil, "-store", store, "-seed", seed)
+		for _, b := range []string{base, base2} {
+			st, _ := call(t, "GET", b+"/v1/users", alice, "")
+			require.Equal(t, 200, st)
+		}
+		st, body := call(t, "DELETE", base+"/v1/users/admin", alice, "")
+		require.Equal(t, 200, st, body)
+		st, body = call(t, "POST", base+"/v1/users", alice, `{"username": "ADMIN"}`)
+		require.Equal(t, 200, st, body)
+	})
+	for _, env := range []map[string]string{nil, {"ORGADMIN_ADMIN_TOKEN": "env-supplied-admin-token"}} {
+		base, stderr := startServer(t, env, "-store", store)
+		assert.Contains(t, stderr.String(), `no bootstrap token: admin \"admin\" of org \"default\" cannot be bootstrapped (User ADMIN exists and is not an Admin)`)
+		assert.NotContains(t, stderr.String(), "shown once")
+		st, body := call(t, "GET", base+"/v1/users", alice, "")
+		require.Equal(t, 200, st, body)
+		assert.Equal(t, 2.0, body["total_count"], "alice and the service account ADMIN, no second admin")
+		st, _ = call(t, "GET", base+"/v1/users", "env-supplied-admin-token", "")
+		assert.Equal(t, 401, st)
+	}
 }
