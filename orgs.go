@@ -74,7 +74,9 @@ const BootstrapTokenName = "bootstrap"
 //
 // It fails with BAD_REQUEST, and writes nothing, for a malformed
 // organization id, username or in.Token (not 16 to 512 printable ASCII
-// characters), and when in.Token is another user's token. It fails with
+// characters), and when in.Token is another user's token or was revoked
+// from another user (while the store remembers the revocation; one
+// revoked from this Admin is given again). It fails with
 // BAD_REQUEST, and revokes nothing, when the user exists and is not an
 // Admin, or when it is missing and the organization holds the maximum
 // number of users (Config.MaxUsersPerOrg).
@@ -147,12 +149,27 @@ func checkBootstrapInput(in BootstrapInput) error {
 // when it is the token of another user than in's: of another
 // organization, or of another username. A user holding a token exists,
 // so a token of in's username is the token of the user Bootstrap finds.
+// It refuses too a value revoked from another user than in's (while the
+// store remembers the revocation): one revoked from in's user is the
+// caller's word, and is given again.
 func (s *Service) checkBootstrapToken(ctx context.Context, in BootstrapInput) error {
 	if in.Token == "" {
 		return nil
 	}
-	a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(in.Token)})
+	a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(in.Token), LiveAt: s.clock()})
 	switch {
+	case errors.Is(err, storage.ErrRevoked):
+		var userID string
+		switch u, err := s.store.GetUser(ctx, in.Org, FoldUsername(in.Username)); {
+		case err == nil:
+			userID = u.ID
+		case !errors.Is(err, storage.ErrNotFound):
+			return internal(ctx, "check user", err)
+		}
+		if revokedFromAnother(a, in.Org, userID) {
+			return badRequest(revokedValueIssue("token"))
+		}
+		return nil
 	case errors.Is(err, storage.ErrNotFound):
 		return nil
 	case err != nil:

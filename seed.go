@@ -609,7 +609,7 @@ func (s *Service) checkSeedTokens(ctx context.Context, sd Seed, marks []seedMark
 					// loading cut short withdrew its creation: a seed
 					// does not hand a revoked, perhaps leaked,
 					// credential to anyone else.
-					if tomb := a.Credential.Token; found && tomb.Org == o.ID && tomb.UserID == rec.ID {
+					if found && !revokedFromAnother(a, o.ID, rec.ID) {
 						added++
 						continue
 					}

@@ -1200,6 +1200,58 @@ func TestBootstrap_AnotherUsersTokenWritesNothing(t *testing.T) {
 	assert.Equal(t, "robot", a.Username())
 }
 
+// A value revoked from another user (perhaps leaked) is given by neither
+// Bootstrap nor SeedToken to anyone else, and nothing is written; one
+// revoked from the user itself is given again, the caller's word.
+func TestRevokedValueIsHandedToNoOneElse(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	e.serviceAccount(t, "robot")
+	e.serviceAccount(t, "other")
+	const leaked = "robot-token-0000001"
+	tok, err := e.svc.SeedToken(ctx, testOrg, "robot", orgadmin.SeedTokenInput{Value: leaked, CreateTokenInput: orgadmin.CreateTokenInput{Name: "r"}})
+	require.NoError(t, err)
+	require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "robot", tok.ID))
+
+	for _, in := range []orgadmin.BootstrapInput{
+		{Org: "globex", Username: "mallory", Token: leaked}, // another organization
+		{Org: testOrg, Username: "newboss", Token: leaked},  // another user of the same
+		{Org: testOrg, Username: "admin", Token: leaked},    // an existing other user
+	} {
+		_, err := e.svc.Bootstrap(ctx, in)
+		is := requireCode(t, err, orgadmin.ErrBadRequest)
+		assert.Equal(t, []orgadmin.Issue{{Message: "Token value was revoked from another user", Path: orgadmin.NewPath("token"), Code: orgadmin.IssueAlreadyExists}}, is.Issues, "%+v", in)
+		_, err = e.store.GetOrg(ctx, "globex")
+		require.ErrorIs(t, err, storage.ErrNotFound, "after Bootstrap(%+v)", in)
+		_, err = e.store.GetUser(ctx, testOrg, "newboss")
+		require.ErrorIs(t, err, storage.ErrNotFound, "after Bootstrap(%+v)", in)
+	}
+	_, err = e.svc.SeedToken(ctx, testOrg, "other", orgadmin.SeedTokenInput{Value: leaked, CreateTokenInput: orgadmin.CreateTokenInput{Name: "o"}})
+	is := requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, "value", is.Issues[0].Path.String())
+	_, err = e.svc.Authenticate(ctx, leaked)
+	require.ErrorIs(t, err, orgadmin.ErrRevokedToken, "still revoked")
+
+	_, err = e.svc.SeedToken(ctx, testOrg, "robot", orgadmin.SeedTokenInput{Value: leaked, CreateTokenInput: orgadmin.CreateTokenInput{Name: "r"}})
+	require.NoError(t, err, "its own user's")
+	c, err := e.svc.Authenticate(ctx, leaked)
+	require.NoError(t, err)
+	assert.Equal(t, "robot", c.Username())
+
+	// The Admin's own revoked bootstrap value comes back by Bootstrap.
+	const boot = "admin-bootstrap-value-01"
+	_, err = e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: testOrg, Username: "admin", Token: boot})
+	require.NoError(t, err)
+	_, err = e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: testOrg, Username: "admin"}) // revokes boot
+	require.NoError(t, err)
+	_, err = e.svc.Authenticate(ctx, boot)
+	require.ErrorIs(t, err, orgadmin.ErrRevokedToken)
+	_, err = e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: testOrg, Username: "admin", Token: boot})
+	require.NoError(t, err)
+	_, err = e.svc.Authenticate(ctx, boot)
+	require.NoError(t, err)
+}
+
 func TestBootstrap_AtTheTokenLimit(t *testing.T) {
 	store := memstore.New()
 	svc := orgadmin.New(store, orgadmin.Config{MaxTokensPerUser: 3})

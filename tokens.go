@@ -269,8 +269,10 @@ func (in SeedTokenInput) check(is *issues) {
 // SeedToken stores a token with the given value for the user of org named
 // username, through the Go API only. Seeding a value the user already holds
 // changes nothing and returns that token. It fails with BAD_REQUEST when in
-// breaks a rule or the value belongs to another user, and NOT_FOUND when the
-// user does not exist.
+// breaks a rule, or the value belongs to another user or was revoked from
+// another user (while the store remembers the revocation: a revoked,
+// perhaps leaked, credential is handed to no one else), and NOT_FOUND
+// when the user does not exist.
 func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTokenInput) (Token, error) {
 	var is issues
 	in.check(&is)
@@ -280,6 +282,14 @@ func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTo
 	u, err := s.resolveUser(ctx, org, username)
 	if err != nil {
 		return Token{}, err
+	}
+	switch a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(in.Value), LiveAt: s.clock()}); {
+	case errors.Is(err, storage.ErrRevoked):
+		if revokedFromAnother(a, org, u.ID) {
+			return Token{}, badRequest(revokedValueIssue("value"))
+		}
+	case err != nil && !errors.Is(err, storage.ErrNotFound):
+		return Token{}, internal(ctx, "check token", err)
 	}
 	for attempt := 1; ; attempt++ {
 		t, err := s.insertToken(ctx, &u, in.Value, in.CreateTokenInput, system, ActionTokenSeed)
@@ -307,6 +317,20 @@ func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTo
 		}
 		return t, err
 	}
+}
+
+// revokedFromAnother reports whether a, what ReadAccess returned with
+// ErrRevoked, is the tombstone of a token of another user than userID of
+// org ("": a user not made yet, so another).
+func revokedFromAnother(a storage.Access, org, userID string) bool {
+	t := a.Credential.Token
+	return userID == "" || t.Org != org || t.UserID != userID
+}
+
+// revokedValueIssue is the refusal of a token value revoked from another
+// user, at path.
+func revokedValueIssue(path string) Issue {
+	return Issue{Message: "Token value was revoked from another user", Path: NewPath(path), Code: IssueAlreadyExists}
 }
 
 // SeedToken tries a value that a creation under way holds

@@ -289,7 +289,7 @@ func bootstrap(ctx context.Context, svc *orgadmin.Service, envToken string, log 
 		return fmt.Errorf("bootstrap: %w", err)
 	}
 	if revoked && token != "" {
-		log.Warn("ORGADMIN_ADMIN_TOKEN had been revoked (whichever user held it); it is now the bootstrap token of admin \"admin\" of org \"default\" (set another value to retire it)")
+		log.Warn("ORGADMIN_ADMIN_TOKEN had been revoked; it is again the bootstrap token of admin \"admin\" of org \"default\" (set another value to retire it)")
 	}
 	_ = logs.Flush()
 	switch {
