@@ -458,7 +458,10 @@ func decodePageToken(tok string) (string, bool) {
 		return "", false
 	}
 	folded := string(b[1:])
-	if utf8.RuneCountInString(folded) > MaxUsernameLen || FoldUsername(folded) != folded {
+	// The folded form of a valid username is one (letters fold to
+	// lowercase letters): no other cursor, such as one holding a NUL
+	// that a store's keys use as a separator, is taken.
+	if !ValidUsername(folded) || FoldUsername(folded) != folded {
 		return "", false
 	}
 	return folded, true

@@ -1045,7 +1045,9 @@ func TestListUsersPageTokenPrecedenceAndMalformed(t *testing.T) {
 	emptyToken, _ := listUsers(t, w, admin, "limit=5&offset=5&page_token=")
 	assert.Equal(t, usernames(byOffset), usernames(emptyToken))
 
-	for _, bad := range []string{"!!!", "Zm9v", "dQ", "%00", "x", strings.Repeat("A", 3000)} {
+	// Cursors no user's name can be: "a\x00", "bob\x00" (a NUL, which a
+	// store's keys may use as a separator), "1abc", "a b".
+	for _, bad := range []string{"!!!", "Zm9v", "dQ", "%00", "x", strings.Repeat("A", 3000), "dWEA", "dWJvYgA", "dTFhYmM", "dWEgYg"} {
 		t.Run(bad[:min(len(bad), 10)], func(t *testing.T) {
 			w := w.with(t)
 			is := requireIssue(t, w.do("GET", "/v1/users?page_token="+url.QueryEscape(bad), bearer(admin), nil), "page_token")
