@@ -367,8 +367,14 @@ func (d SeedDive) dive() Dive {
 }
 
 // Validate checks every entry of sd against the rules of the API and
-// returns an error naming the first entry that breaks one.
+// returns an error naming the first entry that breaks one: a BAD_REQUEST
+// (ErrorCode, errors.Is(err, ErrBadRequest)) whose message is that.
 func (sd Seed) Validate() error {
+	return refusedSeed(sd.validate())
+}
+
+// validate is Validate, its errors plain.
+func (sd Seed) validate() error {
 	orgs := map[string]bool{}
 	values := map[string]bool{}
 	for i, o := range sd.Organizations {
@@ -493,10 +499,10 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 		}
 	}
 	if err := s.checkSeedUsers(ctx, sd, marks); err != nil {
-		return err
+		return refusedSeed(err)
 	}
 	if err := s.checkSeedTokens(ctx, sd, marks); err != nil {
-		return err
+		return refusedSeed(err)
 	}
 	for i, o := range sd.Organizations {
 		org := orgEntry(i, o.ID)
@@ -515,6 +521,37 @@ func (s *Service) ApplySeed(ctx context.Context, sd Seed) error {
 		}
 	}
 	return nil
+}
+
+// refusedSeed makes err, a seed's refusal, a BAD_REQUEST for ErrorCode
+// and errors.Is, keeping its message; an error that carries an *Error
+// already (a store's failure, INTERNAL_SERVER_ERROR) is left as it is.
+func refusedSeed(err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	return seedRefusal{err}
+}
+
+// seedRefusal is a seed refused: its message names the entry; as an
+// *Error it is a BAD_REQUEST with that message as its one issue.
+type seedRefusal struct{ err error }
+
+func (r seedRefusal) Error() string { return r.err.Error() }
+func (r seedRefusal) Unwrap() error { return r.err }
+
+// Is makes errors.Is(err, ErrBadRequest) hold.
+func (r seedRefusal) Is(target error) bool { return target == ErrBadRequest }
+
+// As gives errors.As (and so ErrorCode) a BAD_REQUEST *Error whose cause
+// is the refusal.
+func (r seedRefusal) As(target any) bool {
+	t, ok := target.(**Error)
+	if ok {
+		*t = &Error{Code: CodeBadRequest, Issues: []Issue{{Message: r.err.Error(), Code: IssueNotAllowed}}, Err: r.err}
+	}
+	return ok
 }
 
 // seedMarks are the users and tokens that loadings of seeds put into one

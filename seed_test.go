@@ -454,6 +454,35 @@ func TestSeed_RevokedValueFromAnotherUserWritesNothing(t *testing.T) {
 	assert.Equal(t, "bot", c.Username())
 }
 
+// A seed refused (by Validate, or by ApplySeed's checks before writing)
+// is a BAD_REQUEST for ErrorCode, errors.Is and errors.As, its message as
+// it was; a store that fails is still an internal error.
+func TestSeed_RefusalsAreBadRequests(t *testing.T) {
+	svc, _, _, _ := seededEnv(t)
+	ctx := context.Background()
+	for js, msg := range map[string]string{
+		`{"organizations": [{"id": "acme"}, {"id": "acme"}]}`: `seed: organizations[1] ("acme"): duplicate organization id`,
+		`{"organizations": [{"id": "acme", "users": [{"username": "ALICE", "role": "Member", "tokens": [{"name": "t", "value": "another-value-000001"}]}]}]}`: `seed: organizations[0] ("acme").users[0] ("ALICE"): the organization's user "alice" is an Admin user, the entry declares a Member user: its new tokens would be that user's`,
+	} {
+		sd, err := orgadmin.DecodeSeed(strings.NewReader(js))
+		require.NoError(t, err)
+		err = svc.ApplySeed(ctx, sd)
+		require.Error(t, err)
+		assert.Equal(t, msg, err.Error())
+		assert.Equal(t, orgadmin.CodeBadRequest, orgadmin.ErrorCode(err))
+		assert.ErrorIs(t, err, orgadmin.ErrBadRequest)
+		assert.NotErrorIs(t, err, orgadmin.ErrInternal)
+		var e *orgadmin.Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, []orgadmin.Issue{{Message: msg, Code: orgadmin.IssueNotAllowed}}, e.Issues)
+	}
+	sd, err := orgadmin.DecodeSeed(strings.NewReader(sampleSeed))
+	require.NoError(t, err)
+	failing := orgadmin.New(failingStore{memstore.New(), errors.New("store down")}, orgadmin.Config{})
+	err = failing.ApplySeed(ctx, sd)
+	assert.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(err), "%v", err)
+}
+
 // A message quotes at most 64 bytes of a seed's string, so that a huge
 // username does not become a huge line; and says what a number must be.
 func TestSeed_MessagesQuoteShortly(t *testing.T) {
