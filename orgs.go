@@ -122,7 +122,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 		return "", nil
 	}
 	if in.Token != "" {
-		t, err := s.SeedToken(ctx, in.Org, in.Username, SeedTokenInput{Value: in.Token, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}})
+		t, err := s.seedToken(ctx, in.Org, in.Username, SeedTokenInput{Value: in.Token, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}}, true)
 		return t.Value, err
 	}
 	t, err := s.insertToken(ctx, &u, value, CreateTokenInput{Name: BootstrapTokenName}, system, ActionTokenCreate)

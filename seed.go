@@ -725,7 +725,7 @@ func (s *Service) seedUser(ctx context.Context, org, where string, u SeedUser, m
 		if marked.loaded(t) {
 			continue
 		}
-		if _, err := s.SeedToken(ctx, org, u.Username, t.input()); err != nil {
+		if _, err := s.seedToken(ctx, org, u.Username, t.input(), true); err != nil {
 			return fmt.Errorf("seed: %s: %w", tokenEntry(where, k, t.Name), err)
 		}
 		loaded = append(loaded, tokenMark(t))
