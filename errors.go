@@ -252,8 +252,9 @@ var (
 // *Error in err's chain (errors.As sees through fmt.Errorf("...: %w")
 // wrapping, and the client package's errors convert to one); otherwise
 // CodeInternal, also for a nil *Error held by a non-nil error (a
-// mistake, which is not success). Use it, or errors.Is with the sentinels, rather than a
-// type assertion, which fails once an error is wrapped:
+// mistake, which is not success). Use it, or errors.Is with the
+// sentinels, rather than a type assertion, which fails once an error is
+// wrapped:
 //
 //	switch orgadmin.ErrorCode(err) {
 //	case orgadmin.CodeNotFound: ...

@@ -290,13 +290,15 @@ func (s *Service) seedToken(ctx context.Context, org, username string, in SeedTo
 	if err != nil {
 		return Token{}, err
 	}
-	switch a, err := s.readRevoked(ctx, in.Value, revokedChecked); {
-	case errors.Is(err, storage.ErrRevoked):
-		if revokedFromAnother(a, org, u.ID) {
-			return Token{}, badRequest(revokedValueIssue("value"))
+	if !revokedChecked {
+		switch a, err := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(in.Value), LiveAt: s.clock()}); {
+		case errors.Is(err, storage.ErrRevoked):
+			if revokedFromAnother(a, org, u.ID) {
+				return Token{}, badRequest(revokedValueIssue("value"))
+			}
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			return Token{}, internal(ctx, "check token", err)
 		}
-	case err != nil && !errors.Is(err, storage.ErrNotFound):
-		return Token{}, internal(ctx, "check token", err)
 	}
 	for attempt := 1; ; attempt++ {
 		t, err := s.insertToken(ctx, &u, in.Value, in.CreateTokenInput, system, ActionTokenSeed)
@@ -324,15 +326,6 @@ func (s *Service) seedToken(ctx context.Context, org, username string, in SeedTo
 		}
 		return t, err
 	}
-}
-
-// readRevoked reads the credential of value, unless checked: nothing
-// then.
-func (s *Service) readRevoked(ctx context.Context, value string, checked bool) (storage.Access, error) {
-	if checked {
-		return storage.Access{}, nil
-	}
-	return s.store.ReadAccess(ctx, storage.AccessQuery{Digest: digestOf(value), LiveAt: s.clock()})
 }
 
 // revokedFromAnother reports whether a, what ReadAccess returned with

@@ -218,12 +218,10 @@ func routeOf(pattern string) string {
 // http.NewRequest and served directly) has only its URL's path.
 func requestPath(r *http.Request) string {
 	u := r.RequestURI
-	if u != "" && u[0] != '/' {
+	if !strings.HasPrefix(u, "/") {
 		if abs, err := url.ParseRequestURI(u); err == nil && abs.Scheme != "" {
 			return cmp.Or(abs.EscapedPath(), "/")
 		}
-	}
-	if u == "" || u[0] != '/' {
 		return r.URL.EscapedPath()
 	}
 	if i := strings.IndexByte(u, '?'); i >= 0 {
