@@ -660,8 +660,9 @@ func mongoRoundTrips(t *testing.T) cancelKind {
 	c, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(testdb.Timeout).SetMonitor(monitor))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	dbs := testdb.NewMongoDatabases(t, c)
 	return cancelKind{name: "mongo", open: func(t *testing.T) (storage.Store, storage.Store) {
-		s, err := mongostore.New(t.Context(), testdb.MongoDatabase(t, c), mongostore.Options{Timeout: testdb.Timeout})
+		s, err := mongostore.New(t.Context(), dbs.Database(t), mongostore.Options{Timeout: testdb.Timeout})
 		require.NoError(t, err)
 		return s, s
 	}}

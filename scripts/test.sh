@@ -3,11 +3,25 @@
 # staticcheck, gosec, and the whole test suite with the race detector, against real
 # database servers that this script starts on free loopback ports and stops
 # when it exits (see scripts/services.sh); then each fuzz target for a few
-# seconds (scripts/fuzz.sh).
+# seconds (scripts/fuzz.sh). ORGADMIN_TEST_ON_DISK=1 keeps the databases'
+# files on disk, under TMPDIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# The database servers' files and the tests' temporary files (SQLite
+# databases among them) go to memory when /dev/shm has room: a test has no
+# use for durability, and waiting for the disk took a third of the time of
+# the SQL and MongoDB tests. The Go build's own files stay where they were.
+shm_dir=
+if [ -z "${ORGADMIN_TEST_ON_DISK:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ] &&
+  [ "$(df -Pk /dev/shm | awk 'NR == 2 { print $4 }')" -ge $((4 * 1024 * 1024)) ]; then
+  export GOTMPDIR=${GOTMPDIR:-${TMPDIR:-/tmp}}
+  shm_dir=$(mktemp -d /dev/shm/orgadmin-test.XXXXXX)
+  chmod 711 "$shm_dir" # PostgreSQL runs as its own user below it
+  export TMPDIR=$shm_dir
+fi
 . scripts/services.sh
-trap stop_services EXIT
+trap 'stop_services; if [ -n "$shm_dir" ]; then rm -rf "$shm_dir"; fi' EXIT
 build_ferretdb
 build_toxiproxy
 

@@ -1,18 +1,19 @@
-// Package everystore runs a test on every kind of store: memory,
-// miniredis and a SQLite file always, and a real Redis server, a Redis
-// Cluster, a MongoDB-wire server and a PostgreSQL server when the
-// environment names them (see internal/testdb). Each kind opens fresh stores of its own and can show
-// everything a store holds, so that a test can look for what must never be
-// stored.
+// Package everystore runs a test on every kind of store: memory and a
+// SQLite file always; a real Redis server, a Redis Cluster, a
+// MongoDB-wire server and a PostgreSQL server when the environment names
+// them (see internal/testdb); and miniredis when it names no Redis server,
+// for which it stands in. Each kind opens fresh stores of its own and can
+// show everything a store holds, so that a test can look for what must
+// never be stored.
 package everystore
 
 import (
 	"context"
+	"os"
 	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/orgadmin/orgadmin/internal/testdb"
 	"github.com/orgadmin/orgadmin/storage"
@@ -75,12 +76,17 @@ func (o Opened) Contents(tb testing.TB) []string {
 // subtests parallel.
 func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 	t.Run("memory", func(t *testing.T) { test(t, Kind{Name: "memory", open: openMemory}) })
-	t.Run("miniredis", func(t *testing.T) { test(t, redisKind("miniredis", testdb.Miniredis(t))) })
+	t.Run("miniredis", func(t *testing.T) {
+		if os.Getenv(testdb.RedisAddrEnv) != "" {
+			t.Skip("a Redis server is configured; miniredis stands in for one only when none is")
+		}
+		test(t, redisKind("miniredis", testdb.Miniredis(t)))
+	})
 	t.Run("redis", func(t *testing.T) { test(t, redisKind("redis", testdb.RedisServer(t))) })
 	t.Run("cluster", func(t *testing.T) { test(t, redisKind("cluster", testdb.RedisCluster(t))) })
 	t.Run("mongo", func(t *testing.T) {
-		c := testdb.Mongo(t)
-		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) Opened { return openMongo(tb, c) }})
+		dbs := testdb.NewMongoDatabases(t, testdb.Mongo(t))
+		test(t, Kind{Name: "mongo", Slow: true, open: func(tb testing.TB) Opened { return openMongo(tb, dbs) }})
 	})
 	t.Run("sqlite", func(t *testing.T) {
 		pool := &sqlStores{owner: t, newDSN: testdb.SQLite}
@@ -176,10 +182,11 @@ func redisKind(name string, c redis.UniversalClient) Kind {
 	}}
 }
 
-// openMongo returns a store on a database of its own.
-func openMongo(tb testing.TB, c *mongo.Client) Opened {
+// openMongo returns a store on an empty database of its own until tb
+// ends.
+func openMongo(tb testing.TB, dbs *testdb.MongoDatabases) Opened {
 	tb.Helper()
-	db := testdb.MongoDatabase(tb, c)
+	db := dbs.Database(tb)
 	s, err := mongostore.New(tb.Context(), db, mongostore.Options{Timeout: testdb.Timeout})
 	if err != nil {
 		tb.Fatalf("mongostore.New: %v", err)
