@@ -124,6 +124,14 @@ type Config struct {
 	// with an expiry is remembered until it would have expired. Zero or a
 	// negative value means 30 days (DefaultRevokedTokenRetention).
 	RevokedTokenRetention time.Duration
+	// MaxRevokedTokensPerOrg bounds the revoked tokens remembered for one
+	// organization: each revocation forgets, beyond it, those that would
+	// be forgotten first (a forgotten token is refused as unknown,
+	// ErrUnknownToken, rather than as revoked), so that however fast a
+	// caller creates and revokes tokens, what the store keeps of them
+	// stays bounded. Zero means 100 000 (DefaultMaxRevokedTokensPerOrg);
+	// a negative value means no bound but the retention.
+	MaxRevokedTokensPerOrg int
 	// AuditLog, when not nil, receives one record per audit event, at
 	// level Info with the message "audit", once the change and its event
 	// are stored: for shipping the trail elsewhere (a SIEM).
@@ -132,6 +140,10 @@ type Config struct {
 
 // DefaultRevokedTokenRetention is Config.RevokedTokenRetention's default.
 const DefaultRevokedTokenRetention = 30 * 24 * time.Hour
+
+// DefaultMaxRevokedTokensPerOrg is Config.MaxRevokedTokensPerOrg's
+// default.
+const DefaultMaxRevokedTokensPerOrg = 100_000
 
 // DefaultMaxUsersPerOrg is the limit of users of an organization when
 // Config.MaxUsersPerOrg is zero.
@@ -160,6 +172,7 @@ type Service struct {
 	auditLog       *slog.Logger
 
 	revokedRetention time.Duration
+	maxRevoked       int // 0: no bound
 
 	idMu   sync.Mutex
 	lastID uint64 // the time and sequence of the last id minted
@@ -188,12 +201,19 @@ func New(store storage.Store, cfg Config) *Service {
 		auditLog:       cfg.AuditLog,
 
 		revokedRetention: cfg.RevokedTokenRetention,
+		maxRevoked:       cfg.MaxRevokedTokensPerOrg,
 	}
 	if s.revokedRetention <= 0 {
 		s.revokedRetention = DefaultRevokedTokenRetention
 	}
 	if s.auditRetention <= 0 {
 		s.auditRetention = DefaultAuditRetention
+	}
+	switch {
+	case s.maxRevoked == 0:
+		s.maxRevoked = DefaultMaxRevokedTokensPerOrg
+	case s.maxRevoked < 0:
+		s.maxRevoked = 0
 	}
 	switch {
 	case s.maxAuditEvents == 0:

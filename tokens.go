@@ -179,9 +179,10 @@ func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, created 
 }
 
 // revocation is the storage.Revocation of a token revoked at at: its
-// tombstone lasts until it would have expired, or revokedRetention.
+// tombstone lasts until it would have expired, or revokedRetention, and
+// its org keeps at most maxRevoked of them.
 func (s *Service) revocation(at time.Time) storage.Revocation {
-	return storage.Revocation{At: at, KeepUntil: at.Add(s.revokedRetention)}
+	return storage.Revocation{At: at, KeepUntil: at.Add(s.revokedRetention), MaxPerOrg: s.maxRevoked}
 }
 
 // ListTokens returns the live tokens (neither expired nor invalidated) of

@@ -168,6 +168,29 @@ func TestUnauthorizedSaysRevoked(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// An organization remembers at most Config.MaxRevokedTokensPerOrg revoked
+// tokens: beyond it, a revocation forgets those that would be forgotten
+// first, which are refused from then on as unknown rather than revoked.
+func TestRevokedTokensAreBoundedPerOrg(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, orgadmin.Config{MaxRevokedTokensPerOrg: 2})
+	e.serviceAccount(t, "bot")
+	forever := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "forever"}) // remembered 30 days
+	hourly := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "hourly", TTL: orgadmin.Some(time.Hour)})
+	daily := e.token(t, "bot", orgadmin.CreateTokenInput{Name: "daily", TTL: orgadmin.Some(24 * time.Hour)})
+	for _, tok := range []orgadmin.Token{forever, hourly, daily} {
+		require.NoError(t, e.svc.DeleteToken(ctx, e.admin, "bot", tok.ID))
+	}
+	for _, c := range []struct {
+		tok orgadmin.Token
+		why error
+	}{{forever, orgadmin.ErrRevokedToken}, {hourly, orgadmin.ErrUnknownToken}, {daily, orgadmin.ErrRevokedToken}} {
+		_, err := e.svc.GetInstanceConfig(ctx, orgadmin.Bearer(c.tok.Value), "bot")
+		requireCode(t, err, orgadmin.ErrUnauthorized)
+		assert.ErrorIs(t, err, c.why, c.tok.Name)
+	}
+}
+
 // The default retention of a revoked token without expiry is 30 days.
 func TestRevokedTokenRetentionDefault(t *testing.T) {
 	ctx := context.Background()

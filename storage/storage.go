@@ -457,16 +457,25 @@ type SessionLimit struct {
 // reports it (ErrRevoked) only for a LiveAt before that instant. The store
 // removes tombstones past their time (by key TTL, or in a bounded amount
 // of work on later writes, or in its cleanup), so they never pile up
-// without bound. CreateToken of a token with the digest of a tombstone
-// removes the tombstone. DeleteUser neither makes its tokens' tombstones
-// nor removes those of tokens revoked before: a token of a deleted user
-// reads as ErrNotFound, unless it was revoked before the deletion.
+// without bound; and an org keeps at most MaxPerOrg of them (see
+// there). CreateToken of a token with the digest of a tombstone removes
+// the tombstone. DeleteUser neither makes its tokens' tombstones nor
+// removes those of tokens revoked before: a token of a deleted user reads
+// as ErrNotFound, unless it was revoked before the deletion.
 type Revocation struct {
 	// At is the instant of the revocation: the token must be live at At.
 	At time.Time
 	// KeepUntil is how long the tombstone of a token without expiry
 	// lasts.
 	KeepUntil time.Time
+	// MaxPerOrg bounds the tombstones kept for the token's org; zero
+	// means no bound. Beyond it, the revocation drops those of the org's
+	// tombstones that end first (the new one among them, if it ends
+	// first), so that however fast tokens are created and revoked, what
+	// an org's revocations keep stays bounded. A store may count towards
+	// the bound tombstones that a CreateToken with their digest removed
+	// since, and so keep fewer.
+	MaxPerOrg int
 }
 
 // Until returns when the tombstone of t, revoked under r, stops counting.

@@ -79,6 +79,10 @@ type org struct {
 	events eventLog
 	// eventSeq is the Seq of the org's last event.
 	eventSeq int64
+	// revokedEnds orders the org's tombstones by their time, as
+	// Store.revokedEnds orders all of them: what Revocation.MaxPerOrg
+	// drops first.
+	revokedEnds revokedQueue
 }
 
 // New returns an empty Store.
@@ -504,7 +508,7 @@ func (s *Store) DeleteToken(ctx context.Context, orgID, userID, id string, rev s
 	s.sweepRevoked(rev.At)
 	t := s.token(tr)
 	if until := rev.Until(t); until.After(rev.At) {
-		s.revoke(t.Digest, tombstone{org: orgID, userID: userID, tokenID: id, at: rev.At, until: until})
+		s.revoke(o, t.Digest, tombstone{org: orgID, userID: userID, tokenID: id, at: rev.At, until: until}, rev.MaxPerOrg)
 	}
 	u := s.users.at(ur)
 	next := s.tokens.at(tr).next
@@ -558,10 +562,25 @@ func (q *revokedQueue) Pop() any {
 	return e
 }
 
-// revoke keeps the tombstone ts of the digest d.
-func (s *Store) revoke(d storage.Digest, ts tombstone) {
+// revoke keeps the tombstone ts of the digest d, of the org o, which
+// keeps at most maxPerOrg (0: no bound) by dropping those that end first.
+// The ends of the org's tombstones gone since (past their time, or
+// removed by a creation) are dropped from its queue as they come up, and
+// count towards the bound until then.
+func (s *Store) revoke(o *org, d storage.Digest, ts tombstone, maxPerOrg int) {
+	for len(o.revokedEnds) > 0 && !ts.at.Before(o.revokedEnds[0].until) {
+		heap.Pop(&o.revokedEnds)
+	}
 	s.revoked[d] = ts
-	heap.Push(&s.revokedEnds, revokedEnd{until: ts.until, digest: d})
+	e := revokedEnd{until: ts.until, digest: d}
+	heap.Push(&s.revokedEnds, e)
+	heap.Push(&o.revokedEnds, e)
+	for maxPerOrg > 0 && len(o.revokedEnds) > maxPerOrg {
+		e := heap.Pop(&o.revokedEnds).(revokedEnd)
+		if old, ok := s.revoked[e.digest]; ok && old.org == ts.org && old.until.Equal(e.until) {
+			delete(s.revoked, e.digest)
+		}
+	}
 }
 
 // sweepRevoked drops up to sweepBatch tombstones past their time at at,

@@ -228,6 +228,8 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		{s.revoked, []indexSpec{
 			// Cleanup of tombstones past their time.
 			index("until", false, "until"),
+			// The bound of an org's tombstones (Revocation.MaxPerOrg).
+			index("org_until", false, "org", "until"),
 		}},
 		{s.ducklings, []indexSpec{
 			index("org_uid", false, "org", "uid"),

@@ -391,6 +391,42 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	// The token is gone, and its event must say so: a tombstone that
 	// fails to be written is not the revocation's failure.
 	doc := revokedDoc{Digest: td.Digest, ID: id, Org: org, UID: userID, Revoked: r.At, Until: until}
-	_, _ = s.revoked.ReplaceOne(ctx, bson.D{{Key: "_id", Value: td.Digest}}, doc, options.Replace().SetUpsert(true))
+	if _, err := s.revoked.ReplaceOne(ctx, bson.D{{Key: "_id", Value: td.Digest}}, doc, options.Replace().SetUpsert(true)); err == nil && r.MaxPerOrg > 0 {
+		// Nor is a bound that fails to be kept: the next revocation keeps
+		// it.
+		_ = s.boundRevoked(ctx, org, r.MaxPerOrg)
+	}
 	return nil
+}
+
+// boundRevoked drops the tombstones of org that end first beyond max of
+// them (storage.Revocation.MaxPerOrg): it counts the org's tombstones,
+// and only when there are too many reads the ids of the surplus and
+// deletes them, all by the index on (org, until). Two revocations at once
+// may both drop the surplus, and so keep fewer.
+func (s *Store) boundRevoked(ctx context.Context, org string, max int) error {
+	byOrg := bson.D{{Key: "org", Value: org}}
+	n, err := s.revoked.CountDocuments(ctx, byOrg)
+	if err != nil || n <= int64(max) {
+		return err
+	}
+	cur, err := s.revoked.Find(ctx, byOrg, options.Find().
+		SetSort(bson.D{{Key: "org", Value: 1}, {Key: "until", Value: 1}}).
+		SetLimit(n-int64(max)).
+		SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		return err
+	}
+	var surplus []struct {
+		Digest string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &surplus); err != nil {
+		return err
+	}
+	ids := make(bson.A, len(surplus))
+	for i, d := range surplus {
+		ids[i] = d.Digest
+	}
+	_, err = s.revoked.DeleteMany(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "org", Value: org}})
+	return err
 }

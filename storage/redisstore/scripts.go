@@ -486,12 +486,15 @@ return 'OK'
 `)
 
 // deleteTokenScript removes a live token and returns {status, digest hex,
-// expiry (ms, 0 for none)}; {'NOTFOUND', 'absent'} when its user holds no
-// token of that id, expired or not. With single = "1" it also replaces the
-// token's pointer with its tombstone (of the org ARGV[6]; see
-// tombstone.go), and removes its id's pointer.
-var deleteTokenScript = redis.NewScript(orgBase + relist + auditScript + `
--- ARGV: uid, tid, liveAt (ms), single, prefix, org, tombstone life (ms) of a token without expiry, grace (ms)
+// expiry (ms, 0 for none), digests (hex) of the tombstones the org's bound
+// drops}; {'NOTFOUND', 'absent'} when its user holds no token of that id,
+// expired or not. With single = "1" it also replaces the token's pointer
+// with its tombstone (of the org ARGV[6]; see tombstone.go), removes its
+// id's pointer, and deletes the tombstones the bound drops itself (and
+// returns none).
+var deleteTokenScript = redis.NewScript(orgBase + relist + boundRevoked + tombstoneOrg + auditScript + `
+-- ARGV: uid, tid, liveAt (ms), single, prefix, org, tombstone life (ms) of a token without expiry, grace (ms),
+-- tombstones kept per org (0: no bound)
 local tk = b..'tok:'..ARGV[1]
 local v = redis.call('HGET', tk, ARGV[2])
 if not v then return {'NOTFOUND', 'absent'} end
@@ -501,13 +504,17 @@ if t.e ~= 0 and t.e <= at then return {'NOTFOUND'} end
 redis.call('HDEL', tk, ARGV[2])
 redis.call('DEL', b..'trec:'..ARGV[2])
 relist(b, ARGV[1])
+local ttl = tonumber(ARGV[7])
+local upto = at + ttl
+if t.e ~= 0 then
+  upto, ttl = t.e, t.e - at
+end
+local gone = {}
+if ttl > 0 and tonumber(ARGV[9]) > 0 then
+  gone = boundRevoked(b, t.d, upto, at, tonumber(ARGV[9]), tonumber(ARGV[8]))
+end
 if ARGV[4] == '1' then
   local P = ARGV[5]
-  local ttl = tonumber(ARGV[7])
-  local upto = at + ttl
-  if t.e ~= 0 then
-    upto, ttl = t.e, t.e - at
-  end
   if ttl > 0 then
     local tomb = '\0rev\n'..string.format('%d', upto)..'\n'..ARGV[3]..'\n'..ARGV[6]..'\n'..ARGV[1]..'\n'..ARGV[2]
     redis.call('SET', P..'tok:'..t.d, tomb, 'PX', ttl + tonumber(ARGV[8]))
@@ -515,10 +522,50 @@ if ARGV[4] == '1' then
     redis.call('DEL', P..'tok:'..t.d)
   end
   redis.call('DEL', P..'tid:'..t.id)
+  for _, d in ipairs(gone) do
+    local k = P..'tok:'..d
+    if tombstoneOrg(redis.call('GET', k)) == ARGV[6] then redis.call('DEL', k) end
+  end
+  gone = {}
 end
-audit(b, 9)
-return {'OK', t.d, t.e}
+audit(b, 10)
+return {'OK', t.d, t.e, gone}
 `)
+
+// boundRevoked defines boundRevoked(b, d, upto, at, max, grace): it adds
+// the digest d (hex), whose tombstone ends at upto (ms), to the org's
+// sorted set of its tombstones' digests by their ends, drops those that
+// ended at at, and then those that end first beyond max of them, and
+// returns the digests dropped: their tombstones are the caller's to
+// delete (tombstoneOrg tells whether one is still the org's). The set
+// expires once the last of them ends.
+const boundRevoked = `
+local function boundRevoked(b, d, upto, at, max, grace)
+  local k = b..'revoked'
+  redis.call('ZREMRANGEBYSCORE', k, '-inf', at)
+  redis.call('ZADD', k, upto, d)
+  local gone = {}
+  local n = redis.call('ZCARD', k) - max
+  if n > 0 then
+    local popped = redis.call('ZPOPMIN', k, n)
+    for i = 1, #popped, 2 do gone[#gone + 1] = popped[i] end
+  end
+  local last = redis.call('ZRANGE', k, -1, -1, 'WITHSCORES')
+  if #last == 2 then
+    redis.call('PEXPIRE', k, math.max(tonumber(last[2]) - at, 1) + grace)
+  end
+  return gone
+end
+`
+
+// tombstoneOrg defines tombstoneOrg(v): the org of the tombstone v (see
+// tombstone.go); false when v is none.
+const tombstoneOrg = `
+local function tombstoneOrg(v)
+  if not v or string.byte(v, 1) ~= 0 then return false end
+  return string.match(v, '^.rev\n[^\n]*\n[^\n]*\n([^\n]*)\n') or false
+end
+`
 
 // releaseScript deletes KEYS[1] if it still holds ARGV[1]: the undo of a
 // global key this process reserved.
@@ -545,6 +592,16 @@ else
   redis.call('DEL', KEYS[1])
 end
 return 1
+`)
+
+// dropTombstoneScript deletes KEYS[1], a digest's pointer on a Cluster, if
+// it holds a tombstone of the org ARGV[1]: one that the org's bound of
+// tombstones dropped (see boundRevoked).
+var dropTombstoneScript = redis.NewScript(tombstoneOrg + `
+if tombstoneOrg(redis.call('GET', KEYS[1])) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0
 `)
 
 // takeOverScript sets KEYS[1] to ARGV[2] (for ARGV[3] ms, none when 0) if

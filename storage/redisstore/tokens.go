@@ -713,7 +713,7 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	defer cancel()
 	keep := millis(r.KeepUntil) - millis(r.At) // the tombstone's life without expiry
 	v, err := s.run(ctx, deleteTokenScript, org, withAudit(a, userID, id, millis(r.At), single(s.single), s.prefix,
-		org, max(keep, 0), s.grace.Milliseconds())...).Slice()
+		org, max(keep, 0), s.grace.Milliseconds(), max(r.MaxPerOrg, 0))...).Slice()
 	if err != nil {
 		return failed("delete token", err)
 	}
@@ -741,6 +741,12 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 		tombstoneScript.Eval(ctx, p, []string{key}, org+"\n"+userID+"\n"+id,
 			tombstone(org, userID, id, r.At, until), life.Milliseconds())
 		p.Del(ctx, s.prefix+"tid:"+id)
+		// The tombstones the org's bound dropped, each in its digest's
+		// slot; one that is another org's by now stays.
+		gone, _ := v[3].([]any)
+		for _, d := range gone {
+			dropTombstoneScript.Eval(ctx, p, []string{s.prefix + "tok:" + str(d)}, org)
+		}
 		return nil
 	})
 	return nil

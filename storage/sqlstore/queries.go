@@ -84,7 +84,7 @@ type queries struct {
 	lockUser, dropExpiredTokens, countTokens, tokenTaken, insertToken string
 	credential, targetTokens, listTokens, deleteToken                 string
 	// The tombstones of revoked tokens.
-	revoke, unrevoke, dropRevoked, revoked string
+	revoke, unrevoke, dropRevoked, boundRevoked, revoked string
 
 	setDuckling, listActivity string
 
@@ -133,6 +133,10 @@ func newQueries(d *dialect) queries {
 		unrevoke: "DELETE FROM revoked_tokens WHERE digest = $1",
 		dropRevoked: "DELETE FROM revoked_tokens WHERE digest IN" +
 			" (SELECT digest FROM revoked_tokens WHERE until <= $1 ORDER BY until LIMIT " + strconv.Itoa(revokedTrimBatch) + ")",
+		// Drops the org's tombstones that end first beyond $2 of them
+		// (storage.Revocation.MaxPerOrg), read from revoked_tokens_by_org.
+		boundRevoked: "DELETE FROM revoked_tokens WHERE digest IN (SELECT digest FROM revoked_tokens WHERE org = $1 ORDER BY until, digest" +
+			" LIMIT (SELECT CASE WHEN count(*) > $2 THEN count(*) - $2 ELSE 0 END FROM revoked_tokens WHERE org = $1))",
 		revoked: "SELECT org, user_id, token_id FROM revoked_tokens WHERE digest = $1 AND until > $2",
 
 		setDuckling: `INSERT INTO ducklings (org, user_id, id, active, at) VALUES ($1, $2, $3, $4, $5)
@@ -185,7 +189,7 @@ func newQueries(d *dialect) queries {
 		&q.listUsers[0][0], &q.listUsers[0][1], &q.listUsers[1][0], &q.listUsers[1][1], &q.totalUsers[0], &q.totalUsers[1],
 		&q.lockUser, &q.dropExpiredTokens, &q.countTokens, &q.tokenTaken, &q.insertToken,
 		&q.credential, &q.targetTokens, &q.listTokens, &q.deleteToken,
-		&q.revoke, &q.unrevoke, &q.dropRevoked, &q.revoked,
+		&q.revoke, &q.unrevoke, &q.dropRevoked, &q.boundRevoked, &q.revoked,
 		&q.setDuckling, &q.listActivity,
 		&q.putDive, &q.getDive, &q.embedTarget,
 		&q.dropExpiredSessions, &q.countSessions, &q.sessionTaken, &q.insertSession, &q.sessionByDigest,

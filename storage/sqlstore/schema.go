@@ -16,7 +16,8 @@ import (
 // revoked tokens (tokens.go). Version 5 orders the audit events by a
 // sequence per org (events.go): the events kept are numbered 1, 2, ... in
 // their former order (time, then id), and each org's counter starts
-// after its last.
+// after its last. Version 6 adds the index that bounds the tombstones of
+// each org (storage.Revocation.MaxPerOrg).
 var migrations = []string{
 	// 1
 	`CREATE TABLE orgs (
@@ -162,6 +163,8 @@ ALTER TABLE audit_events_by_seq RENAME TO audit_events;
 CREATE INDEX audit_events_by_at ON audit_events (org, at);
 ALTER TABLE orgs ADD COLUMN event_seq BIGINT NOT NULL DEFAULT 0;
 UPDATE orgs SET event_seq = COALESCE((SELECT MAX(seq) FROM audit_events WHERE audit_events.org = orgs.id), 0)`,
+	// 6
+	`CREATE INDEX revoked_tokens_by_org ON revoked_tokens (org, until)`,
 }
 
 // migration returns the statements of migration i (0-based) for the

@@ -267,6 +267,11 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 		if _, err := tx.ExecContext(ctx, s.q.revoke, digest, org, userID, id, micros(r.At), micros(until)); err != nil {
 			return err
 		}
+		if r.MaxPerOrg > 0 {
+			if _, err := tx.ExecContext(ctx, s.q.boundRevoked, org, r.MaxPerOrg); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
 	return failed("delete token", err)

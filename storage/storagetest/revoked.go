@@ -21,6 +21,7 @@ var revokedTests = []subtest{
 	{"RecreatedClears", testRevokedRecreatedClears},
 	{"RefusedCreationKeepsIt", testRevokedRefusedCreationKeepsIt},
 	{"Audited", testRevokedAudited},
+	{"BoundedPerOrg", testRevokedBoundedPerOrg},
 }
 
 // revocation revokes at at, keeping a tombstone of a token without expiry
@@ -209,4 +210,41 @@ func testRevokedAudited(t *testing.T, s storage.Store) {
 	require.Len(t, page.Events, 1)
 	assert.Equal(t, ev.ID, page.Events[0].ID)
 	assert.Equal(t, tok.ID, page.Events[0].TargetID)
+}
+
+// An org keeps at most Revocation.MaxPerOrg tombstones: a revocation
+// beyond it drops those of the org's tombstones that end first, whose
+// digests then read as ErrNotFound; another org's are untouched.
+func testRevokedBoundedPerOrg(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	other := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	bob := createUser(t, s, other.ID, "bob", false)
+	revoke := func(u storage.User, tok storage.Token) {
+		t.Helper()
+		r := storage.Revocation{At: at(time.Minute), KeepUntil: at(24 * time.Hour), MaxPerOrg: 3}
+		require.NoError(t, s.DeleteToken(t.Context(), u.Org, u.ID, tok.ID, r, nil))
+	}
+	// Bob's tombstone ends before any of alice's.
+	bobs := createToken(t, s, bob, t0, at(2*time.Hour))
+	revoke(bob, bobs)
+	// Alice's end in another order than the one they are revoked in; the
+	// third has no expiry, so it ends at KeepUntil.
+	var toks []storage.Token
+	for _, expires := range []time.Time{at(5 * time.Hour), at(3 * time.Hour), {}, at(4 * time.Hour), at(6 * time.Hour)} {
+		tok := createToken(t, s, alice, t0, expires)
+		revoke(alice, tok)
+		toks = append(toks, tok)
+	}
+	when := at(2 * time.Minute)
+	for i, tok := range toks {
+		err := readErr(t, s, tok.Digest, when)
+		if i == 1 || i == 3 { // ending at 3 h and 4 h: the two that end first
+			require.ErrorIs(t, err, storage.ErrNotFound, "token %d", i)
+			require.NotErrorIs(t, err, storage.ErrRevoked, "token %d: dropped beyond the bound", i)
+		} else {
+			require.ErrorIs(t, err, storage.ErrRevoked, "token %d: among the three that end last", i)
+		}
+	}
+	require.ErrorIs(t, readErr(t, s, bobs.Digest, when), storage.ErrRevoked, "another org's tombstone")
 }
