@@ -67,10 +67,23 @@ func newTestStore(t testing.TB) *Store {
 	return s
 }
 
+// conformanceStore returns a Store on an empty database of dbs, its own
+// until t ends: the suite's hundreds of stores do not each make a
+// database, its collections and its indexes.
+func conformanceStore(t testing.TB, dbs *testdb.MongoDatabases) *Store {
+	t.Helper()
+	s, err := New(t.Context(), dbs.Database(t), Options{Timeout: testTimeout})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return s
+}
+
 func TestConformance(t *testing.T) {
 	testURI(t)
 	t.Parallel() // each store has a database of its own
-	storagetest.Run(t, func(t testing.TB) storage.Store { return newTestStore(t) }, suiteOptions(t)...)
+	dbs := testdb.NewMongoDatabases(t, client(t))
+	storagetest.Run(t, func(t testing.TB) storage.Store { return conformanceStore(t, dbs) }, suiteOptions(t)...)
 }
 
 // suiteOptions are the options of the conformance suite on the store:
@@ -112,8 +125,9 @@ const ferretUpdateWhy = "FerretDB v1 runs an update as a read of the document an
 func TestConformanceOtherLookup(t *testing.T) {
 	testURI(t)
 	t.Parallel()
+	dbs := testdb.NewMongoDatabases(t, client(t))
 	storagetest.Run(t, func(t testing.TB) storage.Store {
-		s := newTestStore(t)
+		s := conformanceStore(t, dbs)
 		s.byPointer = !s.byPointer
 		return s
 	}, suiteOptions(t)...)
