@@ -39,17 +39,21 @@ type callerKind struct {
 	deny int
 	// who owns the credential; "self" targets name who.username.
 	who principal
+	// malformed is a header refused for its form alone, before the
+	// Service reads any store: the matrix checks it on the memory store
+	// only, since on another it would check nothing more.
+	malformed bool
 }
 
 func constHeader(v string) func(*fixture) string { return func(*fixture) string { return v } }
 
 var callerKinds = []callerKind{
-	{name: "no Authorization header", header: constHeader(""), deny: 401, who: acmeAdmin},
-	{name: "Bearer alone", header: constHeader("Bearer"), deny: 401, who: acmeAdmin},
-	{name: "Bearer and a space", header: constHeader("Bearer "), deny: 401, who: acmeAdmin},
-	{name: "Basic scheme", header: constHeader("Basic xyz"), deny: 401, who: acmeAdmin},
-	{name: "Basic scheme with a valid token", header: func(f *fixture) string { return "Basic " + f.admin }, deny: 401, who: acmeAdmin},
-	{name: "Bearer with two words", header: constHeader("Bearer a b"), deny: 401, who: acmeAdmin},
+	{name: "no Authorization header", header: constHeader(""), deny: 401, who: acmeAdmin, malformed: true},
+	{name: "Bearer alone", header: constHeader("Bearer"), deny: 401, who: acmeAdmin, malformed: true},
+	{name: "Bearer and a space", header: constHeader("Bearer "), deny: 401, who: acmeAdmin, malformed: true},
+	{name: "Basic scheme", header: constHeader("Basic xyz"), deny: 401, who: acmeAdmin, malformed: true},
+	{name: "Basic scheme with a valid token", header: func(f *fixture) string { return "Basic " + f.admin }, deny: 401, who: acmeAdmin, malformed: true},
+	{name: "Bearer with two words", header: constHeader("Bearer a b"), deny: 401, who: acmeAdmin, malformed: true},
 	{name: "unknown token", header: constHeader(bearer("oat_this-token-was-never-issued")), deny: 401, who: acmeAdmin},
 	{name: "expired token", deny: 401, who: acmeAdmin, header: func(f *fixture) string {
 		v, _ := f.seedToken(acme, "admin", orgadmin.CreateTokenInput{TTL: orgadmin.Some(300 * time.Second)})
@@ -309,10 +313,11 @@ func expectStatus(op operation, c callerKind, target string) int {
 }
 
 // TestAuthorizationMatrix runs on every store, each row on a fixture of
-// its own: a fresh store, a fresh key prefix on Redis, a fresh database on
-// MongoDB. (Rows sharing a MongoDB database and kept apart by org ids cost
-// FerretDB more, not less: it scans a whole collection for every query
-// but an id lookup.)
+// its own: a fresh store, a fresh key prefix on Redis, an emptied database
+// on MongoDB. (Rows sharing a MongoDB database and kept apart by org ids
+// cost FerretDB more, not less: it scans a whole collection for every
+// query but an id lookup.) The rows of a malformed header run on the
+// memory store alone.
 func TestAuthorizationMatrix(t *testing.T) {
 	t.Parallel()
 	everystore.Run(t, func(t *testing.T, k everystore.Kind) {
@@ -333,6 +338,9 @@ func TestAuthorizationMatrix(t *testing.T) {
 				targets = []targetKind{{"no target", func(callerKind) string { return "" }}}
 			}
 			for _, c := range callerKinds {
+				if c.malformed && k.Name != "memory" {
+					continue
+				}
 				for _, tk := range targets {
 					rows <- func() {
 						t.Run(op.name+"/"+c.name+"/"+tk.name, func(t *testing.T) {

@@ -121,7 +121,10 @@ const ferretUpdateWhy = "FerretDB v1 runs an update as a read of the document an
 // TestConformanceOtherLookup runs the suite with the way of finding users
 // by name that New did not choose for the test server (by name on
 // FerretDB, through name pointers on MongoDB), so that both ways pass it
-// on whichever server the tests use.
+// on whichever server the tests use: the groups whose operations find a
+// user by name or keep the names' pointers (a user's creation, change
+// and deletion, ReadAccess, GetEmbedTarget, the events' confirmation),
+// and the Model and Concurrency groups, which mix them all.
 func TestConformanceOtherLookup(t *testing.T) {
 	testURI(t)
 	t.Parallel()
@@ -130,5 +133,6 @@ func TestConformanceOtherLookup(t *testing.T) {
 		s := conformanceStore(t, dbs)
 		s.byPointer = !s.byPointer
 		return s
-	}, suiteOptions(t)...)
+	}, append(suiteOptions(t), storagetest.Groups{"Users", "DeleteUser", "Tokens", "ReadAccess", "Revoked",
+		"EmbedSessions", "Events", "Concurrency", "Model"})...)
 }

@@ -62,7 +62,7 @@ var modelRetentions = []time.Duration{0, time.Minute, 10 * time.Minute, time.Hou
 // the whole state.
 const modelCheckEvery = 50
 
-// Option tunes Run: a KnownDefect, or ModelOps.
+// Option tunes Run: a KnownDefect, ModelOps or Groups.
 type Option interface {
 	apply(c *runConfig)
 }
@@ -71,7 +71,15 @@ type Option interface {
 type runConfig struct {
 	known    []KnownDefect
 	modelOps int
+	groups   []string // nil: every group
 }
+
+// Groups runs only the named groups of the suite ("Users", "Model", ...):
+// for a second run of the suite on a store configured another way, which
+// only some of the groups reach.
+type Groups []string
+
+func (g Groups) apply(c *runConfig) { c.groups = append(c.groups, g...) }
 
 func (k KnownDefect) apply(c *runConfig) { c.known = append(c.known, k) }
 

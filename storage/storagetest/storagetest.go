@@ -13,6 +13,7 @@ package storagetest
 import (
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,6 +31,12 @@ type subtest struct {
 	fn   func(t *testing.T, s storage.Store)
 }
 
+// group is a named list of subtests.
+type group struct {
+	name  string
+	tests []subtest
+}
+
 // KnownDefect names a subtest of Run ("Group/Name") that a store is
 // known to fail, and why; Run reports it skipped, with that reason.
 type KnownDefect struct {
@@ -38,16 +45,14 @@ type KnownDefect struct {
 
 // Run runs the conformance suite against the stores newStore makes; each
 // named subtest gets a fresh store. A subtest that a KnownDefect among
-// opts names is skipped, with its reason; ModelOps sizes the Model group.
+// opts names is skipped, with its reason; ModelOps sizes the Model group;
+// Groups runs only some groups.
 func Run(t *testing.T, newStore func(t testing.TB) storage.Store, opts ...Option) {
 	var c runConfig
 	for _, o := range opts {
 		o.apply(&c)
 	}
-	groups := []struct {
-		name  string
-		tests []subtest
-	}{
+	groups := []group{
 		{"Orgs", orgTests},
 		{"Users", userTests},
 		{"DeleteUser", deleteUserTests},
@@ -67,7 +72,15 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store, opts ...Option
 		{"Concurrency", concurrencyTests},
 		{"Model", modelTests(t, c)},
 	}
+	for _, name := range c.groups {
+		if !slices.ContainsFunc(groups, func(g group) bool { return g.name == name }) {
+			t.Fatalf("storagetest.Groups: no group %q", name)
+		}
+	}
 	for _, g := range groups {
+		if c.groups != nil && !slices.Contains(c.groups, g.name) {
+			continue
+		}
 		t.Run(g.name, func(t *testing.T) {
 			for _, st := range g.tests {
 				t.Run(st.name, func(t *testing.T) {
