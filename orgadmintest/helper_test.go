@@ -185,3 +185,31 @@ func TestHelperFailingChild(t *testing.T) {
 	srv := orgadmintest.NewServer(t)
 	srv.InOrg("acme").CreateServiceAccount("9bad") // the failing line
 }
+
+// A view of WithT fails its own test, not NewServer's nor (for a Server
+// of Run) by a panic, at the caller's line; and it is the same Server: what
+// one view creates, the other sees.
+func TestWithTFailsItsOwnTest(t *testing.T) {
+	t.Parallel()
+	parent := newLineTB(t)
+	srv := orgadmintest.NewServer(parent)
+	shared, err := orgadmintest.Run()
+	require.NoError(t, err)
+	defer shared.Close()
+	for name, s := range map[string]*orgadmintest.Server{"NewServer": srv, "Run": shared} {
+		child := newLineTB(t)
+		view := s.WithT(child)
+		call := func() { view.CreateToken("ghost", orgadmin.CreateTokenInput{}) }
+		at, msg := child.failsAt(call)
+		assert.Equal(t, lineOf(call), at, "%s: %s", name, msg)
+		assert.True(t, strings.HasPrefix(msg, "orgadmintest: "), "%s: %q", name, msg)
+
+		view.CreateServiceAccount("bot")
+		_, ok := s.User("bot")
+		assert.True(t, ok, "%s: a user created through the view is the Server's", name)
+		assert.Equal(t, s.URL(), view.URL(), name)
+	}
+	parent.mu.Lock()
+	defer parent.mu.Unlock()
+	assert.Empty(t, parent.msg, "NewServer's test did not fail")
+}

@@ -25,9 +25,10 @@
 //
 // Methods that seed or inspect fail the test on error, as t.Fatal does, at
 // the line of the test that called them (each calls t.Helper()), so they
-// must be called from the test's goroutine; Service gives the full Go API
-// for anything else. Run starts a Server without a test; its methods that
-// would fail a test panic instead.
+// must be called from the test's goroutine; WithT gives them a subtest's
+// (or, for a Server shared from TestMain, a test's) to fail instead.
+// Service gives the full Go API for anything else. Run starts a Server
+// without a test; its methods that would fail a test panic instead.
 //
 // To test how a program copes with a failing API, InjectFault makes
 // requests (the next n, or those of one route) answer a chosen status with
@@ -60,10 +61,15 @@ import (
 )
 
 // Server is a running fake of the API. Its methods are safe for concurrent
-// use, but those that fail the test must be called from the test's
-// goroutine.
+// use, but those that fail the test must be called from the goroutine of
+// the test they fail: the one NewServer was given, or the one of WithT.
 type Server struct {
-	tb    testing.TB // a panicTB for a Server of Run
+	*server
+	tb testing.TB // a panicTB for a Server of Run
+}
+
+// server is what every view of a Server (WithT) shares.
+type server struct {
 	opts  options
 	clock *fakeclock.Clock
 	// state is the Service and the routes that serve it, which Reset
@@ -183,7 +189,7 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{tb: tb, opts: o, clock: fakeclock.New(o.start), org: o.org, admin: o.admin}
+	s := &Server{tb: tb, server: &server{opts: o, clock: fakeclock.New(o.start), org: o.org, admin: o.admin}}
 	s.journal.max = max(o.journalSize, 1)
 	st, token, err := s.newState(o.adminToken)
 	if err != nil {
@@ -321,6 +327,22 @@ func (s *Server) Admin() string { return s.admin }
 // Service returns the Service behind the API, for everything the Go API
 // offers beyond these methods.
 func (s *Server) Service() *orgadmin.Service { return s.svc() }
+
+// WithT returns the Server as seen from another test: a subtest's, or a
+// test's of a Server shared from TestMain (Run). Its methods fail tb, and
+// run under tb's context; everything else (the store, the clock, the
+// faults, the journal, the URL) is s's. A method that fails a test
+// must be called on the view of that test: through the Server of a
+// parent, a subtest's failure would stop the parent (testing's "FailNow
+// on a parent test"), and through the Server of Run it panics.
+//
+//	t.Run("alice", func(t *testing.T) {
+//		srv := srv.WithT(t)
+//		srv.CreateServiceAccount("alice")
+//	})
+func (s *Server) WithT(tb testing.TB) *Server {
+	return &Server{server: s.server, tb: tb}
+}
 
 // Now returns the time on the Server's clock.
 func (s *Server) Now() time.Time { return s.clock.Now() }
