@@ -194,7 +194,9 @@ build_ferretdb() {
 # start_ferretdb builds the FerretDB launcher (scripts/ferretdb, its own Go
 # module), serves it on a free port with its SQLite files in $services_dir,
 # and exports ORGADMIN_MONGO_URI. When ORGADMIN_MONGO_URI is already set
-# (a real mongod, say), it uses that and starts nothing.
+# (a real mongod, say), it uses that and starts nothing. FerretDB's own
+# work (SQLite in Go) is most of the CPU of its tests; collecting its
+# garbage a quarter as often saves a fifth of it.
 start_ferretdb() {
   if [ -n "${ORGADMIN_MONGO_URI:-}" ]; then
     echo "MongoDB: using ORGADMIN_MONGO_URI"
@@ -207,7 +209,7 @@ start_ferretdb() {
   else
     (cd scripts/ferretdb && go build -o "$services_dir/ferretdb" .)
   fi
-  "$services_dir/ferretdb" -listen "127.0.0.1:$port" -dir "$services_dir/ferretdb-data" \
+  GOGC=400 "$services_dir/ferretdb" -listen "127.0.0.1:$port" -dir "$services_dir/ferretdb-data" \
     >"$services_dir/ferretdb.log" 2>&1 &
   service_pids+=($!)
   wait_port "$port" FerretDB || { cat "$services_dir/ferretdb.log" >&2; return 1; }

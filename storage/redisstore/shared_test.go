@@ -25,6 +25,7 @@ func TestSharedRedisCluster(t *testing.T) {
 }
 
 func TestServiceRacesMiniredis(t *testing.T) {
+	standIn(t)
 	servicetest.RunRaces(t, func(tb testing.TB) storage.Store { return newStore(tb, miniClient(tb), true) })
 }
 

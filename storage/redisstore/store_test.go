@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -12,13 +13,25 @@ import (
 	"github.com/orgadmin/orgadmin/storage/storagetest"
 )
 
-// The conformance suite runs on miniredis always, and on a real Redis
-// server and a real Redis Cluster when scripts/test.sh has started them:
+// The conformance suite runs on a real Redis server and a real Redis
+// Cluster when scripts/test.sh has started them, and on miniredis when it
+// has not (standIn):
 //
 //	ORGADMIN_REDIS_ADDR     host:port of a Redis server
 //	ORGADMIN_REDIS_CLUSTER  comma-separated host:port of Cluster masters
 
+// standIn skips t, a run on miniredis of a suite that runs on a real
+// Redis server and a real Cluster too, when scripts/test.sh has started
+// them: miniredis stands in for them in a plain go test.
+func standIn(t *testing.T) {
+	t.Helper()
+	if os.Getenv(testdb.RedisAddrEnv) != "" && os.Getenv(testdb.RedisClusterEnv) != "" {
+		t.Skip("a Redis server and a Cluster are configured; miniredis stands in for them only where they are not")
+	}
+}
+
 func TestMiniredis(t *testing.T) {
+	standIn(t)
 	storagetest.Run(t, func(tb testing.TB) storage.Store {
 		return newStore(tb, miniClient(tb), true)
 	})
@@ -28,6 +41,7 @@ func TestMiniredis(t *testing.T) {
 // makes (pointer keys reserved and removed around the org's script), on
 // one server, so that path is tested by a plain go test too.
 func TestMiniredisClusterWrites(t *testing.T) {
+	standIn(t)
 	storagetest.Run(t, func(tb testing.TB) storage.Store {
 		return newStore(tb, miniClient(tb), false)
 	})
