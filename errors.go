@@ -291,13 +291,18 @@ func forbidden(why string) *Error {
 // the store's driver made of the cancellation (database/sql, for one,
 // rolls a transaction back when its context is canceled, and then
 // answers sql.ErrTxDone, not the context's error). The context's error
-// is wrapped too, so that errors.Is(err, ctx.Err()) holds.
+// is wrapped too, so that errors.Is(err, ctx.Err()) holds. The caller's
+// context decides, not the error: a store that cancels an operation of
+// its own (a driver's pool cleared when the server dropped, say) and
+// reports context.Canceled while the caller still waits has failed, and
+// the answer is a 500 to retry, not a 499 that blames the client.
 func internal(ctx context.Context, op string, err error) *Error {
 	code := CodeInternal
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+	cerr := ctx.Err()
+	if cerr != nil && !errors.Is(err, cerr) {
 		err = fmt.Errorf("%w (%w)", err, cerr)
 	}
-	if errors.Is(err, context.Canceled) {
+	if errors.Is(cerr, context.Canceled) {
 		code = CodeCanceled
 	}
 	return &Error{Code: code, Err: fmt.Errorf("%s: %w", op, err)}

@@ -1687,6 +1687,19 @@ func TestCanceledCallerIsNoInternalError(t *testing.T) {
 	assert.ErrorIs(t, err, orgadmin.ErrNotFound)
 }
 
+// A store failure that wraps context.Canceled while the caller's context
+// is live (a driver canceling an operation of its own) is INTERNAL, to be
+// retried, not CANCELED: the caller did not go away.
+func TestStoreCancellationOfItsOwnIsInternal(t *testing.T) {
+	cause := fmt.Errorf("connection pool cleared: %w", context.Canceled)
+	svc := orgadmin.New(failingStore{memstore.New(), cause}, orgadmin.Config{})
+	_, err := svc.Authenticate(t.Context(), "some-token-value")
+	requireCode(t, err, orgadmin.ErrInternal)
+	assert.Equal(t, orgadmin.CodeInternal, orgadmin.ErrorCode(err))
+	assert.NotErrorIs(t, err, orgadmin.ErrCanceled)
+	assert.ErrorIs(t, err, cause, "the cause is kept for logs")
+}
+
 // rolledBackStore is a memory store whose writes, once their context is
 // canceled, fail as database/sql's do: the transaction, rolled back when
 // its context was canceled, answers sql.ErrTxDone, which does not wrap
