@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin"
+	"github.com/orgadmin/orgadmin/storage"
+	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
 // An UNAUTHORIZED error says why, for logs and metrics, through errors.Is;
@@ -189,6 +191,37 @@ func TestRevokedTokensAreBoundedPerOrg(t *testing.T) {
 		requireCode(t, err, orgadmin.ErrUnauthorized)
 		assert.ErrorIs(t, err, c.why, c.tok.Name)
 	}
+}
+
+// revocationStore is a memory store that keeps the Revocation of the last
+// DeleteToken.
+type revocationStore struct {
+	*memstore.Store
+	last *storage.Revocation
+}
+
+func (s revocationStore) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
+	*s.last = r
+	return s.Store.DeleteToken(ctx, org, userID, id, r, a)
+}
+
+// The bound is 100 000 revoked tokens per organization unless Config
+// says otherwise; a negative MaxRevokedTokensPerOrg means none.
+func TestRevokedTokensBoundDefault(t *testing.T) {
+	ctx := context.Background()
+	for cfg, want := range map[int]int{0: orgadmin.DefaultMaxRevokedTokensPerOrg, 7: 7, -1: 0} {
+		st := revocationStore{memstore.New(), new(storage.Revocation)}
+		svc := orgadmin.New(st, orgadmin.Config{MaxRevokedTokensPerOrg: cfg})
+		token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+		require.NoError(t, err)
+		admin, err := svc.Authenticate(ctx, token)
+		require.NoError(t, err)
+		tok, err := svc.CreateToken(ctx, admin, "admin", orgadmin.CreateTokenInput{Name: "t"})
+		require.NoError(t, err)
+		require.NoError(t, svc.DeleteToken(ctx, admin, "admin", tok.ID))
+		assert.Equal(t, want, st.last.MaxPerOrg, "Config.MaxRevokedTokensPerOrg %d", cfg)
+	}
+	assert.Equal(t, 100_000, orgadmin.DefaultMaxRevokedTokensPerOrg)
 }
 
 // The default retention of a revoked token without expiry is 30 days.

@@ -44,6 +44,7 @@ func TestRevokedTombstonesAreBounded(t *testing.T) {
 	}
 	assert.Len(t, s.revoked, 30, "only the tombstones still in their time")
 	assert.Len(t, s.revokedEnds, 30)
+	assert.Len(t, s.orgs["o"].revokedEnds, 30, "the org's queue, which no bound drains here, drops them too")
 	_, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: first, LiveAt: t0})
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	require.NotErrorIs(t, err, storage.ErrRevoked, "dropped, though asked about a time it lasted")
