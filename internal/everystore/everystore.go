@@ -1,15 +1,14 @@
 // Package everystore runs a test on every kind of store: memory and a
 // SQLite file always; a real Redis server, a Redis Cluster, a
 // MongoDB-wire server and a PostgreSQL server when the environment names
-// them (see internal/testdb); and miniredis when it names no Redis server,
-// for which it stands in. Each kind opens fresh stores of its own and can
-// show everything a store holds, so that a test can look for what must
-// never be stored.
+// them (see internal/testdb); and miniredis, which stands in for the
+// Redis server and Cluster unless it names both (testdb.SkipStandIn).
+// Each kind opens fresh stores of its own and can show everything a store
+// holds, so that a test can look for what must never be stored.
 package everystore
 
 import (
 	"context"
-	"os"
 	"sync"
 	"testing"
 
@@ -77,9 +76,7 @@ func (o Opened) Contents(tb testing.TB) []string {
 func Run(t *testing.T, test func(t *testing.T, k Kind)) {
 	t.Run("memory", func(t *testing.T) { test(t, Kind{Name: "memory", open: openMemory}) })
 	t.Run("miniredis", func(t *testing.T) {
-		if os.Getenv(testdb.RedisAddrEnv) != "" {
-			t.Skip("a Redis server is configured; miniredis stands in for one only when none is")
-		}
+		testdb.SkipStandIn(t)
 		test(t, redisKind("miniredis", testdb.Miniredis(t)))
 	})
 	t.Run("redis", func(t *testing.T) { test(t, redisKind("redis", testdb.RedisServer(t))) })

@@ -41,6 +41,16 @@ const (
 // detector and a loaded test server slow everything.
 const Timeout = 30 * time.Second
 
+// SkipStandIn skips tb, a run on miniredis of what runs on a real Redis
+// server and a real Cluster too, when the environment names both (as
+// scripts/test.sh does): miniredis stands in for them in a plain go test.
+func SkipStandIn(tb testing.TB) {
+	tb.Helper()
+	if os.Getenv(RedisAddrEnv) != "" && os.Getenv(RedisClusterEnv) != "" {
+		tb.Skip("a Redis server and a Cluster are configured; miniredis stands in for them only where they are not")
+	}
+}
+
 // Miniredis starts an in-process Redis for tb and returns a client of it;
 // both are closed when tb ends.
 func Miniredis(tb testing.TB) *redis.Client {

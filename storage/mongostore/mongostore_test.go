@@ -59,20 +59,13 @@ func client(t testing.TB) *mongo.Client {
 // newTestStore returns a Store on a database of its own.
 func newTestStore(t testing.TB) *Store {
 	t.Helper()
-	db := newDB(t, client(t))
-	s, err := New(t.Context(), db, Options{Timeout: testTimeout})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return s
+	return storeOn(t, newDB(t, client(t)))
 }
 
-// conformanceStore returns a Store on an empty database of dbs, its own
-// until t ends: the suite's hundreds of stores do not each make a
-// database, its collections and its indexes.
-func conformanceStore(t testing.TB, dbs *testdb.MongoDatabases) *Store {
+// storeOn returns a Store on db.
+func storeOn(t testing.TB, db *mongo.Database) *Store {
 	t.Helper()
-	s, err := New(t.Context(), dbs.Database(t), Options{Timeout: testTimeout})
+	s, err := New(t.Context(), db, Options{Timeout: testTimeout})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -82,8 +75,10 @@ func conformanceStore(t testing.TB, dbs *testdb.MongoDatabases) *Store {
 func TestConformance(t *testing.T) {
 	testURI(t)
 	t.Parallel() // each store has a database of its own
+	// The suite's hundreds of stores share emptied databases, rather than
+	// each making a database, its collections and its indexes.
 	dbs := testdb.NewMongoDatabases(t, client(t))
-	storagetest.Run(t, func(t testing.TB) storage.Store { return conformanceStore(t, dbs) }, suiteOptions(t)...)
+	storagetest.Run(t, func(t testing.TB) storage.Store { return storeOn(t, dbs.Database(t)) }, suiteOptions(t)...)
 }
 
 // suiteOptions are the options of the conformance suite on the store:
@@ -130,7 +125,7 @@ func TestConformanceOtherLookup(t *testing.T) {
 	t.Parallel()
 	dbs := testdb.NewMongoDatabases(t, client(t))
 	storagetest.Run(t, func(t testing.TB) storage.Store {
-		s := conformanceStore(t, dbs)
+		s := storeOn(t, dbs.Database(t))
 		s.byPointer = !s.byPointer
 		return s
 	}, append(suiteOptions(t), storagetest.Groups{"Users", "DeleteUser", "Tokens", "ReadAccess", "Revoked",

@@ -399,20 +399,20 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	return nil
 }
 
-// boundRevoked drops the tombstones of org that end first beyond max of
+// boundRevoked drops the tombstones of org that end first beyond keep of
 // them (storage.Revocation.MaxPerOrg): it counts the org's tombstones,
 // and only when there are too many reads the ids of the surplus and
 // deletes them, all by the index on (org, until). Two revocations at once
 // may both drop the surplus, and so keep fewer.
-func (s *Store) boundRevoked(ctx context.Context, org string, max int) error {
+func (s *Store) boundRevoked(ctx context.Context, org string, keep int) error {
 	byOrg := bson.D{{Key: "org", Value: org}}
 	n, err := s.revoked.CountDocuments(ctx, byOrg)
-	if err != nil || n <= int64(max) {
+	if err != nil || n <= int64(keep) {
 		return err
 	}
 	cur, err := s.revoked.Find(ctx, byOrg, options.Find().
 		SetSort(bson.D{{Key: "org", Value: 1}, {Key: "until", Value: 1}}).
-		SetLimit(n-int64(max)).
+		SetLimit(n-int64(keep)).
 		SetProjection(bson.D{{Key: "_id", Value: 1}}))
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin/internal/servicetest"
+	"github.com/orgadmin/orgadmin/internal/testdb"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -25,7 +26,7 @@ func TestSharedRedisCluster(t *testing.T) {
 }
 
 func TestServiceRacesMiniredis(t *testing.T) {
-	standIn(t)
+	testdb.SkipStandIn(t)
 	servicetest.RunRaces(t, func(tb testing.TB) storage.Store { return newStore(tb, miniClient(tb), true) })
 }
 

@@ -1,7 +1,6 @@
 package redisstore
 
 import (
-	"os"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -15,23 +14,13 @@ import (
 
 // The conformance suite runs on a real Redis server and a real Redis
 // Cluster when scripts/test.sh has started them, and on miniredis when it
-// has not (standIn):
+// has not (testdb.SkipStandIn):
 //
 //	ORGADMIN_REDIS_ADDR     host:port of a Redis server
 //	ORGADMIN_REDIS_CLUSTER  comma-separated host:port of Cluster masters
 
-// standIn skips t, a run on miniredis of a suite that runs on a real
-// Redis server and a real Cluster too, when scripts/test.sh has started
-// them: miniredis stands in for them in a plain go test.
-func standIn(t *testing.T) {
-	t.Helper()
-	if os.Getenv(testdb.RedisAddrEnv) != "" && os.Getenv(testdb.RedisClusterEnv) != "" {
-		t.Skip("a Redis server and a Cluster are configured; miniredis stands in for them only where they are not")
-	}
-}
-
 func TestMiniredis(t *testing.T) {
-	standIn(t)
+	testdb.SkipStandIn(t)
 	storagetest.Run(t, func(tb testing.TB) storage.Store {
 		return newStore(tb, miniClient(tb), true)
 	})
@@ -41,7 +30,7 @@ func TestMiniredis(t *testing.T) {
 // makes (pointer keys reserved and removed around the org's script), on
 // one server, so that path is tested by a plain go test too.
 func TestMiniredisClusterWrites(t *testing.T) {
-	standIn(t)
+	testdb.SkipStandIn(t)
 	storagetest.Run(t, func(tb testing.TB) storage.Store {
 		return newStore(tb, miniClient(tb), false)
 	})
