@@ -145,6 +145,10 @@ func (s cancelingAt) PutDive(ctx context.Context, d storage.Dive, a *storage.Aud
 	return cancelWrite(ctx, func() error { return s.Store.PutDive(ctx, d, a) })
 }
 
+func (s cancelingAt) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	return cancelWrite(ctx, func() error { return s.Store.CreateDive(ctx, d, a) })
+}
+
 func (s cancelingAt) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
 	return cancelCall(ctx, func() (storage.Dive, error) { return s.Store.GetDive(ctx, org, id) })
 }

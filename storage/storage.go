@@ -153,6 +153,12 @@ type Store interface {
 	// records a's event with it (nil: none). It returns ErrNotFound when
 	// d.Org does not exist.
 	PutDive(ctx context.Context, d Dive, a *Audit) error
+	// CreateDive stores d unless d.Org holds a Dive with d.ID, and records
+	// a's event with it (nil: none). It returns ErrAlreadyExists when one
+	// exists and ErrNotFound when d.Org does not exist; failing, it stores
+	// nothing and records no event. Of concurrent calls for one Dive, from
+	// one process or several sharing the store, exactly one succeeds.
+	CreateDive(ctx context.Context, d Dive, a *Audit) error
 	// GetDive returns the Dive id of org, or ErrNotFound.
 	GetDive(ctx context.Context, org, id string) (Dive, error)
 	// GetEmbedTarget reads, together, the Dive diveID of org and the user
@@ -204,8 +210,8 @@ type Store interface {
 // Audit events.
 //
 // CreateOrg, CreateUser, SetPrivileges, SetInstances, DeleteUser,
-// CreateToken, DeleteToken, PutDive and CreateEmbedSession take as their
-// last argument the Audit to record with the change (nil: none): the
+// CreateToken, DeleteToken, PutDive, CreateDive and CreateEmbedSession
+// take as their last argument the Audit to record with the change (nil: none): the
 // store writes its event in the same atomic step as the change (one Lua
 // script, one SQL transaction, one lock), or, without multi-document transactions, in
 // writes ordered so that none is lost between the two (mongostore: the

@@ -83,6 +83,11 @@ func (c *Counter) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit)
 	return c.count(c.Store.PutDive(ctx, d, a))
 }
 
+// CreateDive implements storage.Store.
+func (c *Counter) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	return c.count(c.Store.CreateDive(ctx, d, a))
+}
+
 // CreateEmbedSession implements storage.Store.
 func (c *Counter) CreateEmbedSession(ctx context.Context, s storage.EmbedSession, lim storage.SessionLimit, a *storage.Audit) error {
 	return c.count(c.Store.CreateEmbedSession(ctx, s, lim, a))

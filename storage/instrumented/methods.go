@@ -28,6 +28,7 @@ const (
 	opSetDuckling
 	opListActivity
 	opPutDive
+	opCreateDive
 	opGetDive
 	opGetEmbedTarget
 	opCreateEmbedSession
@@ -59,6 +60,7 @@ var opNames = [numOps]string{
 	opSetDuckling:          "SetDuckling",
 	opListActivity:         "ListActivity",
 	opPutDive:              "PutDive",
+	opCreateDive:           "CreateDive",
 	opGetDive:              "GetDive",
 	opGetEmbedTarget:       "GetEmbedTarget",
 	opCreateEmbedSession:   "CreateEmbedSession",
@@ -185,6 +187,14 @@ func (s *Store) ListActivity(ctx context.Context, org string) ([]storage.Activit
 func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
 	ctx, c := s.begin(ctx, opPutDive)
 	err := s.next.PutDive(ctx, d, a)
+	s.end(c, err)
+	return err
+}
+
+// CreateDive implements storage.Store.
+func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	ctx, c := s.begin(ctx, opCreateDive)
+	err := s.next.CreateDive(ctx, d, a)
 	s.end(c, err)
 	return err
 }

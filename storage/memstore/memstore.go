@@ -651,6 +651,23 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) e
 	return nil
 }
 
+// CreateDive implements storage.Store.
+func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.orgs[d.Org]
+	if !ok {
+		return storage.ErrNotFound
+	}
+	if _, ok := o.dives[d.ID]; ok {
+		return storage.ErrAlreadyExists
+	}
+	d.RequiredResources = slices.Clone(d.RequiredResources)
+	o.dives[d.ID] = d
+	s.record(a, o)
+	return nil
+}
+
 // GetDive implements storage.Store.
 func (s *Store) GetDive(_ context.Context, orgID, id string) (storage.Dive, error) {
 	s.mu.RLock()

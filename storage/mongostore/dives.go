@@ -96,6 +96,31 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) (
 	return wrap("put dive", s.replaceAudited(ctx, s.dives, doc.ID, doc))
 }
 
+// CreateDive implements storage.Store: the Dive's document is inserted,
+// which the server refuses when one has its id.
+func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) (err error) {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	end, err := s.beginEvent(ctx, a)
+	if err != nil {
+		return err
+	}
+	defer func() { end(err) }()
+	switch ok, err := s.orgExists(ctx, d.Org); {
+	case err != nil:
+		return wrap("create dive", err)
+	case !ok:
+		return fmt.Errorf("mongostore: create dive: org: %w", storage.ErrNotFound)
+	}
+	doc := diveToDoc(d)
+	doc.Ev = eventID(a)
+	_, err = s.dives.InsertOne(ctx, doc)
+	if mongo.IsDuplicateKeyError(err) {
+		return fmt.Errorf("mongostore: create dive: %w", storage.ErrAlreadyExists)
+	}
+	return wrap("create dive", err)
+}
+
 // maxChangeAttempts bounds how often an audited change reads its
 // document again after another change wrote it between its read and its
 // write.

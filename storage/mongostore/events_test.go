@@ -76,11 +76,7 @@ type auditedChange struct {
 // there already do (instances.set writes Alice's configuration, and
 // dive.register the Dive as it is), so that a value alone cannot tell
 // whether the change was made.
-var crashCases = []struct {
-	action  string
-	changed string
-	change  func(s *Store, w crashWorld) auditedChange
-}{
+var crashCases = []crashCase{
 	{"org.create", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
 		id := uuid.NewString()
 		return auditedChange{id, id, func(ctx context.Context, a *storage.Audit) error {
@@ -145,6 +141,45 @@ var crashCases = []struct {
 	}},
 }
 
+// crashCase is an audited change of action.
+type crashCase struct {
+	action  string
+	changed string
+	change  func(s *Store, w crashWorld) auditedChange
+}
+
+// otherCrashCases are audited changes, by other store methods (via), of
+// actions crashCases have: those that make their change once (a second
+// call of the same change is refused).
+var otherCrashCases = []struct {
+	via string
+	crashCase
+}{
+	{"CreateDive", crashCase{"dive.register", stepEventChanged, func(s *Store, w crashWorld) auditedChange {
+		d := storage.Dive{ID: uuid.NewString(), Org: w.org, Title: "Created", Version: 1}
+		return auditedChange{w.org, d.ID, func(ctx context.Context, a *storage.Audit) error { return s.CreateDive(ctx, d, a) }}
+	}}},
+}
+
+// namedCrashCase is a crash case with the name of its subtests.
+type namedCrashCase struct {
+	name string
+	crashCase
+}
+
+// everyCrashCase returns crashCases, named by their actions, and
+// otherCrashCases, named by their actions and methods.
+func everyCrashCase() []namedCrashCase {
+	var out []namedCrashCase
+	for _, c := range crashCases {
+		out = append(out, namedCrashCase{c.action, c})
+	}
+	for _, c := range otherCrashCases {
+		out = append(out, namedCrashCase{c.action + " by " + c.via, c.crashCase})
+	}
+	return out
+}
+
 // pendingCount is how many events with the id s holds, pending or not
 // (all), or pending only.
 func eventCount(t *testing.T, s *Store, id string, pendingOnly bool) int64 {
@@ -186,12 +221,12 @@ func settle(t *testing.T, s *Store, org string, now time.Time, byListing bool) {
 // record of the event's id, written with the change.
 func TestEventCrashPoints(t *testing.T) {
 	later := t0.Add(pendingGrace + time.Second)
-	for _, c := range crashCases {
+	for _, c := range everyCrashCase() {
 		for _, made := range []bool{true, false} {
 			for _, byListing := range []bool{true, false} {
-				name := c.action + "/before the change"
+				name := c.name + "/before the change"
 				if made {
-					name = c.action + "/after the change"
+					name = c.name + "/after the change"
 				}
 				if byListing {
 					name += ", settled by a listing"
@@ -417,8 +452,8 @@ func TestEventOfRemovedRecord(t *testing.T) {
 // it is a minute old: the write then makes its change and confirms its
 // event, which shows.
 func TestEventInFlightNotRemoved(t *testing.T) {
-	for _, c := range crashCases {
-		t.Run(c.action, func(t *testing.T) {
+	for _, c := range everyCrashCase() {
+		t.Run(c.name, func(t *testing.T) {
 			s := newTestStore(t)
 			w := newCrashWorld(t, s)
 			ch := c.change(s, w)

@@ -22,6 +22,15 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) e
 	return status("put dive", v, err)
 }
 
+// CreateDive implements storage.Store.
+func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	doc := diveDoc{Title: d.Title, Version: d.Version, Resources: toResourceDocs(d.RequiredResources)}
+	v, err := s.run(ctx, createDiveScript, d.Org, withAudit(a, d.ID, encode(doc))...).Result()
+	return status("create dive", v, err)
+}
+
 // GetDive implements storage.Store.
 func (s *Store) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
 	ctx, cancel := s.op(ctx)

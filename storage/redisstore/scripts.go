@@ -673,6 +673,15 @@ audit(b, 3)
 return 'OK'
 `)
 
+// createDiveScript is putDiveScript for a Dive the org does not hold.
+var createDiveScript = redis.NewScript(orgBase + auditScript + `
+-- ARGV: id, dive
+if redis.call('EXISTS', KEYS[1]) == 0 then return 'NOTFOUND' end
+if redis.call('HSETNX', b..'dives', ARGV[1], ARGV[2]) == 0 then return 'EXISTS' end
+audit(b, 3)
+return 'OK'
+`)
+
 // embedTargetScript returns {dive, user, inst}, each false when missing.
 var embedTargetScript = redis.NewScript(orgBase + `
 -- ARGV: dive id, folded

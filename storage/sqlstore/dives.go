@@ -60,6 +60,31 @@ func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) e
 	return failed("put dive", err)
 }
 
+// CreateDive implements storage.Store: one INSERT … ON CONFLICT DO
+// NOTHING, in a transaction with its audit event when it has one, which
+// a Dive that exists rolls back.
+func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	ctx, cancel := s.op(ctx)
+	defer cancel()
+	err := s.writeAudited(ctx, a, func(r runner) error {
+		res, err := r.ExecContext(ctx, s.q.createDive, d.Org, d.ID, d.Title, d.Version, resources(d.RequiredResources))
+		if err != nil {
+			return err
+		}
+		switch n, err := res.RowsAffected(); {
+		case err != nil:
+			return err
+		case n == 0:
+			return storage.ErrAlreadyExists
+		}
+		return nil
+	})
+	if s.d.isForeignKey(err) {
+		return storage.ErrNotFound
+	}
+	return failed("create dive", err)
+}
+
 // GetDive implements storage.Store.
 func (s *Store) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
 	ctx, cancel := s.op(ctx)

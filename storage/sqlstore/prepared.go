@@ -106,7 +106,7 @@ func (s *Store) prepareWrites(ctx context.Context) error {
 		s.q.lockOrg, s.q.userTaken, s.q.insertUser, s.q.changeUserCount, s.q.deleteUser,
 		s.q.lockUser, s.q.dropExpiredTokens, s.q.countTokens, s.q.tokenTaken, s.q.insertToken,
 		s.q.dropExpiredSessions, s.q.insertSession, s.q.addFeedback, s.q.trimFeedback,
-		s.q.createOrg, s.q.setPrivileges, s.q.userExists, s.q.setInstances, s.q.deleteToken, s.q.putDive,
+		s.q.createOrg, s.q.setPrivileges, s.q.userExists, s.q.setInstances, s.q.deleteToken, s.q.putDive, s.q.createDive,
 		s.q.revoke, s.q.unrevoke, s.q.dropRevoked,
 		s.eq.insert, s.eq.dropExpired, s.eq.boundary, s.eq.dropBeyond,
 	} {

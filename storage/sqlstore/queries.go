@@ -88,7 +88,7 @@ type queries struct {
 
 	setDuckling, listActivity string
 
-	putDive, getDive, embedTarget string
+	putDive, createDive, getDive, embedTarget string
 
 	dropExpiredSessions, countSessions, sessionTaken, insertSession, sessionByDigest string
 
@@ -146,6 +146,8 @@ func newQueries(d *dialect) queries {
 
 		putDive: `INSERT INTO dives (org, id, title, version, resources) VALUES ($1, $2, $3, $4, $5)
 	ON CONFLICT (org, id) DO UPDATE SET title = excluded.title, version = excluded.version, resources = excluded.resources`,
+		createDive: `INSERT INTO dives (org, id, title, version, resources) VALUES ($1, $2, $3, $4, $5)
+	ON CONFLICT (org, id) DO NOTHING`,
 		getDive: "SELECT title, version, resources FROM dives WHERE org = $1 AND id = $2",
 		embedTarget: "SELECT COALESCE(d.id, ''), COALESCE(d.title, ''), COALESCE(d.version, 0), d.resources, " +
 			cols("u", userColumns, true) +
@@ -191,7 +193,7 @@ func newQueries(d *dialect) queries {
 		&q.credential, &q.targetTokens, &q.listTokens, &q.deleteToken,
 		&q.revoke, &q.unrevoke, &q.dropRevoked, &q.boundRevoked, &q.revoked,
 		&q.setDuckling, &q.listActivity,
-		&q.putDive, &q.getDive, &q.embedTarget,
+		&q.putDive, &q.createDive, &q.getDive, &q.embedTarget,
 		&q.dropExpiredSessions, &q.countSessions, &q.sessionTaken, &q.insertSession, &q.sessionByDigest,
 		&q.addFeedback, &q.trimFeedback, &q.seedMarks,
 	} {

@@ -29,6 +29,28 @@ var concurrencyTests = []subtest{
 	{"SetPrivilegesAtomic", testConcurrentSetPrivilegesAtomic},
 	{"SetPrivilegesSameRead", testConcurrentSetPrivilegesSameRead},
 	{"MarkSeededSameOrg", testConcurrentMarkSeededSameOrg},
+	{"CreateDiveSameID", testConcurrentCreateDiveSameID},
+}
+
+// Of concurrent CreateDive calls for one Dive, as servers started
+// together with one fixture make them, exactly one succeeds: its Dive is
+// stored and its event is the one recorded.
+func testConcurrentCreateDiveSameID(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	o := newOrg(t, s)
+	d := newDive(o.ID, "")
+	dives, events := make([]storage.Dive, racers), make([]storage.Event, racers)
+	for i := range racers {
+		dives[i] = d
+		dives[i].Title = fmt.Sprintf("racer %d", i)
+		events[i] = newEvent(o.ID, "dive.register", t0)
+		events[i].TargetKind, events[i].TargetID = "dive", d.ID
+	}
+	errs := race(racers, func(i int) error { return s.CreateDive(ctx, dives[i], audit(events[i])) })
+	winner := requireOneWinner(t, errs, storage.ErrAlreadyExists)
+	assert.Equal(t, normDive(dives[winner]), normDive(getDive(t, s, o.ID, d.ID)))
+	clean(t, s, at(time.Hour))
+	assert.Equal(t, []string{events[winner].ID}, ids(listEvents(t, s, o.ID)), "the winner's event alone")
 }
 
 // Concurrent MarkSeeded calls of the same keys for one org that has no

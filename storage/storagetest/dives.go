@@ -13,6 +13,7 @@ import (
 var diveTests = []subtest{
 	{"PutGet", testDivePutGet},
 	{"Replace", testDiveReplace},
+	{"Create", testDiveCreate},
 	{"Missing", testDiveMissing},
 	{"OtherOrg", testDiveOtherOrg},
 	{"Copies", testDiveCopies},
@@ -82,6 +83,39 @@ func testDiveReplace(t *testing.T, s storage.Store) {
 	assert.Equal(t, normDive(v3), normDive(getDive(t, s, org.ID, d.ID)))
 
 	assert.Equal(t, normDive(other), normDive(getDive(t, s, org.ID, other.ID)))
+}
+
+// CreateDive stores a Dive the org does not hold, and refuses, changing
+// nothing, one it holds, whoever stored it; the same id is free in
+// another org.
+func testDiveCreate(t *testing.T, s storage.Store) {
+	ctx := t.Context()
+	a, b := newOrg(t, s), newOrg(t, s)
+	d := newDive(a.ID, "first")
+	require.NoError(t, s.CreateDive(ctx, d, nil))
+	assert.Equal(t, normDive(d), normDive(getDive(t, s, a.ID, d.ID)))
+
+	again := d
+	again.Title, again.Version, again.RequiredResources = "second", 2, nil
+	require.ErrorIs(t, s.CreateDive(ctx, again, nil), storage.ErrAlreadyExists)
+	assert.Equal(t, normDive(d), normDive(getDive(t, s, a.ID, d.ID)), "kept as it was")
+
+	put := newDive(a.ID, "put")
+	require.NoError(t, s.PutDive(ctx, put, nil))
+	require.ErrorIs(t, s.CreateDive(ctx, again, nil), storage.ErrAlreadyExists, "a Dive PutDive stored")
+	put.Title = "replaced"
+	require.NoError(t, s.PutDive(ctx, put, nil), "PutDive replaces a Dive CreateDive stored")
+
+	inB := again
+	inB.Org = b.ID
+	require.NoError(t, s.CreateDive(ctx, inB, nil))
+	assert.Equal(t, normDive(inB), normDive(getDive(t, s, b.ID, d.ID)))
+	assert.Equal(t, normDive(d), normDive(getDive(t, s, a.ID, d.ID)))
+
+	noOrg := newDive(uuid.NewString(), "x")
+	require.ErrorIs(t, s.CreateDive(ctx, noOrg, nil), storage.ErrNotFound)
+	_, err := s.GetDive(ctx, noOrg.Org, noOrg.ID)
+	require.ErrorIs(t, err, storage.ErrNotFound)
 }
 
 // GetDive of an unknown id is ErrNotFound.

@@ -168,6 +168,8 @@ func testEventEachChange(t *testing.T, s storage.Store) {
 	})
 	d := newDive(org.ID, "Sales")
 	do("dive.register", func(ctx context.Context, a *storage.Audit) error { return s.PutDive(ctx, d, a) })
+	created := newDive(org.ID, "Created")
+	do("dive.register", func(ctx context.Context, a *storage.Audit) error { return s.CreateDive(ctx, created, a) })
 	do("embed_session.create", func(ctx context.Context, a *storage.Audit) error {
 		return s.CreateEmbedSession(ctx, newSession(u, "one"), storage.SessionLimit{}, a)
 	})
@@ -234,6 +236,14 @@ func testEventRefused(t *testing.T, s storage.Store) {
 	})
 	refused("dive of no org", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
 		return s.PutDive(ctx, newDive(uuid.NewString(), "x"), a)
+	})
+	refused("created dive of no org", storage.ErrNotFound, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateDive(ctx, newDive(uuid.NewString(), "x"), a)
+	})
+	held := newDive(org.ID, "held")
+	require.NoError(t, s.CreateDive(ctx, held, nil))
+	refused("dive exists", storage.ErrAlreadyExists, func(ctx context.Context, a *storage.Audit) error {
+		return s.CreateDive(ctx, held, a)
 	})
 	createSession(t, s, u, "held")
 	refused("sessions full", storage.ErrLimitExceeded, func(ctx context.Context, a *storage.Audit) error {

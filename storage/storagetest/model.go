@@ -249,7 +249,7 @@ func (m *modelRun) step(i int) {
 		{6, m.listUsers}, {2, m.walkUsers},
 		{14, m.createToken}, {12, m.readAccess}, {5, m.listTokens}, {7, m.deleteToken},
 		{5, m.setDuckling}, {3, m.listActivity},
-		{4, m.putDive}, {2, m.getDive}, {4, m.getEmbedTarget},
+		{4, m.putDive}, {2, m.createDive}, {2, m.getDive}, {4, m.getEmbedTarget},
 		{7, m.createSession}, {5, m.sessionByDigest},
 		{2, m.markSeeded}, {2, m.seedMarks},
 		{3, m.listEvents},
@@ -774,15 +774,23 @@ func (m *modelRun) diveOrg() string {
 	return m.org()
 }
 
-func (m *modelRun) putDive() (string, error) {
+func (m *modelRun) putDive() (string, error)    { return m.writeDive(false) }
+func (m *modelRun) createDive() (string, error) { return m.writeDive(true) }
+
+// writeDive stores a Dive with PutDive, or with CreateDive when create.
+func (m *modelRun) writeDive(create bool) (string, error) {
 	d := storage.Dive{
 		ID: pick(m.rng, modelDives), Org: m.diveOrg(), Title: pick(m.rng, []string{"Sales", "Churn", "ünïcode ☃"}),
 		Version: 1 + m.rng.IntN(3), RequiredResources: slices.Clone(pick(m.rng, modelResources)),
 	}
 	a := m.audit(d.Org, "dive.register", "dive", d.ID, "")
-	err := m.s.PutDive(m.t.Context(), d, a)
-	desc := fmt.Sprintf("PutDive %s@%s v%d -> %s", d.ID, short(d.Org), d.Version, classify(err))
-	e := m.ref.putDive(d, a, err)
+	write, name := m.s.PutDive, "PutDive"
+	if create {
+		write, name = m.s.CreateDive, "CreateDive"
+	}
+	err := write(m.t.Context(), d, a)
+	desc := fmt.Sprintf("%s %s@%s v%d -> %s", name, d.ID, short(d.Org), d.Version, classify(err))
+	e := m.ref.putDive(d, create, a, err)
 	scribble(d.RequiredResources, storage.Resource{URL: "spoiled"}) // the store keeps a copy
 	return desc, e
 }

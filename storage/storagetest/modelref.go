@@ -722,9 +722,14 @@ func (m *refStore) sessionByDigest(d storage.Digest, got storage.EmbedSession, e
 	return same("session", normSession(rs.es), normSession(got))
 }
 
-func (m *refStore) putDive(d storage.Dive, a *storage.Audit, err error) error {
+// putDive checks a PutDive, or a CreateDive when create.
+func (m *refStore) putDive(d storage.Dive, create bool, a *storage.Audit, err error) error {
 	if !m.hasOrg(d.Org) {
 		_, e := expect(err, notFound)
+		return e
+	}
+	if _, held := m.dives[refKey{d.Org, d.ID}]; held && create {
+		_, e := expect(err, alreadyExists)
 		return e
 	}
 	if _, e := expect(err, okOutcome); e != nil {
