@@ -101,6 +101,13 @@ func canonicalUUID(s string) (string, bool) {
 // fails with BAD_REQUEST when d breaks a rule and NOT_FOUND when org does
 // not exist.
 func (s *Service) RegisterDive(ctx context.Context, org string, d Dive) error {
+	return s.registerDive(ctx, org, d, s.store.PutDive)
+}
+
+// registerDive validates d and stores it in org with write (PutDive, or
+// CreateDive, whose ErrAlreadyExists it returns as it is), recording
+// its event.
+func (s *Service) registerDive(ctx context.Context, org string, d Dive, write func(context.Context, storage.Dive, *storage.Audit) error) error {
 	if err := validateDive(d); err != nil {
 		return err
 	}
@@ -113,7 +120,10 @@ func (s *Service) RegisterDive(ctx context.Context, org string, d Dive) error {
 	if err != nil {
 		return err
 	}
-	if err := s.store.PutDive(ctx, rec, aud); err != nil {
+	switch err := write(ctx, rec, aud); {
+	case errors.Is(err, storage.ErrAlreadyExists):
+		return err
+	case err != nil:
 		return s.storeErr(ctx, "put dive", err, "organization")
 	}
 	s.emit(ctx, ev)

@@ -748,7 +748,10 @@ func (s *Service) seedUser(ctx context.Context, org, where string, u SeedUser, m
 	return nil
 }
 
-// seedDive registers d in org unless a Dive with its id exists.
+// seedDive registers d in org unless a Dive with its id exists. It reads
+// first, so that loading a seed again writes nothing; the creation alone
+// settles a race with another process seeding the same store, so that
+// the Dive is registered, and its event recorded, once.
 func (s *Service) seedDive(ctx context.Context, org string, d Dive) error {
 	id, _ := canonicalUUID(d.ID) // Validate checked it
 	_, err := s.store.GetDive(ctx, org, id)
@@ -758,5 +761,8 @@ func (s *Service) seedDive(ctx context.Context, org string, d Dive) error {
 	case !errors.Is(err, storage.ErrNotFound):
 		return internal(ctx, "get dive", err)
 	}
-	return s.RegisterDive(ctx, org, d)
+	if err := s.registerDive(ctx, org, d, s.store.CreateDive); !errors.Is(err, storage.ErrAlreadyExists) {
+		return err
+	}
+	return nil
 }

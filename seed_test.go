@@ -724,6 +724,45 @@ func TestSeed_LoadingRacingAnotherProcessSucceeds(t *testing.T) {
 	}
 }
 
+// diveRacingStore is a store on which another process loads the same
+// seed between this one's look-up of a Dive and its registration: both
+// found the Dive missing.
+type diveRacingStore struct {
+	*memstore.Store
+	other func()
+}
+
+func (s *diveRacingStore) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
+	d, err := s.Store.GetDive(ctx, org, id)
+	if other := s.other; other != nil {
+		s.other = nil
+		other()
+	}
+	return d, err
+}
+
+// A Dive that two loadings both found missing is registered by one of
+// them: its event is recorded once, and the other loading succeeds.
+func TestSeed_DiveBothLoadingsFoundMissingIsRegisteredOnce(t *testing.T) {
+	clk := newFakeClock()
+	want := seededOnce(t, clk)
+
+	store := &diveRacingStore{Store: memstore.New()}
+	other := orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now})
+	store.other = func() { loadSeed(t, other, sampleSeed) }
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	loadSeed(t, svc, sampleSeed)
+	require.Nil(t, store.other, "the other loading ran")
+	assert.Equal(t, withoutIDs(want), withoutIDs(observeSeed(t, svc, store)))
+
+	alice, err := svc.Authenticate(context.Background(), aliceToken)
+	require.NoError(t, err)
+	events, err := svc.AuditEvents(context.Background(), alice, orgadmin.AuditQuery{Action: orgadmin.ActionDiveRegister})
+	require.NoError(t, err)
+	require.Len(t, events.Events, 1, "the Dive registered once")
+	assert.Equal(t, "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f", events.Events[0].TargetID)
+}
+
 // withoutIDs is st with the ids of its users and tokens, which each
 // loading mints anew, left out.
 func withoutIDs(st seedState) seedState {
