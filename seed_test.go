@@ -684,83 +684,63 @@ func TestSeed_ExistingDiveIsLeftAsItIs(t *testing.T) {
 }
 
 // racingStore is a store on which another process loads the same seed
-// just before this one's first creation of a user: that user (and every
-// other of the seed) exists by the time the creation reaches the store.
+// at one step of this one's loading: just before its first creation of a
+// user (that user, and every other of the seed, exists by the time the
+// creation reaches the store), or, atDive, just after its first look-up
+// of a Dive (both found it missing).
 type racingStore struct {
 	*memstore.Store
-	other func()
+	atDive bool
+	other  func()
 }
 
-func (s *racingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
-	if other := s.other; other != nil {
+// race runs the other loading, once, if this is its step.
+func (s *racingStore) race(atDive bool) {
+	if other := s.other; other != nil && atDive == s.atDive {
 		s.other = nil
 		other()
 	}
+}
+
+func (s *racingStore) CreateUser(ctx context.Context, u storage.User, lim storage.UserLimit, a *storage.Audit) error {
+	s.race(false)
 	return s.Store.CreateUser(ctx, u, lim, a)
+}
+
+func (s *racingStore) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
+	d, err := s.Store.GetDive(ctx, org, id)
+	s.race(true)
+	return d, err
 }
 
 // Two servers started together on one fresh store with one seed both
 // start: a user the other loading created between this one's look-up and
-// its creation is one that exists, left as it is, and nothing is loaded
-// twice.
+// its creation is one that exists, left as it is; a Dive both found
+// missing is registered by one; and nothing is loaded, nor its event
+// recorded, twice.
 func TestSeed_LoadingRacingAnotherProcessSucceeds(t *testing.T) {
-	clk := newFakeClock()
-	want := seededOnce(t, clk)
+	for _, atDive := range []bool{false, true} {
+		t.Run(map[bool]string{false: "at a user's creation", true: "at a Dive's look-up"}[atDive], func(t *testing.T) {
+			clk := newFakeClock()
+			want := seededOnce(t, clk)
 
-	store := &racingStore{Store: memstore.New()}
-	other := orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now})
-	store.other = func() { loadSeed(t, other, sampleSeed) }
-	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
-	loadSeed(t, svc, sampleSeed)
-	require.Nil(t, store.other, "the other loading ran")
-	assert.Equal(t, withoutIDs(want), withoutIDs(observeSeed(t, svc, store)))
+			store := &racingStore{Store: memstore.New(), atDive: atDive}
+			other := orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now})
+			store.other = func() { loadSeed(t, other, sampleSeed) }
+			svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+			loadSeed(t, svc, sampleSeed)
+			require.Nil(t, store.other, "the other loading ran")
+			assert.Equal(t, withoutIDs(want), withoutIDs(observeSeed(t, svc, store)))
 
-	alice, err := svc.Authenticate(context.Background(), aliceToken)
-	require.NoError(t, err)
-	for action, n := range map[string]int{orgadmin.ActionUserCreate: 3, orgadmin.ActionTokenSeed: 2} {
-		events, err := svc.AuditEvents(context.Background(), alice, orgadmin.AuditQuery{Action: action})
-		require.NoError(t, err)
-		assert.Len(t, events.Events, n, "each %s once", action)
+			alice, err := svc.Authenticate(context.Background(), aliceToken)
+			require.NoError(t, err)
+			for action, n := range map[string]int{orgadmin.ActionUserCreate: 3, orgadmin.ActionTokenSeed: 2, orgadmin.ActionDiveRegister: 1} {
+				events, err := svc.AuditEvents(context.Background(), alice, orgadmin.AuditQuery{Action: action})
+				require.NoError(t, err)
+				assert.Len(t, events.Events, n, "each %s once", action)
+			}
+		})
 	}
-}
-
-// diveRacingStore is a store on which another process loads the same
-// seed between this one's look-up of a Dive and its registration: both
-// found the Dive missing.
-type diveRacingStore struct {
-	*memstore.Store
-	other func()
-}
-
-func (s *diveRacingStore) GetDive(ctx context.Context, org, id string) (storage.Dive, error) {
-	d, err := s.Store.GetDive(ctx, org, id)
-	if other := s.other; other != nil {
-		s.other = nil
-		other()
-	}
-	return d, err
-}
-
-// A Dive that two loadings both found missing is registered by one of
-// them: its event is recorded once, and the other loading succeeds.
-func TestSeed_DiveBothLoadingsFoundMissingIsRegisteredOnce(t *testing.T) {
-	clk := newFakeClock()
-	want := seededOnce(t, clk)
-
-	store := &diveRacingStore{Store: memstore.New()}
-	other := orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now})
-	store.other = func() { loadSeed(t, other, sampleSeed) }
-	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
-	loadSeed(t, svc, sampleSeed)
-	require.Nil(t, store.other, "the other loading ran")
-	assert.Equal(t, withoutIDs(want), withoutIDs(observeSeed(t, svc, store)))
-
-	alice, err := svc.Authenticate(context.Background(), aliceToken)
-	require.NoError(t, err)
-	events, err := svc.AuditEvents(context.Background(), alice, orgadmin.AuditQuery{Action: orgadmin.ActionDiveRegister})
-	require.NoError(t, err)
-	require.Len(t, events.Events, 1, "the Dive registered once")
-	assert.Equal(t, "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f", events.Events[0].TargetID)
 }
 
 // withoutIDs is st with the ids of its users and tokens, which each

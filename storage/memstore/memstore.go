@@ -639,27 +639,23 @@ func (s *Store) ListActivity(_ context.Context, orgID string) ([]storage.Activit
 
 // PutDive implements storage.Store.
 func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	o, ok := s.orgs[d.Org]
-	if !ok {
-		return storage.ErrNotFound
-	}
-	d.RequiredResources = slices.Clone(d.RequiredResources)
-	o.dives[d.ID] = d
-	s.record(a, o)
-	return nil
+	return s.storeDive(d, a, true)
 }
 
 // CreateDive implements storage.Store.
 func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	return s.storeDive(d, a, false)
+}
+
+// storeDive stores d, replacing a Dive with its id only when replace.
+func (s *Store) storeDive(d storage.Dive, a *storage.Audit, replace bool) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o, ok := s.orgs[d.Org]
 	if !ok {
 		return storage.ErrNotFound
 	}
-	if _, ok := o.dives[d.ID]; ok {
+	if _, held := o.dives[d.ID]; held && !replace {
 		return storage.ErrAlreadyExists
 	}
 	d.RequiredResources = slices.Clone(d.RequiredResources)

@@ -77,28 +77,26 @@ func (d diveDoc) record() storage.Dive {
 }
 
 // PutDive implements storage.Store.
-func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) (err error) {
-	ctx, cancel := s.op(ctx)
-	defer cancel()
-	end, err := s.beginEvent(ctx, a)
-	if err != nil {
-		return err
-	}
-	defer func() { end(err) }()
-	switch ok, err := s.orgExists(ctx, d.Org); {
-	case err != nil:
-		return wrap("put dive", err)
-	case !ok:
-		return fmt.Errorf("mongostore: put dive: org: %w", storage.ErrNotFound)
-	}
-	doc := diveToDoc(d)
-	doc.Ev = eventID(a)
-	return wrap("put dive", s.replaceAudited(ctx, s.dives, doc.ID, doc))
+func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	return s.writeDive(ctx, "put dive", d, a, func(ctx context.Context, doc diveDoc) error {
+		return s.replaceAudited(ctx, s.dives, doc.ID, doc)
+	})
 }
 
 // CreateDive implements storage.Store: the Dive's document is inserted,
-// which the server refuses when one has its id.
-func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) (err error) {
+// which the server refuses (a duplicate key: ErrAlreadyExists) when one
+// has its id.
+func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	return s.writeDive(ctx, "create dive", d, a, func(ctx context.Context, doc diveDoc) error {
+		_, err := s.dives.InsertOne(ctx, doc)
+		return err
+	})
+}
+
+// writeDive makes the audited change op of the Dive d: with a's event
+// pending, it checks that d's org exists and has write store the Dive's
+// document, which holds the event's id.
+func (s *Store) writeDive(ctx context.Context, op string, d storage.Dive, a *storage.Audit, write func(context.Context, diveDoc) error) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	end, err := s.beginEvent(ctx, a)
@@ -108,17 +106,13 @@ func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit
 	defer func() { end(err) }()
 	switch ok, err := s.orgExists(ctx, d.Org); {
 	case err != nil:
-		return wrap("create dive", err)
+		return wrap(op, err)
 	case !ok:
-		return fmt.Errorf("mongostore: create dive: org: %w", storage.ErrNotFound)
+		return fmt.Errorf("mongostore: %s: org: %w", op, storage.ErrNotFound)
 	}
 	doc := diveToDoc(d)
 	doc.Ev = eventID(a)
-	_, err = s.dives.InsertOne(ctx, doc)
-	if mongo.IsDuplicateKeyError(err) {
-		return fmt.Errorf("mongostore: create dive: %w", storage.ErrAlreadyExists)
-	}
-	return wrap("create dive", err)
+	return wrap(op, write(ctx, doc))
 }
 
 // maxChangeAttempts bounds how often an audited change reads its
