@@ -15,20 +15,22 @@ import (
 
 // PutDive implements storage.Store.
 func (s *Store) PutDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
-	ctx, cancel := s.op(ctx)
-	defer cancel()
-	doc := diveDoc{Title: d.Title, Version: d.Version, Resources: toResourceDocs(d.RequiredResources)}
-	v, err := s.run(ctx, putDiveScript, d.Org, withAudit(a, d.ID, encode(doc))...).Result()
-	return status("put dive", v, err)
+	return s.writeDive(ctx, "put dive", putDiveScript, d, a)
 }
 
 // CreateDive implements storage.Store.
 func (s *Store) CreateDive(ctx context.Context, d storage.Dive, a *storage.Audit) error {
+	return s.writeDive(ctx, "create dive", createDiveScript, d, a)
+}
+
+// writeDive runs the script (putDiveScript or createDiveScript) that
+// writes d, with a's event.
+func (s *Store) writeDive(ctx context.Context, op string, script *redis.Script, d storage.Dive, a *storage.Audit) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	doc := diveDoc{Title: d.Title, Version: d.Version, Resources: toResourceDocs(d.RequiredResources)}
-	v, err := s.run(ctx, createDiveScript, d.Org, withAudit(a, d.ID, encode(doc))...).Result()
-	return status("create dive", v, err)
+	v, err := s.run(ctx, script, d.Org, withAudit(a, d.ID, encode(doc))...).Result()
+	return status(op, v, err)
 }
 
 // GetDive implements storage.Store.
