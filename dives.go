@@ -175,7 +175,9 @@ type CreateEmbedSessionInput struct {
 	RequiredResources []Resource
 	// InitialState, when not nil, is a JSON object of at most 64 KiB, in
 	// valid Unicode (no lone surrogate escapes), none of whose objects
-	// names a key twice.
+	// names a key twice. It is kept compact, each string written with the
+	// fewest escapes ("\u00e9" as "é"), and measured so: one value has one
+	// size, whichever escapes its writer chose.
 	InitialState json.RawMessage
 	// Version pins the Dive version, from 1 (BAD_REQUEST below) to the
 	// latest (NOT_FOUND above, however far).
@@ -201,12 +203,14 @@ func (in CreateEmbedSessionInput) problems() issues {
 		switch err := json.Compact(&buf, in.InitialState); {
 		case err != nil || buf.Len() == 0 || buf.Bytes()[0] != '{':
 			is.add(IssueInvalidType, "Expected object", "initial_state")
-		case buf.Len() > MaxInitialStateJSON:
-			is.add(IssueTooBig, "initial_state must be at most 65536 bytes of JSON", "initial_state")
 		case jsonobject.LoneSurrogate(buf.Bytes()):
 			// The renderer's parser would read it as something else
 			// than what was sent, or refuse it.
 			is.add(IssueInvalidString, "initial_state must be valid Unicode (no lone surrogate escapes)", "initial_state")
+		case len(jsonobject.Unescaped(buf.Bytes())) > MaxInitialStateJSON:
+			// Counted as stored: one value is one size, however its
+			// writer escaped its strings.
+			is.add(IssueTooBig, "initial_state must be at most 65536 bytes of JSON", "initial_state")
 		default:
 			// Which of two values of a key counts depends on the
 			// parser that reads it: refused, as in a body.
@@ -317,7 +321,7 @@ func (s *Service) CreateEmbedSession(ctx context.Context, a Auth, diveID string,
 	if in.InitialState != nil {
 		var buf bytes.Buffer
 		_ = json.Compact(&buf, in.InitialState) // validated above
-		rec.InitialState = buf.Bytes()
+		rec.InitialState = jsonobject.Unescaped(buf.Bytes())
 	}
 	name := in.SessionName
 	if !name.Set {

@@ -259,6 +259,31 @@ func TestEmbedSession_InitialStateAtMost64KiB(t *testing.T) {
 	}
 }
 
+// One value of initial_state has one size, whichever escapes its writer
+// chose (Python's json.dumps escapes every non-ASCII character): it is
+// measured, and kept, with the fewest escapes.
+func TestEmbedSession_InitialStateMeasuredWithFewestEscapes(t *testing.T) {
+	e := diveEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	// 64 KiB with "é" (two bytes) as itself; three times that with it
+	// written "\u00e9".
+	n := (64<<10 - len(`{"k":""}`)) / 2
+	fits := `{"k":"` + strings.Repeat("é", n) + `"}`
+	require.Len(t, fits, 64<<10)
+	escaped := `{"k":"` + strings.Repeat(`\u00e9`, n) + `"}`
+	_, s := e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", InitialState: json.RawMessage(escaped)})
+	assert.Equal(t, fits, string(s.InitialState), "kept with the fewest escapes")
+	_, err := e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot",
+		InitialState: json.RawMessage(`{"k":"` + strings.Repeat(`\u00e9`, n) + `x"}`)})
+	assert.Equal(t, [][]any{{"initial_state"}}, issuePaths(t, err), "one byte over, escaped")
+
+	// What must stay escaped stays so; numbers and the order of members
+	// are kept as written.
+	_, s = e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot",
+		InitialState: json.RawMessage(`{"z":"\"\\\n\u0001\u2028\/\u0041<&>","a":1.50E+2,"m":["\u00e9",{"\u006b":true}]}`)})
+	assert.Equal(t, `{"z":"\"\\\n\u0001\u2028/A<&>","a":1.50E+2,"m":["é",{"k":true}]}`, string(s.InitialState))
+}
+
 // resourcesOfJSONSize returns resources whose compact JSON array is exactly n
 // bytes long, with no url longer than 1000 characters.
 func resourcesOfJSONSize(t testing.TB, n int) []orgadmin.Resource {

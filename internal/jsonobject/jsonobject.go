@@ -95,6 +95,48 @@ func DuplicateKey(raw []byte) (path []any, ok bool) {
 	}
 }
 
+// Unescaped returns compact, a valid JSON text with no space between its
+// tokens (json.Compact's output) and no lone surrogate escape, with each
+// string that holds an escape written again with the fewest that
+// encoding/json needs without HTML escaping: a value's shortest text,
+// whichever escapes its writer chose ("\u00e9" becomes "é"; a quote, a
+// backslash, a control character and U+2028 and U+2029 stay escaped).
+// Numbers and the order of members are kept as written. It returns
+// compact itself when no string holds an escape.
+func Unescaped(compact []byte) []byte {
+	if bytes.IndexByte(compact, '\\') < 0 {
+		return compact
+	}
+	out := make([]byte, 0, len(compact))
+	var enc bytes.Buffer
+	e := json.NewEncoder(&enc)
+	e.SetEscapeHTML(false)
+	for i := 0; i < len(compact); i++ {
+		if compact[i] != '"' {
+			out = append(out, compact[i])
+			continue
+		}
+		end, escaped := i+1, false // end: the closing quote
+		for ; compact[end] != '"'; end++ {
+			if compact[end] == '\\' {
+				escaped = true
+				end++
+			}
+		}
+		str := compact[i : end+1]
+		if escaped {
+			var v string
+			_ = json.Unmarshal(str, &v) // a string of a valid text
+			enc.Reset()
+			_ = e.Encode(v) // a string always encodes
+			str = bytes.TrimSuffix(enc.Bytes(), []byte("\n"))
+		}
+		out = append(out, str...)
+		i = end
+	}
+	return out
+}
+
 // LoneSurrogate reports whether raw, a valid JSON text, escapes a UTF-16
 // surrogate that is not half of a pair (such as \ud800), which
 // encoding/json silently decodes to U+FFFD.

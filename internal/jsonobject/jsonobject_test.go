@@ -1,9 +1,12 @@
 package jsonobject
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 type member struct {
@@ -37,4 +40,45 @@ func TestMembers(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 2, n, "stops when told")
+}
+
+// Unescaped writes each string that holds an escape with the fewest
+// escapes, and leaves everything else as it was.
+func TestUnescaped(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"k":"plain","n":[1,2.50,-3e+2],"b":true,"z":null}`:                      `{"k":"plain","n":[1,2.50,-3e+2],"b":true,"z":null}`,
+		`{"\u006b":"\u00e9\u2603\ud83d\ude00"}`:                                   `{"k":"é☃😀"}`,
+		`["\"","\\","\/","\b\f\n\r\t","\u0000\u001f","\u2028\u2029","<&>\u003c"]`: `["\"","\\","/","\b\f\n\r\t","\u0000\u001f","\u2028\u2029","<&><"]`,
+		`{"a\\":"b\\","c":"\\\""}`:                                                `{"a\\":"b\\","c":"\\\""}`,
+		`"\u00e9"`:                                                                `"é"`,
+	} {
+		assert.Equal(t, want, string(Unescaped([]byte(in))), in)
+	}
+	plain := []byte(`{"k":"v"}`)
+	assert.Same(t, &plain[0], &Unescaped(plain)[0], "no escape: the text itself")
+}
+
+// Unescaped's text is valid and reads as the same value.
+func FuzzUnescaped(f *testing.F) {
+	for _, s := range []string{`{"k":"\u00e9"}`, `["\"\\\/\b\f\n\r\t"]`, `{"\ud83d\ude00":[1,{"x":"\u2028"}]}`, `"a\\"`, `{}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		var c bytes.Buffer
+		if json.Compact(&c, []byte(in)) != nil || LoneSurrogate(c.Bytes()) {
+			return
+		}
+		u := Unescaped(c.Bytes())
+		require.True(t, json.Valid(u), "%s", u)
+		assert.Equal(t, decode(t, c.Bytes()), decode(t, u))
+	})
+}
+
+func decode(t *testing.T, b []byte) any {
+	t.Helper()
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	require.NoError(t, dec.Decode(&v))
+	return v
 }
