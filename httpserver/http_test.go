@@ -584,7 +584,10 @@ func TestFlockSizeBounds(t *testing.T) {
 		code string
 	}{
 		{"0", 0, ""}, {"64", 64, ""}, {"4.0", 4, ""}, {"1e1", 10, ""},
+		{"0.4e1", 4, ""}, {"400e-2", 4, ""}, {"0e-400", 0, ""}, {"-0", 0, ""},
 		{"65", -1, "too_big"}, {"-1", -1, "too_small"}, {"2.5", -1, "invalid_type"},
+		// Not whole, though a float64 rounds them to whole numbers.
+		{"4.0000000000000001", -1, "invalid_type"}, {"1e-400", -1, "invalid_type"}, {"401e-2", -1, "invalid_type"},
 		{`"4"`, -1, "invalid_type"}, {"null", -1, "invalid_type"}, {"true", -1, "invalid_type"},
 	} {
 		t.Run(tc.raw, func(t *testing.T) {
