@@ -51,7 +51,8 @@ type BootstrapInput struct {
 	Org      string
 	Username string
 	// Token, when set, is the Admin's token value (16 to 512 printable ASCII
-	// characters); otherwise a new token is minted.
+	// characters, no space: a bearer credential has none); otherwise a new
+	// token is minted.
 	Token string
 }
 
@@ -74,7 +75,7 @@ const BootstrapTokenName = "bootstrap"
 //
 // It fails with BAD_REQUEST, and writes nothing, for a malformed
 // organization id, username or in.Token (not 16 to 512 printable ASCII
-// characters), and when in.Token is another user's token or was revoked
+// characters without a space), and when in.Token is another user's token or was revoked
 // from another user (while the store remembers the revocation; one
 // revoked from this Admin is given again). It fails with
 // BAD_REQUEST, and revokes nothing, when the user exists and is not an

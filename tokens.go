@@ -250,7 +250,8 @@ func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID str
 // fixtures.
 type SeedTokenInput struct {
 	CreateTokenInput
-	// Value is 16 to 512 printable ASCII characters.
+	// Value is 16 to 512 printable ASCII characters other than the space,
+	// which a bearer credential cannot hold (RFC 6750).
 	Value string
 }
 
@@ -263,7 +264,7 @@ const (
 func (in SeedTokenInput) check(is *issues) {
 	in.CreateTokenInput.check(is)
 	if n := len(in.Value); n < MinSeedTokenLen || n > MaxSeedTokenLen || strings.IndexFunc(in.Value, func(r rune) bool { return r <= ' ' || r > '~' }) >= 0 {
-		is.add(IssueInvalidString, "Token value must be 16 to 512 printable ASCII characters", "value")
+		is.add(IssueInvalidString, "Token value must be 16 to 512 printable ASCII characters, without spaces", "value")
 	}
 }
 

@@ -114,8 +114,8 @@ func WithOrg(id string) Option { return func(o *options) { o.org = id } }
 // WithAdmin names the Admin NewServer bootstraps; default "admin".
 func WithAdmin(username string) Option { return func(o *options) { o.admin = username } }
 
-// WithAdminToken makes value (16 to 512 printable ASCII characters) the
-// Admin's token, instead of a newly minted one.
+// WithAdminToken makes value (16 to 512 printable ASCII characters, no
+// space) the Admin's token, instead of a newly minted one.
 func WithAdminToken(value string) Option { return func(o *options) { o.adminToken = value } }
 
 // WithStart sets where the clock starts; default the real time when
