@@ -60,8 +60,10 @@ func main() {
 		Handler:           root,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		// Longer than ReadTimeout: a request whose body stopped coming
+		// still gets its 400 before the connection is closed.
+		WriteTimeout: 35 * time.Second,
+		IdleTimeout:  2 * time.Minute,
 	}
 	log.Fatal(srv.ListenAndServe())
 }

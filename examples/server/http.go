@@ -17,8 +17,11 @@ const (
 	// readTimeout bounds the time to read a whole request, body included.
 	readTimeout = 30 * time.Second
 	// writeTimeout bounds the time from the end of the request headers to
-	// the end of the response.
-	writeTimeout = 30 * time.Second
+	// the end of the response: answerMargin more than readTimeout, so
+	// that a request whose body stopped coming still gets its answer (a
+	// 400: the body could not be read) before the connection is closed.
+	writeTimeout = readTimeout + answerMargin
+	answerMargin = 5 * time.Second
 	// idleTimeout bounds how long a keep-alive connection waits for its
 	// next request.
 	idleTimeout = 2 * time.Minute

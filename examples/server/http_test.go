@@ -29,7 +29,7 @@ func TestHTTPServerHasTimeoutsAndHeaderLimit(t *testing.T) {
 	srv := newHTTPServer(http.NotFoundHandler(), slog.New(slog.DiscardHandler))
 	assert.Equal(t, 5*time.Second, srv.ReadHeaderTimeout)
 	assert.Equal(t, 30*time.Second, srv.ReadTimeout)
-	assert.Equal(t, 30*time.Second, srv.WriteTimeout)
+	assert.Equal(t, 35*time.Second, srv.WriteTimeout)
 	assert.Equal(t, 2*time.Minute, srv.IdleTimeout)
 	assert.Equal(t, 64<<10, srv.MaxHeaderBytes)
 	assert.NotNil(t, srv.ErrorLog)
@@ -156,14 +156,19 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 }
 
 // A body that stops coming is cut off too: the /v1 Handler answers 400
-// (the body could not be read) and the server closes the connection.
+// (the body could not be read) and the server closes the connection. The
+// write timeout leaves the answer its time: it is as much longer than the
+// read timeout as the server's.
 func TestSlowBodiesAreCutOff(t *testing.T) {
 	const token = "env-supplied-admin-token"
 	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
 	_, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: "default", Username: "admin", Token: token})
 	require.NoError(t, err)
 	h := httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.DiscardHandler)})
-	addr := limitedServer(t, h, func(s *http.Server) { s.ReadTimeout = 100 * time.Millisecond })
+	addr := limitedServer(t, h, func(s *http.Server) {
+		s.ReadTimeout = 100 * time.Millisecond
+		s.WriteTimeout = s.ReadTimeout + writeTimeout - readTimeout
+	})
 	c := dial(t, addr)
 	_, err = io.WriteString(c, "POST /v1/users HTTP/1.1\r\nHost: orgadmin.test\r\nAuthorization: Bearer "+token+
 		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"username\": \"slow\", \"description\": \"")
