@@ -151,7 +151,8 @@ func whole(n *float64) int {
 // DecodeSeed reads a Seed from its JSON form, one JSON object in UTF-8
 // (without a byte order mark) and nothing after it. A key the format does
 // not have (keys are matched exactly), one an object gives twice, or a
-// value of the wrong JSON type (or a number beyond a float64), is an error
+// value of the wrong JSON type (or a number beyond a float64, or one that
+// is not whole but rounds to a whole float64), is an error
 // naming its path, such as organizations[0].users[1].rol; null, like any
 // other non-object, is an error.
 func DecodeSeed(r io.Reader) (Seed, error) {
@@ -224,8 +225,15 @@ func checkKeys(raw json.RawMessage, t reflect.Type, path string) error {
 			return fmt.Errorf("%s: want %s, not %s", path, want, got)
 		}
 		if t.Kind() == reflect.Float64 && jsonKind(raw) == "a number" {
-			if _, err := strconv.ParseFloat(string(bytes.TrimSpace(raw)), 64); err != nil {
-				return fmt.Errorf("%s: %s is out of range", path, bytes.TrimSpace(raw))
+			lit := bytes.TrimSpace(raw)
+			f, err := strconv.ParseFloat(string(lit), 64)
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s: %s is out of range", path, lit)
+			case f == math.Trunc(f) && !jsonobject.WholeNumber(lit):
+				// Every number of a seed is a whole one: one that
+				// rounds to a whole float64 would pass for it.
+				return fmt.Errorf("%s: %s is not a whole number", path, lit)
 			}
 		}
 	}

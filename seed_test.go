@@ -308,7 +308,7 @@ func TestSeed_FlockSizeMustBeWhole(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "alice", u.Username)
 	}
-	for _, bad := range []string{"2.5", "4.000001", `"4"`, "65", "-1", "1e100"} {
+	for _, bad := range []string{"2.5", "4.000001", `"4"`, "65", "-1", "1e100", "4.0000000000000001", "1e-400"} {
 		svc, store, _ := seedEnv(t)
 		sd, err := orgadmin.DecodeSeed(strings.NewReader(seed(bad)))
 		if err == nil {
@@ -567,6 +567,7 @@ func TestDecodeSeed_WrongTypeNamesItsPath(t *testing.T) {
 		`{"organizations": [{"id": "acme", "users": [{"username": "a", "instances": []}]}]}`:                        "seed: organizations[0].users[0].instances: want an object, not an array",
 		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "version": "3"}]}]}`:                               "seed: organizations[0].dives[0].version: want a number, not a string",
 		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "version": 1e400}]}]}`:                             "seed: organizations[0].dives[0].version: 1e400 is out of range",
+		`{"organizations": [{"id": "acme", "dives": [{"id": "x", "version": 3.0000000000000001}]}]}`:                "seed: organizations[0].dives[0].version: 3.0000000000000001 is not a whole number",
 	} {
 		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
 		assert.EqualErrorf(t, err, want, "%s", js)

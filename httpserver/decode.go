@@ -179,63 +179,13 @@ func (d *decoder) int(o object, key string, required bool, path ...any) orgadmin
 		d.wrongType("number", raw, append(slices.Clip(path), key))
 		return orgadmin.Optional[int]{}
 	}
-	if !wholeNumber(raw) {
+	if !jsonobject.WholeNumber(raw) {
 		d.add(orgadmin.IssueInvalidType, "Expected integer, received float", append(slices.Clip(path), key))
 		return orgadmin.Optional[int]{}
 	}
 	n := math.MaxInt32 + 1.0
 	n = math.Max(-n, math.Min(n, f))
 	return orgadmin.Some(int(n))
-}
-
-// wholeNumber reports whether raw, a valid JSON number, is a whole
-// number as written: 4, 4.0 and 4e0 are; 2.5, 4.0000000000000001 and
-// 1e-400 are not, though a float64 rounds the last two to whole numbers.
-// Every digit of the mantissa that the exponent leaves after the decimal
-// point must be 0.
-func wholeNumber(raw []byte) bool {
-	i := 0
-	if raw[0] == '-' {
-		i++
-	}
-	digits := func() []byte {
-		from := i
-		for i < len(raw) && '0' <= raw[i] && raw[i] <= '9' {
-			i++
-		}
-		return raw[from:i]
-	}
-	intPart, frac := digits(), []byte(nil)
-	if i < len(raw) && raw[i] == '.' {
-		i++
-		frac = digits()
-	}
-	exp := 0
-	if i < len(raw) { // e or E, a sign maybe, digits
-		i++
-		neg := raw[i] == '-'
-		if raw[i] == '+' || neg {
-			i++
-		}
-		for _, c := range digits() {
-			exp = min(exp*10+int(c-'0'), 1<<20) // far past any mantissa
-		}
-		if neg {
-			exp = -exp
-		}
-	}
-	for k := max(len(intPart)+exp, 0); k < len(intPart)+len(frac); k++ {
-		c := byte('0')
-		if k < len(intPart) {
-			c = intPart[k]
-		} else {
-			c = frac[k-len(intPart)]
-		}
-		if c != '0' {
-			return false
-		}
-	}
-	return true
 }
 
 // seconds decodes key as a whole number of seconds (as int does) into a

@@ -1,12 +1,14 @@
 // Package jsonobject reads what encoding/json passes over in a JSON
 // text: the members of an object in the order they are written,
 // duplicates included (where json.Unmarshal into a map or a struct keeps
-// only the last value of a key), a key given twice at any depth, and
-// escapes of lone UTF-16 surrogates (which json.Unmarshal turns into
-// U+FFFD). The seed decoder uses it to name a key given twice, the
-// Service to check a free-form JSON object, and httpserver's reader of
+// only the last value of a key), a key given twice at any depth, escapes
+// of lone UTF-16 surrogates (which json.Unmarshal turns into U+FFFD),
+// strings as escaped by their writer, and whether a number is whole as
+// written (where a float64 may round it to one). The seed decoder uses
+// it to name a key given twice and a number it would round, the Service
+// to check and keep a free-form JSON object, and httpserver's reader of
 // request bodies (which splits objects itself, copying nothing) to check
-// strings.
+// strings and whole numbers.
 package jsonobject
 
 import (
@@ -135,6 +137,56 @@ func Unescaped(compact []byte) []byte {
 		i = end
 	}
 	return out
+}
+
+// WholeNumber reports whether raw, a valid JSON number, is a whole
+// number as written: 4, 4.0 and 4e0 are; 2.5, 4.0000000000000001 and
+// 1e-400 are not, though a float64 rounds the last two to whole numbers.
+// Every digit of the mantissa that the exponent leaves after the decimal
+// point must be 0.
+func WholeNumber(raw []byte) bool {
+	i := 0
+	if raw[0] == '-' {
+		i++
+	}
+	digits := func() []byte {
+		from := i
+		for i < len(raw) && '0' <= raw[i] && raw[i] <= '9' {
+			i++
+		}
+		return raw[from:i]
+	}
+	intPart, frac := digits(), []byte(nil)
+	if i < len(raw) && raw[i] == '.' {
+		i++
+		frac = digits()
+	}
+	exp := 0
+	if i < len(raw) { // e or E, a sign maybe, digits
+		i++
+		neg := raw[i] == '-'
+		if raw[i] == '+' || neg {
+			i++
+		}
+		for _, c := range digits() {
+			exp = min(exp*10+int(c-'0'), 1<<20) // far past any mantissa
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	for k := max(len(intPart)+exp, 0); k < len(intPart)+len(frac); k++ {
+		c := byte('0')
+		if k < len(intPart) {
+			c = intPart[k]
+		} else {
+			c = frac[k-len(intPart)]
+		}
+		if c != '0' {
+			return false
+		}
+	}
+	return true
 }
 
 // LoneSurrogate reports whether raw, a valid JSON text, escapes a UTF-16

@@ -82,3 +82,19 @@ func decode(t *testing.T, b []byte) any {
 	require.NoError(t, dec.Decode(&v))
 	return v
 }
+
+// WholeNumber reads a JSON number as written, whatever a float64
+// rounds it to.
+func TestWholeNumber(t *testing.T) {
+	for lit, whole := range map[string]bool{
+		"0": true, "-0": true, "4": true, "4.0": true, "4.000": true, "4e0": true, "4E+0": true, "1e1": true,
+		"0.4e1": true, "400e-2": true, "1.5e1": true, "0e-400": true, "0.0e99999999999999999999": true,
+		"1e400": true, "12345678901234567890": true, "-7.0": true, "10e-1": true,
+		"2.5": false, "0.1": false, "4.0000000000000001": false, "1e-400": false, "401e-2": false,
+		"1.05e1": false, "-0.5": false, "5e-1": false, "1e-99999999999999999999": false, "100000000000000000001e-20": false,
+	} {
+		assert.Equal(t, whole, WholeNumber([]byte(lit)), lit)
+	}
+	lit := []byte("-1.50e+1")
+	assert.Zero(t, testing.AllocsPerRun(100, func() { WholeNumber(lit) }), "read in place")
+}
