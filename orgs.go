@@ -65,7 +65,9 @@ const BootstrapTokenName = "bootstrap"
 // revokes the Admin's other live tokens named BootstrapTokenName, so that
 // calling it again, from this or another process sharing the store (a
 // restart), neither accumulates credentials nor creates a second
-// organization or Admin. Tokens of other names are never touched.
+// organization or Admin. Of processes that call it at once, each returns
+// its own token, and only the latest made (by creation time, then id)
+// stays live. Tokens of other names are never touched.
 //
 // The revocation comes first, so a previous bootstrap token always makes
 // room for the new one. When the Admin holds the maximum number of live
@@ -113,7 +115,7 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 			return "", internal(ctx, "mint token", err)
 		}
 	}
-	held, kept, err := s.revokeBootstrapTokens(ctx, &u, sha256.Sum256([]byte(value)))
+	held, kept, err := s.revokeBootstrapTokens(ctx, &u, sha256.Sum256([]byte(value)), false)
 	switch {
 	case err != nil:
 		return "", err
@@ -122,12 +124,22 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 	case held >= s.maxTokens:
 		return "", nil
 	}
+	var t Token
 	if in.Token != "" {
-		t, err := s.seedToken(ctx, in.Org, in.Username, SeedTokenInput{Value: in.Token, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}}, true)
-		return t.Value, err
+		t, err = s.seedToken(ctx, in.Org, in.Username, SeedTokenInput{Value: in.Token, CreateTokenInput: CreateTokenInput{Name: BootstrapTokenName}}, true)
+	} else {
+		t, err = s.insertToken(ctx, &u, value, CreateTokenInput{Name: BootstrapTokenName}, system, ActionTokenCreate)
 	}
-	t, err := s.insertToken(ctx, &u, value, CreateTokenInput{Name: BootstrapTokenName}, system, ActionTokenCreate)
-	return t.Value, err
+	if err != nil {
+		return "", err
+	}
+	// Processes started together each revoked the bootstrap tokens they
+	// found, then made their own: each now keeps the latest it finds, so
+	// that of theirs only the latest stays.
+	if _, _, err := s.revokeBootstrapTokens(ctx, &u, storage.Digest{}, true); err != nil {
+		return "", err
+	}
+	return t.Value, nil
 }
 
 // checkBootstrapInput refuses a username that breaks the username rule
@@ -182,13 +194,20 @@ func (s *Service) checkBootstrapToken(ctx context.Context, in BootstrapInput) er
 }
 
 // revokeBootstrapTokens revokes the live tokens of u named
-// BootstrapTokenName, but for the one of digest keep, and returns how
-// many live tokens u holds then and whether keep's is one of them.
-func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, keep storage.Digest) (held int, kept bool, err error) {
+// BootstrapTokenName but one: the one of digest keep or, when latest, the
+// latest of them (by creation time, then id, as ListTokens orders them).
+// It returns how many live tokens u holds then and whether keep's is one
+// of them.
+func (s *Service) revokeBootstrapTokens(ctx context.Context, u *storage.User, keep storage.Digest, latest bool) (held int, kept bool, err error) {
 	now := s.clock()
 	ts, err := s.store.ListTokens(ctx, u.Org, u.ID, now)
 	if err != nil {
 		return 0, false, internal(ctx, "list tokens", err)
+	}
+	for _, t := range ts {
+		if latest && t.Name == BootstrapTokenName {
+			keep = t.Digest
+		}
 	}
 	held = len(ts)
 	for _, t := range ts {

@@ -1117,6 +1117,55 @@ func TestBootstrap_WithoutTokenReplacesTheBootstrapToken(t *testing.T) {
 	assert.Equal(t, []string{"admin"}, usernames(page.Users))
 }
 
+// bootRacingStore is a store on which another process bootstraps the
+// same Admin, whole, between this one's listing of the Admin's tokens
+// (which found none to revoke) and its making of its own token.
+type bootRacingStore struct {
+	*memstore.Store
+	other func()
+}
+
+func (s *bootRacingStore) ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]storage.Token, error) {
+	ts, err := s.Store.ListTokens(ctx, org, userID, liveAt)
+	if other := s.other; other != nil {
+		s.other = nil
+		other()
+	}
+	return ts, err
+}
+
+// Servers started together on one store without a given token each print
+// a token, and of those only the latest made stays: the Admin never
+// holds two bootstrap tokens.
+func TestBootstrap_StartedTogetherLeaveOneBootstrapToken(t *testing.T) {
+	clk := newFakeClock()
+	ctx := context.Background()
+	in := orgadmin.BootstrapInput{Org: "acme", Username: "admin"}
+	store := &bootRacingStore{Store: memstore.New()}
+	_, err := orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now}).Bootstrap(ctx, in) // an earlier start
+	require.NoError(t, err)
+	var other string
+	store.other = func() {
+		var err error
+		other, err = orgadmin.New(store.Store, orgadmin.Config{Now: clk.Now}).Bootstrap(ctx, in)
+		require.NoError(t, err)
+		clk.Advance(time.Second) // this one's token is made later
+	}
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
+	this, err := svc.Bootstrap(ctx, in)
+	require.NoError(t, err)
+	require.Nil(t, store.other, "the other start ran")
+
+	c, err := svc.Authenticate(ctx, this)
+	require.NoError(t, err, "the latest stays")
+	_, err = svc.Authenticate(ctx, other)
+	requireCode(t, err, orgadmin.ErrUnauthorized)
+	toks, err := svc.ListTokens(ctx, c, "admin")
+	require.NoError(t, err)
+	require.Len(t, toks, 1)
+	assert.Equal(t, orgadmin.BootstrapTokenName, toks[0].Name)
+}
+
 // A given token replaces a minted bootstrap token, and a new given token
 // the one given before.
 func TestBootstrap_GivenTokenReplacesTheBootstrapToken(t *testing.T) {
