@@ -288,10 +288,31 @@ func ferretDBv1(version string) bool {
 	return err != nil || n < 2
 }
 
+// indexAttempts bounds how often createIndexes tries.
+const indexAttempts = 5
+
 // createIndexes creates those of indexes that coll lacks, by name. (Asking
 // for all of them every time would be idempotent on MongoDB, but FerretDB
-// v1 fails when every index asked for exists.)
+// v1 fails when every index asked for exists.) Processes opening one
+// database at once make the same collections and indexes: a creation may
+// fail for another's (FerretDB v1 even drops the connection), so it
+// tries again, a little later, and finds them made.
 func (s *Store) createIndexes(ctx context.Context, coll *mongo.Collection, indexes []indexSpec) error {
+	for attempt := 1; ; attempt++ {
+		err := s.createMissingIndexes(ctx, coll, indexes)
+		if err == nil || attempt == indexAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt*attempt) * 10 * time.Millisecond):
+		}
+	}
+}
+
+// createMissingIndexes is one attempt of createIndexes.
+func (s *Store) createMissingIndexes(ctx context.Context, coll *mongo.Collection, indexes []indexSpec) error {
 	ctx, cancel := s.op(ctx)
 	defer cancel()
 	specs, err := coll.Indexes().ListSpecifications(ctx)

@@ -131,3 +131,25 @@ func TestConformanceOtherLookup(t *testing.T) {
 	}, append(suiteOptions(t), storagetest.Groups{"Users", "DeleteUser", "Tokens", "ReadAccess", "Revoked",
 		"EmbedSessions", "Events", "Concurrency", "Model"})...)
 }
+
+// Processes started together on one empty database each open a store:
+// they make the same collections and indexes at once, and none fails for
+// another's.
+func TestNewConcurrentlyOnAnEmptyDatabase(t *testing.T) {
+	for range 3 {
+		db := newDB(t, client(t))
+		errs := make(chan error, 4)
+		for range cap(errs) {
+			c := testdb.Mongo(t) // a process of its own
+			go func() {
+				_, err := New(t.Context(), c.Database(db.Name()), Options{Timeout: testTimeout})
+				errs <- err
+			}()
+		}
+		for range cap(errs) {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
