@@ -214,6 +214,21 @@ func TestErrors(t *testing.T) {
 		assert.Equal(t, 404, e.StatusCode)
 		assert.Empty(t, e.Code)
 		assert.Equal(t, "404 page not found", e.Message)
+		assert.False(t, errors.Is(err, client.ErrNotFound), "no answer about a user")
+		var oe *orgadmin.Error
+		assert.False(t, errors.As(err, &oe), "no code to convert")
+	})
+	t.Run("a gateway's 5xx without the envelope is internal", func(t *testing.T) {
+		gw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "Bad Gateway", http.StatusBadGateway)
+		}))
+		defer gw.Close()
+		_, err := client.New(gw.URL, "x", client.WithRetry(client.RetryPolicy{})).ListTokens(ctx, "admin")
+		e := apiError(t, err)
+		assert.Equal(t, 502, e.StatusCode)
+		assert.Empty(t, e.Code, "the answer had none")
+		assert.True(t, errors.Is(err, client.ErrInternal))
+		assert.Equal(t, client.CodeInternal, orgadmin.ErrorCode(err), "ErrorCode and errors.Is agree")
 	})
 	t.Run("transport failure is not an *Error", func(t *testing.T) {
 		dead := httptest.NewServer(http.NotFoundHandler())

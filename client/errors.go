@@ -85,7 +85,14 @@ var ErrDeletedOnRetry = errors.New("orgadmin: not found on retry: an earlier att
 //	if errors.Is(err, client.ErrNotFound) { ... } // the same test
 //
 // errors.As also converts it to an *orgadmin.Error (Code and Issues), so
-// orgadmin.ErrorCode(err) classifies it.
+// orgadmin.ErrorCode(err) classifies it, as errors.Is does. An answer
+// without the JSON envelope is classified by its status where that says
+// enough: a 429 as TOO_MANY_REQUESTS, a 5xx (a gateway's 502, say) as
+// INTERNAL_SERVER_ERROR. Any other (the plain-text 404 of a path no route
+// has, a wrong base URL most likely; a redirect) matches no sentinel and
+// converts to no *orgadmin.Error; orgadmin.ErrorCode says
+// INTERNAL_SERVER_ERROR for it, as for any error it does not know, so
+// test Code == "" (or StatusCode) to tell it apart.
 type Error struct {
 	// StatusCode is the HTTP status.
 	StatusCode int
@@ -136,18 +143,25 @@ func writeIssues(b *strings.Builder, issues []Issue) {
 	}
 }
 
-// code is the code the error is classified by: its envelope's, or, for a
-// 429 without one (a gateway's), TOO_MANY_REQUESTS.
+// code is the code the error is classified by: its envelope's, or, for an
+// answer without one (a gateway's), TOO_MANY_REQUESTS for a 429 and
+// INTERNAL_SERVER_ERROR for a 5xx.
 func (e *Error) code() Code {
-	if e.Code == "" && e.StatusCode == http.StatusTooManyRequests {
+	switch {
+	case e.Code != "":
+		return e.Code
+	case e.StatusCode == http.StatusTooManyRequests:
 		return CodeTooManyRequests
+	case e.StatusCode >= 500 && e.StatusCode < 600:
+		return CodeInternal
 	}
-	return e.Code
+	return ""
 }
 
 // Is reports whether target is the orgadmin sentinel of e's code
 // (orgadmin.ErrNotFound for a 404 NOT_FOUND, ...). A 404 without the JSON
-// envelope (a path no route has) matches none.
+// envelope (a path no route has) matches none: it is no answer about a
+// user or token.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*orgadmin.Error)
 	return ok && t.Issues == nil && t.Err == nil && t.Code != "" && t.Code == e.code()

@@ -58,9 +58,9 @@ type Config struct {
 	// reach it: with "/admin" it serves /admin/v1/users and
 	// /admin/docs/specs. Use it where the Handler is mounted without
 	// stripping the prefix (chi's Mount, a ServeMux pattern "/admin/");
-	// behind http.StripPrefix leave it empty. It must be "" or a clean
-	// path that starts with "/" and does not end with one; New panics
-	// otherwise.
+	// behind http.StripPrefix leave it empty, and at the root too. It
+	// must be "" or a clean path that starts with "/" and does not end
+	// with one ("/" included); New panics otherwise.
 	Prefix string
 
 	// RequestIDHeader names the request header a request's id is taken
@@ -129,10 +129,13 @@ type Handler struct {
 	next    http.Handler
 }
 
-// New returns the /v1 Handler of svc. It panics when cfg.Prefix is not a
-// clean path, or cfg.Metrics holds other collectors of the names of the
-// Handler's metrics.
+// New returns the /v1 Handler of svc. It panics when svc is nil,
+// cfg.Prefix is not a clean path, or cfg.Metrics holds other collectors of
+// the names of the Handler's metrics.
 func New(svc *orgadmin.Service, cfg Config) *Handler {
+	if svc == nil {
+		panic("httpserver: New: nil Service")
+	}
 	h := &Handler{svc: svc, log: cfg.Logger, maxBody: cfg.MaxBodyBytes, authn: cfg.Authenticate}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -140,7 +143,10 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 	if h.maxBody <= 0 {
 		h.maxBody = DefaultMaxBodyBytes
 	}
-	if p := cfg.Prefix; p != "" && (p[0] != '/' || path.Clean(p) != p || p == "/") {
+	switch p := cfg.Prefix; {
+	case p == "/":
+		panic(`httpserver: Config.Prefix "/": leave it "" to serve at the root`)
+	case p != "" && (p[0] != '/' || path.Clean(p) != p):
 		panic(fmt.Sprintf("httpserver: Config.Prefix %q is not a clean path starting with / and not ending with one", p))
 	}
 	if cfg.Metrics != nil {
@@ -437,8 +443,12 @@ func writeError(w http.ResponseWriter, r *http.Request, log *slog.Logger, err er
 
 // Health returns a handler answering GET and HEAD with 200
 // {"status":"ok"} while the store answers and 503 {"status":"unavailable"}
-// otherwise; any other method is a 405 with an Allow header.
+// otherwise; any other method is a 405 with an Allow header. It panics
+// when svc is nil.
 func Health(svc *orgadmin.Service) http.Handler {
+	if svc == nil {
+		panic("httpserver: Health: nil Service")
+	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")

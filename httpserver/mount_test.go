@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -151,9 +152,19 @@ func TestMountedUnderAPrefix(t *testing.T) {
 }
 
 func TestPrefixMustBeCleanPath(t *testing.T) {
-	for _, p := range []string{"admin", "/admin/", "/", "/a//b", "/a/../b"} {
-		assert.Panics(t, func() { httpserver.New(newAPI(t).svc, httpserver.Config{Prefix: p}) }, p)
+	for _, p := range []string{"admin", "/admin/", "/a//b", "/a/../b"} {
+		assert.PanicsWithValue(t, fmt.Sprintf("httpserver: Config.Prefix %q is not a clean path starting with / and not ending with one", p),
+			func() { httpserver.New(newAPI(t).svc, httpserver.Config{Prefix: p}) }, p)
 	}
+	assert.PanicsWithValue(t, `httpserver: Config.Prefix "/": leave it "" to serve at the root`,
+		func() { httpserver.New(newAPI(t).svc, httpserver.Config{Prefix: "/"}) }, "the root is the empty prefix")
+}
+
+// A Handler of no Service is a mistake found where it is made, not at the
+// first request that authenticates.
+func TestNilServiceIsRefusedAtOnce(t *testing.T) {
+	assert.PanicsWithValue(t, "httpserver: New: nil Service", func() { httpserver.New(nil, httpserver.Config{}) })
+	assert.PanicsWithValue(t, "httpserver: Health: nil Service", func() { httpserver.Health(nil) })
 }
 
 // OpenAPIHandler serves the document anywhere, naming the server given.
