@@ -568,6 +568,15 @@ func cancelProbes() []cancelProbe {
 				ts, terr := w.direct.ListTokens(ctx, c, "carol")
 				require.NoError(t, terr)
 				require.Len(t, ts, 1)
+				// The Dive, whether its creation was cut short or not, is
+				// registered once.
+				n := 0
+				for e, lerr := range w.direct.AllAuditEvents(ctx, w.direct.ActAsOrg("gamma"), orgadmin.AuditQuery{Action: orgadmin.ActionDiveRegister, TargetID: seededDive}) {
+					require.NoError(t, lerr)
+					_ = e
+					n++
+				}
+				require.Equal(t, 1, n, "events of the seeded Dive's registration")
 			},
 			nil},
 		{"SubmitFeedback",
@@ -587,8 +596,12 @@ func cancelSeed() orgadmin.Seed {
 			{Username: "carol", Role: "Admin", Tokens: []orgadmin.SeedToken{{Name: "ci", Value: "seeded-token-value-0123456789"}}},
 			{Username: "bot", IsServiceAccount: true},
 		},
+		Dives: []orgadmin.SeedDive{{ID: seededDive, Title: "Seeded"}},
 	}}}
 }
+
+// seededDive is the Dive of cancelSeed.
+const seededDive = "5eed0000-0000-4000-8000-000000000001"
 
 // cleaner is a store that removes what interrupted writes left
 // (mongostore's pending events and tombstones).

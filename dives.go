@@ -101,13 +101,13 @@ func canonicalUUID(s string) (string, bool) {
 // fails with BAD_REQUEST when d breaks a rule and NOT_FOUND when org does
 // not exist.
 func (s *Service) RegisterDive(ctx context.Context, org string, d Dive) error {
-	return s.registerDive(ctx, org, d, s.store.PutDive)
+	return s.registerDive(ctx, org, d, false)
 }
 
-// registerDive validates d and stores it in org with write (PutDive, or
-// CreateDive, whose ErrAlreadyExists it returns as it is), recording
-// its event.
-func (s *Service) registerDive(ctx context.Context, org string, d Dive, write func(context.Context, storage.Dive, *storage.Audit) error) error {
+// registerDive validates d and stores it in org, recording its event:
+// replacing a Dive with its id, or, when create, only where there is
+// none (storage.ErrAlreadyExists, returned as it is, when there is).
+func (s *Service) registerDive(ctx context.Context, org string, d Dive, create bool) error {
 	if err := validateDive(d); err != nil {
 		return err
 	}
@@ -120,11 +120,15 @@ func (s *Service) registerDive(ctx context.Context, org string, d Dive, write fu
 	if err != nil {
 		return err
 	}
+	write, op := s.store.PutDive, "put dive"
+	if create {
+		write, op = s.store.CreateDive, "create dive"
+	}
 	switch err := write(ctx, rec, aud); {
 	case errors.Is(err, storage.ErrAlreadyExists):
 		return err
 	case err != nil:
-		return s.storeErr(ctx, "put dive", err, "organization")
+		return s.storeErr(ctx, op, err, "organization")
 	}
 	s.emit(ctx, ev)
 	return nil

@@ -769,7 +769,7 @@ func (s *Service) seedDive(ctx context.Context, org string, d Dive) error {
 	case !errors.Is(err, storage.ErrNotFound):
 		return internal(ctx, "get dive", err)
 	}
-	if err := s.registerDive(ctx, org, d, s.store.CreateDive); !errors.Is(err, storage.ErrAlreadyExists) {
+	if err := s.registerDive(ctx, org, d, true); !errors.Is(err, storage.ErrAlreadyExists) {
 		return err
 	}
 	return nil
