@@ -1009,6 +1009,28 @@ func TestBootstrap_CreatesOrgAndAdmin(t *testing.T) {
 
 // A Bootstrap refused for a malformed username or token value writes
 // nothing: neither the organization nor the Admin, nor an audit event.
+// A seeded token value is 16 to 512 printable ASCII characters other than
+// the space, which no bearer credential holds (DESIGN §6).
+func TestSeedToken_ValueRule(t *testing.T) {
+	svc, _, _ := seedEnv(t)
+	ctx := context.Background()
+	loadSeed(t, svc, sampleSeed)
+	for i, v := range []string{strings.Repeat("a", 16), "!~" + strings.Repeat("z", 510)} {
+		_, err := svc.SeedToken(ctx, "acme", "alice", orgadmin.SeedTokenInput{Value: v, CreateTokenInput: orgadmin.CreateTokenInput{Name: fmt.Sprint("ok", i)}})
+		require.NoError(t, err, "%d bytes", len(v))
+	}
+	for _, v := range []string{
+		strings.Repeat("a", 15), strings.Repeat("a", 513),
+		"has a space in it 0123", "tab\tin-it-0123456789", "del\x7fin-it-0123456789", "ünïcode-value-0123456789",
+	} {
+		_, err := svc.SeedToken(ctx, "acme", "alice", orgadmin.SeedTokenInput{Value: v, CreateTokenInput: orgadmin.CreateTokenInput{Name: "bad"}})
+		is := requireCode(t, err, orgadmin.ErrBadRequest)
+		require.Len(t, is.Issues, 1, "%q", v)
+		assert.Equal(t, "value", is.Issues[0].Path.String())
+		assert.Equal(t, "Token value must be 16 to 512 printable ASCII characters, without spaces", is.Issues[0].Message)
+	}
+}
+
 func TestBootstrap_MalformedInputWritesNothing(t *testing.T) {
 	store := memstore.New()
 	svc := orgadmin.New(store, orgadmin.Config{Now: newFakeClock().Now})
