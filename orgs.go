@@ -77,9 +77,9 @@ const BootstrapTokenName = "bootstrap"
 //
 // It fails with BAD_REQUEST, and writes nothing, for a malformed
 // organization id, username or in.Token (not 16 to 512 printable ASCII
-// characters without a space), and when in.Token is another user's token or was revoked
-// from another user (while the store remembers the revocation; one
-// revoked from this Admin is given again). It fails with
+// characters without a space), and when in.Token is another user's token
+// or was revoked from another user (while the store remembers the
+// revocation; one revoked from this Admin is given again). It fails with
 // BAD_REQUEST, and revokes nothing, when the user exists and is not an
 // Admin, or when it is missing and the organization holds the maximum
 // number of users (Config.MaxUsersPerOrg).
