@@ -2,6 +2,7 @@ package httpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -52,6 +53,10 @@ type decoder struct {
 	// buf, when not nil, holds the body and the members of its objects
 	// (readBody), until release.
 	buf *bodyBuffers
+	// detached, when not nil, is the context of the Service call of a
+	// request whose body was cut off (context); endDetached ends it.
+	detached    context.Context
+	endDetached context.CancelFunc
 }
 
 // bodyBuffers are what reading a request body takes: its bytes and the
@@ -76,6 +81,9 @@ const (
 // release gives d's buffers back, once the request is decoded and its
 // Service call made; d may not be used after.
 func (d *decoder) release() {
+	if d.endDetached != nil {
+		d.endDetached()
+	}
 	b := d.buf
 	if b == nil {
 		return
@@ -384,6 +392,24 @@ func (d *decoder) raw(o object, key string) json.RawMessage {
 	return bytes.Clone(d.field(o, key, false, nil))
 }
 
+// cutBodyTimeout bounds the Service call of a request whose body was cut
+// off (decoder.context).
+const cutBodyTimeout = 5 * time.Second
+
+// context returns the context of the Service call of r, whose body d
+// read. A body cut off, by a client that hangs up while it sends it or by
+// the server's read timeout, ends r's context (net/http ends it when a
+// read fails), so the call runs on r's values without its end, within
+// cutBodyTimeout: the request gets the 401, 403 or 400 its cut body is
+// due on every store, not a 499 from a store that looks at the context
+// first. Such a call changes nothing: the body's issue is a 400.
+func (d *decoder) context(r *http.Request) context.Context {
+	if d.detached != nil {
+		return d.detached
+	}
+	return r.Context()
+}
+
 // readBody reads the request body, which must be one JSON object in
 // valid UTF-8 of at most the Handler's MaxBodyBytes, into a decoder of its
 // members, to be released once the Service is called. What is wrong with
@@ -400,6 +426,7 @@ func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) decoder {
 			d.add(orgadmin.IssueTooBig, fmt.Sprintf("Body must be at most %d bytes", h.maxBody), []any{})
 		} else {
 			d.add(orgadmin.IssueInvalidType, "Body could not be read", []any{})
+			d.detached, d.endDetached = context.WithTimeout(context.WithoutCancel(r.Context()), cutBodyTimeout)
 		}
 		return d
 	}

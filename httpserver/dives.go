@@ -35,7 +35,7 @@ func (h *Handler) createEmbedSession(w http.ResponseWriter, r *http.Request, c c
 		}
 	}
 	in.DecodeIssues = d.issues
-	s, err := h.svc.CreateEmbedSession(r.Context(), c.auth(), r.PathValue("dive_id"), in)
+	s, err := h.svc.CreateEmbedSession(d.context(r), c.auth(), r.PathValue("dive_id"), in)
 	return embedSessionAnswer(s), err
 }
 

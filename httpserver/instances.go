@@ -23,7 +23,7 @@ func (h *Handler) setInstanceConfig(w http.ResponseWriter, r *http.Request, c cr
 		}
 	}
 	in.DecodeIssues = d.issues
-	cfg, err := h.svc.SetInstanceConfig(r.Context(), c.auth(), r.PathValue("username"), in)
+	cfg, err := h.svc.SetInstanceConfig(d.context(r), c.auth(), r.PathValue("username"), in)
 	return configAnswer(cfg), err
 }
 

@@ -18,7 +18,7 @@ func (h *Handler) createToken(w http.ResponseWriter, r *http.Request, c credenti
 		in.Type = orgadmin.Some(orgadmin.TokenType(typ))
 	}
 	in.DecodeIssues = d.issues
-	t, err := h.svc.CreateToken(r.Context(), c.auth(), r.PathValue("username"), in)
+	t, err := h.svc.CreateToken(d.context(r), c.auth(), r.PathValue("username"), in)
 	return tokenAnswer(t), err
 }
 

@@ -20,7 +20,7 @@ func (h *Handler) createServiceAccount(w http.ResponseWriter, r *http.Request, c
 		Description: d.string(d.body, "description", false).Value,
 	}
 	in.DecodeIssues = d.issues
-	u, err := h.svc.CreateServiceAccount(r.Context(), c.auth(), in)
+	u, err := h.svc.CreateServiceAccount(d.context(r), c.auth(), in)
 	return serviceAccountAnswer(u), err
 }
 
