@@ -34,7 +34,7 @@ const (
 // errors (a client's TLS or protocol mistakes) go to log as warnings.
 func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 	return &http.Server{
-		Handler:           h,
+		Handler:           lastIfChunked(h),
 		ReadHeaderTimeout: readHeaderTimeout,
 		ReadTimeout:       readTimeout,
 		WriteTimeout:      writeTimeout,
@@ -42,4 +42,22 @@ func newHTTPServer(h http.Handler, log *slog.Logger) *http.Server {
 		MaxHeaderBytes:    maxHeaderBytes,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+}
+
+// lastIfChunked serves h, closing the connection after the answer to a
+// chunked request. A request may come with both Transfer-Encoding and
+// Content-Length, which a proxy in front may frame by the length and
+// net/http by the chunks; RFC 9112 §6.1 then has the server close the
+// connection after answering, so that no bytes the two read differently
+// are taken for another request. net/http drops the Content-Length of
+// such a request without a trace, so every chunked request is the last
+// of its connection (clients of this API send small bodies, with a
+// length).
+func lastIfChunked(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
+		h.ServeHTTP(w, r)
+	})
 }

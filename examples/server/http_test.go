@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -191,6 +192,39 @@ func TestSlowBodiesAreCutOff(t *testing.T) {
 	assert.Empty(t, env.Issues[0].Path)
 	_, err = svc.GetUser(context.Background(), "default", "slow")
 	assert.ErrorIs(t, err, orgadmin.ErrNotFound)
+}
+
+// A request with both Transfer-Encoding and Content-Length is answered
+// by its chunks, and then the connection is closed (RFC 9112 §6.1): the
+// bytes its length would count are never read as a request. A request
+// with a length alone leaves the connection open.
+func TestChunkedRequestIsTheLastOfItsConnection(t *testing.T) {
+	const token = "env-supplied-admin-token"
+	svc := orgadmin.New(memstore.New(), orgadmin.Config{})
+	_, err := svc.Bootstrap(context.Background(), orgadmin.BootstrapInput{Org: "default", Username: "admin", Token: token})
+	require.NoError(t, err)
+	h := routes(httpserver.New(svc, httpserver.Config{Logger: slog.New(slog.DiscardHandler)}), http.NotFoundHandler(), http.NotFoundHandler())
+	addr := limitedServer(t, h, func(*http.Server) {})
+
+	smuggled := "GET /v1/active_accounts HTTP/1.1\r\nHost: orgadmin.test\r\nAuthorization: Bearer " + token + "\r\n\r\n"
+	c := dial(t, addr)
+	_, err = io.WriteString(c, "POST /v1/users HTTP/1.1\r\nHost: orgadmin.test\r\nAuthorization: Bearer "+token+
+		"\r\nContent-Length: "+strconv.Itoa(5+len(smuggled))+"\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"+smuggled)
+	require.NoError(t, err)
+	got := requireClosedByServer(t, c)
+	res, err := http.ReadResponse(bufio.NewReader(strings.NewReader(got)), nil)
+	require.NoError(t, err, "%q", got)
+	assert.Equal(t, http.StatusBadRequest, res.StatusCode, "the POST's empty body")
+	assert.True(t, res.Close, "Connection: close")
+	assert.Equal(t, 1, strings.Count(got, "HTTP/1.1 "), "one answer: %q", got)
+
+	c = dial(t, addr)
+	_, err = io.WriteString(c, smuggled)
+	require.NoError(t, err)
+	res, err = http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.False(t, res.Close, "a request with a length leaves its connection open")
 }
 
 // routes sends the two exact paths to their handlers and every other
