@@ -264,6 +264,9 @@ func (s *Store) beginEvent(ctx context.Context, a *storage.Audit) (end func(erro
 const (
 	stepEventPending = "event pending"
 	stepEventChanged = "event changed"
+	// stepTokenStored is CreateToken's, after the token is inserted and
+	// before its user is checked again.
+	stepTokenStored = "token stored"
 )
 
 // confirmEvent confirms the pending event d: it inserts d into
@@ -782,13 +785,37 @@ func (s *Store) trimOrgEvents(ctx context.Context, org string, now time.Time) (i
 //     id (an equal value written by another change does not count);
 //   - dive.register: the Dive's document holds the id;
 //   - token.create, token.seed: the token exists (its id is minted for
-//     one creation), or an event records its deletion;
+//     one creation) and its user is alive, or an event records its
+//     deletion (a creation that finds its user gone takes its token out
+//     again and answers NOT_FOUND, so a token of a user gone does not
+//     show its creation made; a deletion of the user confirms the
+//     creations of the tokens it removes itself);
 //   - token.delete: no token has the id;
 //   - embed_session.create: a session of the org and the Dive holds the
-//     id.
+//     id, and its user is alive (as for a token).
 func (s *Store) resolveEvent(ctx context.Context, d eventDoc) (bool, error) {
 	exists := func(coll *mongo.Collection, filter bson.D) (bool, error) {
 		err := coll.FindOne(ctx, filter, options.FindOne().SetProjection(idOnly)).Err()
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	// found reads the first document of coll that matches filter into
+	// v; false when there is none.
+	found := func(coll *mongo.Collection, filter bson.D, v any) (bool, error) {
+		err := coll.FindOne(ctx, filter).Decode(v)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	// userAlive reports whether the user id of org is alive: a token's
+	// or a session's creation whose user is gone is being taken out by
+	// its writer (which then answers NOT_FOUND), or was removed with its
+	// user, which confirms the creations it removes first.
+	userAlive := func(org, id string) (bool, error) {
+		_, err := s.liveUser(ctx, org, id)
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return false, nil
 		}
@@ -836,16 +863,25 @@ func (s *Store) resolveEvent(ctx context.Context, d eventDoc) (bool, error) {
 		ok, err := byID(s.dives, key(d.Org, d.TargetID), &v)
 		return ok && v.Ev == d.ID, err
 	case "token.create", "token.seed":
-		ok, err := exists(s.tokens, bson.D{{Key: "tid", Value: d.TargetID}})
-		if ok || err != nil {
-			return ok, err
+		var t tokenDoc
+		ok, err := found(s.tokens, bson.D{{Key: "tid", Value: d.TargetID}}, &t)
+		switch {
+		case err != nil:
+			return false, err
+		case ok:
+			return userAlive(d.Org, t.UID)
 		}
 		return deletedLater("token.delete")
 	case "token.delete":
 		ok, err := exists(s.tokens, bson.D{{Key: "tid", Value: d.TargetID}})
 		return !ok, err
 	case "embed_session.create":
-		return exists(s.sessions, bson.D{{Key: "org", Value: d.Org}, {Key: "dive", Value: d.TargetID}, {Key: "ev", Value: d.ID}})
+		var es sessionDoc
+		ok, err := found(s.sessions, bson.D{{Key: "org", Value: d.Org}, {Key: "dive", Value: d.TargetID}, {Key: "ev", Value: d.ID}}, &es)
+		if !ok || err != nil {
+			return false, err
+		}
+		return userAlive(d.Org, es.UID)
 	}
 	return false, nil
 }

@@ -271,6 +271,38 @@ func TestEventCrashPoints(t *testing.T) {
 	}
 }
 
+// A token's creation that finds its user deleted once the token is
+// stored takes the token out again and is NOT_FOUND, with no event, even
+// when the org's events are settled (by a listing or Cleanup) while the
+// token is there: a token whose user is gone does not show its creation
+// made.
+func TestTokenCreationUndoneIsNotConfirmedBySettling(t *testing.T) {
+	later := t0.Add(pendingGrace + time.Second)
+	for _, byListing := range []bool{true, false} {
+		t.Run(map[bool]string{true: "listing", false: "Cleanup"}[byListing], func(t *testing.T) {
+			s := newTestStore(t)
+			w := newCrashWorld(t, s)
+			tok := crashToken(w.alice, time.Time{})
+			aud, id := withEvent(w.org, "token.create", tok.ID)
+			s.afterStep = func(step string) error {
+				if step != stepTokenStored {
+					return nil
+				}
+				_, err := s.users.DeleteOne(t.Context(), bson.D{{Key: "_id", Value: key(w.org, w.alice.ID)}})
+				settle(t, s, w.org, t0, byListing)
+				return err
+			}
+			err := s.CreateToken(t.Context(), tok, storage.TokenLimit{}, aud)
+			s.afterStep = nil
+			require.ErrorIs(t, err, storage.ErrNotFound)
+			require.Empty(t, listed(t, s, w.org), "refused: no event")
+			require.Zero(t, eventCount(t, s, id, false), "its writer removed the pending event")
+			settle(t, s, w.org, later, byListing)
+			require.Empty(t, listed(t, s, w.org), "refused: no event")
+		})
+	}
+}
+
 // A change whose event was left pending and that a later audited change
 // overwrote is still told apart from one never made: the later change
 // confirms the event it overwrites, so the first shows, with its own, at

@@ -130,6 +130,9 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 			return fmt.Errorf("mongostore: create token: %w", err)
 		}
 	}
+	if err := s.step(stepTokenStored); err != nil {
+		return fmt.Errorf("mongostore: create token: %w", err)
+	}
 	// With the check of the user, the tombstone of the digest, if any
 	// (a value seeded again after its revocation), goes.
 	userErr, err := s.withLiveUser(ctx, t.Org, t.UserID, func() error {
