@@ -303,6 +303,49 @@ func TestTokenCreationUndoneIsNotConfirmedBySettling(t *testing.T) {
 	}
 }
 
+// A token's or an embed session's creation left pending with its record
+// (a crash after the change) whose user is gone meanwhile is not counted
+// made by settling: it is left pending while young, and removed once a
+// minute old; the same with its user alive is confirmed at once
+// (TestEventCrashPoints).
+func TestCreationOfAUserGoneIsNotConfirmedBySettling(t *testing.T) {
+	later := t0.Add(pendingGrace + time.Second)
+	for _, action := range []string{"token.create", "embed_session.create"} {
+		t.Run(action, func(t *testing.T) {
+			s := newTestStore(t)
+			w := newCrashWorld(t, s)
+			var call func(context.Context, *storage.Audit) error
+			var aud *storage.Audit
+			var id string
+			if action == "token.create" {
+				tok := crashToken(w.alice, time.Time{})
+				aud, id = withEvent(w.org, action, tok.ID)
+				call = func(ctx context.Context, a *storage.Audit) error {
+					return s.CreateToken(ctx, tok, storage.TokenLimit{}, a)
+				}
+			} else {
+				es := crashSession(w.alice)
+				es.DiveID = w.dive.ID
+				aud, id = withEvent(w.org, action, w.dive.ID)
+				call = func(ctx context.Context, a *storage.Audit) error {
+					return s.CreateEmbedSession(ctx, es, storage.SessionLimit{}, a)
+				}
+			}
+			crashAfter(s, stepEventChanged)
+			require.NoError(t, call(t.Context(), aud))
+			s.afterStep = nil
+			_, err := s.users.DeleteOne(t.Context(), bson.D{{Key: "_id", Value: key(w.org, w.alice.ID)}})
+			require.NoError(t, err)
+			settle(t, s, w.org, t0, true)
+			require.Empty(t, listed(t, s, w.org), "its user is gone: not made")
+			require.Equal(t, int64(1), eventCount(t, s, id, true), "young: left pending")
+			settle(t, s, w.org, later, true)
+			require.Empty(t, listed(t, s, w.org), "its user is gone: not made")
+			require.Zero(t, eventCount(t, s, id, false), "removed once a minute old")
+		})
+	}
+}
+
 // A change whose event was left pending and that a later audited change
 // overwrote is still told apart from one never made: the later change
 // confirms the event it overwrites, so the first shows, with its own, at
