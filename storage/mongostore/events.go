@@ -55,9 +55,10 @@ import (
 // the next listing of the org shows every change it made with its event,
 // and never an event whose change was not made; such an event is removed
 // by the first listing or Cleanup after it is a minute old. A listing
-// reads at most listSettleMax (256) pending events: with more pending in
-// the org, a made change behind the 256 oldest shows its event at a later
-// listing, once older ones are settled, or at Cleanup.
+// reads at most listSettleMax (256) pending events, for at most
+// listSettleTime (5 s): with more pending in the org, a made change
+// behind those shows its event at a later listing, once older ones are
+// settled, or at Cleanup.
 //
 // Sequence. Confirming an event gives it its Seq: the next value of its
 // org's counter (a document of audit_seq keyed by the org,
@@ -583,18 +584,26 @@ func (s *Store) watermark(ctx context.Context, org string) (int64, error) {
 
 // A listing settles its org's pending events before it reads its page,
 // the oldest first, listSettleBatch at a time, and reads at most
-// listSettleMax of them: the rest wait for the next listing or Cleanup.
+// listSettleMax of them, for at most listSettleTime (it settles one
+// event at least, so that listings always make progress): the rest wait
+// for the next listing or Cleanup. Each event takes a few operations,
+// each bounded by Options.Timeout, so without the time bound a listing
+// on a slow server could take longer than the HTTP server allows it to
+// answer.
 const (
 	listSettleBatch = 16
 	listSettleMax   = 256
+	listSettleTime  = 5 * time.Second
 )
 
 // settleOrgEvents settles the pending events of org for a listing, the
 // oldest first, walking past those it leaves pending (unmade, and
 // recorded at or after before: a writer may be about to make them), so
-// that they do not hide a made change recorded after them.
+// that they do not hide a made change recorded after them. It stops
+// once s.settleTime has passed.
 func (s *Store) settleOrgEvents(ctx context.Context, org string, before time.Time) error {
 	oldestFirst := bson.D{{Key: "at", Value: 1}, {Key: "_id", Value: 1}}
+	until := time.Now().Add(s.settleTime)
 	var after *eventDoc
 	for read := 0; read < listSettleMax; read += listSettleBatch {
 		filter := bson.D{{Key: "org", Value: org}}
@@ -604,8 +613,8 @@ func (s *Store) settleOrgEvents(ctx context.Context, org string, before time.Tim
 				bson.D{{Key: "at", Value: after.At}, {Key: "_id", Value: bson.D{{Key: "$gt", Value: after.ID}}}},
 			}})
 		}
-		batch, err := s.settleEvents(ctx, filter, oldestFirst, listSettleBatch, before)
-		if err != nil || batch.read < listSettleBatch {
+		batch, err := s.settleEvents(ctx, filter, oldestFirst, listSettleBatch, before, until)
+		if err != nil || batch.read < listSettleBatch || batch.stopped {
 			return err
 		}
 		after = &batch.last
@@ -623,7 +632,7 @@ func (s *Store) settleAllEvents(ctx context.Context, before time.Time) (int, err
 		if last != "" {
 			filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$gt", Value: last}}})
 		}
-		batch, err := s.settleEvents(ctx, filter, bson.D{{Key: "_id", Value: 1}}, cleanupBatch, before)
+		batch, err := s.settleEvents(ctx, filter, bson.D{{Key: "_id", Value: 1}}, cleanupBatch, before, time.Time{})
 		removed += batch.removed
 		if err != nil || batch.read < cleanupBatch {
 			return removed, err
@@ -639,10 +648,12 @@ func (s *Store) cleanupEvents(ctx context.Context, now time.Time) (int, error) {
 }
 
 // settled is what one settleEvents did: how many pending events it read,
-// the last, and how many it removed.
+// the last it settled, how many it removed, and whether it stopped at its
+// time bound with some read left as they were.
 type settled struct {
 	read, removed int
 	last          eventDoc
+	stopped       bool
 }
 
 // settleEvents settles up to limit pending events that match filter, in
@@ -650,8 +661,9 @@ type settled struct {
 // whatever their age, since a change made stays made; it removes those
 // whose change is not made only when they were recorded before the
 // instant before, as until then their writer may be about to make it;
-// the others it leaves pending.
-func (s *Store) settleEvents(ctx context.Context, filter, sort bson.D, limit int, before time.Time) (settled, error) {
+// the others it leaves pending. Past the instant until (unless zero) it
+// stops, having settled one event at least.
+func (s *Store) settleEvents(ctx context.Context, filter, sort bson.D, limit int, before, until time.Time) (settled, error) {
 	var out settled
 	opCtx, cancel := s.op(ctx)
 	filter = append(filter, bson.E{Key: "p", Value: true})
@@ -665,7 +677,11 @@ func (s *Store) settleEvents(ctx context.Context, filter, sort bson.D, limit int
 		return out, fmt.Errorf("mongostore: settle events: %w", err)
 	}
 	out.read = len(pending)
-	for _, d := range pending {
+	for i, d := range pending {
+		if i > 0 && !until.IsZero() && !time.Now().Before(until) {
+			out.stopped = true
+			break
+		}
 		out.last = d
 		opCtx, cancel := s.op(ctx)
 		made, err := s.resolveEvent(opCtx, d)

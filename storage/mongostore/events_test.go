@@ -624,6 +624,7 @@ func TestEventListingWalksPastPendingEvents(t *testing.T) {
 // behind more unmade ones shows its event at a later listing.
 func TestEventListingSettlesBoundedWalk(t *testing.T) {
 	s := newTestStore(t)
+	s.settleTime = time.Hour // the bound on the count alone, on a slow machine too
 	ctx := t.Context()
 	w := newCrashWorld(t, s)
 	crashAfter(s, stepEventPending)
@@ -654,6 +655,44 @@ func TestEventListingSettlesBoundedWalk(t *testing.T) {
 	for i, id := range pending {
 		require.Zero(t, eventCount(t, s, id, false), "event %d", i)
 	}
+}
+
+// A listing settles for at most s.settleTime, one event at least, so
+// that a slow server answers a listing in time: with the time spent at
+// once, each listing settles only the oldest pending event, and a made
+// change behind others shows its event at the listing that reaches it.
+func TestEventListingSettlesForABoundedTime(t *testing.T) {
+	s := newTestStore(t)
+	ctx := t.Context()
+	w := newCrashWorld(t, s)
+	crashAfter(s, stepEventPending)
+	var unmade []string
+	for i := range 3 {
+		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
+		aud.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
+		require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud), errCrash)
+		unmade = append(unmade, id)
+	}
+	crashAfter(s, stepEventChanged)
+	aud, done := withEvent(w.org, "instances.set", w.alice.ID)
+	aud.Event.At = t0.Add(time.Second)
+	require.NoError(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud))
+	s.afterStep = nil
+
+	s.settleTime = time.Nanosecond
+	later := t0.Add(time.Hour)
+	for i, id := range unmade {
+		settle(t, s, w.org, later, true)
+		require.Zero(t, eventCount(t, s, id, false), "listing %d removes event %d", i, i)
+		for j, rest := range unmade[i+1:] {
+			require.Equal(t, int64(1), eventCount(t, s, rest, true), "listing %d leaves event %d", i, i+1+j)
+		}
+		require.Equal(t, int64(1), eventCount(t, s, done, true), "listing %d leaves the made change pending", i)
+		require.Empty(t, listed(t, s, w.org))
+	}
+	settle(t, s, w.org, later, true)
+	require.Zero(t, eventCount(t, s, done, true))
+	require.Equal(t, []string{done}, listed(t, s, w.org))
 }
 
 // On a server whose $inc is a read and then a write (FerretDB v1, which

@@ -152,6 +152,10 @@ type Store struct {
 	// again. One waits for its turn only as long as its context allows.
 	confirming chan struct{}
 
+	// settleTime bounds how long a listing settles pending events
+	// (listSettleTime; tests shorten it).
+	settleTime time.Duration
+
 	// afterStep, when set (by tests), runs after each step of CreateUser
 	// and DeleteUser; an error stops the call there, as a crash would.
 	afterStep func(step string) error
@@ -167,6 +171,7 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		db:         db,
 		confirming: make(chan struct{}, 1),
 		timeout:    opts.Timeout,
+		settleTime: listSettleTime,
 		orgs:       db.Collection(orgsColl),
 		users:      db.Collection(usersColl),
 		tokens:     db.Collection(tokensColl),
