@@ -255,7 +255,7 @@ func TestFerretDBv1(t *testing.T) {
 // ReadAccess of a live token sends what it sent before tombstones; a
 // digest no token has costs one more find by _id, in revoked_tokens,
 // whether it was revoked or never issued. A revocation deletes the token
-// and writes its tombstone.
+// (in two commands on FerretDB v1) and writes its tombstone.
 func TestCommandsOfRevokedTokens(t *testing.T) {
 	sent := &commands{}
 	c, err := mongo.Connect(options.Client().ApplyURI(testURI(t)).SetTimeout(testTimeout).
@@ -288,7 +288,11 @@ func TestCommandsOfRevokedTokens(t *testing.T) {
 	assert.NotContains(t, live, "find "+revokedColl, "the success path reads no tombstone")
 
 	require.NoError(t, s.DeleteToken(ctx, org.ID, alice.ID, tok.ID, storage.Revocation{At: t0, KeepUntil: t0.Add(time.Hour)}, nil))
-	assert.Equal(t, []string{"findAndModify " + tokensColl, "update " + revokedColl}, names(), "DeleteToken")
+	take := []string{"findAndModify " + tokensColl}
+	if s.byPointer { // FerretDB v1: a find, then a delete that counts (takeToken)
+		take = []string{"find " + tokensColl, "delete " + tokensColl}
+	}
+	assert.Equal(t, append(take, "update "+revokedColl), names(), "DeleteToken")
 
 	_, err = s.ReadAccess(ctx, q)
 	require.ErrorIs(t, err, storage.ErrRevoked)

@@ -375,8 +375,7 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	}
 	defer func() { end(err) }()
 	filter := bson.D{{Key: "tid", Value: id}, {Key: "org", Value: org}, {Key: "uid", Value: userID}, liveAt(r.At)}
-	var td tokenDoc
-	err = s.tokens.FindOneAndDelete(ctx, filter).Decode(&td)
+	td, err := s.takeToken(ctx, filter)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return fmt.Errorf("mongostore: delete token: %w", storage.ErrNotFound)
 	}
@@ -400,6 +399,31 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 		_ = s.boundRevoked(ctx, org, r.MaxPerOrg)
 	}
 	return nil
+}
+
+// takeToken deletes the token filter matches and returns it, or
+// mongo.ErrNoDocuments when there is none, or when another call deleted
+// it first. On MongoDB that is one findAndModify, atomic. FerretDB v1
+// runs findAndModify as a read and then a delete whose count it drops, so
+// two revocations of one token at once both returned it; there the token
+// is read, then deleted by its id and creation (tid: a token seeded anew
+// with the same value has another), and only the call whose delete counts
+// it has taken it: FerretDB's delete reports the rows its database
+// removed.
+func (s *Store) takeToken(ctx context.Context, filter bson.D) (tokenDoc, error) {
+	var td tokenDoc
+	if !s.byPointer {
+		err := s.tokens.FindOneAndDelete(ctx, filter).Decode(&td)
+		return td, err
+	}
+	if err := s.tokens.FindOne(ctx, filter).Decode(&td); err != nil {
+		return td, err
+	}
+	res, err := s.tokens.DeleteOne(ctx, bson.D{{Key: "_id", Value: td.Digest}, {Key: "tid", Value: td.ID}})
+	if err == nil && res.DeletedCount == 0 {
+		err = mongo.ErrNoDocuments
+	}
+	return td, err
 }
 
 // boundRevoked drops the tombstones of org that end first beyond keep of

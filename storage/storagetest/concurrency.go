@@ -22,6 +22,7 @@ var concurrencyTests = []subtest{
 	{"CreateTokenSameDigest", testConcurrentCreateTokenSameDigest},
 	{"CreateTokenLimit", testConcurrentCreateTokenLimit},
 	{"CreateTokenRacingDeleteUser", testConcurrentCreateTokenRacingDeleteUser},
+	{"DeleteTokenSameToken", testConcurrentDeleteTokenSameToken},
 	{"CreateEmbedSessionLimit", testConcurrentCreateEmbedSessionLimit},
 	{"SetDucklingRacingDeleteUser", testConcurrentSetDucklingRacingDeleteUser},
 	{"CreateEmbedSessionRacingDeleteUser", testConcurrentCreateEmbedSessionRacingDeleteUser},
@@ -193,6 +194,31 @@ func testConcurrentCreateTokenSameDigest(t *testing.T, s storage.Store) {
 		owner = bob
 	}
 	requireTokenFound(t, s, toks[winner], owner)
+}
+
+// Of racers concurrent DeleteToken calls of one token, each with its
+// event, exactly one succeeds and the others are ErrNotFound: the trail
+// holds the winner's event alone, and the token is gone.
+func testConcurrentDeleteTokenSameToken(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := newToken(alice, t0, time.Time{})
+	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, nil))
+	events := make([]storage.Event, racers)
+	for i := range events {
+		events[i] = newEvent(org.ID, "token.delete", t0)
+	}
+	errs := race(racers, func(i int) error {
+		return s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, storage.Revocation{At: t0}, audit(events[i]))
+	})
+	winner := requireOneWinner(t, errs, storage.ErrNotFound)
+	clean(t, s, t0.Add(time.Hour))
+	listed := listEvents(t, s, org.ID)
+	require.Len(t, listed, 1)
+	assert.Equal(t, events[winner].ID, listed[0].ID)
+	tokens, err := s.ListTokens(t.Context(), org.ID, alice.ID, t0)
+	require.NoError(t, err)
+	assert.Empty(t, tokens)
 }
 
 // Concurrent CreateToken calls never leave a user holding more than
