@@ -80,7 +80,9 @@ func main() {
 // nil, is called with the address once the server listens.
 func run(ctx context.Context, args []string, getenv func(string) string, stderr io.Writer, ready func(net.Addr)) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	// A bad flag is the one line main prints; -h prints the usage.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	storeURI := fs.String("store", "memory", "store: memory (lost on exit), sqlite:PATH (a file, kept across restarts), postgres://USER[:PASSWORD]@HOST:PORT/DB, redis://HOST:PORT[/DB] (rediss:// for TLS), a Redis Cluster as redis://HOST:PORT?addr=HOST2:PORT2&addr=..., or mongodb://HOST:PORT/DB (or mongodb+srv://HOST/DB)")
 	seedFile := fs.String("seed", "", "JSON fixture to load instead of bootstrapping org \"default\"")
@@ -91,6 +93,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	maxUsers := fs.Int("max-users-per-org", 0, fmt.Sprintf("most users an organization holds; one more is a 400 (0: %d; negative: no limit; the same on every server sharing a store)", orgadmin.DefaultMaxUsersPerOrg))
 	maxSessions := fs.Int("max-embed-sessions-per-user", 0, fmt.Sprintf("most live embed sessions a service account holds; one more is a 400 (0: %d; negative: no limit; the same on every server sharing a store)", orgadmin.DefaultMaxEmbedSessionsPerUser))
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "Usage of server:")
+			fs.PrintDefaults()
+		}
 		return err
 	}
 	if fs.NArg() > 0 {

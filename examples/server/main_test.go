@@ -522,6 +522,19 @@ func TestHelpPrintsFlags(t *testing.T) {
 	assert.Contains(t, stderr.String(), "-store")
 }
 
+// A bad flag is one line, main's "server: ..." (README), with no usage
+// printed before it.
+func TestBadFlagIsOneLine(t *testing.T) {
+	for _, args := range [][]string{{"-nosuchflag"}, {"-max-users-per-org", "many"}, {"-addr"}} {
+		var stderr strings.Builder
+		err := run(context.Background(), args, func(string) string { return "" }, &stderr, nil)
+		require.Error(t, err, "%q", args)
+		require.NotErrorIs(t, err, flag.ErrHelp)
+		assert.Contains(t, err.Error(), strings.TrimPrefix(args[0], "-"), "%q", args)
+		assert.Empty(t, stderr.String(), "%q", args)
+	}
+}
+
 // ORGADMIN_ADMIN_TOKEN names the bootstrap Admin's token, which -seed
 // does not make: the server says so rather than ignore it silently.
 func TestAdminTokenIgnoredWithSeedIsSaid(t *testing.T) {
