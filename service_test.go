@@ -516,6 +516,59 @@ func TestListUsers_PaginationAndFilter(t *testing.T) {
 	assert.Equal(t, 2, humans.TotalCount)
 }
 
+// The next page of a filtered listing is filtered too: its page token
+// carries is_service_account, so a client that passes the token alone, as
+// SPEC says, stays in the listing. The other value with it is a 400; a
+// token of an unfiltered listing takes the filter given with it.
+func TestListUsers_PageTokenKeepsItsFilter(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	for _, n := range []string{"a1", "b1", "c1", "d1"} {
+		e.serviceAccount(t, n)
+	}
+	for _, n := range []string{"a2", "b2", "c2"} {
+		e.human(t, orgadmin.NewUser{Username: n})
+	}
+	list := func(opt orgadmin.ListUsersOptions) orgadmin.UserPage {
+		t.Helper()
+		page, err := e.svc.ListUsers(ctx, e.admin, opt)
+		require.NoError(t, err)
+		return page
+	}
+	for _, tc := range []struct {
+		filter bool
+		pages  [][]string
+		total  int
+	}{
+		{true, [][]string{{"a1", "b1"}, {"c1", "d1"}}, 4},
+		{false, [][]string{{"a2", "admin"}, {"b2", "c2"}}, 4},
+	} {
+		p1 := list(orgadmin.ListUsersOptions{Limit: orgadmin.Some(2), ServiceAccount: orgadmin.Some(tc.filter)})
+		assert.Equal(t, tc.pages[0], usernames(p1.Users))
+		p2 := list(orgadmin.ListUsersOptions{Limit: orgadmin.Some(2), PageToken: p1.NextPageToken})
+		assert.Equal(t, tc.pages[1], usernames(p2.Users), "is_service_account=%t, the token alone", tc.filter)
+		assert.Equal(t, tc.total, p2.TotalCount)
+		assert.Empty(t, p2.NextPageToken)
+		again := list(orgadmin.ListUsersOptions{Limit: orgadmin.Some(2), PageToken: p1.NextPageToken, ServiceAccount: orgadmin.Some(tc.filter)})
+		assert.Equal(t, tc.pages[1], usernames(again.Users), "the same filter repeated")
+
+		_, err := e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{PageToken: p1.NextPageToken, ServiceAccount: orgadmin.Some(!tc.filter)})
+		assert.Equal(t, [][]any{{"page_token"}}, issuePaths(t, err), "the other filter")
+		assert.ErrorContains(t, err, fmt.Sprintf("Page token belongs to a listing with is_service_account=%t", tc.filter))
+	}
+
+	// An unfiltered listing's token: alone, every user; with a filter,
+	// that filter (as every token was before tokens carried it).
+	p1 := list(orgadmin.ListUsersOptions{Limit: orgadmin.Some(3)})
+	assert.Equal(t, []string{"a1", "a2", "admin"}, usernames(p1.Users))
+	all := list(orgadmin.ListUsersOptions{Limit: orgadmin.Some(10), PageToken: p1.NextPageToken})
+	assert.Equal(t, []string{"b1", "b2", "c1", "c2", "d1"}, usernames(all.Users))
+	assert.Equal(t, 8, all.TotalCount)
+	sa := list(orgadmin.ListUsersOptions{Limit: orgadmin.Some(10), PageToken: p1.NextPageToken, ServiceAccount: orgadmin.Some(true)})
+	assert.Equal(t, []string{"b1", "c1", "d1"}, usernames(sa.Users))
+	assert.Equal(t, 4, sa.TotalCount)
+}
+
 func TestListUsers_IntoReusesTheArrayItIsGiven(t *testing.T) {
 	e := newEnv(t, orgadmin.Config{})
 	ctx := context.Background()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -318,10 +319,13 @@ type ListUsersOptions struct {
 	// Offset skips that many users, 0 or more; unset means 0. PageToken
 	// takes precedence.
 	Offset Optional[int]
-	// PageToken is the NextPageToken of a previous page.
+	// PageToken is the NextPageToken of a previous page. It carries that
+	// listing's ServiceAccount filter: the next page keeps it when
+	// ServiceAccount is unset here.
 	PageToken string
 	// ServiceAccount, when set, keeps only service accounts (true) or only
-	// human users (false).
+	// human users (false). With a PageToken of a filtered listing, the
+	// other value is BAD_REQUEST.
 	ServiceAccount Optional[bool]
 	// DecodeIssues are the problems found while decoding the options from
 	// their wire form (a query parameter that is not a number, say); see
@@ -376,7 +380,7 @@ func (s *Service) ListUsers(ctx context.Context, a Auth, opt ListUsersOptions) (
 		out.Users = []User{} // an empty page, not none
 	}
 	if n := len(page.Users); page.More && n > 0 {
-		out.NextPageToken = encodePageToken(page.Users[n-1].FoldedUsername)
+		out.NextPageToken = encodePageToken(page.Users[n-1].FoldedUsername, q.ServiceAccount)
 	}
 	return out, nil
 }
@@ -428,9 +432,15 @@ func (opt ListUsersOptions) query() (storage.UserQuery, issues) {
 		q.Offset = n
 	}
 	if opt.PageToken != "" {
-		after, ok := decodePageToken(opt.PageToken)
-		if !ok {
+		after, filter, ok := decodePageToken(opt.PageToken)
+		switch {
+		case !ok:
 			is.add(IssueInvalidString, "Invalid page token", "page_token")
+		case filter == nil:
+		case q.ServiceAccount == nil:
+			q.ServiceAccount = filter
+		case *q.ServiceAccount != *filter:
+			is.add(IssueInvalidString, "Page token belongs to a listing with is_service_account="+strconv.FormatBool(*filter), "page_token")
 		}
 		q.After, q.Offset = after, 0
 	}
@@ -439,30 +449,52 @@ func (opt ListUsersOptions) query() (storage.UserQuery, issues) {
 
 const maxInt = int64(^uint(0) >> 1)
 
-// pageTokenVersion prefixes every page token so the format can change.
-const pageTokenVersion = 'u'
+// A page token's first byte says what the listing it resumes keeps: every
+// user ('u', which tokens made before the filter was carried hold for
+// every listing: the filter given with it applies), service accounts
+// ('s') or humans ('h').
+const (
+	pageTokenAll      = 'u'
+	pageTokenServices = 's'
+	pageTokenHumans   = 'h'
+)
 
-// encodePageToken makes the opaque cursor that resumes after folded.
-func encodePageToken(folded string) string {
-	return base64.RawURLEncoding.EncodeToString(append([]byte{pageTokenVersion}, folded...))
+// encodePageToken makes the opaque cursor that resumes after folded the
+// listing filter (nil: every user) selects.
+func encodePageToken(folded string, filter *bool) string {
+	kind := byte(pageTokenAll)
+	if filter != nil && *filter {
+		kind = pageTokenServices
+	} else if filter != nil {
+		kind = pageTokenHumans
+	}
+	return base64.RawURLEncoding.EncodeToString(append([]byte{kind}, folded...))
 }
 
 // decodePageToken reverses encodePageToken; it reports false for anything
 // encodePageToken cannot have made.
-func decodePageToken(tok string) (string, bool) {
+func decodePageToken(tok string) (folded string, filter *bool, ok bool) {
 	if len(tok) > 2048 {
-		return "", false
+		return "", nil, false
 	}
 	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || len(b) < 2 || b[0] != pageTokenVersion || !utf8.Valid(b[1:]) {
-		return "", false
+	if err != nil || len(b) < 2 || !utf8.Valid(b[1:]) {
+		return "", nil, false
 	}
-	folded := string(b[1:])
+	switch b[0] {
+	case pageTokenAll:
+	case pageTokenServices, pageTokenHumans:
+		sa := b[0] == pageTokenServices
+		filter = &sa
+	default:
+		return "", nil, false
+	}
+	folded = string(b[1:])
 	// The folded form of a valid username is one (letters fold to
 	// lowercase letters): no other cursor, such as one holding a NUL
 	// that a store's keys use as a separator, is taken.
 	if !ValidUsername(folded) || FoldUsername(folded) != folded {
-		return "", false
+		return "", nil, false
 	}
-	return folded, true
+	return folded, filter, true
 }

@@ -786,11 +786,12 @@ func FuzzListUsersQuery(f *testing.F) {
 	})
 }
 
-// pageToken forges a page token the way the server makes them (a version
-// byte 'u' and the folded username the page resumes after, in unpadded
-// base64url), so that the corpus holds valid tokens to mutate.
-func pageToken(after string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("u" + after))
+// pageToken forges a page token the way the server makes them (a byte
+// for the listing's filter, kind 'u' for none, 's' for service accounts,
+// 'h' for humans, and the folded username the page resumes after, in
+// unpadded base64url), so that the corpus holds valid tokens to mutate.
+func pageToken(kind byte, after string) string {
+	return base64.RawURLEncoding.EncodeToString(append([]byte{kind}, after...))
 }
 
 // FuzzPageToken: GET /v1/users?limit=2&page_token=..., as an Admin, with
@@ -822,7 +823,9 @@ func FuzzPageToken(f *testing.F) {
 	}
 	for _, after := range []string{"", "a", "bob", "bobby", "zzz", "Bob", "BOB", "ß", "ſ", "é", "\xff", "\x00",
 		strings.Repeat("a", 255), strings.Repeat("a", 256), strings.Repeat("é", 256), "boss", "stranger"} {
-		f.Add(pageToken(after))
+		for _, kind := range []byte("ush") {
+			f.Add(pageToken(kind, after))
+		}
 	}
 	for _, tok := range []string{
 		"", "u", "dQ", "dQ==", "dWJvYg==", "dWJvYh", "dWJvYw", "dmJvYg", "dWJvYg=", "dWJv Yg", "dWJv+g", "dWJv/g",
@@ -840,19 +843,26 @@ func FuzzPageToken(f *testing.F) {
 			require.Equal(t, []string{pathKey("page_token")}, a.env.paths(), "response: %s", a.response)
 			return
 		}
-		page, start := requireUserPage(t, a, nil, 2)
+		// Today's forms: a byte for the listing's filter ('u' none, 's'
+		// service accounts, 'h' humans), then the username it resumes after.
+		raw, err := base64.RawURLEncoding.DecodeString(tok)
+		var filter *bool
+		if err == nil && len(raw) > 0 && (raw[0] == 's' || raw[0] == 'h') {
+			sa := raw[0] == 's'
+			filter = &sa
+		}
+		page, start := requireUserPage(t, a, filter, 2)
 		if tok == "" {
 			require.Equal(t, 0, start, "no token: the first page")
 			return
 		}
-		raw, err := base64.RawURLEncoding.DecodeString(tok)
-		if err != nil || len(raw) < 2 || raw[0] != 'u' {
+		if err != nil || len(raw) < 2 || !strings.ContainsRune("ush", rune(raw[0])) {
 			return // another form than today's; the run check above still holds
 		}
 		after := string(raw[1:])
 		var want []string
 		for _, u := range acmeFolded {
-			if u > after && len(want) < 2 {
+			if u > after && len(want) < 2 && (filter == nil || *filter == acmeServices[u]) {
 				want = append(want, u)
 			}
 		}
