@@ -124,12 +124,17 @@ func TestConformanceOtherLookup(t *testing.T) {
 	testURI(t)
 	t.Parallel()
 	dbs := testdb.NewMongoDatabases(t, client(t))
+	opts := append(suiteOptions(t), storagetest.Groups{"Users", "DeleteUser", "Tokens", "ReadAccess", "Revoked",
+		"EmbedSessions", "Events", "Concurrency", "Model"})
+	if newTestStore(t).byPointer { // FerretDB v1, run as MongoDB is
+		opts = append(opts, storagetest.KnownDefect{Test: "Concurrency/DeleteTokenSameToken",
+			Why: "a token is taken with findAndModify where filters use indexes, which FerretDB v1 runs as a read and then a delete (takeToken)"})
+	}
 	storagetest.Run(t, func(t testing.TB) storage.Store {
 		s := storeOn(t, dbs.Database(t))
 		s.byPointer = !s.byPointer
 		return s
-	}, append(suiteOptions(t), storagetest.Groups{"Users", "DeleteUser", "Tokens", "ReadAccess", "Revoked",
-		"EmbedSessions", "Events", "Concurrency", "Model"})...)
+	}, opts...)
 }
 
 // Processes started together on one empty database each open a store:
