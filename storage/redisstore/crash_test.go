@@ -252,6 +252,33 @@ func TestCrashDeleteUserBeforePointers(t *testing.T) {
 	w.requireUnusable(t, tok)
 }
 
+// A token the process remembers (it authenticated once), of a user whose
+// deletion stopped before its pointers went, never authenticates as a new
+// user of the same name: not alone, not naming that user, not listing its
+// tokens.
+func TestCrashDeleteUserRememberedTokenIsNotTheNewcomers(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	tok := w.token("remembered-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, tok, storage.TokenLimit{}, nil))
+	_, err := w.s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, Username: "robot", Tokens: true, LiveAt: crashT0})
+	require.NoError(t, err, "the token authenticates, and its location is remembered")
+
+	w.stopAt(t, "delete user: pointers")
+	_, err = w.s.DeleteUser(ctx, "acme", w.user.ID, nil)
+	require.NoError(t, err)
+	again := storage.User{ID: uuid.NewString(), Org: "acme", Username: "Robot", FoldedUsername: "robot", IsServiceAccount: true, Role: "Member", CreatedAt: crashT0}
+	require.NoError(t, w.s.CreateUser(ctx, again, storage.UserLimit{}, nil))
+	for _, q := range []storage.AccessQuery{
+		{Digest: tok.Digest, LiveAt: crashT0},
+		{Digest: tok.Digest, Username: "robot", LiveAt: crashT0},
+		{Digest: tok.Digest, Username: "robot", Tokens: true, LiveAt: crashT0},
+	} {
+		a, err := w.s.ReadAccess(ctx, q)
+		require.ErrorIs(t, err, storage.ErrNotFound, "%+v authenticated as %+v", q, a.Credential.User)
+	}
+}
+
 // A stop after a session's pointer is reserved leaves nothing that
 // resolves.
 func TestCrashCreateEmbedSessionAfterReserve(t *testing.T) {

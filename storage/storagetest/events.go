@@ -24,12 +24,35 @@ var eventTests = []subtest{
 	{"Filters", testEventFilters},
 	{"OtherOrg", testEventOtherOrg},
 	{"Copies", testEventCopies},
+	{"Into", testEventInto},
 	{"CursorUnderConcurrentWrites", testEventConcurrentCursor},
 	{"SeqIsWriteOrder", testEventSeq},
 	{"LateWriteWithOlderTimeSortsFirst", testEventLateWrite},
 	{"WalkUnderConcurrentWritesWithSkewedClocks", testEventSkewedWalk},
 	{"Retention", testEventRetention},
 	{"PerOrgBound", testEventBound},
+}
+
+// The page is appended to EventQuery.Into, as append gives it (see
+// ListUsers/Into): Limit counts the page's events, not what Into holds.
+func testEventInto(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	var es []storage.Event
+	for i := range 5 {
+		e := newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Second))
+		es = append(es, e)
+		require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "d"), audit(e)))
+	}
+	kept := storage.Event{ID: "kept"}
+	into := make([]storage.Event, 1, 8)
+	into[0] = kept
+	p, err := s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: 3, Into: into})
+	require.NoError(t, err)
+	require.Len(t, p.Events, 4)
+	assert.Same(t, &into[0], &p.Events[0], "the page is not in Into's array")
+	assert.Equal(t, kept, p.Events[0])
+	assert.Equal(t, ids(newestFirst(es)[:3]), ids(p.Events[1:]))
+	assert.True(t, p.More)
 }
 
 // cleaner is a store that leaves part of its trimming to a cleanup
@@ -578,12 +601,18 @@ func testEventRetention(t *testing.T, s storage.Store) {
 func testEventBound(t *testing.T, s storage.Store) {
 	org := newOrg(t, s)
 	const bound, writes, slack = 10, 200, 100
+	const watched = 3 * bound
 	var es []storage.Event
 	for i := range writes {
 		e := newEvent(org.ID, "dive.register", at(time.Duration(i)*time.Millisecond))
 		es = append(es, e)
 		a := &storage.Audit{Event: e, MaxPerOrg: bound}
 		require.NoError(t, s.PutDive(t.Context(), newDive(org.ID, "d"), a))
+		if i < watched { // through the first trims: never fewer than the bound
+			got := listEvents(t, s, org.ID)
+			require.GreaterOrEqual(t, len(got), min(i+1, bound), "after %d writes", i+1)
+			require.Equal(t, ids(newestFirst(es)[:len(got)]), ids(got), "after %d writes, the newest", i+1)
+		}
 	}
 	clean(t, s, at(time.Hour))
 	got := listEvents(t, s, org.ID)

@@ -19,6 +19,7 @@ var revokedTests = []subtest{
 	{"UntilKeepUntil", testRevokedUntilKeepUntil},
 	{"DeletedUserIsNotRevoked", testRevokedDeletedUserIsNot},
 	{"RecreatedClears", testRevokedRecreatedClears},
+	{"RevokedAgainLastsTheLaterExpiry", testRevokedAgainLastsTheLaterExpiry},
 	{"RefusedCreationKeepsIt", testRevokedRefusedCreationKeepsIt},
 	{"Audited", testRevokedAudited},
 	{"BoundedPerOrg", testRevokedBoundedPerOrg},
@@ -149,6 +150,27 @@ func testRevokedRecreatedClears(t *testing.T, s storage.Store) {
 	_, err := s.DeleteUser(t.Context(), org.ID, alice.ID, nil)
 	require.NoError(t, err)
 	err = readErr(t, s, tok.Digest, at(time.Minute))
+	require.ErrorIs(t, err, storage.ErrNotFound)
+	require.NotErrorIs(t, err, storage.ErrRevoked)
+}
+
+// A digest revoked, created again with a later expiry and revoked again
+// reads as revoked until that later expiry: a write once the first
+// tombstone's time is past (which may sweep tombstones) leaves the second.
+func testRevokedAgainLastsTheLaterExpiry(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	tok := createToken(t, s, alice, t0, at(time.Hour))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, tok.ID, revocation(at(10*time.Minute)), nil))
+	again := newToken(alice, at(20*time.Minute), at(3*time.Hour))
+	again.Digest = tok.Digest
+	require.NoError(t, s.CreateToken(t.Context(), again, storage.TokenLimit{Max: 10, LiveAt: at(20 * time.Minute)}, nil))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, again.ID, revocation(at(30*time.Minute)), nil))
+	later := at(2 * time.Hour)
+	other := newToken(alice, later, at(5*time.Hour))
+	require.NoError(t, s.CreateToken(t.Context(), other, storage.TokenLimit{Max: 10, LiveAt: later}, nil))
+	require.ErrorIs(t, readErr(t, s, tok.Digest, later), storage.ErrRevoked, "the second revocation lasts until its token's expiry")
+	err := readErr(t, s, tok.Digest, at(3*time.Hour))
 	require.ErrorIs(t, err, storage.ErrNotFound)
 	require.NotErrorIs(t, err, storage.ErrRevoked)
 }
