@@ -556,6 +556,36 @@ func TestEventInFlightNotRemoved(t *testing.T) {
 	}
 }
 
+// leaveUnmade leaves n events of changes to Alice pending and unmade, as
+// a writer killed after writing each would, recorded a millisecond apart
+// from from; it returns their ids.
+func leaveUnmade(t *testing.T, s *Store, w crashWorld, n int, from time.Time) []string {
+	t.Helper()
+	crashAfter(s, stepEventPending)
+	defer func() { s.afterStep = nil }()
+	var ids []string
+	for i := range n {
+		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
+		aud.Event.At = from.Add(time.Duration(i) * time.Millisecond)
+		require.ErrorIs(t, s.SetInstances(t.Context(), w.org, w.alice.ID, w.alice.Instances, aud), errCrash)
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// leaveMade makes a change to Alice, recorded at at, whose event stays
+// pending, as a writer killed before confirming it would; it returns the
+// event's id.
+func leaveMade(t *testing.T, s *Store, w crashWorld, at time.Time) string {
+	t.Helper()
+	crashAfter(s, stepEventChanged)
+	defer func() { s.afterStep = nil }()
+	aud, id := withEvent(w.org, "instances.set", w.alice.ID)
+	aud.Event.At = at
+	require.NoError(t, s.SetInstances(t.Context(), w.org, w.alice.ID, w.alice.Instances, aud))
+	return id
+}
+
 // A listing settles the pending events of its org a batch at a time,
 // the oldest first, and walks past those it leaves pending (unmade and
 // young), up to listSettleMax of them: a made change behind them shows
@@ -582,29 +612,9 @@ func TestEventListingWalksPastPendingEvents(t *testing.T) {
 
 	// More unmade events than a batch, younger than a minute, then a made
 	// change: the listing shows the made one and keeps the unmade pending.
-	unmade := func(n int, from time.Time) []string {
-		crashAfter(s, stepEventPending)
-		defer func() { s.afterStep = nil }()
-		var pending []string
-		for i := range n {
-			aud, id := withEvent(w.org, "instances.set", w.alice.ID)
-			aud.Event.At = from.Add(time.Duration(i) * time.Millisecond)
-			require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud), errCrash)
-			pending = append(pending, id)
-		}
-		return pending
-	}
-	made := func(at time.Time) string {
-		crashAfter(s, stepEventChanged)
-		defer func() { s.afterStep = nil }()
-		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
-		aud.Event.At = at
-		require.NoError(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud))
-		return id
-	}
 	t1 := t0.Add(time.Hour)
-	young := unmade(2*listSettleBatch+1, t1)
-	done := made(t1.Add(time.Second))
+	young := leaveUnmade(t, s, w, 2*listSettleBatch+1, t1)
+	done := leaveMade(t, s, w, t1.Add(time.Second))
 	settle(t, s, w.org, t1.Add(2*time.Second), true)
 	require.Equal(t, int64(1), eventCount(t, s, done, false))
 	require.Zero(t, eventCount(t, s, done, true), "confirmed")
@@ -625,21 +635,9 @@ func TestEventListingWalksPastPendingEvents(t *testing.T) {
 func TestEventListingSettlesBoundedWalk(t *testing.T) {
 	s := newTestStore(t)
 	s.settleTime = time.Hour // the bound on the count alone, on a slow machine too
-	ctx := t.Context()
 	w := newCrashWorld(t, s)
-	crashAfter(s, stepEventPending)
-	var pending []string
-	for i := range listSettleMax {
-		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
-		aud.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
-		require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud), errCrash)
-		pending = append(pending, id)
-	}
-	crashAfter(s, stepEventChanged)
-	aud, done := withEvent(w.org, "instances.set", w.alice.ID)
-	aud.Event.At = t0.Add(time.Minute)
-	require.NoError(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud))
-	s.afterStep = nil
+	pending := leaveUnmade(t, s, w, listSettleMax, t0)
+	done := leaveMade(t, s, w, t0.Add(time.Minute))
 
 	// Young: the walk stops at the bound, before the made change.
 	settle(t, s, w.org, t0.Add(time.Minute), true)
@@ -663,21 +661,9 @@ func TestEventListingSettlesBoundedWalk(t *testing.T) {
 // change behind others shows its event at the listing that reaches it.
 func TestEventListingSettlesForABoundedTime(t *testing.T) {
 	s := newTestStore(t)
-	ctx := t.Context()
 	w := newCrashWorld(t, s)
-	crashAfter(s, stepEventPending)
-	var unmade []string
-	for i := range 3 {
-		aud, id := withEvent(w.org, "instances.set", w.alice.ID)
-		aud.Event.At = t0.Add(time.Duration(i) * time.Millisecond)
-		require.ErrorIs(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud), errCrash)
-		unmade = append(unmade, id)
-	}
-	crashAfter(s, stepEventChanged)
-	aud, done := withEvent(w.org, "instances.set", w.alice.ID)
-	aud.Event.At = t0.Add(time.Second)
-	require.NoError(t, s.SetInstances(ctx, w.org, w.alice.ID, w.alice.Instances, aud))
-	s.afterStep = nil
+	unmade := leaveUnmade(t, s, w, 3, t0)
+	done := leaveMade(t, s, w, t0.Add(time.Second))
 
 	s.settleTime = time.Nanosecond
 	later := t0.Add(time.Hour)
