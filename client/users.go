@@ -87,10 +87,13 @@ type ListUsersOptions struct {
 	// Offset skips that many users, 0 or more; unset means 0. PageToken
 	// takes precedence.
 	Offset Optional[int]
-	// PageToken is the NextPageToken of a previous page.
+	// PageToken is the NextPageToken of a previous page. It carries that
+	// listing's ServiceAccount filter: the next page keeps it when
+	// ServiceAccount is unset here.
 	PageToken string
 	// ServiceAccount, when set, keeps only service accounts (true) or only
-	// human users (false).
+	// human users (false). With a PageToken of a filtered listing, the
+	// other value is a 400 naming page_token.
 	ServiceAccount Optional[bool]
 }
 
