@@ -7,6 +7,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/orgadmin/orgadmin/internal/casefold"
 )
 
 // Limits of the API's inputs, as the service specification sets them.
@@ -33,47 +35,30 @@ const (
 )
 
 // FoldUsername returns the key under which a username is unique and sorted:
-// its Unicode simple case folding, so that "Alice" and "alice" are the same
-// user. Every rune is replaced by a fixed member of its case-folding orbit
-// (the smallest lower-case one), so two names fold equal exactly when they
-// are equal under simple case folding. An ASCII name without upper-case
-// letters is returned as is, without allocating.
-func FoldUsername(s string) string {
-	i := 0
-	for ; i < len(s); i++ {
-		c := s[i]
-		if c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
-			break
-		}
-	}
-	if i == len(s) {
-		return s
-	}
+// its Unicode simple case folding (the C and S mappings of CaseFolding.txt),
+// so that "Alice" and "alice" are the same user and "Μαρία" sorts after
+// "Ángel", as the folded "μαρία" does. Two names fold equal exactly when
+// they are equal under simple case folding. An ASCII name without
+// upper-case letters is returned as is, without allocating.
+func FoldUsername(s string) string { return casefold.Fold(s) }
+
+// foldV1 is the key earlier versions gave a username: each rune became the
+// smallest lower-case member of its case orbit (the micro sign for "Μ",
+// final sigma for "Σ", lower-case Cherokee). The adapters re-key what they
+// stored under it; seed marks, which are opaque to them, are read under
+// both (seedMarks.deleted).
+func foldV1(s string) string {
 	var b strings.Builder
-	b.Grow(len(s))
-	b.WriteString(s[:i])
-	for _, r := range s[i:] {
-		b.WriteRune(foldRune(r))
+	for _, r := range s {
+		best, bestLower := r, unicode.IsLower(r)
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if lower := unicode.IsLower(f); lower && !bestLower || lower == bestLower && f < best {
+				best, bestLower = f, lower
+			}
+		}
+		b.WriteRune(best)
 	}
 	return b.String()
-}
-
-func foldRune(r rune) rune {
-	if r < utf8.RuneSelf {
-		if 'A' <= r && r <= 'Z' {
-			return r + 'a' - 'A'
-		}
-		return r
-	}
-	best, bestLower := r, unicode.IsLower(r)
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		lower := unicode.IsLower(f)
-		switch {
-		case lower && !bestLower, lower == bestLower && f < best:
-			best, bestLower = f, lower
-		}
-	}
-	return best
 }
 
 // runeLen counts code points; invalid UTF-8 counts a rune per bad byte.

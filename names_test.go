@@ -1,6 +1,10 @@
 package orgadmin_test
 
 import (
+	"bufio"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -118,4 +122,87 @@ func TestFoldUsername_EveryRuneFoldsWithItsSimpleFoldingOrbit(t *testing.T) {
 	}
 	assert.Zero(t, bad)
 	assert.Greater(t, checked, 2000, "every rune with a case-folding partner")
+}
+
+// The folds that a choice of one orbit member per orbit could get wrong:
+// CaseFolding.txt picks the lower case, but for Cherokee the upper case,
+// and ignores the micro sign, final sigma and the Cyrillic "ᲈ" in favour
+// of the letters they are variants of. The order of names follows.
+func TestFoldUsername_IsCaseFoldingNotAnyOrbitMember(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"\u00B5", "\u03BC"}, // micro sign: Greek small mu
+		{"\u039C", "\u03BC"}, // Greek capital mu
+		{"\u03BC", "\u03BC"},
+		{"\u03A3", "\u03C3"}, // capital sigma: small sigma
+		{"\u03C2", "\u03C3"}, // final sigma: small sigma
+		{"\u1C88", "\uA64B"}, // Cyrillic small unblended uk: monograph uk
+		{"\uA64A", "\uA64B"},
+		{"\u13A0", "\u13A0"}, // Cherokee A stays upper case
+		{"\uAB70", "\u13A0"}, // Cherokee small a: A
+		{"\u13F8", "\u13F0"}, // Cherokee small ye: YE
+		{"\u1E9E", "\u00DF"}, // capital sharp s: ß
+		{"\u0130", "\u0130"}, // dotted capital I folds to itself (simple)
+		{"\u0131", "\u0131"}, // dotless i: itself
+		{"\u212A", "k"},       // Kelvin sign
+		{"\u2126", "\u03C9"}, // Ohm sign: small omega
+		{"Μαρία", "μαρία"},
+		{"ΣΟΦΟΣ", "σοφοσ"},
+	}
+	for _, c := range cases {
+		assert.Equalf(t, c.want, orgadmin.FoldUsername(c.in), "fold(%q)", c.in)
+	}
+	names := []string{"Μαρία", "Ángel", "zoe", "Ꭰli", "ꭰmy", "Ꙋna"}
+	slices.SortFunc(names, func(a, b string) int { return strings.Compare(orgadmin.FoldUsername(a), orgadmin.FoldUsername(b)) })
+	assert.Equal(t, []string{"zoe", "Ángel", "Μαρία", "Ꭰli", "ꭰmy", "Ꙋna"}, names)
+}
+
+// TestFoldUsername_MatchesCaseFoldingTxt checks every code point against
+// the C and S mappings of the Unicode Character Database's CaseFolding.txt
+// (Debian: unicode-data), when the machine has the file of the Unicode
+// version Go's tables are built from.
+func TestFoldUsername_MatchesCaseFoldingTxt(t *testing.T) {
+	const path = "/usr/share/unicode/CaseFolding.txt"
+	f, err := os.Open(path)
+	if err != nil {
+		t.Skipf("no %s (Debian: apt-get install unicode-data)", path)
+	}
+	defer f.Close()
+	fold := map[rune]rune{}
+	sc := bufio.NewScanner(f)
+	for first := true; sc.Scan(); first = false {
+		line := sc.Text()
+		if first && !strings.Contains(line, "CaseFolding-"+unicode.Version+".txt") {
+			t.Skipf("%s is not of Unicode %s: %q", path, unicode.Version, line)
+		}
+		fields := strings.Split(line, "; ")
+		if strings.HasPrefix(line, "#") || len(fields) < 3 || (fields[1] != "C" && fields[1] != "S") {
+			continue
+		}
+		from, err1 := strconv.ParseUint(fields[0], 16, 32)
+		to, err2 := strconv.ParseUint(fields[2], 16, 32)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("bad line %q", line)
+		}
+		fold[rune(from)] = rune(to)
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	assert.Greater(t, len(fold), 1400)
+	bad := 0
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if utf8.RuneLen(r) < 0 {
+			continue
+		}
+		want, ok := fold[r]
+		if !ok {
+			want = r
+		}
+		if got := orgadmin.FoldUsername(string(r)); got != string(want) {
+			if bad++; bad <= 10 {
+				t.Errorf("fold(%U) = %q, CaseFolding.txt says %U", r, got, want)
+			}
+		}
+	}
+	assert.Zero(t, bad)
 }

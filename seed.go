@@ -574,8 +574,11 @@ func tokenMark(t SeedToken) string {
 }
 
 // deleted reports whether u, which the organization does not hold, was
-// loaded before: it was deleted since, and stays deleted.
-func (m seedMarks) deleted(u SeedUser) bool { return m[userMark(u)] }
+// loaded before: it was deleted since, and stays deleted. A mark an
+// earlier version wrote holds the username under its fold (foldV1).
+func (m seedMarks) deleted(u SeedUser) bool {
+	return m[userMark(u)] || m["user:"+foldV1(u.Username)]
+}
 
 // loaded reports whether t was loaded before: held still, or revoked or
 // expired since, it is left as it is.

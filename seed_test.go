@@ -885,3 +885,21 @@ func TestSeed_TokenFailingWhileLoadingIsNamed(t *testing.T) {
 	_, err = svc.Authenticate(context.Background(), aliceToken)
 	require.NoError(t, err)
 }
+
+// A seeded user that an earlier version marked under its fold of the time
+// ("user:µαρία", with the micro sign) and that was deleted since stays
+// deleted when the seed is loaded again; one never loaded is created.
+func TestSeed_DeletedUserMarkedUnderAnEarlierFoldStaysDeleted(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New()
+	svc := orgadmin.New(store, orgadmin.Config{})
+	loadSeed(t, svc, `{"organizations": [{"id": "acme", "users": [{"username": "bob"}]}]}`)
+	require.NoError(t, store.MarkSeeded(ctx, "acme", []string{"user:\u00B5\u03B1\u03C1\u03AF\u03B1"}))
+
+	loadSeed(t, svc, `{"organizations": [{"id": "acme", "users": [{"username": "Μαρία"}, {"username": "Μάρκος"}, {"username": "bob"}]}]}`)
+	_, err := svc.GetUser(ctx, "acme", "μαρία")
+	requireCode(t, err, orgadmin.ErrNotFound)
+	u, err := svc.GetUser(ctx, "acme", "μάρκος")
+	require.NoError(t, err)
+	assert.Equal(t, "Μάρκος", u.Username)
+}
