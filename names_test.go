@@ -143,7 +143,7 @@ func TestFoldUsername_IsCaseFoldingNotAnyOrbitMember(t *testing.T) {
 		{"\u1E9E", "\u00DF"}, // capital sharp s: ß
 		{"\u0130", "\u0130"}, // dotted capital I folds to itself (simple)
 		{"\u0131", "\u0131"}, // dotless i: itself
-		{"\u212A", "k"},       // Kelvin sign
+		{"\u212A", "k"},      // Kelvin sign
 		{"\u2126", "\u03C9"}, // Ohm sign: small omega
 		{"Μαρία", "μαρία"},
 		{"ΣΟΦΟΣ", "σοφοσ"},
