@@ -2,7 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+
+	"github.com/orgadmin/orgadmin/internal/casefold"
 )
 
 // migrations are the schema's versions: migrations[i] brings a database at
@@ -165,6 +168,49 @@ ALTER TABLE orgs ADD COLUMN event_seq BIGINT NOT NULL DEFAULT 0;
 UPDATE orgs SET event_seq = COALESCE((SELECT MAX(seq) FROM audit_events WHERE audit_events.org = orgs.id), 0)`,
 	// 6
 	`CREATE INDEX revoked_tokens_by_org ON revoked_tokens (org, until)`,
+	// 7: refold
+	``,
+}
+
+// steps are the parts of migrations written in Go, by version: steps[v]
+// runs after the statements of migrations[v-1], in the same transaction.
+var steps = map[int]func(ctx context.Context, tx *sql.Tx, d *dialect) error{7: refold}
+
+// refold re-keys every user whose folded username an earlier version
+// stored under its fold (the smallest lower-case member of each rune's
+// case orbit: "µ" for "Μ", "ς" for "Σ"), under the simple case folding
+// that keys usernames now (casefold.Fold), so that lookups find it and
+// listings order it as the Service expects. The two folds tell the same
+// names apart, so a new key never meets another user's. It reads every
+// user's key once.
+func refold(ctx context.Context, tx *sql.Tx, d *dialect) error {
+	rows, err := tx.QueryContext(ctx, "SELECT org, id, folded FROM users")
+	if err != nil {
+		return err
+	}
+	type stale struct{ org, id, folded string }
+	var found []stale
+	for rows.Next() {
+		var u stale
+		if err := rows.Scan(&u.org, &u.id, &u.folded); err != nil {
+			rows.Close()
+			return err
+		}
+		if casefold.Stale(u.folded) {
+			found = append(found, u)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	update := d.rewrite("UPDATE users SET folded = $1 WHERE org = $2 AND id = $3")
+	for _, u := range found {
+		if _, err := tx.ExecContext(ctx, update, casefold.Fold(u.folded), u.org, u.id); err != nil {
+			return fmt.Errorf("re-key user %q of org %q: %w", u.id, u.org, err)
+		}
+	}
+	return nil
 }
 
 // migration returns the statements of migration i (0-based) for the
@@ -211,8 +257,15 @@ func (s *Store) migrate(ctx context.Context, target int) error {
 			return fmt.Errorf("the database's schema is at version %d, newer than this build knows (%d)", v, len(migrations))
 		}
 		for ; v < target; v++ {
-			if _, err := tx.tx.ExecContext(ctx, s.migration(v)); err != nil {
-				return fmt.Errorf("to version %d: %w", v+1, err)
+			if q := s.migration(v); q != "" {
+				if _, err := tx.tx.ExecContext(ctx, q); err != nil {
+					return fmt.Errorf("to version %d: %w", v+1, err)
+				}
+			}
+			if step := steps[v+1]; step != nil {
+				if err := step(ctx, tx.tx, s.d); err != nil {
+					return fmt.Errorf("to version %d: %w", v+1, err)
+				}
 			}
 			if _, err := tx.tx.ExecContext(ctx, s.d.rewrite("INSERT INTO schema_version (version) VALUES ($1)"), v+1); err != nil {
 				return err

@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -202,4 +203,82 @@ func hasIndex(t *testing.T, s *Store, name string) bool {
 	var n int
 	require.NoError(t, s.db.QueryRowContext(ctx, q, name).Scan(&n))
 	return n == 1
+}
+
+// A database at version 6 holding users keyed under the fold earlier
+// versions gave usernames ("µ" for "Μ", "ς" for "Σ", lower-case
+// Cherokee) is migrated to version 7: those users are re-keyed under
+// their simple case folding, found and ordered by it, with their tokens
+// and Duckling reports; other users and orgs are left as they were.
+func TestMigrateRefold(t *testing.T) {
+	eachEngine(t, func(t *testing.T, dsn string) {
+		ctx := t.Context()
+		old, err := open(dsn, Options{Timeout: testdb.Timeout})
+		require.NoError(t, err)
+		require.NoError(t, old.migrate(ctx, 6))
+		for _, org := range []string{"o", "p"} {
+			require.NoError(t, old.CreateOrg(ctx, storage.Org{ID: org, CreatedAt: time.UnixMilli(1)}, nil))
+		}
+		users := []struct{ org, id, name, key string }{
+			{"o", "u-maria", "Μαρία", "\u00B5\u03B1\u03C1\u03AF\u03B1"},
+			{"o", "u-sofos", "Σοφός", "\u03C2\u03BF\u03C6\u03CC\u03C2"},
+			{"o", "u-ali", "Ꭰli", "\uAB70li"},
+			{"o", "u-angel", "Ángel", "ángel"},
+			{"o", "u-zoe", "zoe", "zoe"},
+			{"p", "u-mu", "Μ", "\u00B5"},
+		}
+		for i, u := range users {
+			require.NoError(t, old.CreateUser(ctx, storage.User{ID: u.id, Org: u.org, Username: u.name,
+				FoldedUsername: u.key, Role: "Member", IsServiceAccount: i%2 == 0}, storage.UserLimit{}, nil))
+		}
+		digest := storage.Digest{1}
+		require.NoError(t, old.CreateToken(ctx, storage.Token{ID: "t-maria", Org: "o", UserID: "u-maria", Digest: digest,
+			Name: "t", Type: "read_write", CreatedAt: time.UnixMilli(2)}, storage.TokenLimit{}, nil))
+		require.NoError(t, old.SetDuckling(ctx, storage.Duckling{Org: "o", UserID: "u-maria", ID: "rw", Active: true, At: time.UnixMilli(3)}))
+		require.NoError(t, old.SetDuckling(ctx, storage.Duckling{Org: "o", UserID: "u-zoe", ID: "rw", Active: true, At: time.UnixMilli(3)}))
+		old.Close()
+
+		s := openTest(t, dsn)
+		assertVersion(t, s, len(migrations))
+		keys := func(q storage.UserQuery) []string {
+			q.Limit = cmp.Or(q.Limit, 10)
+			p, err := s.ListUsers(ctx, "o", q)
+			require.NoError(t, err)
+			var ks []string
+			for _, u := range p.Users {
+				ks = append(ks, u.FoldedUsername)
+			}
+			return ks
+		}
+		maria, sofos, ali := "\u03BC\u03B1\u03C1\u03AF\u03B1", "\u03C3\u03BF\u03C6\u03CC\u03C3", "\u13A0li"
+		assert.Equal(t, []string{"zoe", "ángel", maria, sofos, ali}, keys(storage.UserQuery{}))
+		assert.Equal(t, []string{maria, sofos}, keys(storage.UserQuery{After: "ángel", Limit: 2}))
+		sa := true
+		assert.Equal(t, []string{"zoe", maria, ali}, keys(storage.UserQuery{ServiceAccount: &sa}))
+
+		u, err := s.GetUser(ctx, "o", maria)
+		require.NoError(t, err)
+		assert.Equal(t, "u-maria", u.ID)
+		assert.Equal(t, "Μαρία", u.Username)
+		_, err = s.GetUser(ctx, "o", users[0].key)
+		require.ErrorIs(t, err, storage.ErrNotFound)
+		mu, err := s.GetUser(ctx, "p", "\u03BC")
+		require.NoError(t, err)
+		assert.Equal(t, "u-mu", mu.ID)
+
+		a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: digest, Username: maria, Tokens: true, LiveAt: time.UnixMilli(4)})
+		require.NoError(t, err)
+		assert.Equal(t, maria, a.Credential.User.FoldedUsername)
+		require.True(t, a.TargetFound)
+		require.Len(t, a.Tokens, 1)
+		assert.Equal(t, "t-maria", a.Tokens[0].ID)
+
+		act, err := s.ListActivity(ctx, "o")
+		require.NoError(t, err)
+		require.Len(t, act, 2)
+		assert.Equal(t, []string{"zoe", maria}, []string{act[0].User.FoldedUsername, act[1].User.FoldedUsername})
+
+		err = s.CreateUser(ctx, storage.User{ID: "u-maria2", Org: "o", Username: "μαρία", FoldedUsername: maria, Role: "Member"}, storage.UserLimit{}, nil)
+		require.ErrorIs(t, err, storage.ErrAlreadyExists)
+	})
 }
