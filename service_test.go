@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -610,6 +611,17 @@ func TestListUsers_BadOptions(t *testing.T) {
 	for _, lim := range []int{1, 1000} {
 		_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{Limit: orgadmin.Some(lim)})
 		assert.NoError(t, err)
+	}
+	// A cursor that is not a folded username: upper case, or a name as
+	// earlier versions folded it (the micro sign for "Μ").
+	for _, after := range []string{"Bob", "\u00B5\u03B1", "\u03BC\u03B1"} {
+		tok := base64.RawURLEncoding.EncodeToString([]byte("u" + after))
+		_, err = e.svc.ListUsers(ctx, e.admin, orgadmin.ListUsersOptions{PageToken: tok})
+		if after == "\u03BC\u03B1" {
+			assert.NoError(t, err, "today's fold of the same name")
+			continue
+		}
+		assert.Equal(t, [][]any{{"page_token"}}, issuePaths(t, err), "after %q", after)
 	}
 }
 

@@ -491,8 +491,9 @@ func decodePageToken(tok string) (folded string, filter *bool, ok bool) {
 	}
 	folded = string(b[1:])
 	// The folded form of a valid username is one (letters fold to
-	// lowercase letters): no other cursor, such as one holding a NUL
-	// that a store's keys use as a separator, is taken.
+	// letters): no other cursor, such as one holding a NUL that a store's
+	// keys use as a separator, is taken. Nor is a name under the fold of
+	// earlier versions (foldV1), which the stores no longer hold.
 	if !ValidUsername(folded) || FoldUsername(folded) != folded {
 		return "", nil, false
 	}
