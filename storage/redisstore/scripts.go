@@ -71,6 +71,8 @@ import "github.com/redis/go-redis/v9"
 //	tid:<id>       token id -> digest hex (keeps ids unique in the store)
 //	ses:<hex>      session digest -> "<org>\n<uid>"
 //	{fb}:h {fb}:q  feedback records and their order
+//	migrated:casefold  set once every org's users are keyed by
+//	               casefold.Fold (migrate.go)
 //
 // The org's keys are the truth; a global key only points at them. On a
 // single server the scripts write both in one step (single = "1"). On a
