@@ -49,12 +49,12 @@ const migratedKey = "migrated:casefold"
 // costs that one read. The Store's in-process cache of where the records
 // of a token are forgets the tokens of every user moved.
 //
-// Migrate fails with an error naming the org and the key when a user
-// cannot be moved because another user holds its new key (which the two
-// folds rule out unless a process of either version wrote the key the
-// other would have, see above): that org is left as it was, and no marker
-// is written. It fails with the context's error, or Redis's, wrapped,
-// otherwise.
+// Migrate fails with an error naming the org and the key, wrapping
+// storage.ErrAlreadyExists, when a user cannot be moved because another
+// user holds its new key: the two folds rule that out, unless a process
+// served, or one of the earlier version ran, before the migration. That
+// org is then left as it was, and no marker is written. Otherwise it
+// fails with the context's error, or Redis's, wrapped.
 func (s *Store) Migrate(ctx context.Context) error {
 	marker := s.prefix + migratedKey
 	done, err := s.migrated(ctx, marker)

@@ -487,3 +487,44 @@ func TestMigrateEarlierLayout(t *testing.T) {
 		})
 	}
 }
+
+// Several processes may migrate at once: each run completes, and the
+// store ends re-keyed once. A script whose keys were read before another
+// process moved them (the run that lost the race) skips those users and
+// changes nothing.
+func TestMigrateFromSeveralProcesses(t *testing.T) {
+	for _, tc := range mirrorCases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			w := newMigrationWorld(t, tc)
+			stores := []*Store{w.s}
+			for range 3 {
+				s, err := New(w.s.c, Options{Prefix: w.s.prefix})
+				require.NoError(t, err)
+				s.single = w.s.single
+				stores = append(stores, s)
+			}
+			errs := make(chan error, len(stores))
+			for _, s := range stores {
+				go func() { errs <- s.Migrate(ctx) }()
+			}
+			for range stores {
+				require.NoError(t, <-errs)
+			}
+			w.requireMigrated(t, "acme", true)
+			w.requireMigrated(t, "gamma", true)
+			requireListsByNewKeys(t, w.s)
+			after := w.contents(t, "")
+
+			args := []any{single(w.s.single), w.s.prefix, "acme"}
+			for _, n := range staleNames {
+				args = append(args, n.old, n.new)
+			}
+			v, err := w.s.run(ctx, migrateOrgScript, "acme", args...).Slice()
+			require.NoError(t, err)
+			assert.EqualValues(t, 0, v[0], "users moved again")
+			assert.Len(t, v[1], 4, "the digests of the moved users' tokens, to forget")
+			assert.Equal(t, after, w.contents(t, ""))
+		})
+	}
+}
