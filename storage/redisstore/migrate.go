@@ -41,12 +41,17 @@ const migratedKey = "migrated:casefold"
 // the Store's prefix, after which a run is one GET. A run stopped
 // part-way (an error, a canceled ctx, a crash) leaves every org either
 // re-keyed whole or untouched, and no marker: the next run completes it.
+// Should a process of an earlier version write to the store again after
+// the migration (a rollback), delete the marker, "<prefix>migrated:casefold",
+// so that the next run looks at every org again.
 //
 // It finds the orgs by SCAN of their record keys (on a Cluster, on every
 // master), then, for each, reads the keys of its users (HKEYS) and, when
 // some are stale, runs the script: each org's step is bounded by
-// Options.Timeout, not the whole migration. Without a stale key, an org
-// costs that one read. The Store's in-process cache of where the records
+// Options.Timeout, not the whole migration: an org whose script outlasts
+// it (one with very many stale users) fails the run, though Redis
+// completes the script; a run with a longer Timeout completes the rest.
+// Without a stale key, an org costs that one read. The Store's in-process cache of where the records
 // of a token are forgets the tokens of every user moved.
 //
 // Migrate fails with an error naming the org and the key, wrapping

@@ -31,11 +31,12 @@
 // earlier version, which holds no time, is never taken over. See
 // CreateToken.
 //
-// An upgrade from a version that keyed users by the earlier fold of
-// their usernames must call Store.Migrate once, with every process of
-// the earlier version stopped, before the store serves: it re-keys those
-// users under casefold.Fold. It is safe to run from several processes at
-// once, and costs one round trip once done.
+// Upgrading: an upgrade from a version that keyed users by the earlier
+// fold of their usernames (before orgadmin.FoldUsername was the Unicode
+// simple case folding) must stop every process of that version, then call
+// Store.Migrate once before the store serves, which re-keys those users.
+// It is safe to run from several processes at once, and costs one round
+// trip once done.
 //
 // Expiry is decided by the caller's clock, never by Redis: expired tokens
 // and sessions are still returned by the lookups that the contract says do
