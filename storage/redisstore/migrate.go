@@ -190,6 +190,9 @@ func (s *Store) migrateOrg(ctx context.Context, org string) error {
 	if len(args) == 3 {
 		return nil
 	}
+	if err := s.stepped("migrate: keys read"); err != nil {
+		return err
+	}
 	v, err := s.run(ctx, migrateOrgScript, org, args...).Slice()
 	if err != nil {
 		return failed(fmt.Sprintf("migrate: org %q", org), err)
