@@ -116,7 +116,7 @@ func (w *migrationWorld) contents(t *testing.T, org string) []string {
 	return c
 }
 
-// stored returns u as GetUser should find it once re-keyed.
+// rekeyed returns u as GetUser should find it once re-keyed.
 func rekeyed(u storage.User) storage.User {
 	u.FoldedUsername = casefold.Fold(u.FoldedUsername)
 	return u
