@@ -100,6 +100,12 @@ func openRedis(ctx context.Context, uri string, log *slog.Logger, tp trace.Trace
 		_ = c.Close()
 		return nil, nil, err
 	}
+	// Re-key what an earlier version stored under its username fold
+	// before serving: one GET once done.
+	if err := s.Migrate(ctx); err != nil {
+		_ = c.Close()
+		return nil, nil, fmt.Errorf("-store %q: %w", redact(uri), err)
+	}
 	return s, func() { _ = c.Close() }, nil
 }
 
