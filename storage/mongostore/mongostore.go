@@ -60,6 +60,31 @@
 //
 // Each method applies Options.Timeout to its context, so a server that is
 // down or slow makes a call fail within the timeout instead of hanging.
+//
+// # Re-keying
+//
+// Until usernames were folded by Unicode simple case folding
+// (orgadmin.FoldUsername), a user's folded username, its key, was the
+// smallest lower-case member of each rune's case orbit: "Μαρία" was keyed
+// "µαρία" (the micro sign), where it is now "μαρία". New re-keys, once,
+// the users that an earlier version stored under the earlier fold. The
+// key is held by the user's document and, with name pointers, by the id
+// of its pointer; tokens, embed sessions and Duckling reports name the
+// user by id, and audit events by the username as spelled. The first New
+// that finds no mark of the re-keying in the collection migrations
+// re-keys each such user in three writes: its document (the re-keying,
+// one atomic update), then the pointer under the new key, then the
+// removal of the pointer under the old one. A stop between two writes
+// leaves the user found under one key, the pointers hints that readers
+// search past and repair, and the next New does what is left. It writes
+// the mark once no user is left under the earlier fold; from then on the
+// re-keying costs New one read by id. Several processes may run it at
+// once.
+//
+// Processes of the earlier version must be stopped before the first
+// process of this one starts: a user one of them creates, or writes
+// back, is stored under the earlier fold, and once the mark is written
+// New looks for such users no more.
 package mongostore
 
 import (
@@ -166,6 +191,17 @@ var _ storage.Store = (*Store)(nil)
 // New returns a Store on db, creating the collections and indexes it needs
 // (which is idempotent). The caller owns db's client and disconnects it
 // when done. It fails when the indexes cannot be created.
+//
+// New also re-keys, once, the users that an earlier version stored under
+// the earlier fold of usernames (see Re-keying in the package comment):
+// stop every process of the earlier version before the first process of
+// this one starts. It fails, before the store is used, when the
+// re-keying cannot finish: with storage.ErrAlreadyExists, naming the org,
+// the user and the key, when another user holds a user's new key (one
+// that a process of the earlier version created meanwhile); the users
+// involved are left as they were, and a later New does what is left
+// once one of them is deleted (by a process of the earlier version).
+// Once the re-keying is done, it costs New one read by id.
 func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) {
 	s := &Store{
 		db:         db,
@@ -255,6 +291,9 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		if err := s.createIndexes(ctx, c.coll, c.indexes); err != nil {
 			return nil, fmt.Errorf("mongostore: create indexes of %s: %w", c.coll.Name(), err)
 		}
+	}
+	if err := s.refold(ctx); err != nil {
+		return nil, err
 	}
 	if s.byPointer {
 		if err := s.backfillNames(ctx); err != nil {
