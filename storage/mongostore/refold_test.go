@@ -48,7 +48,7 @@ type earlierWorld struct {
 	before                             map[string]map[string]bson.M // collection: _id: document
 }
 
-// The keys of the world's users, now and as the earlier fold made them.
+// The keys of the world's users as the earlier fold made them and now.
 const (
 	mariaOld, mariaNew       = "\u00B5αρία", "μαρία"
 	sofosOld, sofosNew       = "ςοφός", "σοφόσ"
