@@ -184,24 +184,8 @@ var steps = map[int]func(ctx context.Context, tx *sql.Tx, d *dialect) error{7: r
 // names apart, so a new key never meets another user's. It reads every
 // user's key once.
 func refold(ctx context.Context, tx *sql.Tx, d *dialect) error {
-	rows, err := tx.QueryContext(ctx, "SELECT org, id, folded FROM users")
+	found, err := staleUsers(ctx, tx)
 	if err != nil {
-		return err
-	}
-	type stale struct{ org, id, folded string }
-	var found []stale
-	for rows.Next() {
-		var u stale
-		if err := rows.Scan(&u.org, &u.id, &u.folded); err != nil {
-			rows.Close()
-			return err
-		}
-		if casefold.Stale(u.folded) {
-			found = append(found, u)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
 		return err
 	}
 	update := d.rewrite("UPDATE users SET folded = $1 WHERE org = $2 AND id = $3")
@@ -211,6 +195,30 @@ func refold(ctx context.Context, tx *sql.Tx, d *dialect) error {
 		}
 	}
 	return nil
+}
+
+// staleUser is a user whose key refold changes.
+type staleUser struct{ org, id, folded string }
+
+// staleUsers reads the users whose key is stale (casefold.Stale), done
+// reading before refold writes on the transaction's connection.
+func staleUsers(ctx context.Context, tx *sql.Tx) ([]staleUser, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT org, id, folded FROM users")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var found []staleUser
+	for rows.Next() {
+		var u staleUser
+		if err := rows.Scan(&u.org, &u.id, &u.folded); err != nil {
+			return nil, err
+		}
+		if casefold.Stale(u.folded) {
+			found = append(found, u)
+		}
+	}
+	return found, rows.Err()
 }
 
 // migration returns the statements of migration i (0-based) for the
