@@ -39,6 +39,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -67,9 +68,11 @@ type Client struct {
 type Option func(*Client)
 
 // WithHTTPClient makes the Client send its requests through hc (for its
-// transport, timeouts or proxies). The default is http.DefaultClient.
-// Whichever it is, the Client follows no redirect (see New); hc itself
-// is left as it is.
+// transport, timeouts or proxies). The default is an http.Client whose
+// transport is a clone of http.DefaultTransport made at the first New
+// that needs it and shared by the Clients given none (see
+// defaultTransport). Whichever it is, the Client follows no redirect (see
+// New); hc itself is left as it is.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {
@@ -139,13 +142,15 @@ func New(baseURL, token string, opts ...Option) *Client {
 	c := &Client{
 		base:      strings.TrimRight(baseURL, "/"),
 		token:     token,
-		hc:        http.DefaultClient,
 		retry:     DefaultRetryPolicy,
 		userAgent: "orgadmin-go-client",
 		sleep:     sleepContext,
 	}
 	for _, opt := range opts {
 		opt(c)
+	}
+	if c.hc == nil {
+		c.hc = &http.Client{Transport: defaultTransport()}
 	}
 	hc := *c.hc // a copy: the caller's client, or the default one, is left as it is
 	hc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -155,6 +160,21 @@ func New(baseURL, token string, opts ...Option) *Client {
 	}
 	return c
 }
+
+// defaultTransport is the transport of the Clients given no http.Client:
+// a clone of http.DefaultTransport (proxies from the environment, its
+// timeouts, HTTP/2), not http.DefaultTransport itself, whose idle
+// connections any code of the process may close at any time:
+// httptest.Server.Close does, and a request of a Client that was about
+// to reuse one of them then fails, unsent or unanswered, in a test suite
+// that closes its other servers in parallel. A program that replaced
+// http.DefaultTransport by a RoundTripper of its own gets that one.
+var defaultTransport = sync.OnceValue(func() http.RoundTripper {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		return t.Clone()
+	}
+	return http.DefaultTransport
+})
 
 func sleepContext(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

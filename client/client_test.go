@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -562,7 +563,10 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		t.Cleanup(api.Close)
 		for name, opts := range map[string][]client.Option{
 			"default client": nil,
-			"own client":     {client.WithHTTPClient(&http.Client{Timeout: time.Minute})},
+			// A transport of its own: httptest.Server.Close of the
+			// tests running in parallel closes http.DefaultTransport's
+			// idle connections.
+			"own client": {client.WithHTTPClient(&http.Client{Timeout: time.Minute, Transport: &http.Transport{}})},
 		} {
 			c := client.New(api.URL, "secret-bearer-token", opts...)
 			_, err := c.ListTokens(t.Context(), "robot")
@@ -575,6 +579,32 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 		}
 	}
 	assert.Zero(t, reached.Load())
+}
+
+// A Client given no http.Client keeps its connections out of
+// http.DefaultTransport, whose idle connections httptest.Server.Close (of
+// any test running in parallel) closes: the second request reuses the
+// first one's connection.
+func TestDefaultTransportIsTheClientsOwn(t *testing.T) {
+	var conns atomic.Int32
+	api := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"tokens":[]}`)
+	}))
+	api.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	api.Start()
+	t.Cleanup(api.Close)
+	c := client.New(api.URL, "t")
+	for range 2 {
+		_, err := c.ListTokens(t.Context(), "robot")
+		require.NoError(t, err)
+		http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	}
+	assert.Equal(t, int32(1), conns.Load(), "connections opened")
 }
 
 // A client given its own http.Client keeps it as it was: the client
