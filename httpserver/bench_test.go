@@ -226,7 +226,7 @@ func BenchmarkRefusedLargeBody(b *testing.B) {
 			b.Fatal(err)
 		}
 		req.Header.Set("Authorization", "Bearer not-a-token-of-anyone")
-		res, err := http.DefaultClient.Do(req)
+		res, err := testHTTP.Do(req)
 		if err != nil {
 			b.Fatal(err)
 		}

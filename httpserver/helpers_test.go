@@ -24,6 +24,12 @@ import (
 	"github.com/orgadmin/orgadmin/storage/memstore"
 )
 
+// testHTTP sends the tests' requests through a transport of its own:
+// httptest.Server.Close, which tests running in parallel call, closes
+// http.DefaultTransport's idle connections and so can fail a request
+// about to reuse one ("CloseIdleConnections called").
+var testHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 // epoch is where every fake clock starts. It carries nanoseconds so that
 // the millisecond truncation of stored times is exercised.
 var epoch = time.Date(2026, 6, 19, 12, 34, 56, 789_654_321, time.UTC)
@@ -257,7 +263,7 @@ func doRequest(tb testing.TB, base, method, path, auth string, body any) respons
 	if auth != "" {
 		req.Header.Set("Authorization", auth)
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := testHTTP.Do(req)
 	require.NoError(tb, err)
 	defer res.Body.Close()
 	resBody, err := io.ReadAll(res.Body)

@@ -1454,7 +1454,7 @@ func TestManyItemsInOneBodyAreOneIssue(t *testing.T) {
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
-		res, err := http.DefaultClient.Do(req)
+		res, err := testHTTP.Do(req)
 		require.NoError(t, err)
 		defer res.Body.Close()
 		b, err := io.ReadAll(res.Body)
@@ -2311,7 +2311,7 @@ func (s stallingStore) hangUpDuring(t *testing.T, url, auth string) {
 	}
 	done := make(chan error, 1)
 	go func() {
-		res, err := http.DefaultClient.Do(req)
+		res, err := testHTTP.Do(req)
 		if err == nil {
 			res.Body.Close()
 		}

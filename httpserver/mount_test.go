@@ -48,7 +48,7 @@ func get(tb testing.TB, h http.Handler, path string, headers ...string) (*http.R
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(tb, err)
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
@@ -192,7 +192,7 @@ func TestOpenAPIHandler(t *testing.T) {
 	defer srv.Close()
 	req, err := http.NewRequestWithContext(t.Context(), "POST", srv.URL+"/openapi.json", nil)
 	require.NoError(t, err)
-	post, err := http.DefaultClient.Do(req)
+	post, err := testHTTP.Do(req)
 	require.NoError(t, err)
 	post.Body.Close()
 	assert.Equal(t, 405, post.StatusCode)

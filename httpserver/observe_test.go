@@ -173,7 +173,7 @@ func TestAuthMetricsRevoked(t *testing.T) {
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodDelete, srv.URL+"/v1/users/admin/tokens/"+tok.ID, nil)
 	require.NoError(t, err)
 	req.Header.Set("Authorization", "Bearer "+a.token)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := testHTTP.Do(req)
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	require.Equal(t, 200, resp.StatusCode)

@@ -208,7 +208,7 @@ func TestOpenAPIServedAtDocsSpecs(t *testing.T) {
 	req, err := http.NewRequestWithContext(t.Context(), "GET", w.srv.URL+httpserver.OpenAPIPath, nil)
 	require.NoError(t, err)
 	req.Header.Set("If-None-Match", etag)
-	res, err := http.DefaultClient.Do(req)
+	res, err := testHTTP.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
 	assert.Equal(t, http.StatusNotModified, res.StatusCode)

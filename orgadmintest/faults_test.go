@@ -21,6 +21,12 @@ import (
 	"github.com/orgadmin/orgadmin/orgadmintest"
 )
 
+// testHTTP sends the tests' requests through a transport of its own:
+// httptest.Server.Close, which tests running in parallel call, closes
+// http.DefaultTransport's idle connections and so can fail a request
+// about to reuse one ("CloseIdleConnections called").
+var testHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 // do sends method path with the Admin's token to base and returns the
 // response with its body read.
 func do(tb testing.TB, base, method, path, token, body string) (*http.Response, []byte, error) {
@@ -28,7 +34,7 @@ func do(tb testing.TB, base, method, path, token, body string) (*http.Response, 
 	req, err := http.NewRequestWithContext(tb.Context(), method, base+path, strings.NewReader(body))
 	require.NoError(tb, err)
 	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := http.DefaultClient.Do(req)
+	res, err := testHTTP.Do(req)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -20,6 +20,12 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
+// testHTTP sends the tests' requests through a transport of its own:
+// httptest.Server.Close, which tests running in parallel call, closes
+// http.DefaultTransport's idle connections and so can fail a request
+// about to reuse one ("CloseIdleConnections called").
+var testHTTP = &http.Client{Transport: http.DefaultTransport.(*http.Transport).Clone()}
+
 func TestNewRefusesBadOptions(t *testing.T) {
 	plain := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer plain.Close()
@@ -126,7 +132,7 @@ func TestRedisDownAndBack(t *testing.T) {
 	get := func(path string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
 		req.Header.Set("Authorization", "Bearer "+token)
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := testHTTP.Do(req)
 		require.NoError(t, err)
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
