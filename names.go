@@ -42,25 +42,6 @@ const (
 // upper-case letters is returned as is, without allocating.
 func FoldUsername(s string) string { return casefold.Fold(s) }
 
-// foldV1 is the key earlier versions gave a username: each rune became the
-// smallest lower-case member of its case orbit (the micro sign for "Μ",
-// final sigma for "Σ", lower-case Cherokee). The adapters re-key what they
-// stored under it; seed marks, which are opaque to them, are read under
-// both (seedMarks.deleted).
-func foldV1(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		best, bestLower := r, unicode.IsLower(r)
-		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-			if lower := unicode.IsLower(f); lower && !bestLower || lower == bestLower && f < best {
-				best, bestLower = f, lower
-			}
-		}
-		b.WriteRune(best)
-	}
-	return b.String()
-}
-
 // runeLen counts code points; invalid UTF-8 counts a rune per bad byte.
 func runeLen(s string) int { return utf8.RuneCountInString(s) }
 

@@ -17,6 +17,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/orgadmin/orgadmin/internal/casefold"
 	"github.com/orgadmin/orgadmin/internal/jsonobject"
 	"github.com/orgadmin/orgadmin/storage"
 )
@@ -575,9 +576,10 @@ func tokenMark(t SeedToken) string {
 
 // deleted reports whether u, which the organization does not hold, was
 // loaded before: it was deleted since, and stays deleted. A mark an
-// earlier version wrote holds the username under its fold (foldV1).
+// earlier version wrote holds the username under its fold
+// (casefold.Earlier).
 func (m seedMarks) deleted(u SeedUser) bool {
-	return m[userMark(u)] || m["user:"+foldV1(u.Username)]
+	return m[userMark(u)] || m["user:"+casefold.Earlier(u.Username)]
 }
 
 // loaded reports whether t was loaded before: held still, or revoked or

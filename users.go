@@ -493,7 +493,7 @@ func decodePageToken(tok string) (folded string, filter *bool, ok bool) {
 	// The folded form of a valid username is one (letters fold to
 	// letters): no other cursor, such as one holding a NUL that a store's
 	// keys use as a separator, is taken. Nor is a name under the fold of
-	// earlier versions (foldV1), which the stores no longer hold.
+	// earlier versions (casefold.Earlier), which the stores no longer hold.
 	if !ValidUsername(folded) || FoldUsername(folded) != folded {
 		return "", nil, false
 	}

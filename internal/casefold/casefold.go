@@ -68,3 +68,26 @@ func Rune(r rune) rune {
 // stored it, is not the key Fold gives now: the store must re-key it under
 // Fold(key).
 func Stale(key string) bool { return Fold(key) != key }
+
+// Earlier is the fold that earlier versions keyed usernames by: each rune
+// became the smallest lower-case member of its case orbit (the micro sign
+// for "Μ", final sigma for "Σ", lower-case Cherokee). It gives every
+// member of an orbit one rune too, so Fold(Earlier(s)) == Fold(s): a key
+// stored under it is re-keyed under Fold of itself, and two users' keys
+// differ under one fold exactly when they differ under the other. What
+// the stores hold they re-key; the root package reads seed marks, opaque
+// to the stores, under both.
+func Earlier(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		best, bestLower := r, unicode.IsLower(r)
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			if lower := unicode.IsLower(f); lower && !bestLower || lower == bestLower && f < best {
+				best, bestLower = f, lower
+			}
+		}
+		b.WriteRune(best)
+	}
+	return b.String()
+}
