@@ -115,7 +115,9 @@ var _ storage.Store = (*Store)(nil)
 // New returns a Store on c, which the caller owns and closes. c must be a
 // *redis.Client (one server, or Sentinel failover) or a
 // *redis.ClusterClient, created with ContextTimeoutEnabled so that
-// Options.Timeout bounds each call. New does not contact Redis.
+// Options.Timeout bounds each call. New does not contact Redis: a
+// program calls Migrate once before the store serves, which re-keys what
+// an earlier version stored (one GET once done).
 func New(c redis.UniversalClient, opts Options) (*Store, error) {
 	s := &Store{
 		c:       c,
