@@ -98,14 +98,22 @@ func TestOpenWaitsForTheWriterOfANewFile(t *testing.T) {
 	assertVersion(t, s, len(migrations))
 }
 
+// openAt opens dsn with its schema brought to version v, as a build of
+// that version left it; the caller closes it.
+func openAt(t *testing.T, dsn string, v int) *Store {
+	t.Helper()
+	s, err := open(dsn, Options{Timeout: testdb.Timeout})
+	require.NoError(t, err)
+	require.NoError(t, s.migrate(t.Context(), v))
+	return s
+}
+
 // A database created at version 1, with records in it, is migrated to the
 // current version at Open, and keeps its records.
 func TestMigrateFromVersion1(t *testing.T) {
 	eachEngine(t, func(t *testing.T, dsn string) {
 		ctx := t.Context()
-		old, err := open(dsn, Options{Timeout: testdb.Timeout})
-		require.NoError(t, err)
-		require.NoError(t, old.migrate(ctx, 1))
+		old := openAt(t, dsn, 1)
 		assertVersion(t, old, 1)
 		assert.False(t, hasIndex(t, old, "users_by_kind"))
 		require.NoError(t, old.CreateOrg(ctx, storage.Org{ID: "o", CreatedAt: time.UnixMilli(1)}, nil))
@@ -133,9 +141,7 @@ func TestMigrateFromVersion1(t *testing.T) {
 func TestMigrateEventsToSeq(t *testing.T) {
 	eachEngine(t, func(t *testing.T, dsn string) {
 		ctx := t.Context()
-		old, err := open(dsn, Options{Timeout: testdb.Timeout})
-		require.NoError(t, err)
-		require.NoError(t, old.migrate(ctx, 4))
+		old := openAt(t, dsn, 4)
 		insert := old.d.rewrite("INSERT INTO audit_events (org, at, id, actor_id, actor_username, actor_token_id, action," +
 			" target_kind, target_id, target_username, request_id) VALUES ($1, $2, $3, '', 'system', '', 'dive.register', 'dive', 'd', '', '')")
 		for _, org := range []string{"a", "b"} {
@@ -213,9 +219,7 @@ func hasIndex(t *testing.T, s *Store, name string) bool {
 func TestMigrateRefold(t *testing.T) {
 	eachEngine(t, func(t *testing.T, dsn string) {
 		ctx := t.Context()
-		old, err := open(dsn, Options{Timeout: testdb.Timeout})
-		require.NoError(t, err)
-		require.NoError(t, old.migrate(ctx, 6))
+		old := openAt(t, dsn, 6)
 		for _, org := range []string{"o", "p"} {
 			require.NoError(t, old.CreateOrg(ctx, storage.Org{ID: org, CreatedAt: time.UnixMilli(1)}, nil))
 		}
