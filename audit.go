@@ -9,8 +9,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -114,14 +112,20 @@ type AuditQuery struct {
 	PageToken string
 	// Action keeps events of that action.
 	Action string
-	// Actor keeps events whose actor has that user id or username
-	// (as spelled when the event was recorded, or SystemActor).
+	// Actor keeps events whose actor has that user id (in either case)
+	// or username (exactly as spelled when the event was recorded: "Bob"
+	// does not match "bob"), or SystemActor.
 	Actor string
 	// TargetKind, TargetID and TargetUsername keep events of that target.
+	// A TargetID written as a UUID matches in either case, unless
+	// TargetKind is TargetOrg: an org id, like a TargetUsername, matches
+	// only exactly as recorded (org ids are case-sensitive; a username is
+	// as spelled when the event was recorded).
 	TargetKind     string
 	TargetID       string
 	TargetUsername string
-	// Since keeps events at or after it; Until events before it.
+	// Since keeps events at or after it; Until events before it. With
+	// both, Until must be after Since (else BAD_REQUEST naming until).
 	Since time.Time
 	Until time.Time
 	// DecodeIssues are the problems found while decoding the query from
@@ -292,6 +296,11 @@ func (q AuditQuery) query() (storage.EventQuery, issues) {
 		TargetID:       q.TargetID,
 		TargetUsername: q.TargetUsername,
 	}
+	// Ids of users, tokens and Dives are recorded in lower case, and taken
+	// in either case everywhere else.
+	if id, ok := canonicalUUID(q.TargetID); ok && q.TargetKind != TargetOrg {
+		eq.TargetID = id
+	}
 	for _, f := range []struct {
 		t    time.Time
 		into *time.Time
@@ -385,8 +394,9 @@ func decodeAuditToken(tok string) (int64, bool) {
 // first page was read; those stored later come before that page (a new
 // walk from the first page shows them).
 // It fails with FORBIDDEN unless the caller is an Admin, and with
-// BAD_REQUEST for an out-of-range limit, a malformed page token or a
-// filter that is too long.
+// BAD_REQUEST for an out-of-range limit, a malformed page token, a
+// filter that is too long or an unknown TargetKind, or an Until not after
+// Since.
 func (s *Service) AuditEvents(ctx context.Context, a Auth, q AuditQuery) (AuditPage, error) {
 	eq, is := q.query()
 	var c call
@@ -403,8 +413,8 @@ func (s *Service) AuditEvents(ctx context.Context, a Auth, q AuditQuery) (AuditP
 	// An actor is a user id (a UUID, which holds hyphens) or a username
 	// (which cannot): never both, so one filter decides.
 	if q.Actor != "" {
-		if len(q.Actor) == 36 && uuid.Validate(q.Actor) == nil {
-			eq.ActorID = q.Actor
+		if id, ok := canonicalUUID(q.Actor); ok {
+			eq.ActorID = id
 		} else {
 			eq.ActorUsername = q.Actor
 		}

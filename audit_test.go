@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -478,4 +479,35 @@ func TestAuditActorFilterMergesIDAndUsername(t *testing.T) {
 	require.Len(t, platform, 1)
 	assert.Equal(t, orgadmin.SystemActor, platform[0].ActorUsername)
 	assert.Empty(t, platform[0].ActorID)
+}
+
+// The API takes the ids of users, tokens and Dives in either case, so the
+// trail's filters do too; an org id is case-sensitive, and a username is
+// matched as spelled when the event was recorded.
+func TestAuditIDFiltersInEitherCase(t *testing.T) {
+	e := newEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	dive := strings.ToUpper(uuid.NewString())
+	require.NoError(t, e.svc.RegisterDive(ctx, testOrg, orgadmin.Dive{ID: dive, Title: "Sales"}))
+	bot := e.serviceAccount(t, "Bot")
+	for _, id := range []string{dive, strings.ToLower(dive)} {
+		got := allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{TargetID: id})
+		require.Len(t, got, 1, id)
+		assert.Equal(t, orgadmin.ActionDiveRegister, got[0].Action)
+		assert.Equal(t, strings.ToLower(dive), got[0].TargetID)
+	}
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{TargetID: strings.ToUpper(bot.ID)}), 1)
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Actor: strings.ToUpper(e.admin.UserID())}), 1)
+	assert.Len(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{TargetUsername: "Bot"}), 1)
+	assert.Empty(t, allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{TargetUsername: "bot"}), "as spelled")
+
+	// An org whose id is written as an upper-case UUID.
+	org := strings.ToUpper(uuid.NewString())
+	tok, err := e.svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: org, Username: "root"})
+	require.NoError(t, err)
+	root := orgadmin.Bearer(tok)
+	got := allEvents(t, e.svc, root, orgadmin.AuditQuery{TargetKind: orgadmin.TargetOrg, TargetID: org})
+	require.Len(t, got, 1)
+	assert.Equal(t, orgadmin.ActionOrgCreate, got[0].Action)
+	assert.Empty(t, allEvents(t, e.svc, root, orgadmin.AuditQuery{TargetKind: orgadmin.TargetOrg, TargetID: strings.ToLower(org)}))
 }

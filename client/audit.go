@@ -26,14 +26,18 @@ type AuditEventsOptions struct {
 	PageToken string
 	// Action keeps events of that action (orgadmin.ActionTokenCreate...).
 	Action string
-	// Actor keeps events made by the user of that id or username, or by
+	// Actor keeps events made by the user of that id (in either case) or
+	// username (exactly as spelled when the event was recorded), or by
 	// orgadmin.SystemActor.
 	Actor string
-	// TargetKind, TargetID and TargetUsername keep events of that target.
+	// TargetKind, TargetID and TargetUsername keep events of that target:
+	// an id written as a UUID in either case (an org id exactly), a
+	// username exactly as spelled when the event was recorded.
 	TargetKind     string
 	TargetID       string
 	TargetUsername string
-	// Since keeps events at or after it; Until events before it.
+	// Since keeps events at or after it; Until events before it, and must
+	// be after Since when both are set (else a 400 naming until).
 	Since time.Time
 	Until time.Time
 }
