@@ -25,8 +25,9 @@ func validOrgID(id string) bool {
 }
 
 // CreateOrg creates the organization id if it does not exist yet; creating
-// an existing one changes nothing. It fails with BAD_REQUEST for a malformed
-// id.
+// an existing one changes nothing. An org id is 1 to 128 ASCII letters,
+// digits, '.', '_', ':' or '-', and case-sensitive ("Acme" and "acme" are
+// two organizations); anything else is a BAD_REQUEST naming id.
 func (s *Service) CreateOrg(ctx context.Context, id string) error {
 	if !validOrgID(id) {
 		return badRequest(Issue{Message: "Organization id must be 1 to 128 ASCII letters, digits, '.', '_', ':' or '-'", Path: NewPath("id"), Code: IssueInvalidString})
@@ -48,6 +49,7 @@ func (s *Service) CreateOrg(ctx context.Context, id string) error {
 
 // BootstrapInput names the first Admin of an organization.
 type BootstrapInput struct {
+	// Org is the organization's id, which CreateOrg describes.
 	Org      string
 	Username string
 	// Token, when set, is the Admin's token value (16 to 512 printable ASCII

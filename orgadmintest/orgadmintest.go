@@ -109,6 +109,8 @@ type options struct {
 type Option func(*options)
 
 // WithOrg names the organization NewServer bootstraps; default "default".
+// An org id is case-sensitive, of the characters orgadmin.Service.CreateOrg
+// allows; a malformed one fails the test at NewServer.
 func WithOrg(id string) Option { return func(o *options) { o.org = id } }
 
 // WithAdmin names the Admin NewServer bootstraps; default "admin".
@@ -414,7 +416,7 @@ func (s *Server) SeedFile(path string) {
 
 // InOrg returns the seeding and inspection methods in the organization id,
 // which it creates if it does not exist. It fails the test for a malformed
-// id.
+// id (see orgadmin.Service.CreateOrg); ids are case-sensitive.
 //
 //	srv.SeedJSON(`{"organizations": [{"id": "acme", "users": [{"username": "alice"}]}]}`)
 //	u, ok := srv.InOrg("acme").User("alice")
