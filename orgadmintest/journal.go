@@ -45,9 +45,11 @@ type journal struct {
 	reqs []Request
 }
 
-// Journal returns the requests the Server received, oldest first: the
-// most recent DefaultJournalSize (WithJournalSize), each once it is
-// answered (a request under way is not in it yet).
+// Journal returns the requests the Server answered, in the order it
+// answered them (the first answered first): the most recent
+// DefaultJournalSize (WithJournalSize). A request under way is not in it
+// yet, so of requests sent at once, one held up (by a Delay fault, say)
+// comes after those answered before it.
 func (s *Server) Journal() []Request {
 	s.journal.mu.Lock()
 	defer s.journal.mu.Unlock()
