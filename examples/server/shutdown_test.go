@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"net"
 	"net/http"
@@ -67,4 +68,61 @@ func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 	require.Contains(t, log, `"status":499`)
 	require.NotContains(t, log, `"level":"ERROR"`)
 	require.Equal(t, 499, <-answered)
+}
+
+// A request whose client sends its body slowly is canceled at the end of
+// the grace as well: its read of the body ends at once, and it is
+// answered and logged (the 400 of a body cut off) before the server
+// exits, rather than left reading until its read timeout.
+func TestShutdownEndsABodyStillArriving(t *testing.T) {
+	const token = "admin-token-of-the-shutdown-test"
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	stderr := &syncBuffer{}
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-shutdown-grace", "1ms"},
+			func(k string) string { return map[string]string{"ORGADMIN_ADMIN_TOKEN": token}[k] }, stderr, func(a net.Addr) { addrc <- a })
+	}()
+	var addr net.Addr
+	select {
+	case addr = <-addrc:
+	case err := <-done:
+		t.Fatalf("server did not start: %v\n%s", err, stderr)
+	}
+
+	conn, err := net.Dial("tcp", addr.String())
+	require.NoError(t, err)
+	defer conn.Close()
+	_, err = conn.Write([]byte("POST /v1/users HTTP/1.1\r\nHost: orgadmin\r\nAuthorization: Bearer " + token +
+		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n"))
+	require.NoError(t, err)
+	// net/http sends 100 Continue once the handler reads the body.
+	br := bufio.NewReader(conn)
+	res, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusContinue, res.StatusCode)
+	_, err = conn.Write([]byte(`{"user`))
+	require.NoError(t, err)
+	answered := make(chan string, 1)
+	go func() {
+		res, err := http.ReadResponse(br, nil)
+		if err != nil {
+			answered <- err.Error()
+			return
+		}
+		res.Body.Close()
+		answered <- res.Status
+	}()
+	stop() // SIGTERM, the body not all sent
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "shutdown")
+	case <-time.After(time.Minute):
+		t.Fatal("the server still runs a minute after its shutdown")
+	}
+	log := stderr.String()
+	require.Contains(t, log, `"path":"/v1/users","status":400`, "the canceled request is logged: %s", log)
+	require.Equal(t, "400 Bad Request", <-answered)
 }
