@@ -25,7 +25,12 @@ import (
 // Seed is a fixture: organizations with their users, tokens, instance
 // configurations, Duckling activity and Dives, in the JSON form the example
 // server's -seed flag reads. Every field but an organization's id, a user's
-// username and a token's name and value is optional.
+// username and a token's name and value is optional. Its types are the
+// file's, not the Service's: enumerations are strings, and numbers
+// (seconds, counts, versions) *float64, nil when absent, so that Validate
+// can name a fixture's 2.5 or 1e300 where it is; a Go program that builds
+// its world in code may call the Service's methods instead (CreateUser,
+// SeedToken, SetInstanceConfig, RegisterDive).
 type Seed struct {
 	Organizations []SeedOrg `json:"organizations"`
 }
@@ -124,10 +129,15 @@ func quoted(s string) string {
 
 // checkWhole returns an error naming where and field when n, a number of
 // the seed, is set and not a whole number (4 and 4.0 alike are) that fits
-// an int32.
+// an int32. The field's own bounds (a TTL's, a cooldown's) are the
+// Service's to check, as it loads the seed.
 func checkWhole(where, field string, n *float64) error {
-	if n != nil && (*n != math.Trunc(*n) || math.Abs(*n) > math.MaxInt32) {
-		return fmt.Errorf("seed: %s: %s: %v is not a whole number from -%d to %d", where, field, *n, math.MaxInt32, math.MaxInt32)
+	switch {
+	case n == nil:
+	case *n != math.Trunc(*n):
+		return fmt.Errorf("seed: %s: %s: %v is not a whole number", where, field, *n)
+	case math.Abs(*n) > math.MaxInt32:
+		return fmt.Errorf("seed: %s: %s: %v is out of range", where, field, *n)
 	}
 	return nil
 }

@@ -495,7 +495,10 @@ func TestSeed_MessagesQuoteShortly(t *testing.T) {
 	assert.Less(t, len(err.Error()), 300, err.Error())
 	sd, err = orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "a", "tokens": [{"name": "t", "value": "sixteen-chars-ok", "ttl": 1e300}]}]}]}`))
 	require.NoError(t, err)
-	assert.EqualError(t, sd.Validate(), `seed: organizations[0] ("acme").users[0] ("a").tokens[0] ("t"): ttl: 1e+300 is not a whole number from -2147483647 to 2147483647`)
+	assert.EqualError(t, sd.Validate(), `seed: organizations[0] ("acme").users[0] ("a").tokens[0] ("t"): ttl: 1e+300 is out of range`)
+	sd, err = orgadmin.DecodeSeed(strings.NewReader(`{"organizations": [{"id": "acme", "users": [{"username": "a", "tokens": [{"name": "t", "value": "sixteen-chars-ok", "ttl": 3600.5}]}]}]}`))
+	require.NoError(t, err)
+	assert.EqualError(t, sd.Validate(), `seed: organizations[0] ("acme").users[0] ("a").tokens[0] ("t"): ttl: 3600.5 is not a whole number`)
 }
 
 func TestDecodeSeed_RejectsMalformedJSON(t *testing.T) {
