@@ -70,9 +70,10 @@ type Option func(*Client)
 // WithHTTPClient makes the Client send its requests through hc (for its
 // transport, timeouts or proxies). The default is an http.Client whose
 // transport is a clone of http.DefaultTransport made at the first New
-// that needs it and shared by the Clients given none (see
-// defaultTransport). Whichever it is, the Client follows no redirect (see
-// New); hc itself is left as it is.
+// that needs it and shared by the Clients given none, so that code
+// closing http.DefaultTransport's idle connections (httptest.Server.Close
+// does) cannot fail their requests. Whichever it is, the Client follows no
+// redirect (see New); hc itself is left as it is.
 func WithHTTPClient(hc *http.Client) Option {
 	return func(c *Client) {
 		if hc != nil {

@@ -91,7 +91,7 @@ type Options struct {
 
 // Store is a storage.Store on Redis. Every call reads Redis, so several
 // processes see each other's changes at once; all it keeps in process is
-// where a token's records are, which never changes (see locations.go).
+// where a token's records are (its org and user), which never changes.
 type Store struct {
 	c       redis.UniversalClient
 	prefix  string

@@ -699,7 +699,7 @@ func byCreation(a, b storage.Token) int {
 
 // DeleteToken implements storage.Store. The token leaves its user's records
 // first, which ends its use at once; on a single server the script turns
-// its digest's pointer into its tombstone (tombstone.go); on a Cluster
+// its digest's pointer into its tombstone; on a Cluster
 // that, and removing its id's pointer, are done afterwards. A stop in
 // between leaves a pointer to no token: unknown rather than revoked. On
 // a Cluster, deleting a token its user does not hold at all (ErrNotFound;

@@ -168,7 +168,7 @@ func (s *Store) stepped(step string) error {
 // writing to the same Redis would leave its changes to existing users out
 // of recs (not its creations, which change the count), so upgrade every
 // process before the pages are read. A page of service accounts or
-// humans is one script (listUsersScript).
+// humans is one script.
 func (s *Store) ListUsers(ctx context.Context, org string, q storage.UserQuery) (storage.UserPage, error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()

@@ -38,12 +38,12 @@
 // chosen with sqlite:PATH?synchronous=normal).
 //
 // Each change is written in one transaction with the audit event it
-// records (events.go).
+// records.
 //
 // Times are stored as microseconds since the Unix epoch (BIGINT), the same
 // on both engines; a zero time is NULL. Token and session values are never
 // stored, only their SHA-256 digests, as bytes. The schema is versioned and
-// migrated at Open; see schema.go.
+// migrated at Open, in one transaction.
 package sqlstore
 
 import (
