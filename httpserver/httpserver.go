@@ -60,7 +60,8 @@ type Config struct {
 	// stripping the prefix (chi's Mount, a ServeMux pattern "/admin/");
 	// behind http.StripPrefix leave it empty, and at the root too. It
 	// must be "" or a clean path that starts with "/" and does not end
-	// with one ("/" included); New panics otherwise.
+	// with one, so "/" itself is refused (the root is ""); New panics
+	// otherwise.
 	Prefix string
 
 	// RequestIDHeader names the request header a request's id is taken
