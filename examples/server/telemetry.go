@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.mongodb.org/mongo-driver/v2/event"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -91,6 +93,13 @@ func startTelemetry(metricsAddr string, getenv func(string) string, log *slog.Lo
 		if name == "" {
 			name = "orgadmin"
 		}
+		// The exporter reports a failed export (a collector down)
+		// through OpenTelemetry's global handler, which would print it
+		// with the log package: a plain line among the JSON ones, with
+		// the endpoint's query as it is.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			log.Warn("exporting spans", "err", redactErr(err))
+		}))
 		t.tracer = sdktrace.NewTracerProvider(
 			sdktrace.WithBatcher(exp),
 			sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName(name))))
@@ -130,6 +139,17 @@ func startTelemetry(metricsAddr string, getenv func(string) string, log *slog.Lo
 		log.Info("metrics listening", "addr", ln.Addr().String())
 	}
 	return t, stop, nil
+}
+
+// redactErr returns the message of err with the URL of the request it
+// failed, if any, redacted as the endpoint is when logged.
+func redactErr(err error) string {
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		msg = strings.ReplaceAll(msg, ue.URL, redact(ue.URL))
+	}
+	return msg
 }
 
 // mongoTracing returns a command monitor that makes a client span of

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/stretchr/testify/assert"
@@ -248,4 +250,30 @@ func TestOTLPEndpointSecretsAreNotLogged(t *testing.T) {
 	_, stderr := startServer(t, env)
 	assert.Contains(t, stderr.String(), `"msg":"exporting spans","endpoint":"http://u:xxxxx@127.0.0.1:1/otlp/v1/traces?api_key=xxxxx&region=eu"`)
 	assert.NotContains(t, stderr.String(), "hunter")
+}
+
+// An export that fails (no collector) is logged as the server logs the
+// rest, a JSON line, with the endpoint's secrets redacted; never as a
+// plain line of the log package.
+func TestOTLPExportFailureIsLoggedAsJSON(t *testing.T) {
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "10") // milliseconds: export at once
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	closed := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there now
+	env := map[string]string{"ORGADMIN_ADMIN_TOKEN": adminToken, "OTEL_EXPORTER_OTLP_ENDPOINT": "http://u:hunter2@" + closed + "/otlp?api_key=hunter3"}
+	base, stderr := startServer(t, env)
+	req, err := http.NewRequest("GET", base+"/v1/users", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	require.Equal(t, 200, res.StatusCode)
+	require.Eventually(t, func() bool { return strings.Contains(stderr.String(), `"msg":"exporting spans","err":`) },
+		time.Minute, 10*time.Millisecond, "no export failure logged: %s", stderr)
+	assert.NotContains(t, stderr.String(), "hunter")
+	for _, line := range strings.Split(strings.TrimSpace(stderr.String()), "\n") {
+		assert.True(t, json.Valid([]byte(line)), "not a JSON line: %s", line)
+	}
 }
