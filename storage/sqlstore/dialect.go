@@ -187,6 +187,10 @@ func openSQLite(path string, opts Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlstore: sqlite: no file path (want sqlite:PATH)")
 	}
+	if host, ok := strings.CutPrefix(path, "//"); ok && !strings.HasPrefix(host, "/") {
+		// SQLite would read it as a file URI naming a host.
+		return nil, fmt.Errorf("sqlstore: sqlite:%s: a URL with a host, not a path (want sqlite:PATH, as sqlite:%s)", path, host)
+	}
 	sync := "FULL"
 	if query != "" {
 		v, err := url.ParseQuery(query)

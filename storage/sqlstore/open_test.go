@@ -20,8 +20,10 @@ import (
 func TestOpenRefusesBadDataSources(t *testing.T) {
 	dir := t.TempDir()
 	for dsn, want := range map[string]string{
-		"mysql://u:hunter2@h/db": `unsupported data source "mysql://u:xxxxx@h/db"`,
-		"sqlite:":                "no file path",
+		"mysql://u:hunter2@h/db":               `unsupported data source "mysql://u:xxxxx@h/db"`,
+		"SQLITE:" + filepath.Join(dir, "u.db"): `unsupported data source "SQLITE:` + filepath.Join(dir, "u.db") + `"`,
+		"sqlite://d.db":                        "sqlite://d.db: a URL with a host, not a path (want sqlite:PATH, as sqlite:d.db)",
+		"sqlite:":                              "no file path",
 		"sqlite:" + filepath.Join(dir, "a.db") + "?synchronous=off": `synchronous="off"`,
 		"sqlite:" + filepath.Join(dir, "b.db") + "?cache=shared":    `unknown parameter "cache"`,
 		"sqlite:" + filepath.Join(dir, "c.db") + "?%zz":             "invalid URL escape",
@@ -41,6 +43,9 @@ func TestSQLiteFileNameIsTakenWhole(t *testing.T) {
 	s.Close()
 	assert.FileExists(t, path)
 	_, err := openTest(t, "sqlite:"+path).GetOrg(t.Context(), "o")
+	require.NoError(t, err)
+	// An absolute path after "//", as a file URL with no host writes it.
+	_, err = openTest(t, "sqlite://"+path).GetOrg(t.Context(), "o")
 	require.NoError(t, err)
 }
 

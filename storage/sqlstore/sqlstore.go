@@ -194,6 +194,9 @@ func redact(dsn string) string {
 	if err != nil {
 		return "(unparseable)"
 	}
+	if _, ok := u.User.Password(); !ok {
+		return dsn // as written: nothing to hide
+	}
 	return u.Redacted()
 }
 
