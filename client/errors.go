@@ -212,17 +212,12 @@ func (e *ValidationError) As(target any) bool {
 	return false
 }
 
-// checkSeconds adds to issues when d is not a whole number of seconds
-// from lo to hi, at path.
-func checkSeconds(issues []Issue, d, lo, hi time.Duration, path ...any) []Issue {
-	at := orgadmin.NewPath(path...)
-	switch {
-	case d%time.Second != 0:
-		return append(issues, Issue{Message: fmt.Sprintf("Expected a whole number of seconds, received %v", d), Path: at, Code: IssueInvalidType})
-	case d < lo:
-		return append(issues, Issue{Message: fmt.Sprintf("Number must be greater than or equal to %d", lo/time.Second), Path: at, Code: IssueTooSmall})
-	case d > hi:
-		return append(issues, Issue{Message: fmt.Sprintf("Number must be less than or equal to %d", hi/time.Second), Path: at, Code: IssueTooBig})
+// checkSeconds adds to issues when d, a duration sent as seconds, is not
+// a whole number of them, at path. Its bounds are the API's to check: it
+// lists one out of bounds with the request's other issues.
+func checkSeconds(issues []Issue, d time.Duration, path ...any) []Issue {
+	if d%time.Second != 0 {
+		return append(issues, Issue{Message: fmt.Sprintf("Expected a whole number of seconds, received %v", d), Path: orgadmin.NewPath(path...), Code: IssueInvalidType})
 	}
 	return issues
 }

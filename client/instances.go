@@ -29,9 +29,10 @@ const (
 //		ReadScaling: client.InstanceSide{Size: client.SizeStandard, FlockSize: 2},
 //	}
 //
-// A side's Cooldown, when set, is sent as cooldown_seconds: a whole number
-// of seconds from orgadmin.MinCooldown to orgadmin.MaxCooldown, else a
-// *ValidationError before any request. Answers set it, to the effective
+// A side's Cooldown, when set, is sent as cooldown_seconds: it must be a
+// whole number of seconds, else a *ValidationError before any request,
+// from orgadmin.MinCooldown to orgadmin.MaxCooldown, else the API's
+// BAD_REQUEST. Answers set it, to the effective
 // cooldown, on every side but a pulse one.
 type InstanceConfig = orgadmin.InstanceConfig
 
@@ -67,7 +68,7 @@ func wireConfig(issues []Issue, cfg InstanceConfig) (configWire, error) {
 			w.FlockSize = &s.FlockSize
 		}
 		if d, ok := s.Cooldown.Get(); ok {
-			issues = checkSeconds(issues, d, orgadmin.MinCooldown, orgadmin.MaxCooldown, "config", name, "cooldown_seconds")
+			issues = checkSeconds(issues, d, "config", name, "cooldown_seconds")
 			n := int64(d / time.Second)
 			w.CooldownSeconds = &n
 		}

@@ -48,8 +48,10 @@ type CreateTokenRequest struct {
 	// TTL is the token's lifetime, such as time.Hour: a whole number of
 	// seconds from orgadmin.MinTokenTTL (5 minutes) to
 	// orgadmin.MaxTokenTTL (365 days), sent as seconds. Zero means the
-	// token never expires. Any other TTL (300, which is 300ns; 90.5
-	// seconds) is a *ValidationError at "ttl", and nothing is sent.
+	// token never expires. A TTL that is not a whole number of seconds
+	// (300, which is 300ns; 90.5 seconds) is a *ValidationError at "ttl",
+	// and nothing is sent; one out of bounds is sent, and the API's
+	// BAD_REQUEST lists it with the request's other issues.
 	TTL time.Duration
 	// Description is at most 1000 characters; "" sends none.
 	Description string
@@ -61,7 +63,7 @@ type CreateTokenRequest struct {
 // *ValidationError.
 func (r CreateTokenRequest) check(issues []Issue) error {
 	if r.TTL != 0 {
-		issues = checkSeconds(issues, r.TTL, orgadmin.MinTokenTTL, orgadmin.MaxTokenTTL, "ttl")
+		issues = checkSeconds(issues, r.TTL, "ttl")
 	}
 	return invalid(issues)
 }
