@@ -182,9 +182,9 @@ func Example_chi() {
 // forged one is replaced.
 func Example_requestID() {
 	svc, token := exampleService()
-	logs := &strings.Builder{}
 	logger := slog.New(slog.DiscardHandler) // in a program: slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	// README
+	logs := &strings.Builder{} // any io.Writer: in a program, os.Stderr or a file
 	h := httpserver.New(svc, httpserver.Config{
 		Logger:     logger,
 		RequestLog: logs, // the request lines as JSON; without it, through Logger
@@ -316,8 +316,8 @@ func Example_tracing() {
 // The line of each request off, the causes of 5xx still logged.
 func ExampleConfig_disableRequestLog() {
 	svc, token := exampleService()
-	var out strings.Builder // in a program: os.Stderr
 	// README
+	var out strings.Builder // in a program: os.Stderr
 	h := httpserver.New(svc, httpserver.Config{
 		Logger:            slog.New(slog.NewJSONHandler(&out, nil)), // 5xx causes only
 		DisableRequestLog: true,                                     // your own access log writes the lines

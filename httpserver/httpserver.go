@@ -76,7 +76,7 @@ type Config struct {
 	RequestID func(*http.Request) string
 
 	// Authenticate, when not nil, is asked first who sends each /v1
-	// request: a host that knows its callers (an SSO session, a client
+	// request (and each of the audit trail): a host that knows its callers (an SSO session, a client
 	// certificate, a gateway's header) returns the orgadmin.Caller that
 	// Service.ActAs (or Authenticate) gave it for that identity, and true.
 	// It returns false, and no error, to decline: the request's bearer
