@@ -99,14 +99,16 @@ func canonicalUUID(s string) (string, bool) {
 
 // RegisterDive creates or replaces a Dive of org (which must exist). It
 // fails with BAD_REQUEST when d breaks a rule and NOT_FOUND when org does
-// not exist.
+// not exist. Registering a Dive exactly as it is stored changes nothing,
+// and records no audit event.
 func (s *Service) RegisterDive(ctx context.Context, org string, d Dive) error {
 	return s.registerDive(ctx, org, d, false)
 }
 
 // registerDive validates d and stores it in org, recording its event:
-// replacing a Dive with its id, or, when create, only where there is
-// none (storage.ErrAlreadyExists, returned as it is, when there is).
+// replacing a Dive with its id unless it is stored as d already, or, when
+// create, only where there is none (storage.ErrAlreadyExists, returned as
+// it is, when there is).
 func (s *Service) registerDive(ctx context.Context, org string, d Dive, create bool) error {
 	if err := validateDive(d); err != nil {
 		return err
@@ -116,6 +118,14 @@ func (s *Service) registerDive(ctx context.Context, org string, d Dive, create b
 		d.Version = 1
 	}
 	rec := storage.Dive{ID: id, Org: org, Title: d.Title, Version: d.Version, RequiredResources: resourceRecords(d.RequiredResources)}
+	if !create {
+		switch was, err := s.store.GetDive(ctx, org, id); {
+		case err == nil && sameDive(was, rec):
+			return nil
+		case err != nil && !errors.Is(err, storage.ErrNotFound):
+			return s.storeErr(ctx, "get dive", err, "organization")
+		}
+	}
 	aud, ev, err := s.audited(ctx, org, system, change{action: ActionDiveRegister, kind: TargetDive, targetID: id})
 	if err != nil {
 		return err
@@ -132,6 +142,12 @@ func (s *Service) registerDive(ctx context.Context, org string, d Dive, create b
 	}
 	s.emit(ctx, ev)
 	return nil
+}
+
+// sameDive reports whether a and b are one Dive stored alike.
+func sameDive(a, b storage.Dive) bool {
+	return a.ID == b.ID && a.Org == b.Org && a.Title == b.Title && a.Version == b.Version &&
+		slices.Equal(a.RequiredResources, b.RequiredResources)
 }
 
 const maxInt32 = 1<<31 - 1

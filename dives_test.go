@@ -395,3 +395,33 @@ func TestEmbedSession_NegativeLimitMeansNone(t *testing.T) {
 		e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot"})
 	}
 }
+
+// Registering a Dive exactly as it is stored changes nothing and records
+// nothing; any difference (its resources' order included) is a change.
+func TestRegisterDiveUnchangedRecordsNothing(t *testing.T) {
+	e := diveEnv(t, orgadmin.Config{})
+	ctx := context.Background()
+	registered := func() int {
+		return len(allEvents(t, e.svc, e.admin, orgadmin.AuditQuery{Action: orgadmin.ActionDiveRegister, TargetID: diveSales}))
+	}
+	same := orgadmin.Dive{ID: strings.ToUpper(diveSales), Title: "Sales", Version: 3,
+		RequiredResources: []orgadmin.Resource{{URL: "md:sales", Alias: "s"}, {URL: "md:ref"}}}
+	require.NoError(t, e.svc.RegisterDive(ctx, testOrg, same))
+	assert.Equal(t, 1, registered())
+
+	for _, d := range []orgadmin.Dive{
+		{ID: diveSales, Title: "Sales", Version: 3, RequiredResources: []orgadmin.Resource{{URL: "md:ref"}, {URL: "md:sales", Alias: "s"}}},
+		{ID: diveSales, Title: "Sales", Version: 4, RequiredResources: same.RequiredResources},
+		{ID: diveSales, Title: "Sales 2", Version: 4, RequiredResources: same.RequiredResources},
+		{ID: diveSales, Title: "Sales 2", Version: 4},
+	} {
+		n := registered()
+		require.NoError(t, e.svc.RegisterDive(ctx, testOrg, d))
+		assert.Equal(t, n+1, registered(), "%+v", d)
+		got, err := e.store.GetDive(ctx, testOrg, diveSales)
+		require.NoError(t, err)
+		assert.Equal(t, d.Title, got.Title)
+		assert.Len(t, got.RequiredResources, len(d.RequiredResources))
+	}
+	require.ErrorIs(t, e.svc.RegisterDive(ctx, "no-such-org", same), orgadmin.ErrNotFound)
+}
