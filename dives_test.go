@@ -282,6 +282,17 @@ func TestEmbedSession_InitialStateMeasuredWithFewestEscapes(t *testing.T) {
 	_, s = e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot",
 		InitialState: json.RawMessage(`{"z":"\"\\\n\u0001\u2028\/\u0041<&>","a":1.50E+2,"m":["\u00e9",{"\u006b":true}]}`)})
 	assert.Equal(t, `{"z":"\"\\\n\u0001\u2028/A<&>","a":1.50E+2,"m":["é",{"k":true}]}`, string(s.InitialState))
+
+	// U+2028 and U+2029, which encoding/json always escapes, count
+	// escaped whether they come raw or escaped: six bytes each.
+	n = (64<<10 - len(`{"k":""}`)) / 6
+	for _, sep := range []string{"\u2028", `\u2028`, "\u2029", `\u2029`} {
+		_, s = e.session(t, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", InitialState: json.RawMessage(`{"k":"` + strings.Repeat(sep, n) + `"}`)})
+		assert.Len(t, s.InitialState, len(`{"k":""}`)+6*n, "%q", sep)
+		_, err = e.svc.CreateEmbedSession(ctx, e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot",
+			InitialState: json.RawMessage(`{"k":"` + strings.Repeat(sep, n+1) + `"}`)})
+		assert.Equal(t, [][]any{{"initial_state"}}, issuePaths(t, err), "%q, one over", sep)
+	}
 }
 
 // resourcesOfJSONSize returns resources whose compact JSON array is exactly n

@@ -99,14 +99,16 @@ func DuplicateKey(raw []byte) (path []any, ok bool) {
 
 // Unescaped returns compact, a valid JSON text with no space between its
 // tokens (json.Compact's output) and no lone surrogate escape, with each
-// string that holds an escape written again with the fewest that
-// encoding/json needs without HTML escaping: a value's shortest text,
+// string that holds an escape, or U+2028 or U+2029, written again as
+// encoding/json writes it without HTML escaping: with the fewest escapes
+// but for those two, which it always escapes. So one value has one text,
 // whichever escapes its writer chose ("\u00e9" becomes "é"; a quote, a
-// backslash, a control character and U+2028 and U+2029 stay escaped).
-// Numbers and the order of members are kept as written. It returns
-// compact itself when no string holds an escape.
+// backslash, a control character and U+2028 and U+2029, raw or not, are
+// escaped). Numbers and the order of members are kept as written. It
+// returns compact itself when no string holds an escape or either of the
+// two.
 func Unescaped(compact []byte) []byte {
-	if bytes.IndexByte(compact, '\\') < 0 {
+	if bytes.IndexByte(compact, '\\') < 0 && !lineSeparators(compact) {
 		return compact
 	}
 	out := make([]byte, 0, len(compact))
@@ -126,7 +128,7 @@ func Unescaped(compact []byte) []byte {
 			}
 		}
 		str := compact[i : end+1]
-		if escaped {
+		if escaped || lineSeparators(str) {
 			var v string
 			_ = json.Unmarshal(str, &v) // a string of a valid text
 			enc.Reset()
@@ -137,6 +139,11 @@ func Unescaped(compact []byte) []byte {
 		i = end
 	}
 	return out
+}
+
+// lineSeparators reports whether b holds U+2028 or U+2029 as UTF-8.
+func lineSeparators(b []byte) bool {
+	return bytes.Contains(b, []byte("\u2028")) || bytes.Contains(b, []byte("\u2029"))
 }
 
 // WholeNumber reports whether raw, a valid JSON number, is a whole

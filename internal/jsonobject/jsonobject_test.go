@@ -51,6 +51,7 @@ func TestUnescaped(t *testing.T) {
 		`["\"","\\","\/","\b\f\n\r\t","\u0000\u001f","\u2028\u2029","<&>\u003c"]`: `["\"","\\","/","\b\f\n\r\t","\u0000\u001f","\u2028\u2029","<&><"]`,
 		`{"a\\":"b\\","c":"\\\""}`:                                                `{"a\\":"b\\","c":"\\\""}`,
 		`"\u00e9"`:                                                                `"é"`,
+		"{\"k\":\"a\u2028b\u2029\",\"é\":1}":                                      `{"k":"a\u2028b\u2029","é":1}`, // raw: escaped as if written so
 	} {
 		assert.Equal(t, want, string(Unescaped([]byte(in))), in)
 	}
@@ -71,6 +72,7 @@ func FuzzUnescaped(f *testing.F) {
 		u := Unescaped(c.Bytes())
 		require.True(t, json.Valid(u), "%s", u)
 		assert.Equal(t, decode(t, c.Bytes()), decode(t, u))
+		assert.Equal(t, string(u), string(Unescaped(u)), "one value, one text")
 	})
 }
 
