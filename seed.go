@@ -72,7 +72,8 @@ type SeedInstances struct {
 	ReadScaling *SeedInstanceSide `json:"read_scaling"`
 }
 
-// SeedInstanceSide is one side of SeedInstances.
+// SeedInstanceSide is one side of SeedInstances. FlockSize is for the
+// read_scaling side only: Validate refuses it on read_write.
 type SeedInstanceSide struct {
 	InstanceSize    string   `json:"instance_size"`
 	FlockSize       *float64 `json:"flock_size"`
@@ -186,6 +187,10 @@ func DecodeSeed(r io.Reader) (Seed, error) {
 	if i := invalidUTF8(raw); i >= 0 {
 		// encoding/json would read each bad byte as U+FFFD.
 		return Seed{}, fmt.Errorf("seed: not valid UTF-8, at byte %d of the JSON object", i+1)
+	}
+	if i := jsonobject.LoneSurrogateAt(raw); i >= 0 {
+		// Likewise read as U+FFFD; the API refuses it in a body.
+		return Seed{}, fmt.Errorf("seed: a lone surrogate escape (%s), which is no character, at byte %d of the JSON object", raw[i:i+6], i+1)
 	}
 	// Only white space may follow. (dec.More would let a stray "]" or "}"
 	// through.)
@@ -424,6 +429,10 @@ func (sd Seed) validate() error {
 					}
 					if err := is.err(); err != nil {
 						return fmt.Errorf("seed: %s: %w", where, err)
+					}
+					if side.name == "read_write" && side.s.FlockSize != nil {
+						// A key of the Go form that the wire's read_write has not.
+						return fmt.Errorf("seed: %s: instances.read_write.flock_size: unknown key (only read_scaling has a flock)", where)
 					}
 					if err := errors.Join(checkWhole(where, "instances."+side.name+".flock_size", side.s.FlockSize),
 						checkWhole(where, "instances."+side.name+".cooldown_seconds", side.s.CooldownSeconds)); err != nil {

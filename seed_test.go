@@ -267,6 +267,8 @@ func TestSeed_BrokenRuleNamesEntryAndWritesNothing(t *testing.T) {
 			[]string{"users[0]", "alice"}},
 		{"bad instances", `{"id": "acme", "users": [{"username": "alice", "instances": {"read_write": {"instance_size": "pulse", "cooldown_seconds": 60}, "read_scaling": {"instance_size": "standard", "flock_size": 65}}}]}`,
 			[]string{"users[0]", "alice", "cooldown_seconds", "flock_size"}},
+		{"flock on read_write", `{"id": "acme", "users": [{"username": "alice", "instances": {"read_write": {"instance_size": "jumbo", "flock_size": 3}, "read_scaling": {"instance_size": "standard", "flock_size": 2}}}]}`,
+			[]string{"users[0]", "alice", "instances.read_write.flock_size: unknown key"}},
 		{"bad dive uuid", `{"id": "acme", "users": [{"username": "alice"}], "dives": [{"id": "0b0d-not-a-uuid", "title": "Sales"}]}`,
 			[]string{"dives[0]", "0b0d-not-a-uuid"}},
 		{"dive version 0", `{"id": "acme", "dives": [{"id": "0b0d6c1e-7d2a-4c3b-9f4e-5a6b7c8d9e0f", "version": 0}]}`,
@@ -512,7 +514,9 @@ func TestDecodeSeed_RejectsMalformedJSON(t *testing.T) {
 		"  \n":                               "seed: no JSON object (the file is empty)",
 		"\ufeff{\"organizations\": []}":      "seed: the file starts with a byte order mark, which JSON does not have (save it as UTF-8 without one)",
 		`{"organizations": [{"id" "acme"}]}`: `seed: at byte 26: invalid character '"' after object key`,
-		"{\"organizations\": [{\"id\": \"a\xffb\"}]}": "seed: not valid UTF-8, at byte 29 of the JSON object",
+		"{\"organizations\": [{\"id\": \"a\xffb\"}]}":                                                            "seed: not valid UTF-8, at byte 29 of the JSON object",
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "description": "x\ud800y"}]}]}`:           `seed: a lone surrogate escape (\ud800), which is no character, at byte 80 of the JSON object`,
+		`{"organizations": [{"id": "acme", "users": [{"username": "a", "description": "\ud83d\ude00\udc00"}]}]}`: `seed: a lone surrogate escape (\udc00), which is no character, at byte 91 of the JSON object`,
 	} {
 		_, err := orgadmin.DecodeSeed(strings.NewReader(js))
 		assert.EqualErrorf(t, err, want, "%q", js)

@@ -199,11 +199,17 @@ func WholeNumber(raw []byte) bool {
 // LoneSurrogate reports whether raw, a valid JSON text, escapes a UTF-16
 // surrogate that is not half of a pair (such as \ud800), which
 // encoding/json silently decodes to U+FFFD.
-func LoneSurrogate(raw []byte) bool {
+func LoneSurrogate(raw []byte) bool { return LoneSurrogateAt(raw) >= 0 }
+
+// LoneSurrogateAt returns the index in raw, a valid JSON text, of the
+// first escape of a lone surrogate (its backslash), or -1 when there is
+// none.
+func LoneSurrogateAt(raw []byte) int {
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '\\' {
 			continue
 		}
+		at := i
 		i++ // the escaped character, which ends the escape unless it is u
 		if raw[i] != 'u' {
 			continue
@@ -220,9 +226,9 @@ func LoneSurrogate(raw []byte) bool {
 				continue
 			}
 		}
-		return true
+		return at
 	}
-	return false
+	return -1
 }
 
 // hex4 decodes the four hexadecimal digits of a \u escape.
