@@ -15,6 +15,32 @@ import (
 	"github.com/orgadmin/orgadmin/internal/testdb"
 )
 
+// shutdownToken is the Admin's token in the shutdown tests.
+const shutdownToken = "admin-token-of-the-shutdown-test"
+
+// startStoppable starts the server with a shutdown grace of 1 ms and
+// args, and returns its address, what sends it the signal, its end and
+// its standard error.
+func startStoppable(t *testing.T, args ...string) (net.Addr, context.CancelFunc, <-chan error, *syncBuffer) {
+	t.Helper()
+	ctx, stop := context.WithCancel(context.Background())
+	t.Cleanup(stop)
+	stderr := &syncBuffer{}
+	addrc := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"-addr", "127.0.0.1:0", "-shutdown-grace", "1ms"}, args...),
+			func(k string) string { return map[string]string{"ORGADMIN_ADMIN_TOKEN": shutdownToken}[k] }, stderr, func(a net.Addr) { addrc <- a })
+	}()
+	select {
+	case addr := <-addrc:
+		return addr, stop, done, stderr
+	case err := <-done:
+		t.Fatalf("server did not start: %v\n%s", err, stderr)
+		return nil, nil, nil, nil
+	}
+}
+
 // A request still under way when the shutdown's grace has passed is
 // canceled: it ends at its store call, answered and logged, before the
 // server exits, rather than cut where the exit finds it.
@@ -23,29 +49,13 @@ func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 	require.NoError(t, err)
 	p := testdb.NewQuietProxy(t, u.Host)
 	u.Host = p.Addr()
-	const token = "admin-token-of-the-shutdown-test"
-
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	stderr := &syncBuffer{}
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-store", u.String(), "-shutdown-grace", "1ms"},
-			func(k string) string { return map[string]string{"ORGADMIN_ADMIN_TOKEN": token}[k] }, stderr, func(a net.Addr) { addrc <- a })
-	}()
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		t.Fatalf("server did not start: %v\n%s", err, stderr)
-	}
+	addr, stop, done, stderr := startStoppable(t, "-store", u.String())
 
 	p.SetQuiet(true)
 	answered := make(chan int, 1)
 	go func() {
 		req, _ := http.NewRequest("POST", "http://"+addr.String()+"/v1/users", strings.NewReader(`{"username":"robot"}`))
-		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Authorization", "Bearer "+shutdownToken)
 		res, err := http.DefaultClient.Do(req)
 		if err != nil {
 			answered <- 0
@@ -75,27 +85,12 @@ func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 // answered and logged (the 400 of a body cut off) before the server
 // exits, rather than left reading until its read timeout.
 func TestShutdownEndsABodyStillArriving(t *testing.T) {
-	const token = "admin-token-of-the-shutdown-test"
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	stderr := &syncBuffer{}
-	addrc := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() {
-		done <- run(ctx, []string{"-addr", "127.0.0.1:0", "-shutdown-grace", "1ms"},
-			func(k string) string { return map[string]string{"ORGADMIN_ADMIN_TOKEN": token}[k] }, stderr, func(a net.Addr) { addrc <- a })
-	}()
-	var addr net.Addr
-	select {
-	case addr = <-addrc:
-	case err := <-done:
-		t.Fatalf("server did not start: %v\n%s", err, stderr)
-	}
+	addr, stop, done, stderr := startStoppable(t)
 
 	conn, err := net.Dial("tcp", addr.String())
 	require.NoError(t, err)
 	defer conn.Close()
-	_, err = conn.Write([]byte("POST /v1/users HTTP/1.1\r\nHost: orgadmin\r\nAuthorization: Bearer " + token +
+	_, err = conn.Write([]byte("POST /v1/users HTTP/1.1\r\nHost: orgadmin\r\nAuthorization: Bearer " + shutdownToken +
 		"\r\nContent-Type: application/json\r\nContent-Length: 100\r\nExpect: 100-continue\r\n\r\n"))
 	require.NoError(t, err)
 	// net/http sends 100 Continue once the handler reads the body.
