@@ -19,9 +19,10 @@ import (
 const shutdownToken = "admin-token-of-the-shutdown-test"
 
 // startStoppable starts the server with a shutdown grace of 1 ms and
-// args, and returns its address, what sends it the signal, its end and
-// its standard error.
-func startStoppable(t *testing.T, args ...string) (net.Addr, context.CancelFunc, <-chan error, *syncBuffer) {
+// args, and returns its address and shutdown: it sends the server the
+// signal, requires that it end saying the shutdown had to cancel
+// requests, and returns what it wrote on standard error.
+func startStoppable(t *testing.T, args ...string) (addr net.Addr, shutdown func() string) {
 	t.Helper()
 	ctx, stop := context.WithCancel(context.Background())
 	t.Cleanup(stop)
@@ -33,11 +34,19 @@ func startStoppable(t *testing.T, args ...string) (net.Addr, context.CancelFunc,
 			func(k string) string { return map[string]string{"ORGADMIN_ADMIN_TOKEN": shutdownToken}[k] }, stderr, func(a net.Addr) { addrc <- a })
 	}()
 	select {
-	case addr := <-addrc:
-		return addr, stop, done, stderr
+	case addr = <-addrc:
 	case err := <-done:
 		t.Fatalf("server did not start: %v\n%s", err, stderr)
-		return nil, nil, nil, nil
+	}
+	return addr, func() string {
+		stop() // SIGTERM
+		select {
+		case err := <-done:
+			require.ErrorContains(t, err, "shutdown")
+		case <-time.After(time.Minute):
+			t.Fatal("the server still runs a minute after its shutdown")
+		}
+		return stderr.String()
 	}
 }
 
@@ -49,7 +58,7 @@ func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 	require.NoError(t, err)
 	p := testdb.NewQuietProxy(t, u.Host)
 	u.Host = p.Addr()
-	addr, stop, done, stderr := startStoppable(t, "-store", u.String())
+	addr, shutdown := startStoppable(t, "-store", u.String())
 
 	p.SetQuiet(true)
 	answered := make(chan int, 1)
@@ -65,14 +74,7 @@ func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 		answered <- res.StatusCode
 	}()
 	<-p.Got() // the request waits on the store
-	stop()    // SIGTERM
-	select {
-	case err := <-done:
-		require.ErrorContains(t, err, "shutdown")
-	case <-time.After(time.Minute):
-		t.Fatal("the server still runs a minute after its shutdown")
-	}
-	log := stderr.String()
+	log := shutdown()
 	require.Contains(t, log, "requests still under way after the shutdown grace")
 	require.Contains(t, log, `"path":"/v1/users"`, "the canceled request is logged: %s", log)
 	require.Contains(t, log, `"status":499`)
@@ -85,7 +87,7 @@ func TestShutdownCancelsRequestsLeftAfterTheGrace(t *testing.T) {
 // answered and logged (the 400 of a body cut off) before the server
 // exits, rather than left reading until its read timeout.
 func TestShutdownEndsABodyStillArriving(t *testing.T) {
-	addr, stop, done, stderr := startStoppable(t)
+	addr, shutdown := startStoppable(t)
 
 	conn, err := net.Dial("tcp", addr.String())
 	require.NoError(t, err)
@@ -110,14 +112,7 @@ func TestShutdownEndsABodyStillArriving(t *testing.T) {
 		res.Body.Close()
 		answered <- res.Status
 	}()
-	stop() // SIGTERM, the body not all sent
-	select {
-	case err := <-done:
-		require.ErrorContains(t, err, "shutdown")
-	case <-time.After(time.Minute):
-		t.Fatal("the server still runs a minute after its shutdown")
-	}
-	log := stderr.String()
+	log := shutdown() // the body not all sent
 	require.Contains(t, log, `"path":"/v1/users","status":400`, "the canceled request is logged: %s", log)
 	require.Equal(t, "400 Bad Request", <-answered)
 }
