@@ -111,6 +111,10 @@ func startTelemetry(metricsAddr string, getenv func(string) string, log *slog.Lo
 			}
 		})
 		log.Info("exporting spans", "endpoint", redact(ep))
+		if u, err := url.Parse(ep); err == nil && (u.User != nil || u.RawQuery != "") {
+			// The exporter takes the scheme, host and path alone.
+			log.Warn("the OTLP endpoint's user information and query are not sent: give credentials in OTEL_EXPORTER_OTLP_HEADERS")
+		}
 	}
 	if metricsAddr != "" {
 		t.metrics = prometheus.NewRegistry()

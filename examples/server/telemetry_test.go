@@ -249,6 +249,7 @@ func TestOTLPEndpointSecretsAreNotLogged(t *testing.T) {
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://u:hunter2@127.0.0.1:1/otlp?api_key=hunter3&region=eu"}
 	_, stderr := startServer(t, env)
 	assert.Contains(t, stderr.String(), `"msg":"exporting spans","endpoint":"http://u:xxxxx@127.0.0.1:1/otlp/v1/traces?api_key=xxxxx&region=eu"`)
+	assert.Contains(t, stderr.String(), `"level":"WARN","msg":"the OTLP endpoint's user information and query are not sent: give credentials in OTEL_EXPORTER_OTLP_HEADERS"`)
 	assert.NotContains(t, stderr.String(), "hunter")
 }
 
