@@ -29,11 +29,11 @@ const (
 //		ReadScaling: client.InstanceSide{Size: client.SizeStandard, FlockSize: 2},
 //	}
 //
-// A side's Cooldown, when set, is sent as cooldown_seconds: it must be a
-// whole number of seconds, else a *ValidationError before any request,
-// from orgadmin.MinCooldown to orgadmin.MaxCooldown, else the API's
-// BAD_REQUEST. Answers set it, to the effective
-// cooldown, on every side but a pulse one.
+// A side's Cooldown, when set, is sent as cooldown_seconds. It must be a
+// whole number of seconds (else a *ValidationError, before any request)
+// from orgadmin.MinCooldown to orgadmin.MaxCooldown (else the API's
+// BAD_REQUEST). Answers set it, to the effective cooldown, on every side
+// but a pulse one.
 type InstanceConfig = orgadmin.InstanceConfig
 
 // InstanceSide configures one instance kind: the orgadmin package's type.

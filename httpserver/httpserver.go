@@ -76,10 +76,10 @@ type Config struct {
 	RequestID func(*http.Request) string
 
 	// Authenticate, when not nil, is asked first who sends each /v1
-	// request (and each of the audit trail): a host that knows its callers (an SSO session, a client
-	// certificate, a gateway's header) returns the orgadmin.Caller that
-	// Service.ActAs (or Authenticate) gave it for that identity, and true.
-	// It returns false, and no error, to decline: the request's bearer
+	// request (and each of the audit trail): a host that knows its
+	// callers (an SSO session, a client certificate, a gateway's header)
+	// returns the orgadmin.Caller that Service.ActAs (or Authenticate)
+	// gave it for that identity, and true. It returns false, and no error, to decline: the request's bearer
 	// token is then checked as usual. An error ends the request: 401 when
 	// it is an *orgadmin.Error of any code but INTERNAL_SERVER_ERROR and
 	// CANCELED (the hook refuses the request: return

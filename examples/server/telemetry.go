@@ -95,8 +95,8 @@ func startTelemetry(metricsAddr string, getenv func(string) string, log *slog.Lo
 		}
 		// The exporter reports a failed export (a collector down)
 		// through OpenTelemetry's global handler, which would print it
-		// with the log package: a plain line among the JSON ones, with
-		// the endpoint's query as it is.
+		// with the log package: a plain line among the JSON ones, its
+		// URL unredacted.
 		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
 			log.Warn("exporting spans", "err", redactErr(err))
 		}))

@@ -15,10 +15,10 @@ const cleanupBatch = 100
 // Cleanup removes what no read can see any more: it first settles the
 // audit events left pending (confirming those whose change is made,
 // removing those whose change is not made that are older than a minute),
-// then finishes the deletes of users that stopped part-way
-// (a crash, a timeout), removes the tokens and embed sessions that are
-// no longer live at now, the tombstones of revoked tokens past their time
-// at now, and the audit events expired or beyond their org's bound. It
+// then finishes the deletes of users that stopped part-way (a crash, a
+// timeout), removes the tokens and embed sessions that are no longer
+// live at now, the tombstones of revoked tokens past their time at now,
+// and the audit events expired or beyond their org's bound. It
 // returns how many deletes it finished plus how many tokens, sessions,
 // tombstones and events it removed. The caller's clock decides, as
 // everywhere; a deployment's TTL indexes, if any, are not needed. It is

@@ -40,10 +40,9 @@
 //     after it; the change's document records the event's id, so a
 //     pending event left by a crash is confirmed at the next listing of
 //     its org (or Cleanup) when its change was made, at once, and
-//     removed once a minute old when not. After a
-//     process is killed mid-write, a reader sees each change it made
-//     with its event at the org's next listing, and never an event
-//     without its change.
+//     removed once a minute old when not. After a process is killed
+//     mid-write, a reader sees each change it made with its event at
+//     the org's next listing, and never an event without its change.
 //   - The live-token quota is kept by slots: each token of a user holds a
 //     distinct slot number (a unique index), and a token created under a
 //     quota of Max takes a free slot below Max, so concurrent creations

@@ -363,9 +363,9 @@ func (s *Store) revokedAt(ctx context.Context, d storage.Digest, liveAt time.Tim
 
 // DeleteToken implements storage.Store: the token's document goes
 // (findAndModify, which returns it), then its tombstone is written, both
-// between the event's two writes. A stop between the two, or
-// a tombstone that fails to be written, leaves no tombstone: the token
-// reads as unknown rather than revoked, and the revocation stands.
+// between the event's two writes. A stop between the two, or a tombstone
+// that fails to be written, leaves no tombstone: the token reads as
+// unknown rather than revoked, and the revocation stands.
 func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) (err error) {
 	ctx, cancel := s.op(ctx)
 	defer cancel()

@@ -76,8 +76,8 @@ func (s *Store) GetEmbedTarget(ctx context.Context, org, diveID, folded string) 
 
 // CreateEmbedSession implements storage.Store, in one script that drops
 // the user's sessions not live at lim.LiveAt, counts the rest against
-// lim.Max and stores es. Redis drops the session's
-// keys a grace period after it expires. On a Cluster the session's pointer
+// lim.Max and stores es. Redis drops the session's keys a grace period
+// after it expires. On a Cluster the session's pointer
 // is reserved first, as a token's is, and released if the script refuses;
 // the pointers of the sessions the script dropped are removed after it,
 // in one round trip more, so that their digests are free again.

@@ -28,10 +28,11 @@ const migratedKey = "migrated:casefold"
 // Migrate re-keys the users an earlier version of this package stored
 // under its fold of their usernames (which gave some letters, such as
 // Greek mu and final sigma or Cherokee, another key) under the fold of
-// this version, Unicode's simple case folding. An upgrade from such a version must call it once
-// before the store serves any request (the example server does, at
-// start-up): until then, a user stored under an earlier key is not found
-// by its username, and a new user could take its name. Every process of
+// this version, Unicode's simple case folding. An upgrade from such a
+// version must call it once before the store serves any request (the
+// example server does, at start-up): until then, a user stored under an
+// earlier key is not found by its username, and a new user could take
+// its name. Every process of
 // the earlier version must be stopped first: one still running writes
 // under the earlier keys again.
 //
