@@ -50,6 +50,14 @@ type migrationWorld struct {
 	gamma   storage.User
 }
 
+// inEachWorld runs f, as a subtest, in a migration world on each kind of
+// Redis.
+func inEachWorld(t *testing.T, f func(t *testing.T, w *migrationWorld)) {
+	for _, tc := range mirrorCases {
+		t.Run(tc.name, func(t *testing.T) { f(t, newMigrationWorld(t, tc)) })
+	}
+}
+
 func newMigrationWorld(t *testing.T, tc mirrorCase) *migrationWorld {
 	t.Helper()
 	ctx := t.Context()
@@ -152,136 +160,133 @@ func (w *migrationWorld) requireMigrated(t *testing.T, org string, done bool) {
 // one; its new key is taken; other users and orgs are untouched; nothing
 // the Store holds, nor its cache of token locations, names an old key.
 func TestMigrateRekeysStaleUsers(t *testing.T) {
-	for _, tc := range mirrorCases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := t.Context()
-			w := newMigrationWorld(t, tc)
-			s := w.s
-			// The earlier version authenticated the tokens: this process
-			// remembers where their records are, under the old keys.
-			for _, n := range staleNames {
-				for _, tok := range w.tokens[n.username] {
-					a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, Username: n.old, Tokens: true, LiveAt: w.t0})
-					require.NoError(t, err)
-					require.Equal(t, n.old, a.Credential.User.FoldedUsername)
-				}
-			}
-			beta := w.contents(t, "beta")
-
-			require.NoError(t, s.Migrate(ctx))
-
-			w.requireMigrated(t, "acme", true)
-			w.requireMigrated(t, "gamma", true)
-			for _, name := range []string{"Ann", "Bob", "Robot", "Ángel"} {
-				got, err := s.GetUser(ctx, "acme", w.users[name].FoldedUsername)
+	inEachWorld(t, func(t *testing.T, w *migrationWorld) {
+		ctx := t.Context()
+		s := w.s
+		// The earlier version authenticated the tokens: this process
+		// remembers where their records are, under the old keys.
+		for _, n := range staleNames {
+			for _, tok := range w.tokens[n.username] {
+				a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, Username: n.old, Tokens: true, LiveAt: w.t0})
 				require.NoError(t, err)
-				assert.Equal(t, w.users[name], got, "untouched")
+				require.Equal(t, n.old, a.Credential.User.FoldedUsername)
 			}
-			assert.Equal(t, beta, w.contents(t, "beta"), "an org without stale users is untouched")
-			for _, c := range w.contents(t, "") {
-				for _, n := range staleNames {
-					assert.NotContains(t, c, n.old, "an old key survives")
-				}
-			}
+		}
+		beta := w.contents(t, "beta")
 
-			// Nothing remembered names an old key.
+		require.NoError(t, s.Migrate(ctx))
+
+		w.requireMigrated(t, "acme", true)
+		w.requireMigrated(t, "gamma", true)
+		for _, name := range []string{"Ann", "Bob", "Robot", "Ángel"} {
+			got, err := s.GetUser(ctx, "acme", w.users[name].FoldedUsername)
+			require.NoError(t, err)
+			assert.Equal(t, w.users[name], got, "untouched")
+		}
+		assert.Equal(t, beta, w.contents(t, "beta"), "an org without stale users is untouched")
+		for _, c := range w.contents(t, "") {
 			for _, n := range staleNames {
-				for _, tok := range w.tokens[n.username] {
-					if loc, ok := s.locs.Get(tok.Digest); ok {
-						assert.Equal(t, n.new, loc.folded, "a remembered location names the old key")
-					}
+				assert.NotContains(t, c, n.old, "an old key survives")
+			}
+		}
+
+		// Nothing remembered names an old key.
+		for _, n := range staleNames {
+			for _, tok := range w.tokens[n.username] {
+				if loc, ok := s.locs.Get(tok.Digest); ok {
+					assert.Equal(t, n.new, loc.folded, "a remembered location names the old key")
 				}
 			}
-			// The tokens authenticate, twice (the second time from the
-			// location remembered), as the user with its new key, alone
-			// and with the user itself or another as the target.
-			ann := w.users["Ann"]
-			for _, n := range staleNames {
-				u := rekeyed(w.users[n.username])
-				for _, tok := range w.tokens[n.username] {
-					for range 2 {
-						a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, LiveAt: w.t0})
-						require.NoError(t, err, n.username)
-						assert.Equal(t, u, a.Credential.User)
-						assert.Equal(t, tok.ID, a.Credential.Token.ID)
+		}
+		// The tokens authenticate, twice (the second time from the
+		// location remembered), as the user with its new key, alone
+		// and with the user itself or another as the target.
+		ann := w.users["Ann"]
+		for _, n := range staleNames {
+			u := rekeyed(w.users[n.username])
+			for _, tok := range w.tokens[n.username] {
+				for range 2 {
+					a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, LiveAt: w.t0})
+					require.NoError(t, err, n.username)
+					assert.Equal(t, u, a.Credential.User)
+					assert.Equal(t, tok.ID, a.Credential.Token.ID)
 
-						a, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, Username: n.new, Tokens: true, LiveAt: w.t0})
-						require.NoError(t, err, n.username)
-						require.True(t, a.TargetFound)
-						assert.Equal(t, u, a.Target)
-						assert.ElementsMatch(t, tokenIDs(w.tokens[n.username]), tokenIDs(a.Tokens))
+					a, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, Username: n.new, Tokens: true, LiveAt: w.t0})
+					require.NoError(t, err, n.username)
+					require.True(t, a.TargetFound)
+					assert.Equal(t, u, a.Target)
+					assert.ElementsMatch(t, tokenIDs(w.tokens[n.username]), tokenIDs(a.Tokens))
 
-						a, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, Username: "ann", LiveAt: w.t0})
-						require.NoError(t, err, n.username)
-						assert.Equal(t, ann, a.Target)
-					}
-				}
-				// Another user's token, with this user as the target.
-				a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: w.tokens["Ann"][0].Digest, Username: n.new, Tokens: true, LiveAt: w.t0})
-				require.NoError(t, err)
-				require.True(t, a.TargetFound, n.username)
-				assert.Equal(t, u, a.Target)
-				assert.ElementsMatch(t, tokenIDs(w.tokens[n.username]), tokenIDs(a.Tokens))
-				a, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: w.tokens["Ann"][0].Digest, Username: n.old, LiveAt: w.t0})
-				require.NoError(t, err)
-				assert.False(t, a.TargetFound, "found under the old key")
-				toks, err := s.ListTokens(ctx, "acme", u.ID, w.t0)
-				require.NoError(t, err)
-				assert.ElementsMatch(t, tokenIDs(w.tokens[n.username]), tokenIDs(toks))
-			}
-			_, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: w.revoked.Digest, LiveAt: w.t0})
-			require.ErrorIs(t, err, storage.ErrRevoked, "a revoked token stays revoked")
-
-			requireListsByNewKeys(t, s)
-
-			act, err := s.ListActivity(ctx, "acme")
-			require.NoError(t, err)
-			var active []string
-			for _, a := range act {
-				active = append(active, a.User.FoldedUsername)
-				require.Len(t, a.Ducklings, 1, a.User.Username)
-				assert.Equal(t, a.User.ID, a.Ducklings[0].UserID)
-			}
-			assert.Equal(t, []string{"robot", "ángel", "μαρία"}, active, "active accounts by their new keys")
-
-			// The new key is taken.
-			for _, n := range staleNames {
-				other := storage.User{ID: uuid.NewString(), Org: "acme", Username: n.username, FoldedUsername: n.new, Role: "Member", CreatedAt: w.t0}
-				require.ErrorIs(t, s.CreateUser(ctx, other, storage.UserLimit{}, nil), storage.ErrAlreadyExists, n.username)
-			}
-
-			// María's tokens are deleted, and she is, with all she holds.
-			maria := rekeyed(w.users["Μαρία"])
-			gone := w.tokens["Μαρία"][0]
-			require.NoError(t, s.DeleteToken(ctx, "acme", maria.ID, gone.ID, storage.Revocation{At: w.t0, KeepUntil: w.t0.Add(time.Hour)}, nil))
-			_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: gone.Digest, LiveAt: w.t0})
-			require.ErrorIs(t, err, storage.ErrRevoked)
-			toks, err := s.ListTokens(ctx, "acme", maria.ID, w.t0)
-			require.NoError(t, err)
-			assert.Equal(t, []string{w.tokens["Μαρία"][1].ID}, tokenIDs(toks))
-
-			got, err := s.DeleteUser(ctx, "acme", maria.ID, nil)
-			require.NoError(t, err)
-			assert.Equal(t, maria, got)
-			_, err = s.GetUser(ctx, "acme", "μαρία")
-			require.ErrorIs(t, err, storage.ErrNotFound)
-			_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: w.tokens["Μαρία"][1].Digest, LiveAt: w.t0})
-			require.ErrorIs(t, err, storage.ErrNotFound)
-			_, err = s.EmbedSessionByDigest(ctx, w.session.Digest)
-			require.ErrorIs(t, err, storage.ErrNotFound)
-			for _, c := range w.contents(t, "") {
-				if strings.Contains(c, maria.ID) {
-					assert.Contains(t, c, `"\x00rev\n`, "only the tombstones of her revoked tokens name her")
+					a, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, Username: "ann", LiveAt: w.t0})
+					require.NoError(t, err, n.username)
+					assert.Equal(t, ann, a.Target)
 				}
 			}
-			for _, c := range w.contents(t, "acme") {
-				assert.NotContains(t, c, "μαρία", "her key survives in acme")
-			}
-			page, err := s.ListUsers(ctx, "acme", storage.UserQuery{Limit: 10})
+			// Another user's token, with this user as the target.
+			a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: w.tokens["Ann"][0].Digest, Username: n.new, Tokens: true, LiveAt: w.t0})
 			require.NoError(t, err)
-			assert.Equal(t, 6, page.Total)
-		})
-	}
+			require.True(t, a.TargetFound, n.username)
+			assert.Equal(t, u, a.Target)
+			assert.ElementsMatch(t, tokenIDs(w.tokens[n.username]), tokenIDs(a.Tokens))
+			a, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: w.tokens["Ann"][0].Digest, Username: n.old, LiveAt: w.t0})
+			require.NoError(t, err)
+			assert.False(t, a.TargetFound, "found under the old key")
+			toks, err := s.ListTokens(ctx, "acme", u.ID, w.t0)
+			require.NoError(t, err)
+			assert.ElementsMatch(t, tokenIDs(w.tokens[n.username]), tokenIDs(toks))
+		}
+		_, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: w.revoked.Digest, LiveAt: w.t0})
+		require.ErrorIs(t, err, storage.ErrRevoked, "a revoked token stays revoked")
+
+		requireListsByNewKeys(t, s)
+
+		act, err := s.ListActivity(ctx, "acme")
+		require.NoError(t, err)
+		var active []string
+		for _, a := range act {
+			active = append(active, a.User.FoldedUsername)
+			require.Len(t, a.Ducklings, 1, a.User.Username)
+			assert.Equal(t, a.User.ID, a.Ducklings[0].UserID)
+		}
+		assert.Equal(t, []string{"robot", "ángel", "μαρία"}, active, "active accounts by their new keys")
+
+		// The new key is taken.
+		for _, n := range staleNames {
+			other := storage.User{ID: uuid.NewString(), Org: "acme", Username: n.username, FoldedUsername: n.new, Role: "Member", CreatedAt: w.t0}
+			require.ErrorIs(t, s.CreateUser(ctx, other, storage.UserLimit{}, nil), storage.ErrAlreadyExists, n.username)
+		}
+
+		// María's tokens are deleted, and she is, with all she holds.
+		maria := rekeyed(w.users["Μαρία"])
+		gone := w.tokens["Μαρία"][0]
+		require.NoError(t, s.DeleteToken(ctx, "acme", maria.ID, gone.ID, storage.Revocation{At: w.t0, KeepUntil: w.t0.Add(time.Hour)}, nil))
+		_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: gone.Digest, LiveAt: w.t0})
+		require.ErrorIs(t, err, storage.ErrRevoked)
+		toks, err := s.ListTokens(ctx, "acme", maria.ID, w.t0)
+		require.NoError(t, err)
+		assert.Equal(t, []string{w.tokens["Μαρία"][1].ID}, tokenIDs(toks))
+
+		got, err := s.DeleteUser(ctx, "acme", maria.ID, nil)
+		require.NoError(t, err)
+		assert.Equal(t, maria, got)
+		_, err = s.GetUser(ctx, "acme", "μαρία")
+		require.ErrorIs(t, err, storage.ErrNotFound)
+		_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: w.tokens["Μαρία"][1].Digest, LiveAt: w.t0})
+		require.ErrorIs(t, err, storage.ErrNotFound)
+		_, err = s.EmbedSessionByDigest(ctx, w.session.Digest)
+		require.ErrorIs(t, err, storage.ErrNotFound)
+		for _, c := range w.contents(t, "") {
+			if strings.Contains(c, maria.ID) {
+				assert.Contains(t, c, `"\x00rev\n`, "only the tombstones of her revoked tokens name her")
+			}
+		}
+		for _, c := range w.contents(t, "acme") {
+			assert.NotContains(t, c, "μαρία", "her key survives in acme")
+		}
+		page, err := s.ListUsers(ctx, "acme", storage.UserQuery{Limit: 10})
+		require.NoError(t, err)
+		assert.Equal(t, 6, page.Total)
+	})
 }
 
 func tokenIDs(ts []storage.Token) []string {
@@ -336,32 +341,29 @@ func requireListsByNewKeys(t *testing.T, s *Store) {
 // stopped before it), a run finds nothing stale, runs no script and
 // changes nothing but the marker.
 func TestMigrateAgainChangesNothing(t *testing.T) {
-	for _, tc := range mirrorCases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := t.Context()
-			w := newMigrationWorld(t, tc)
-			counter := &sent{}
-			w.s.c.AddHook(counter)
-			require.NoError(t, w.s.Migrate(ctx))
-			t.Logf("first run, 2 orgs of 3 with stale users: %d round trips, %v", counter.trips.Load(), counter.take())
-			w.requireMigrated(t, "acme", true)
-			w.requireMigrated(t, "gamma", true)
-			after := w.contents(t, "")
+	inEachWorld(t, func(t *testing.T, w *migrationWorld) {
+		ctx := t.Context()
+		counter := &sent{}
+		w.s.c.AddHook(counter)
+		require.NoError(t, w.s.Migrate(ctx))
+		t.Logf("first run, 2 orgs of 3 with stale users: %d round trips, %v", counter.trips.Load(), counter.take())
+		w.requireMigrated(t, "acme", true)
+		w.requireMigrated(t, "gamma", true)
+		after := w.contents(t, "")
 
-			counter.trips.Store(0)
-			counter.take()
-			require.NoError(t, w.s.Migrate(ctx))
-			assert.EqualValues(t, 1, counter.trips.Load(), "a migrated store costs one round trip")
-			assert.Equal(t, []string{"get"}, counter.take())
-			assert.Equal(t, after, w.contents(t, ""))
+		counter.trips.Store(0)
+		counter.take()
+		require.NoError(t, w.s.Migrate(ctx))
+		assert.EqualValues(t, 1, counter.trips.Load(), "a migrated store costs one round trip")
+		assert.Equal(t, []string{"get"}, counter.take())
+		assert.Equal(t, after, w.contents(t, ""))
 
-			require.NoError(t, w.s.c.Del(ctx, w.s.prefix+migratedKey).Err())
-			counter.take()
-			require.NoError(t, w.s.Migrate(ctx))
-			assert.NotContains(t, counter.take(), "evalsha", "no script runs where nothing is stale")
-			assert.Equal(t, after, w.contents(t, ""))
-		})
-	}
+		require.NoError(t, w.s.c.Del(ctx, w.s.prefix+migratedKey).Err())
+		counter.take()
+		require.NoError(t, w.s.Migrate(ctx))
+		assert.NotContains(t, counter.take(), "evalsha", "no script runs where nothing is stale")
+		assert.Equal(t, after, w.contents(t, ""))
+	})
 }
 
 // A run stopped after any org (an error, or its context canceled) leaves
@@ -430,64 +432,58 @@ func TestMigrateStoppedPartWayIsCompletedByTheNextRun(t *testing.T) {
 // and the key, writes no marker, and leaves the org as it was, its
 // other stale users too.
 func TestMigrateConflictNamesOrgAndKey(t *testing.T) {
-	for _, tc := range mirrorCases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := t.Context()
-			w := newMigrationWorld(t, tc)
-			s := w.s
-			other := storage.User{ID: uuid.NewString(), Org: "acme", Username: "μαρία", FoldedUsername: "μαρία", Role: "Member", CreatedAt: w.t0}
-			require.NoError(t, s.CreateUser(ctx, other, storage.UserLimit{}, nil))
-			acme := w.contents(t, "acme")
+	inEachWorld(t, func(t *testing.T, w *migrationWorld) {
+		ctx := t.Context()
+		s := w.s
+		other := storage.User{ID: uuid.NewString(), Org: "acme", Username: "μαρία", FoldedUsername: "μαρία", Role: "Member", CreatedAt: w.t0}
+		require.NoError(t, s.CreateUser(ctx, other, storage.UserLimit{}, nil))
+		acme := w.contents(t, "acme")
 
-			err := s.Migrate(ctx)
-			require.ErrorIs(t, err, storage.ErrAlreadyExists)
-			assert.Contains(t, err.Error(), `org "acme"`)
-			assert.Contains(t, err.Error(), "\"\u00B5αρία\"")
-			assert.Equal(t, acme, w.contents(t, "acme"), "the org is left as it was")
-			assertNoKey(t, s, s.prefix+migratedKey)
+		err := s.Migrate(ctx)
+		require.ErrorIs(t, err, storage.ErrAlreadyExists)
+		assert.Contains(t, err.Error(), `org "acme"`)
+		assert.Contains(t, err.Error(), "\"\u00B5αρία\"")
+		assert.Equal(t, acme, w.contents(t, "acme"), "the org is left as it was")
+		assertNoKey(t, s, s.prefix+migratedKey)
 
-			got, err := s.GetUser(ctx, "acme", "μαρία")
-			require.NoError(t, err)
-			assert.Equal(t, other, got)
-			got, err = s.GetUser(ctx, "acme", "ςοφός")
-			require.NoError(t, err)
-			assert.Equal(t, w.users["Σοφός"], got, "not moved either")
-		})
-	}
+		got, err := s.GetUser(ctx, "acme", "μαρία")
+		require.NoError(t, err)
+		assert.Equal(t, other, got)
+		got, err = s.GetUser(ctx, "acme", "ςοφός")
+		require.NoError(t, err)
+		assert.Equal(t, w.users["Σοφός"], got, "not moved either")
+	})
 }
 
 // An org in the layout of an earlier version still (ix:all and no recs,
 // no name:<key>) is re-keyed there too: ix:all holds the new keys, and
 // the first listing builds recs in their order.
 func TestMigrateEarlierLayout(t *testing.T) {
-	for _, tc := range mirrorCases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := t.Context()
-			w := newMigrationWorld(t, tc)
-			s := w.s
-			base := s.orgBase("acme")
-			require.NoError(t, s.c.Del(ctx, base+"recs").Err())
-			var all []string
-			for _, u := range w.users {
-				require.NoError(t, s.c.Del(ctx, base+"name:"+u.FoldedUsername).Err())
-				require.NoError(t, s.c.ZAdd(ctx, base+"ix:all", redis.Z{Member: u.FoldedUsername}).Err())
-				all = append(all, casefold.Fold(u.FoldedUsername))
+	inEachWorld(t, func(t *testing.T, w *migrationWorld) {
+		ctx := t.Context()
+		s := w.s
+		base := s.orgBase("acme")
+		require.NoError(t, s.c.Del(ctx, base+"recs").Err())
+		var all []string
+		for _, u := range w.users {
+			require.NoError(t, s.c.Del(ctx, base+"name:"+u.FoldedUsername).Err())
+			require.NoError(t, s.c.ZAdd(ctx, base+"ix:all", redis.Z{Member: u.FoldedUsername}).Err())
+			all = append(all, casefold.Fold(u.FoldedUsername))
+		}
+		require.NoError(t, s.Migrate(ctx))
+		ix, err := s.c.ZRange(ctx, base+"ix:all", 0, -1).Result()
+		require.NoError(t, err)
+		assert.ElementsMatch(t, all, ix)
+		w.requireMigrated(t, "acme", true)
+		requireListsByNewKeys(t, s)
+		for _, n := range staleNames {
+			for _, tok := range w.tokens[n.username] {
+				a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, LiveAt: w.t0})
+				require.NoError(t, err)
+				assert.Equal(t, n.new, a.Credential.User.FoldedUsername)
 			}
-			require.NoError(t, s.Migrate(ctx))
-			ix, err := s.c.ZRange(ctx, base+"ix:all", 0, -1).Result()
-			require.NoError(t, err)
-			assert.ElementsMatch(t, all, ix)
-			w.requireMigrated(t, "acme", true)
-			requireListsByNewKeys(t, s)
-			for _, n := range staleNames {
-				for _, tok := range w.tokens[n.username] {
-					a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: tok.Digest, LiveAt: w.t0})
-					require.NoError(t, err)
-					assert.Equal(t, n.new, a.Credential.User.FoldedUsername)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // Several processes may migrate at once: each run completes, and the
@@ -495,89 +491,83 @@ func TestMigrateEarlierLayout(t *testing.T) {
 // process moved them (the run that lost the race) skips those users and
 // changes nothing.
 func TestMigrateFromSeveralProcesses(t *testing.T) {
-	for _, tc := range mirrorCases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := t.Context()
-			w := newMigrationWorld(t, tc)
-			stores := []*Store{w.s}
-			for range 3 {
-				s, err := New(w.s.c, Options{Prefix: w.s.prefix})
-				require.NoError(t, err)
-				s.single = w.s.single
-				stores = append(stores, s)
-			}
-			errs := make(chan error, len(stores))
-			for _, s := range stores {
-				go func() { errs <- s.Migrate(ctx) }()
-			}
-			for range stores {
-				require.NoError(t, <-errs)
-			}
-			w.requireMigrated(t, "acme", true)
-			w.requireMigrated(t, "gamma", true)
-			requireListsByNewKeys(t, w.s)
-			after := w.contents(t, "")
-
-			args := []any{single(w.s.single), w.s.prefix, "acme"}
-			for _, n := range staleNames {
-				args = append(args, n.old, n.new)
-			}
-			v, err := w.s.run(ctx, migrateOrgScript, "acme", args...).Slice()
+	inEachWorld(t, func(t *testing.T, w *migrationWorld) {
+		ctx := t.Context()
+		stores := []*Store{w.s}
+		for range 3 {
+			s, err := New(w.s.c, Options{Prefix: w.s.prefix})
 			require.NoError(t, err)
-			assert.EqualValues(t, 0, v[0], "users moved again")
-			assert.Len(t, v[1], 4, "the digests of the moved users' tokens, to forget")
-			assert.Equal(t, after, w.contents(t, ""))
-		})
-	}
+			s.single = w.s.single
+			stores = append(stores, s)
+		}
+		errs := make(chan error, len(stores))
+		for _, s := range stores {
+			go func() { errs <- s.Migrate(ctx) }()
+		}
+		for range stores {
+			require.NoError(t, <-errs)
+		}
+		w.requireMigrated(t, "acme", true)
+		w.requireMigrated(t, "gamma", true)
+		requireListsByNewKeys(t, w.s)
+		after := w.contents(t, "")
+
+		args := []any{single(w.s.single), w.s.prefix, "acme"}
+		for _, n := range staleNames {
+			args = append(args, n.old, n.new)
+		}
+		v, err := w.s.run(ctx, migrateOrgScript, "acme", args...).Slice()
+		require.NoError(t, err)
+		assert.EqualValues(t, 0, v[0], "users moved again")
+		assert.Len(t, v[1], 4, "the digests of the moved users' tokens, to forget")
+		assert.Equal(t, after, w.contents(t, ""))
+	})
 }
 
 // Between the read of an org's keys and its script, another process may
 // delete a stale user, or stop us: the script skips a user no longer
 // held, and a run stopped there wrote nothing of that org.
 func TestMigrateBetweenReadAndScript(t *testing.T) {
-	for _, tc := range mirrorCases {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx := t.Context()
-			w := newMigrationWorld(t, tc)
-			s := w.s
-			// acme alone has stale users.
-			_, err := s.DeleteUser(ctx, "gamma", w.gamma.ID, nil)
-			require.NoError(t, err)
-			sofos := w.users["Σοφός"]
-			acme := w.contents(t, "acme")
-			s.step = func(name string) error {
-				if name == "migrate: keys read" {
-					return errStop
-				}
+	inEachWorld(t, func(t *testing.T, w *migrationWorld) {
+		ctx := t.Context()
+		s := w.s
+		// acme alone has stale users.
+		_, err := s.DeleteUser(ctx, "gamma", w.gamma.ID, nil)
+		require.NoError(t, err)
+		sofos := w.users["Σοφός"]
+		acme := w.contents(t, "acme")
+		s.step = func(name string) error {
+			if name == "migrate: keys read" {
+				return errStop
+			}
+			return nil
+		}
+		require.ErrorIs(t, s.Migrate(ctx), errStop)
+		assert.Equal(t, acme, w.contents(t, "acme"), "stopped before the script: nothing written")
+
+		deleted := false
+		s.step = func(name string) error {
+			if name != "migrate: keys read" || deleted {
 				return nil
 			}
-			require.ErrorIs(t, s.Migrate(ctx), errStop)
-			assert.Equal(t, acme, w.contents(t, "acme"), "stopped before the script: nothing written")
-
-			deleted := false
-			s.step = func(name string) error {
-				if name != "migrate: keys read" || deleted {
-					return nil
-				}
-				deleted = true
-				_, err := s.DeleteUser(ctx, "acme", sofos.ID, nil)
-				return err
-			}
-			require.NoError(t, s.Migrate(ctx))
-			require.True(t, deleted, "the step was reached")
-			for _, key := range []string{"ςοφός", "σοφόσ"} {
-				_, err := s.GetUser(ctx, "acme", key)
-				require.ErrorIs(t, err, storage.ErrNotFound, key)
-			}
-			for _, name := range []string{"Μαρία", "Ꭰli"} {
-				u := rekeyed(w.users[name])
-				got, err := s.GetUser(ctx, "acme", u.FoldedUsername)
-				require.NoError(t, err)
-				assert.Equal(t, u, got)
-			}
-			for _, c := range w.contents(t, "acme") {
-				assert.NotContains(t, c, sofos.ID, "the deleted user left something")
-			}
-		})
-	}
+			deleted = true
+			_, err := s.DeleteUser(ctx, "acme", sofos.ID, nil)
+			return err
+		}
+		require.NoError(t, s.Migrate(ctx))
+		require.True(t, deleted, "the step was reached")
+		for _, key := range []string{"ςοφός", "σοφόσ"} {
+			_, err := s.GetUser(ctx, "acme", key)
+			require.ErrorIs(t, err, storage.ErrNotFound, key)
+		}
+		for _, name := range []string{"Μαρία", "Ꭰli"} {
+			u := rekeyed(w.users[name])
+			got, err := s.GetUser(ctx, "acme", u.FoldedUsername)
+			require.NoError(t, err)
+			assert.Equal(t, u, got)
+		}
+		for _, c := range w.contents(t, "acme") {
+			assert.NotContains(t, c, sofos.ID, "the deleted user left something")
+		}
+	})
 }
