@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -194,7 +195,7 @@ type CreateEmbedSessionInput struct {
 	// RequiredResources, when not nil, replaces the Dive's own.
 	RequiredResources []Resource
 	// InitialState, when not nil, is a JSON object of at most 64 KiB, in
-	// valid Unicode (no lone surrogate escapes), none of whose objects
+	// valid UTF-8 and valid Unicode (no lone surrogate escapes), none of whose objects
 	// names a key twice. It is kept compact, each string written with the
 	// fewest escapes ("\u00e9" as "é") but for U+2028 and U+2029, always
 	// escaped (as encoding/json writes them), and measured so: one value
@@ -224,6 +225,11 @@ func (in CreateEmbedSessionInput) problems() issues {
 		switch err := json.Compact(&buf, in.InitialState); {
 		case err != nil || buf.Len() == 0 || buf.Bytes()[0] != '{':
 			is.add(IssueInvalidType, "Expected object", "initial_state")
+		case !utf8.Valid(buf.Bytes()):
+			// As a body is refused: the renderer would read something
+			// else than what was sent (Unescaped writes U+FFFD for a bad
+			// byte in a string it rewrites).
+			is.add(IssueInvalidString, "initial_state must be valid UTF-8", "initial_state")
 		case jsonobject.LoneSurrogate(buf.Bytes()):
 			// The renderer's parser would read it as something else
 			// than what was sent, or refuse it.

@@ -227,6 +227,13 @@ func TestEmbedSession_Refusals(t *testing.T) {
 		`{"\udfff":1}`:                        {"initial_state"},
 		`{"a":{"a":1},"b":[{"a":1},{"a":1}]}`: nil,
 		`{"k":"\ud83d\ude00"}`:                nil,
+		// Not UTF-8, which a body cannot be either: a bad byte in a
+		// value or a key, one beside an escape (which would be stored
+		// as U+FFFD), and a surrogate written raw.
+		"{\"a\":\"\xff\"}":         {"initial_state"},
+		"{\"\xff\":1}":             {"initial_state"},
+		"{\"a\":\"x\xff\\n\"}":     {"initial_state"},
+		"{\"a\":\"\xed\xa0\x80\"}": {"initial_state"},
 	} {
 		err = create(e.admin, diveSales, orgadmin.CreateEmbedSessionInput{Username: "bot", InitialState: json.RawMessage(raw)})
 		if want == nil {
