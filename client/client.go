@@ -41,6 +41,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 )
 
 // MaxResponseBytes bounds the body of a response the client reads; a larger
@@ -250,16 +252,28 @@ func (c *Client) once(ctx context.Context, r request, target string, body []byte
 	}
 	req, err := http.NewRequestWithContext(ctx, r.method, target, rd)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redact(ue.URL) // a base URL that does not parse: its request's query stays out
+		}
 		return fmt.Errorf("orgadmin: %s: %w", r.method, err)
 	}
+	// A header net/http would refuse to send fails here, not as a request
+	// that got no answer, which would be tried again.
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if c.userAgent != "" {
+		if !httpguts.ValidHeaderFieldValue(c.userAgent) {
+			return fmt.Errorf("orgadmin: %s %s: the user agent holds a character no header may carry", r.method, redact(target))
+		}
 		req.Header.Set("User-Agent", c.userAgent)
 	}
 	if r.auth {
+		if !httpguts.ValidHeaderFieldValue(c.token) {
+			return fmt.Errorf("orgadmin: %s %s: the token holds a character no header may carry", r.method, redact(target))
+		}
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
 	res, err := c.hc.Do(req)

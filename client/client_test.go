@@ -654,6 +654,39 @@ func TestErrorsLeaveTheQueryOut(t *testing.T) {
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), "private-page-token")
 	assert.NotContains(t, err.Error(), "secret-bearer-token")
+
+	// A base URL that does not parse fails every request before it is
+	// sent, with the same care.
+	for _, base := range []string{"http://[::1", "ht tp://x", "http://127.0.0.1:1/\x7f"} {
+		c := client.New(base, "secret-bearer-token")
+		_, err = c.ListUsers(t.Context(), client.ListUsersOptions{PageToken: "private-page-token"})
+		require.Error(t, err, base)
+		assert.NotContains(t, err.Error(), "private-page-token", base)
+		assert.Contains(t, err.Error(), "/v1/users", "the error still says where")
+		_, err = c.SubmitFeedback(t.Context(), client.Feedback{PagePath: "/docs", Text: "private-feedback-text"})
+		require.Error(t, err, base)
+		assert.NotContains(t, err.Error(), "private-feedback-text", base)
+	}
+}
+
+// A token or user agent that no header may carry (a line break, say)
+// fails the request before it is sent, once: no retry can mend it, and
+// the error does not quote it.
+func TestHeadersNoRequestCanCarryAreNotRetried(t *testing.T) {
+	t.Parallel()
+	f := &flaky{}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+	for _, c := range []*client.Client{
+		client.New(srv.URL, "secret\nbearer", fastRetry(3)),
+		client.New(srv.URL, "t", fastRetry(3), client.WithUserAgent("agent\r\nX-Injected: 1")),
+	} {
+		_, err := c.ListTokens(t.Context(), "x")
+		require.ErrorContains(t, err, "holds a character no header may carry")
+		assert.NotContains(t, err.Error(), "secret")
+		assert.NotContains(t, err.Error(), "Injected")
+	}
+	assert.Zero(t, f.calls.Load(), "nothing was sent")
 }
 
 // A server whose page token leads back to a page already read (one that
