@@ -100,6 +100,7 @@ type options struct {
 	cfg                    orgadmin.Config
 	seeds                  []orgadmin.Seed
 	seedFiles              []string
+	fileSeeds              []orgadmin.Seed // seedFiles' fixtures, read at start
 	logger                 *slog.Logger
 	feedbackPerMinute      int
 	journalSize            int
@@ -130,11 +131,16 @@ func WithStart(t time.Time) Option { return func(o *options) { o.start = t } }
 func WithConfig(cfg orgadmin.Config) Option { return func(o *options) { o.cfg = cfg } }
 
 // WithSeed loads a fixture at start, after the bootstrap. It may be given
-// several times.
-func WithSeed(sd orgadmin.Seed) Option { return func(o *options) { o.seeds = append(o.seeds, sd) } }
+// several times. The fixture is copied: changing sd afterwards changes
+// neither the Server nor what Reset loads.
+func WithSeed(sd orgadmin.Seed) Option {
+	sd = cloneSeed(sd)
+	return func(o *options) { o.seeds = append(o.seeds, sd) }
+}
 
 // WithSeedFile loads a JSON fixture file (the example server's -seed
-// format) at start, after the bootstrap and WithSeed fixtures.
+// format) at start, after the bootstrap and WithSeed fixtures. The file
+// is read once, at start: Reset loads what it held then.
 func WithSeedFile(path string) Option {
 	return func(o *options) { o.seedFiles = append(o.seedFiles, path) }
 }
@@ -191,6 +197,13 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 	if o.logger == nil {
 		o.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	for _, f := range o.seedFiles {
+		sd, err := readSeedFile(f)
+		if err != nil {
+			return nil, err
+		}
+		o.fileSeeds = append(o.fileSeeds, sd)
+	}
 	s := &Server{tb: tb, server: &server{opts: o, clock: fakeclock.New(o.start), org: o.org, admin: o.admin}}
 	s.journal.max = max(o.journalSize, 1)
 	st, token, err := s.newState(o.adminToken)
@@ -229,13 +242,9 @@ func (s *Server) newState(adminToken string) (*state, string, error) {
 			return nil, "", err
 		}
 	}
-	for _, f := range o.seedFiles {
-		sd, err := readSeedFile(f)
-		if err != nil {
-			return nil, "", err
-		}
+	for i, sd := range o.fileSeeds {
 		if err := svc.ApplySeed(ctx, sd); err != nil {
-			return nil, "", fmt.Errorf("%s: %w", f, err)
+			return nil, "", fmt.Errorf("%s: %w", o.seedFiles[i], err)
 		}
 	}
 

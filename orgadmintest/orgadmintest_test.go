@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -340,4 +342,31 @@ func TestEdgesLikeTheServer(t *testing.T) {
 	res.Body.Close()
 	assert.Equal(t, http.StatusMethodNotAllowed, res.StatusCode)
 	assert.Equal(t, "GET, HEAD", res.Header.Get("Allow"))
+}
+
+// The fixtures a Server loads are its own: a seed changed after WithSeed,
+// or a seed file changed after the start, changes nothing that Reset
+// loads.
+func TestResetLoadsTheFixturesAsGiven(t *testing.T) {
+	t.Parallel()
+	sd := orgadmin.Seed{Organizations: []orgadmin.SeedOrg{{ID: "default", Users: []orgadmin.SeedUser{
+		{Username: "alice", Privileges: []string{orgadmin.PrivilegeViewAllMembers}},
+	}}}}
+	file := filepath.Join(t.TempDir(), "seed.json")
+	require.NoError(t, os.WriteFile(file, []byte(`{"organizations": [{"id": "default", "users": [{"username": "bob"}]}]}`), 0o600))
+	srv := orgadmintest.NewServer(t, orgadmintest.WithSeed(sd), orgadmintest.WithSeedFile(file))
+
+	sd.Organizations[0].Users[0].Username = "mallory"
+	sd.Organizations[0].Users[0].Privileges[0] = "something.else"
+	require.NoError(t, os.WriteFile(file, []byte(`{"organizations": [{"id": "default", "users": [{"username": "eve"}]}]}`), 0o600))
+	srv.Reset()
+
+	var names []string
+	for _, u := range srv.Users() {
+		names = append(names, u.Username)
+	}
+	assert.Equal(t, []string{"admin", "alice", "bob"}, names)
+	alice, ok := srv.User("alice")
+	require.True(t, ok)
+	assert.Equal(t, []string{orgadmin.PrivilegeViewAllMembers}, alice.Privileges)
 }
