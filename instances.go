@@ -76,11 +76,10 @@ const maxCheckDepth = 8
 func checkSide(is *issues, s InstanceSide, scaling bool, path ...any) {
 	var buf [maxCheckDepth]any // a field's path, on the stack
 	at := func(field string) []any { return append(append(buf[:0], path...), field) }
-	if s.Size == "" {
-		is.required(at("instance_size")...)
-	} else {
-		checkEnum(is, s.Size, sizes, at("instance_size")...)
-	}
+	// An empty size is a value outside the enumeration, as an empty
+	// token_type is; a body without the field has its decode issue,
+	// "Required", instead.
+	checkEnum(is, s.Size, sizes, at("instance_size")...)
 	if scaling {
 		is.checkRange(int64(s.FlockSize), 0, MaxFlockSize, at("flock_size")...)
 	}

@@ -754,6 +754,33 @@ func TestInstanceConfigRequiredFields(t *testing.T) {
 	requireJSON(t, instancesOf(f, "robot"), `{"read_write":{"instance_size":"standard","cooldown_seconds":60},"read_scaling":{"instance_size":"standard","flock_size":4,"cooldown_seconds":60}}`)
 }
 
+// An instance_size given empty is a value outside the enumeration, as
+// an empty token_type is; one not given is required.
+func TestInstanceSizeEmptyIsOutsideTheEnumeration(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	rw := map[string]any{"instance_size": "standard"}
+	rs := map[string]any{"instance_size": "standard", "flock_size": 4}
+	const outside = "Invalid enum value. Expected 'pulse' | 'standard' | 'jumbo' | 'mega' | 'giga', received ''"
+	for _, tc := range []struct {
+		what string
+		body any
+		want issue
+	}{
+		{"read_write empty", config(map[string]any{"instance_size": ""}, rs),
+			issue{outside, []any{"config", "read_write", "instance_size"}, "invalid_enum_value"}},
+		{"read_scaling empty", config(rw, map[string]any{"instance_size": "", "flock_size": 4}),
+			issue{outside, []any{"config", "read_scaling", "instance_size"}, "invalid_enum_value"}},
+		{"read_write missing", config(map[string]any{}, rs),
+			issue{"Required", []any{"config", "read_write", "instance_size"}, "invalid_type"}},
+	} {
+		t.Run(tc.what, func(t *testing.T) {
+			env := requireError(t, putInstances(f.with(t), "robot", tc.body), 400)
+			assert.Equal(t, []issue{tc.want}, env.Issues)
+		})
+	}
+}
+
 // DESIGN §2: any user may get and set their own configuration.
 func TestMemberManagesOwnInstanceConfig(t *testing.T) {
 	t.Parallel()
