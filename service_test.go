@@ -1074,6 +1074,35 @@ func TestBootstrap_CreatesOrgAndAdmin(t *testing.T) {
 	require.NoError(t, err, "the token works")
 }
 
+// A value seeded again after its token expired is seeded anew: the
+// expired token is no longer held, and a token that does not
+// authenticate would be no answer. Another user's value stays refused.
+func TestSeedToken_ExpiredValueIsSeededAnew(t *testing.T) {
+	svc, _, clk := seedEnv(t)
+	ctx := context.Background()
+	loadSeed(t, svc, sampleSeed)
+	in := orgadmin.SeedTokenInput{Value: "value-of-a-short-lived-token", CreateTokenInput: orgadmin.CreateTokenInput{Name: "short", TTL: orgadmin.Some(5 * time.Minute)}}
+	first, err := svc.SeedToken(ctx, "acme", "alice", in)
+	require.NoError(t, err)
+	again, err := svc.SeedToken(ctx, "acme", "alice", in)
+	require.NoError(t, err)
+	assert.Equal(t, first.ID, again.ID, "a live token is held: nothing changes")
+
+	clk.Advance(time.Hour)
+	renewed, err := svc.SeedToken(ctx, "acme", "alice", in)
+	require.NoError(t, err)
+	assert.NotEqual(t, first.ID, renewed.ID)
+	assert.True(t, clk.Now().Add(5*time.Minute).Truncate(time.Millisecond).Equal(renewed.ExpireAt), "%v", renewed.ExpireAt)
+	c, err := svc.Authenticate(ctx, in.Value)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", c.Username())
+
+	clk.Advance(time.Hour)
+	_, err = svc.SeedToken(ctx, "acme", "bot", in)
+	is := requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, "value", is.Issues[0].Path.String(), "another user's value, expired or not")
+}
+
 // A Bootstrap refused for a malformed username or token value writes
 // nothing: neither the organization nor the Admin, nor an audit event.
 // A seeded token value is 16 to 512 printable ASCII characters other than

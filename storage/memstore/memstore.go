@@ -341,14 +341,20 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	if ur == 0 {
 		return storage.ErrNotFound
 	}
-	if _, ok := s.digests[t.Digest]; ok {
-		return storage.ErrAlreadyExists
+	u := s.users.at(ur)
+	if tr, ok := s.digests[t.Digest]; ok {
+		// A token of the user's that is no longer live frees its value
+		// (a value seeded again once it expired), as the other stores'
+		// creations, which drop such tokens first, do.
+		if old := s.tokens.at(tr); old.user != ur || old.liveAt(lim.LiveAt) {
+			return storage.ErrAlreadyExists
+		}
+		s.dropExpired(u, lim.LiveAt)
 	}
 	if s.tokenIDs.find(t.ID, s.tokenID) != 0 {
 		return storage.ErrAlreadyExists
 	}
 	s.sweepRevoked(lim.LiveAt)
-	u := s.users.at(ur)
 	// Drop the user's tokens that are no longer live when they might count
 	// against the limit (or, without one, now and then), then count.
 	if (lim.Max > 0 && u.ntokens >= lim.Max) || u.ntokens%1024 == 1023 {
