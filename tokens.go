@@ -270,7 +270,8 @@ func (in SeedTokenInput) check(is *issues) {
 
 // SeedToken stores a token with the given value for the user of org named
 // username, through the Go API only. Seeding a value the user already holds
-// changes nothing and returns that token. It fails with BAD_REQUEST when in
+// changes nothing and returns that token; a value whose token has expired
+// is no longer held, and is stored anew. It fails with BAD_REQUEST when in
 // breaks a rule, or the value belongs to another user or was revoked from
 // another user (while the store remembers the revocation: a revoked,
 // perhaps leaked, credential is handed to no one else), and NOT_FOUND
