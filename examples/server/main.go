@@ -183,12 +183,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	requestsCtx, cancelRequests := context.WithCancel(context.Background())
 	defer cancelRequests()
 	srv.BaseContext = func(net.Listener) context.Context { return requestsCtx }
+	conns := &openConns{}
+	srv.ConnState = conns.track
 	var underWay sync.WaitGroup
 	api := srv.Handler
 	srv.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		underWay.Add(1)
 		defer underWay.Done()
-		defer endReadsOnCancel(w, r)()
 		api.ServeHTTP(w, r)
 	})
 	errc := make(chan error, 1)
@@ -210,6 +211,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Warn("requests still under way after the shutdown grace: canceling them", "grace", grace.String())
 		cancelRequests()
+		conns.endReads()
 		ended := make(chan struct{})
 		go func() { underWay.Wait(); close(ended) }()
 		select {
@@ -219,30 +221,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
-}
-
-// endReadsOnCancel makes a read of r's body fail at once when r's context
-// ends while the handler runs: a request canceled at shutdown that waits
-// on a client sending its body slowly then ends at once, answered (the
-// 400 of a body cut off) and logged, rather than cut at the exit. It
-// returns the function to call before the handler returns, after which w
-// is no longer touched.
-func endReadsOnCancel(w http.ResponseWriter, r *http.Request) (done func()) {
-	var mu sync.Mutex
-	finished := false
-	stop := context.AfterFunc(r.Context(), func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if !finished {
-			_ = http.NewResponseController(w).SetReadDeadline(time.Now()) // a connection that has none: nothing to end
-		}
-	})
-	return func() {
-		stop()
-		mu.Lock()
-		finished = true
-		mu.Unlock()
-	}
 }
 
 // routes serves /healthz with health, the page-feedback path with

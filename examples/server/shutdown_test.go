@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -115,4 +116,48 @@ func TestShutdownEndsABodyStillArriving(t *testing.T) {
 	log := shutdown() // the body not all sent
 	require.Contains(t, log, `"path":"/v1/users","status":400`, "the canceled request is logged: %s", log)
 	require.Equal(t, "400 Bad Request", <-answered)
+}
+
+// A connection whose request net/http read as the shutdown ended the
+// reads (and so set its deadline after endReads had) has its reads ended
+// as the request begins; one still open is cut at once, and one closed
+// is forgotten.
+func TestEndReadsReachesEveryConnection(t *testing.T) {
+	var o openConns
+	open, openPeer := net.Pipe()
+	defer openPeer.Close()
+	closed, closedPeer := net.Pipe()
+	defer closedPeer.Close()
+	o.track(open, http.StateNew)
+	o.track(closed, http.StateNew)
+	o.track(closed, http.StateClosed)
+	require.Len(t, o.open, 1)
+
+	o.endReads()
+	requireReadEnds(t, open)
+
+	late, latePeer := net.Pipe()
+	defer latePeer.Close()
+	o.track(late, http.StateNew)
+	require.NoError(t, late.SetReadDeadline(time.Now().Add(time.Hour))) // as net/http does
+	o.track(late, http.StateActive)
+	requireReadEnds(t, late)
+}
+
+// requireReadEnds requires that a read of c fail at its deadline, which
+// has passed; it gives up after a minute of waiting.
+func requireReadEnds(t *testing.T, c net.Conn) {
+	t.Helper()
+	failed := make(chan error, 1)
+	go func() {
+		_, err := c.Read(make([]byte, 1))
+		failed <- err
+	}()
+	select {
+	case err := <-failed:
+		require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	case <-time.After(time.Minute):
+		c.Close()
+		t.Fatal("the read still waits")
+	}
 }
