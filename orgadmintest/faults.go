@@ -37,7 +37,7 @@ type Fault struct {
 	// Times is how many matching requests the fault takes, the next ones;
 	// 0 means every one until the fault is removed.
 	Times int
-	// Status, when not 0, is the status answered: with the API's JSON
+	// Status, when not 0, is the status answered (200 to 999): with the API's JSON
 	// error envelope for a status the API has a code for (400, 401, 403,
 	// 404, 429, 500; a 429 is TOO_MANY_REQUESTS; a 400 has one issue,
 	// "Refused by an injected fault", as every 400 of the API has issues;
@@ -50,7 +50,8 @@ type Fault struct {
 	RetryAfter time.Duration
 	// Delay, when positive, is waited (in real time: the Server's clock
 	// stands still) before anything else; a request whose client gives up
-	// first ends there.
+	// first ends there; one whose Server closes first has its connection
+	// closed without an answer.
 	Delay time.Duration
 	// Drop closes the connection without an answer (through
 	// http.Hijacker; behind a ResponseWriter that cannot hijack, by
@@ -67,8 +68,10 @@ func (f Fault) check() error {
 	switch {
 	case f.Times < 0:
 		return fmt.Errorf("a negative Times, %d", f.Times)
-	case f.Status != 0 && (f.Status < 100 || f.Status > 999):
-		return fmt.Errorf("no HTTP status: %d", f.Status)
+	case f.Status != 0 && (f.Status < 200 || f.Status > 999):
+		// An informational status (1xx) is no answer: net/http would
+		// send it, then the handler's implicit 200.
+		return fmt.Errorf("Status %d is no final HTTP status (200 to 999)", f.Status)
 	case f.Status != 0 && f.Drop:
 		return errors.New("a fault answers Status or drops the connection, not both")
 	case f.AfterHandling && f.Status == 0 && !f.Drop:
@@ -190,6 +193,10 @@ func (s *Server) inject(next http.Handler) http.Handler {
 			case <-r.Context().Done():
 				t.Stop()
 				markGone(r.Context())
+				return
+			case <-s.closing: // the Server closes: no answer comes
+				t.Stop()
+				drop(w, r)
 				return
 			}
 		}

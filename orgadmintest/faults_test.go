@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
 	"strings"
 	"sync"
 	"testing"
@@ -324,6 +325,39 @@ func TestDelay(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
+// Closing the Server ends a delay under way: its client, which waits
+// without a deadline, sees the connection closed without an answer, and
+// Close returns without waiting out the delay.
+func TestCloseEndsADelay(t *testing.T) {
+	t.Parallel()
+	srv := orgadmintest.NewServer(t)
+	srv.InjectFault(orgadmintest.Fault{Delay: 90 * time.Second}) // what a broken Close would wait out
+	wrote := make(chan struct{})
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { close(wrote) }})
+	req, err := http.NewRequestWithContext(ctx, "GET", srv.URL()+"/v1/users/admin/tokens", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+srv.AdminToken())
+	failed := make(chan error, 1)
+	go func() {
+		res, err := testHTTP.Do(req)
+		if err == nil {
+			res.Body.Close()
+		}
+		failed <- err
+	}()
+	<-wrote
+	time.Sleep(50 * time.Millisecond) // the request reaches its delay (were it not, Close would still end it)
+	closed := make(chan struct{})
+	go func() { srv.Close(); close(closed) }()
+	select {
+	case err := <-failed:
+		require.Error(t, err, "no answer")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request still waits 30 s after Close")
+	}
+	<-closed
+}
+
 // The fake's Handler serves behind middleware of the test's own, faults
 // and journal included.
 func TestHandlerCanBeWrapped(t *testing.T) {
@@ -473,4 +507,27 @@ func TestFrozenClockKeepsCreationOrder(t *testing.T) {
 		inspected = append(inspected, tok.Name)
 	}
 	assert.Equal(t, want, inspected)
+}
+
+// A fault that cannot be is refused, saying why.
+func TestMalformedFaultsAreRefused(t *testing.T) {
+	t.Parallel()
+	srv, err := orgadmintest.Run()
+	require.NoError(t, err)
+	defer srv.Close()
+	for f, want := range map[orgadmintest.Fault]string{
+		{Status: 103}:                     "Status 103 is no final HTTP status (200 to 999)",
+		{Status: 1000}:                    "Status 1000 is no final HTTP status (200 to 999)",
+		{Status: 503, Drop: true}:         "a fault answers Status or drops the connection, not both",
+		{AfterHandling: true}:             "AfterHandling needs a Status or Drop to replace the answer with",
+		{Route: "/v1/users", Times: 1}:    "the fault does nothing: set Status, Drop or Delay",
+		{Status: 503, Route: "GET /v1/{"}: "",
+	} {
+		if want == "" {
+			assert.Panics(t, func() { srv.InjectFault(f) }, "%+v", f)
+			continue
+		}
+		assert.PanicsWithValue(t, "orgadmintest: inject fault: "+want, func() { srv.InjectFault(f) }, "%+v", f)
+	}
+	srv.InjectFault(orgadmintest.Fault{Status: 200}).Remove()
 }

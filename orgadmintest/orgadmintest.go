@@ -83,6 +83,7 @@ type server struct {
 	faults     faults
 	journal    journal
 	closeOnce  sync.Once
+	closing    chan struct{} // closed as Close begins: faults stop waiting
 }
 
 // state is a Server's world: the Service on its own memory store, and
@@ -204,7 +205,7 @@ func start(tb testing.TB, opts []Option) (*Server, error) {
 		}
 		o.fileSeeds = append(o.fileSeeds, sd)
 	}
-	s := &Server{tb: tb, server: &server{opts: o, clock: fakeclock.New(o.start), org: o.org, admin: o.admin}}
+	s := &Server{tb: tb, server: &server{opts: o, clock: fakeclock.New(o.start), org: o.org, admin: o.admin, closing: make(chan struct{})}}
 	s.journal.max = max(o.journalSize, 1)
 	st, token, err := s.newState(o.adminToken)
 	if err != nil {
@@ -373,7 +374,10 @@ func (s *Server) FastForward(d time.Duration) {
 // Close shuts the Server down. NewServer registers it with tb.Cleanup;
 // calling it again does nothing.
 func (s *Server) Close() {
-	s.closeOnce.Do(s.srv.Close)
+	s.closeOnce.Do(func() {
+		close(s.closing)
+		s.srv.Close()
+	})
 }
 
 // fatal fails the test with err, naming what was being done (or panics,
