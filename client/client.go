@@ -66,7 +66,7 @@ type Client struct {
 	sleep func(ctx context.Context, d time.Duration) error
 }
 
-// Option configures a Client.
+// Option configures a Client; a nil Option is ignored.
 type Option func(*Client)
 
 // WithHTTPClient makes the Client send its requests through hc (for its
@@ -150,7 +150,9 @@ func New(baseURL, token string, opts ...Option) *Client {
 		sleep:     sleepContext,
 	}
 	for _, opt := range opts {
-		opt(c)
+		if opt != nil { // a nil Option is none
+			opt(c)
+		}
 	}
 	if c.hc == nil {
 		c.hc = &http.Client{Transport: defaultTransport()}

@@ -442,7 +442,7 @@ func TestOptions(t *testing.T) {
 		calls++
 		return http.DefaultTransport.RoundTrip(r)
 	})}
-	c := client.New(srv.URL+"/", "secret", client.WithHTTPClient(hc), client.WithUserAgent("provisioner/1.0"), client.WithFeedbackURL(srv.URL+"/elsewhere"))
+	c := client.New(srv.URL+"/", "secret", client.WithHTTPClient(hc), nil, client.WithUserAgent("provisioner/1.0"), client.WithFeedbackURL(srv.URL+"/elsewhere"))
 	_, err := c.ListTokens(t.Context(), "x")
 	require.NoError(t, err)
 	assert.Equal(t, "provisioner/1.0", ua.Load())

@@ -150,7 +150,7 @@ func TestNewServerFailsAtTheCallersLine(t *testing.T) {
 // A Server of Run panics where a test's would fail.
 func TestRunPanicsInsteadOfFailing(t *testing.T) {
 	t.Parallel()
-	srv, err := orgadmintest.Run()
+	srv, err := orgadmintest.Run(nil) // a nil Option is none
 	require.NoError(t, err)
 	defer srv.Close()
 	assert.PanicsWithValue(t, "orgadmintest: FastForward(-1s): the clock only moves forward", func() { srv.FastForward(-time.Second) })

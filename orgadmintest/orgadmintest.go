@@ -107,7 +107,7 @@ type options struct {
 	journalSize            int
 }
 
-// Option configures a Server.
+// Option configures a Server; a nil Option is ignored.
 type Option func(*options)
 
 // WithOrg names the organization NewServer bootstraps; default "default".
@@ -190,7 +190,9 @@ func (panicTB) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, ar
 func start(tb testing.TB, opts []Option) (*Server, error) {
 	o := options{org: "default", admin: "admin", journalSize: DefaultJournalSize}
 	for _, opt := range opts {
-		opt(&o)
+		if opt != nil { // a nil Option is none
+			opt(&o)
+		}
 	}
 	if o.start.IsZero() {
 		o.start = time.Now()
