@@ -276,7 +276,8 @@ func (s *Service) clock() time.Time {
 // order it mints them, even while its clock stands still (a test's fake
 // clock) or steps back: each is at least the previous one plus one. So
 // records ordered by creation time, then id (tokens), keep the order of
-// their creation within a Service whatever its clock says.
+// their creation within a Service while its clock stands still; after a
+// step back, a record's earlier time comes first.
 func (s *Service) newID() (string, error) {
 	var id uuid.UUID
 	if err := s.readRandom(id[:]); err != nil {
