@@ -30,7 +30,7 @@ func validOrgID(id string) bool {
 // two organizations); anything else is a BAD_REQUEST naming id.
 func (s *Service) CreateOrg(ctx context.Context, id string) error {
 	if !validOrgID(id) {
-		return badRequest(Issue{Message: "Organization id must be 1 to 128 ASCII letters, digits, '.', '_', ':' or '-'", Path: NewPath("id"), Code: IssueInvalidString})
+		return badRequest(orgIDIssue("id"))
 	}
 	aud, ev, err := s.audited(ctx, id, system, change{action: ActionOrgCreate, kind: TargetOrg, targetID: id})
 	if err != nil {
@@ -45,6 +45,11 @@ func (s *Service) CreateOrg(ctx context.Context, id string) error {
 	}
 	s.emit(ctx, ev)
 	return nil
+}
+
+// orgIDIssue is the refusal of a malformed organization id at path.
+func orgIDIssue(path string) Issue {
+	return Issue{Message: "Organization id must be 1 to 128 ASCII letters, digits, '.', '_', ':' or '-'", Path: NewPath(path), Code: IssueInvalidString}
 }
 
 // BootstrapInput names the first Admin of an organization.
@@ -149,6 +154,9 @@ func (s *Service) Bootstrap(ctx context.Context, in BootstrapInput) (string, err
 // checks the organization id before it writes.)
 func checkBootstrapInput(in BootstrapInput) error {
 	var is issues
+	if !validOrgID(in.Org) {
+		is = append(is, orgIDIssue("org"))
+	}
 	is.checkUsername(in.Username, "username")
 	if in.Token != "" {
 		var ts issues

@@ -1138,6 +1138,7 @@ func TestBootstrap_MalformedInputWritesNothing(t *testing.T) {
 		{orgadmin.BootstrapInput{Org: "acme", Username: "1root"}, "username"},
 		{orgadmin.BootstrapInput{Org: "acme", Username: ""}, "username"},
 		{orgadmin.BootstrapInput{Org: "acme", Username: "root", Token: "short"}, "token"},
+		{orgadmin.BootstrapInput{Org: "bad org", Username: "root"}, "org"},
 	} {
 		_, err := svc.Bootstrap(ctx, tc.in)
 		is := requireCode(t, err, orgadmin.ErrBadRequest)
@@ -1148,6 +1149,12 @@ func TestBootstrap_MalformedInputWritesNothing(t *testing.T) {
 	}
 	_, err := svc.GetUser(ctx, "acme", "root")
 	require.ErrorIs(t, err, orgadmin.ErrNotFound)
+
+	// Every problem at once, each at its field.
+	_, err = svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "bad org", Username: "1root", Token: "short"})
+	is := requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, [][]any{{"org"}, {"username"}, {"token"}}, issuePaths(t, err))
+	assert.Equal(t, "Organization id must be 1 to 128 ASCII letters, digits, '.', '_', ':' or '-'", is.Issues[0].Message)
 }
 
 func TestBootstrap_SameTokenAgainChangesNothing(t *testing.T) {
