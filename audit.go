@@ -114,7 +114,10 @@ type AuditQuery struct {
 	Action string
 	// Actor keeps events whose actor has that user id (in either case)
 	// or username (exactly as spelled when the event was recorded: "Bob"
-	// does not match "bob"), or SystemActor.
+	// does not match "bob"), or SystemActor. A user may be named
+	// "system": SystemActor then keeps that user's events too, which
+	// have an ActorID where the Go API's have none (filter by the user's
+	// id to keep its events alone).
 	Actor string
 	// TargetKind, TargetID and TargetUsername keep events of that target.
 	// A TargetID written as a UUID matches in either case, unless
