@@ -1103,6 +1103,38 @@ func TestSeedToken_ExpiredValueIsSeededAnew(t *testing.T) {
 	assert.Equal(t, "value", is.Issues[0].Path.String(), "another user's value, expired or not")
 }
 
+// keepsExpired is a store that keeps a token's digest taken after the
+// token expired, as the storage contract lets a store do.
+type keepsExpired struct{ storage.Store }
+
+func (k keepsExpired) CreateToken(ctx context.Context, t storage.Token, lim storage.TokenLimit, a *storage.Audit) error {
+	if _, err := k.ReadAccess(ctx, storage.AccessQuery{Digest: t.Digest}); err == nil {
+		return storage.ErrAlreadyExists
+	}
+	return k.Store.CreateToken(ctx, t, lim, a)
+}
+
+// On a store that keeps an expired token's value taken, seeding that
+// value again is refused as in use: it returns no token that cannot
+// authenticate.
+func TestSeedToken_ExpiredValueTheStoreKeeps(t *testing.T) {
+	clk := newFakeClock()
+	svc := orgadmin.New(keepsExpired{memstore.New()}, orgadmin.Config{Now: clk.Now})
+	ctx := context.Background()
+	loadSeed(t, svc, sampleSeed)
+	in := orgadmin.SeedTokenInput{Value: "value-of-a-short-lived-token", CreateTokenInput: orgadmin.CreateTokenInput{Name: "short", TTL: orgadmin.Some(5 * time.Minute)}}
+	first, err := svc.SeedToken(ctx, "acme", "alice", in)
+	require.NoError(t, err)
+	again, err := svc.SeedToken(ctx, "acme", "alice", in)
+	require.NoError(t, err)
+	assert.Equal(t, first.ID, again.ID, "a live token is held: nothing changes")
+
+	clk.Advance(time.Hour)
+	_, err = svc.SeedToken(ctx, "acme", "alice", in)
+	is := requireCode(t, err, orgadmin.ErrBadRequest)
+	assert.Equal(t, []orgadmin.Issue{{Message: "Token value already in use", Path: orgadmin.NewPath("value"), Code: orgadmin.IssueAlreadyExists}}, is.Issues)
+}
+
 // A Bootstrap refused for a malformed username or token value writes
 // nothing: neither the organization nor the Admin, nor an audit event.
 // A seeded token value is 16 to 512 printable ASCII characters other than

@@ -270,12 +270,14 @@ func (in SeedTokenInput) check(is *issues) {
 
 // SeedToken stores a token with the given value for the user of org named
 // username, through the Go API only. Seeding a value the user already holds
-// changes nothing and returns that token; a value whose token has expired
-// is no longer held, and is stored anew. It fails with BAD_REQUEST when in
-// breaks a rule, or the value belongs to another user or was revoked from
-// another user (while the store remembers the revocation: a revoked,
-// perhaps leaked, credential is handed to no one else), and NOT_FOUND
-// when the user does not exist.
+// changes nothing and returns that token. A value whose token has expired
+// is no longer held: it is stored anew where the store has freed it (every
+// store of this module does; redisstore once the token's keys expire, by
+// Redis's clock), and refused as in use otherwise. It fails with
+// BAD_REQUEST when in breaks a rule, or the value belongs to another user
+// or was revoked from another user (while the store remembers the
+// revocation: a revoked, perhaps leaked, credential is handed to no one
+// else), and NOT_FOUND when the user does not exist.
 func (s *Service) SeedToken(ctx context.Context, org, username string, in SeedTokenInput) (Token, error) {
 	return s.seedToken(ctx, org, username, in, false)
 }
@@ -310,7 +312,7 @@ func (s *Service) seedToken(ctx context.Context, org, username string, in SeedTo
 		}
 		a, lerr := s.store.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte(in.Value))})
 		switch {
-		case lerr == nil && a.Credential.Token.UserID == u.ID:
+		case lerr == nil && a.Credential.Token.UserID == u.ID && a.Credential.Token.LiveAt(s.clock()):
 			t = tokenFromRecord(a.Credential.Token)
 			t.Value = in.Value
 			return t, nil

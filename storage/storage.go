@@ -7,9 +7,10 @@
 // the caller. Every rule of the API lives in the root orgadmin package, so the
 // adapters (memstore, redisstore, mongostore, sqlstore) cannot drift apart.
 //
-// Records are passed and returned by value. A record returned by a Store
-// shares no memory with what the Store holds: mutating it, its slices or its
-// maps changes nothing stored.
+// Records are passed and returned by value, and share no memory with what
+// the Store holds, either way: mutating a record a Store returned, its
+// slices or its maps, changes nothing stored, and neither does mutating,
+// after the call, one passed to it.
 //
 // The mutating methods record, with their change and atomically, the
 // audit event they are given (see "Audit events" below).
@@ -19,6 +20,45 @@
 // ErrLimitExceeded, a compare-and-set that found the record changed is
 // ErrConflict; compare with errors.Is. Any other error is a failure
 // of the store itself.
+//
+// # Audit events
+//
+// CreateOrg, CreateUser, SetPrivileges, SetInstances, DeleteUser,
+// CreateToken, DeleteToken, PutDive, CreateDive and CreateEmbedSession
+// take as their last argument the Audit to record with the change (nil: none): the
+// store writes its event in the same atomic step as the change (one Lua
+// script, one SQL transaction, one lock), or, without multi-document transactions, in
+// writes ordered so that none is lost between the two (mongostore: the
+// event first, unconfirmed, then the change, then the confirmation; an
+// event left unconfirmed is settled as EventQuery.SettleBefore says), and
+// only when the method succeeds. After a crash there is never a change
+// without its event, nor an event without its change (once settled). A
+// method that fails, or that changes nothing, records nothing (CreateOrg
+// for an existing org is ErrAlreadyExists and records nothing).
+//
+// With each event the store drops events of the event's org that are
+// older than Audit.DropBefore and, when the org holds more than
+// Audit.MaxPerOrg events, the oldest beyond that bound. It may spread that
+// work over later writes (a bounded amount per write) or leave it to a
+// cleanup, but the events of an org never grow beyond MaxPerOrg plus a
+// bounded slack, nor do expired events pile up without bound; callers
+// filter out expired events that linger (EventQuery.Since). The store
+// mints nothing and reads no clock: the caller gives the event's ID and
+// At.
+//
+// # Sequence of events
+//
+// The store gives each event of an org its Seq, in the same
+// atomic step as the event and its change, from a counter of the org, so
+// that within an org Seq order is the order in which events become
+// visible to ListEvents: once an event of Seq n is listed, no event of
+// the org with a lower Seq appears any more (a store that writes in two
+// steps keeps this for each walk of pages; see EventQuery.BeforeSeq).
+// So a reader that pages down from the newest event, by BeforeSeq, sees
+// exactly the events visible when it read its first page, none twice;
+// whatever is written meanwhile, by any process and whatever its clock,
+// sorts above that page. At, the writer's clock, plays no part in the
+// order.
 package storage
 
 import (
@@ -110,7 +150,11 @@ type Store interface {
 	// already holds lim.Max tokens that are live at lim.LiveAt (tokens with a
 	// zero ExpiresAt, or ExpiresAt after LiveAt). A zero lim.Max means no
 	// limit. The store may delete tokens of the user that are no longer live
-	// at lim.LiveAt. It records a's event with the token (nil: none).
+	// at lim.LiveAt, and so free their Digest and ID (the stores of this
+	// module free a digest that only such a token of t's user holds; one
+	// that keeps it answers ErrAlreadyExists, and the Service then refuses
+	// the value as in use). It records a's event with the token (nil:
+	// none).
 	CreateToken(ctx context.Context, t Token, lim TokenLimit, a *Audit) error
 	// ReadAccess reads what an authenticated request needs, in one round
 	// trip where the store allows: the credential of q.Digest (the token
@@ -207,43 +251,6 @@ type Store interface {
 	Ping(ctx context.Context) error
 }
 
-// Audit events.
-//
-// CreateOrg, CreateUser, SetPrivileges, SetInstances, DeleteUser,
-// CreateToken, DeleteToken, PutDive, CreateDive and CreateEmbedSession
-// take as their last argument the Audit to record with the change (nil: none): the
-// store writes its event in the same atomic step as the change (one Lua
-// script, one SQL transaction, one lock), or, without multi-document transactions, in
-// writes ordered so that none is lost between the two (mongostore: the
-// event first, unconfirmed, then the change, then the confirmation; an
-// event left unconfirmed is settled as EventQuery.SettleBefore says), and
-// only when the method succeeds. After a crash there is never a change
-// without its event, nor an event without its change (once settled). A
-// method that fails, or that changes nothing, records nothing (CreateOrg
-// for an existing org is ErrAlreadyExists and records nothing).
-//
-// With each event the store drops events of the event's org that are
-// older than Audit.DropBefore and, when the org holds more than
-// Audit.MaxPerOrg events, the oldest beyond that bound. It may spread that
-// work over later writes (a bounded amount per write) or leave it to a
-// cleanup, but the events of an org never grow beyond MaxPerOrg plus a
-// bounded slack, nor do expired events pile up without bound; callers
-// filter out expired events that linger (EventQuery.Since). The store
-// mints nothing and reads no clock: the caller gives the event's ID and
-// At.
-//
-// Sequence. The store gives each event of an org its Seq, in the same
-// atomic step as the event and its change, from a counter of the org, so
-// that within an org Seq order is the order in which events become
-// visible to ListEvents: once an event of Seq n is listed, no event of
-// the org with a lower Seq appears any more (a store that writes in two
-// steps keeps this for each walk of pages; see EventQuery.BeforeSeq).
-// So a reader that pages down from the newest event, by BeforeSeq, sees
-// exactly the events visible when it read its first page, none twice;
-// whatever is written meanwhile, by any process and whatever its clock,
-// sorts above that page. At, the writer's clock, plays no part in the
-// order.
-
 // Event is one audit event: an administrative change, who made it and
 // when. It never holds a token or session value, digest or secret.
 type Event struct {
@@ -299,9 +306,12 @@ type EventQuery struct {
 	// exist. A query without it reads the first page of a walk: the
 	// newest events.
 	BeforeSeq int64
-	// Limit is the page size; the store returns at most Limit events.
+	// Limit is the page size, at least 1; the store returns at most
+	// Limit events.
 	Limit int
-	// The filters: an empty string or zero time matches every event.
+	// The filters: an empty string or zero time matches every event; a
+	// string matches only exactly (byte for byte, case included), as
+	// Matches says.
 	Action         string
 	ActorID        string
 	ActorUsername  string
@@ -396,7 +406,8 @@ type UserQuery struct {
 	After string
 	// Offset skips that many matching users from the start.
 	Offset int
-	// Limit is the page size; the store returns at most Limit users.
+	// Limit is the page size, at least 1; the store returns at most
+	// Limit users.
 	Limit int
 	// ServiceAccount, when not nil, keeps only users whose
 	// IsServiceAccount equals it.
@@ -419,6 +430,7 @@ type UserPage struct {
 
 // UserLimit bounds the users of an organization; see Store.CreateUser.
 type UserLimit struct {
+	// Max is the bound; zero or less means none.
 	Max int
 }
 
@@ -444,6 +456,7 @@ func (t Token) LiveAt(at time.Time) bool {
 
 // TokenLimit bounds the live tokens of a user; see Store.CreateToken.
 type TokenLimit struct {
+	// Max is the bound; zero or less means none.
 	Max    int
 	LiveAt time.Time
 }
@@ -509,7 +522,9 @@ type AccessQuery struct {
 	Tokens bool
 	LiveAt time.Time
 	// Into is where the tokens go: Access.Tokens is Into with them
-	// appended, as append gives it (see UserQuery.Into).
+	// appended, as append gives it (see UserQuery.Into), when the tokens
+	// were asked for and the target found (otherwise Access.Tokens is
+	// nil, whatever Into holds).
 	Into []Token
 }
 
