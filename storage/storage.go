@@ -151,7 +151,8 @@ type Store interface {
 	// zero ExpiresAt, or ExpiresAt after LiveAt). A zero lim.Max means no
 	// limit. The store may delete tokens of the user that are no longer live
 	// at lim.LiveAt, and so free their Digest and ID (the stores of this
-	// module free a digest that only such a token of t's user holds; one
+	// module free a digest that only such a token of t's user holds,
+	// redisstore once the token's keys expire, by Redis's clock; a store
 	// that keeps it answers ErrAlreadyExists, and the Service then refuses
 	// the value as in use). It records a's event with the token (nil:
 	// none).
