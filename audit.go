@@ -472,9 +472,18 @@ func eventsFromRecords(recs []storage.Event) []AuditEvent {
 			TargetID:       e.TargetID,
 			TargetUsername: e.TargetUsername,
 			RequestID:      e.RequestID,
-			Before:         json.RawMessage(e.Before),
-			After:          json.RawMessage(e.After),
+			Before:         rawOrNil(e.Before),
+			After:          rawOrNil(e.After),
 		}
 	}
 	return out
+}
+
+// rawOrNil is b as JSON, nil when empty: a store may give none as an
+// empty slice, which json.Marshal refuses as a json.RawMessage.
+func rawOrNil(b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
