@@ -175,7 +175,7 @@ type Store interface {
 	ReadAccess(ctx context.Context, q AccessQuery) (Access, error)
 	// ListTokens returns the tokens of the user userID of org that are live
 	// at liveAt, ordered by CreatedAt, then ID. A user without tokens yields
-	// an empty slice and no error.
+	// none (a nil or empty slice) and no error.
 	ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]Token, error)
 	// DeleteToken removes the token id of the user userID of org if it is
 	// live at r.At, and keeps in the same atomic step a tombstone of its

@@ -405,6 +405,8 @@ func testEventCopies(t *testing.T, s storage.Store) {
 	written.Before[2], written.After[2] = 'X', 'X'
 	got := listEvents(t, s, org.ID)
 	require.Len(t, got, 1)
+	require.Equal(t, e.Before, got[0].Before)
+	require.Equal(t, e.After, got[0].After)
 	got[0].Before[2], got[0].After[2] = 'Y', 'Y'
 	again := listEvents(t, s, org.ID)[0]
 	e.Seq = again.Seq

@@ -1,6 +1,8 @@
 // Package storagetest is the conformance suite every storage.Store adapter
-// runs. Each guarantee written in the comments of package storage has a named
-// subtest here, so an adapter's own test is a few lines:
+// runs: the guarantees written in the comments of package storage have named
+// subtests here, but for those no test can watch from outside (that an
+// event is written in the same atomic step as its change, say), so an
+// adapter's own test is a few lines:
 //
 //	func TestConformance(t *testing.T) {
 //		storagetest.Run(t, func(testing.TB) storage.Store { return memstore.New() })
@@ -13,6 +15,7 @@ package storagetest
 import (
 	"crypto/sha256"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -89,6 +92,13 @@ func Run(t *testing.T, newStore func(t testing.TB) storage.Store, opts ...Option
 							t.Skip("known defect: " + k.Why)
 						}
 					}
+					// A store that panics fails this subtest, not the
+					// run: the later subtests still report.
+					defer func() {
+						if r := recover(); r != nil {
+							t.Fatalf("panic: %v\n%s", r, debug.Stack())
+						}
+					}()
 					s := newStore(t)
 					require.NotNil(t, s, "newStore returned nil")
 					st.fn(t, s)

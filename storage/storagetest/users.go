@@ -16,6 +16,7 @@ var userTests = []subtest{
 	{"CreateGet", testUserCreateGet},
 	{"TimePrecision", testUserTimePrecision},
 	{"DuplicateFoldedUsername", testUserDuplicateFoldedUsername},
+	{"FoldedUsernameIsTheKey", testUserFoldedUsernameIsTheKey},
 	{"DuplicateID", testUserDuplicateID},
 	{"SameUsernameOtherOrg", testUserSameUsernameOtherOrg},
 	{"MissingOrg", testUserMissingOrg},
@@ -85,6 +86,40 @@ func testUserDuplicateFoldedUsername(t *testing.T, s storage.Store) {
 		require.ErrorIs(t, err, storage.ErrAlreadyExists, "create %q", name)
 	}
 	assertUser(t, alice, getUser(t, s, org.ID, "alice"))
+}
+
+// The key is FoldedUsername as the caller gives it, byte for byte: not
+// the Username lower-cased, which differs from the fold for some names
+// ("ſam" folds as "Sam" does; Cherokee folds to its capitals), nor the
+// fold lower-cased again.
+func testUserFoldedUsernameIsTheKey(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	sam := newUser(org.ID, "ſam", false)
+	sam.FoldedUsername = "sam"
+	require.NoError(t, s.CreateUser(t.Context(), sam, storage.UserLimit{}, nil))
+	require.ErrorIs(t, s.CreateUser(t.Context(), newUser(org.ID, "Sam", false), storage.UserLimit{}, nil), storage.ErrAlreadyExists)
+	assertUser(t, sam, getUser(t, s, org.ID, "sam"))
+
+	cherokee := newUser(org.ID, "ꭰꭱ", false)
+	cherokee.FoldedUsername = "ᎠᎡ"
+	require.NoError(t, s.CreateUser(t.Context(), cherokee, storage.UserLimit{}, nil))
+	assertUser(t, cherokee, getUser(t, s, org.ID, "ᎠᎡ"))
+	for _, other := range []string{"ſam", "ꭰꭱ", "ꭰᎡ"} {
+		_, err := s.GetUser(t.Context(), org.ID, other)
+		require.ErrorIs(t, err, storage.ErrNotFound, "GetUser(%q)", other)
+	}
+	page, err := s.ListUsers(t.Context(), org.ID, storage.UserQuery{Limit: 10})
+	require.NoError(t, err)
+	var folded []string
+	for _, u := range page.Users {
+		folded = append(folded, u.FoldedUsername)
+	}
+	assert.Equal(t, []string{"sam", "ᎠᎡ"}, folded)
+
+	got, err := s.DeleteUser(t.Context(), org.ID, cherokee.ID, nil)
+	require.NoError(t, err)
+	assertUser(t, cherokee, got)
+	assertUser(t, sam, getUser(t, s, org.ID, "sam"))
 }
 
 // A second user with the same ID in one org is ErrAlreadyExists and is not
