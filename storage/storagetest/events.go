@@ -382,6 +382,15 @@ func testEventFilters(t *testing.T, s storage.Store) {
 		// And by pages of two.
 		got := walkEvents(t, s, org.ID, q, 2, nil)
 		assert.Equal(t, ids(newestFirst(want)), ids(got), "pages of %+v", q)
+		// More only when matching events follow: a page of exactly
+		// the matching events has none, whatever else follows.
+		if len(want) > 0 {
+			q.Limit = len(want)
+			page, err := s.ListEvents(t.Context(), org.ID, q)
+			require.NoError(t, err)
+			assert.Len(t, page.Events, len(want), "%+v", q)
+			assert.False(t, page.More, "a page of all %d matching events: %+v", len(want), q)
+		}
 	}
 }
 
