@@ -27,6 +27,7 @@ var eventTests = []subtest{
 	{"Into", testEventInto},
 	{"CursorUnderConcurrentWrites", testEventConcurrentCursor},
 	{"SeqIsWriteOrder", testEventSeq},
+	{"TailUnderConcurrentWrites", testEventTail},
 	{"LateWriteWithOlderTimeSortsFirst", testEventLateWrite},
 	{"WalkUnderConcurrentWritesWithSkewedClocks", testEventSkewedWalk},
 	{"Retention", testEventRetention},
@@ -500,6 +501,65 @@ func testEventSeq(t *testing.T, s storage.Store) {
 	other := listEvents(t, s, b.ID)
 	require.Len(t, other, 1)
 	assert.Positive(t, other[0].Seq)
+}
+
+// A reader that keeps reading the newest events while several writers
+// write misses none: once an event of Seq n is listed, no event of a
+// lower Seq appears any more (a store that takes an event's Seq before
+// the step that makes it visible lets one appear below what was read).
+func testEventTail(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	const writers, each = 4, 30
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		u := createUser(t, s, org.ID, fmt.Sprint("writer", w), true)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				// Two kinds of change, each with its event.
+				var err error
+				if e := newEvent(org.ID, "dive.register", at(time.Duration(w*each+i)*time.Millisecond)); i%2 == 0 {
+					err = s.PutDive(t.Context(), newDive(org.ID, fmt.Sprint("d", w)), audit(e))
+				} else {
+					e.Action = "instances.set"
+					err = s.SetInstances(t.Context(), org.ID, u.ID, []storage.InstanceConfig{configA, configB}[i/2%2], audit(e))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	seen := make(map[string]bool)
+	var high int64 // the highest Seq of the reads before this one
+	for finished := false; !finished; {
+		select {
+		case <-done:
+			finished = true // one read more, of everything
+		default:
+		}
+		page, err := s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: writers*each + 1})
+		require.NoError(t, err)
+		top := high
+		for _, e := range page.Events {
+			if !seen[e.ID] {
+				require.Greater(t, e.Seq, high, "event %s appeared after an event of a higher Seq was listed", e.ID)
+				seen[e.ID] = true
+			}
+			top = max(top, e.Seq)
+		}
+		high = top
+	}
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	assert.Len(t, seen, writers*each)
 }
 
 // A change stored after a walk has passed its time, by a writer whose
