@@ -34,7 +34,10 @@
 // only when the method succeeds. After a crash there is never a change
 // without its event, nor an event without its change (once settled). A
 // method that fails, or that changes nothing, records nothing (CreateOrg
-// for an existing org is ErrAlreadyExists and records nothing).
+// for an existing org is ErrAlreadyExists and records nothing). A store
+// that writes in one atomic step keeps the events of changes of one
+// record in the order of the changes; one that writes in two steps may
+// not, for changes made at once (mongostore).
 //
 // With each event the store drops events of the event's org that are
 // older than Audit.DropBefore and, when the org holds more than

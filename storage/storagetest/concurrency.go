@@ -27,6 +27,7 @@ var concurrencyTests = []subtest{
 	{"SetDucklingRacingDeleteUser", testConcurrentSetDucklingRacingDeleteUser},
 	{"CreateEmbedSessionRacingDeleteUser", testConcurrentCreateEmbedSessionRacingDeleteUser},
 	{"SetInstancesAtomic", testConcurrentSetInstancesAtomic},
+	{"SetInstancesEventsInTheirOrder", testConcurrentSetInstancesEventOrder},
 	{"SetPrivilegesAtomic", testConcurrentSetPrivilegesAtomic},
 	{"SetPrivilegesSameRead", testConcurrentSetPrivilegesSameRead},
 	{"MarkSeededSameOrg", testConcurrentMarkSeededSameOrg},
@@ -543,3 +544,39 @@ func testConcurrentSetPrivilegesSameRead(t *testing.T, s storage.Store) {
 }
 
 func describeConfig(c storage.InstanceConfig) string { return fmt.Sprintf("%+v", c) }
+
+// Changes of one user's configuration made at once leave their events in
+// the order of the changes: the newest event is the last change's, which
+// the user holds (a store that writes the change and its event in two
+// steps, each under its own lock, can order them apart).
+func testConcurrentSetInstancesEventOrder(t *testing.T, s storage.Store) {
+	org := newOrg(t, s)
+	alice := createUser(t, s, org.ID, "alice", false)
+	const writers = 6
+	for round := range 10 {
+		var wg sync.WaitGroup
+		errs := make(chan error, writers)
+		for w := range writers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := configA
+				c.ReadWrite.CooldownSeconds = 60 + w // one configuration a writer
+				e := newEvent(org.ID, "instances.set", t0)
+				e.After = []byte(fmt.Sprintf(`{"writer":%d}`, w))
+				errs <- s.SetInstances(t.Context(), org.ID, alice.ID, c, audit(e))
+			}()
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		held := getUser(t, s, org.ID, "alice").Instances.ReadWrite.CooldownSeconds - 60
+		page, err := s.ListEvents(t.Context(), org.ID, storage.EventQuery{Limit: 1})
+		require.NoError(t, err)
+		require.Len(t, page.Events, 1)
+		require.JSONEq(t, fmt.Sprintf(`{"writer":%d}`, held), string(page.Events[0].After),
+			"round %d: the newest event is not the change the user holds", round)
+	}
+}
