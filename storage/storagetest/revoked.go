@@ -104,6 +104,12 @@ func testRevokedUntilExpiry(t *testing.T, s storage.Store) {
 		require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, more.ID, revocation(at(3*time.Hour)), nil))
 	}
 	require.NotErrorIs(t, readErr(t, s, tok.Digest, at(2*time.Hour)), storage.ErrRevoked)
+
+	// Until the token's expiry, whether KeepUntil comes before it or after.
+	long := createToken(t, s, alice, t0, at(72*time.Hour))
+	require.NoError(t, s.DeleteToken(t.Context(), org.ID, alice.ID, long.ID, storage.Revocation{At: at(time.Minute), KeepUntil: at(48 * time.Hour)}, nil))
+	require.ErrorIs(t, readErr(t, s, long.Digest, at(72*time.Hour-time.Millisecond)), storage.ErrRevoked, "the tombstone outlasts KeepUntil")
+	require.NotErrorIs(t, readErr(t, s, long.Digest, at(72*time.Hour)), storage.ErrRevoked)
 }
 
 // The tombstone of a token without expiry lasts until KeepUntil.
