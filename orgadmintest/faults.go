@@ -71,7 +71,7 @@ func (f Fault) check() error {
 	case f.Status != 0 && (f.Status < 200 || f.Status > 999):
 		// An informational status (1xx) is no answer: net/http would
 		// send it, then the handler's implicit 200.
-		return fmt.Errorf("Status %d is no final HTTP status (200 to 999)", f.Status)
+		return fmt.Errorf("status %d is no final HTTP status (200 to 999)", f.Status)
 	case f.Status != 0 && f.Drop:
 		return errors.New("a fault answers Status or drops the connection, not both")
 	case f.AfterHandling && f.Status == 0 && !f.Drop:

@@ -516,8 +516,8 @@ func TestMalformedFaultsAreRefused(t *testing.T) {
 	require.NoError(t, err)
 	defer srv.Close()
 	for f, want := range map[orgadmintest.Fault]string{
-		{Status: 103}:                     "Status 103 is no final HTTP status (200 to 999)",
-		{Status: 1000}:                    "Status 1000 is no final HTTP status (200 to 999)",
+		{Status: 103}:                     "status 103 is no final HTTP status (200 to 999)",
+		{Status: 1000}:                    "status 1000 is no final HTTP status (200 to 999)",
 		{Status: 503, Drop: true}:         "a fault answers Status or drops the connection, not both",
 		{AfterHandling: true}:             "AfterHandling needs a Status or Drop to replace the answer with",
 		{Route: "/v1/users", Times: 1}:    "the fault does nothing: set Status, Drop or Delay",
