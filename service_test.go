@@ -1074,11 +1074,14 @@ func TestBootstrap_CreatesOrgAndAdmin(t *testing.T) {
 	require.NoError(t, err, "the token works")
 }
 
-// A value seeded again after its token expired is seeded anew: the
-// expired token is no longer held, and a token that does not
-// authenticate would be no answer. Another user's value stays refused.
-func TestSeedToken_ExpiredValueIsSeededAnew(t *testing.T) {
-	svc, _, clk := seedEnv(t)
+// seedShortLivedTwice loads sampleSeed on store and seeds alice a value
+// with a TTL of 5 minutes twice (the second changes nothing), then moves
+// the clock an hour on, past its expiry. It returns the Service, its
+// clock, the input and the token seeded.
+func seedShortLivedTwice(t *testing.T, store storage.Store) (*orgadmin.Service, *fakeClock, orgadmin.SeedTokenInput, orgadmin.Token) {
+	t.Helper()
+	clk := newFakeClock()
+	svc := orgadmin.New(store, orgadmin.Config{Now: clk.Now})
 	ctx := context.Background()
 	loadSeed(t, svc, sampleSeed)
 	in := orgadmin.SeedTokenInput{Value: "value-of-a-short-lived-token", CreateTokenInput: orgadmin.CreateTokenInput{Name: "short", TTL: orgadmin.Some(5 * time.Minute)}}
@@ -1087,8 +1090,16 @@ func TestSeedToken_ExpiredValueIsSeededAnew(t *testing.T) {
 	again, err := svc.SeedToken(ctx, "acme", "alice", in)
 	require.NoError(t, err)
 	assert.Equal(t, first.ID, again.ID, "a live token is held: nothing changes")
-
 	clk.Advance(time.Hour)
+	return svc, clk, in, first
+}
+
+// A value seeded again after its token expired is seeded anew: the
+// expired token is no longer held, and a token that does not
+// authenticate would be no answer. Another user's value stays refused.
+func TestSeedToken_ExpiredValueIsSeededAnew(t *testing.T) {
+	svc, clk, in, first := seedShortLivedTwice(t, memstore.New())
+	ctx := context.Background()
 	renewed, err := svc.SeedToken(ctx, "acme", "alice", in)
 	require.NoError(t, err)
 	assert.NotEqual(t, first.ID, renewed.ID)
@@ -1118,19 +1129,8 @@ func (k keepsExpired) CreateToken(ctx context.Context, t storage.Token, lim stor
 // value again is refused as in use: it returns no token that cannot
 // authenticate.
 func TestSeedToken_ExpiredValueTheStoreKeeps(t *testing.T) {
-	clk := newFakeClock()
-	svc := orgadmin.New(keepsExpired{memstore.New()}, orgadmin.Config{Now: clk.Now})
-	ctx := context.Background()
-	loadSeed(t, svc, sampleSeed)
-	in := orgadmin.SeedTokenInput{Value: "value-of-a-short-lived-token", CreateTokenInput: orgadmin.CreateTokenInput{Name: "short", TTL: orgadmin.Some(5 * time.Minute)}}
-	first, err := svc.SeedToken(ctx, "acme", "alice", in)
-	require.NoError(t, err)
-	again, err := svc.SeedToken(ctx, "acme", "alice", in)
-	require.NoError(t, err)
-	assert.Equal(t, first.ID, again.ID, "a live token is held: nothing changes")
-
-	clk.Advance(time.Hour)
-	_, err = svc.SeedToken(ctx, "acme", "alice", in)
+	svc, _, in, _ := seedShortLivedTwice(t, keepsExpired{memstore.New()})
+	_, err := svc.SeedToken(context.Background(), "acme", "alice", in)
 	is := requireCode(t, err, orgadmin.ErrBadRequest)
 	assert.Equal(t, []orgadmin.Issue{{Message: "Token value already in use", Path: orgadmin.NewPath("value"), Code: orgadmin.IssueAlreadyExists}}, is.Issues)
 }
