@@ -122,15 +122,28 @@ func testListUsersByteWiseOrder(t *testing.T, s storage.Store) {
 	for i, name := range names {
 		folded[i] = createUser(t, s, org.ID, name, false).FoldedUsername
 	}
+	// Folds that are not the username lower-cased, nor lower-case
+	// themselves, and one whose underscore decides its place: a store
+	// that sorts or compares the cursor by another key than the fold as
+	// given, byte-wise, puts one of them elsewhere.
+	for _, u := range [][2]string{{"ſam", "sam"}, {"ꭰꭱ", "ᎠᎡ"}, {"ⴀ", "ⴀ"}, {"a_z", "a_z"}} {
+		nu := newUser(org.ID, u[0], false)
+		nu.FoldedUsername = u[1]
+		require.NoError(t, s.CreateUser(t.Context(), nu, storage.UserLimit{}, nil), "create user %q", u[0])
+		folded = append(folded, u[1])
+	}
 	slices.Sort(folded) // byte-wise
 	require.Equal(t, "a", folded[0])
-	require.Equal(t, "émile", folded[len(folded)-1])
+	require.Equal(t, "ⴀ", folded[len(folded)-1])
 
 	checkPages(t, s, org.ID, []pageCase{
 		{q: storage.UserQuery{Limit: 100}, users: folded, total: len(folded)},
 		{q: storage.UserQuery{After: "a", Limit: 3}, users: []string{"a.b", "a0", "a_b"}, more: true, total: len(folded)},
-		{q: storage.UserQuery{After: "user10", Limit: 100}, users: []string{"user9", "z9", "zoe", "~x", "émile"}, total: len(folded)},
-		{q: storage.UserQuery{After: "~x", Limit: 100}, users: []string{"émile"}, total: len(folded)},
+		{q: storage.UserQuery{After: "a_b", Limit: 2}, users: []string{"a_z", "ab"}, more: true, total: len(folded)},
+		{q: storage.UserQuery{After: "alice", Limit: 2}, users: []string{"b", "sam"}, more: true, total: len(folded)},
+		{q: storage.UserQuery{After: "sam", Limit: 1}, users: []string{"user-1"}, more: true, total: len(folded)},
+		{q: storage.UserQuery{After: "user10", Limit: 100}, users: []string{"user9", "z9", "zoe", "~x", "émile", "ᎠᎡ", "ⴀ"}, total: len(folded)},
+		{q: storage.UserQuery{After: "~x", Limit: 100}, users: []string{"émile", "ᎠᎡ", "ⴀ"}, total: len(folded)},
 	})
 }
 
