@@ -565,6 +565,13 @@ func testDeleteUserRemovesActivity(t *testing.T, s storage.Store) {
 	require.Len(t, acts, 1)
 	assertUser(t, bob, acts[0].User)
 	assert.ElementsMatch(t, normDucklings([]storage.Duckling{bobDuck}), normDucklings(acts[0].Ducklings))
+
+	// Removed, not hidden: a user made again with the same id has none.
+	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}, nil))
+	acts, err = s.ListActivity(t.Context(), org.ID)
+	require.NoError(t, err)
+	require.Len(t, acts, 1, "the deleted user's Ducklings came back with its id")
+	assertUser(t, bob, acts[0].User)
 }
 
 // DeleteUser removes the user's embed sessions, and only them.
@@ -588,6 +595,13 @@ func testDeleteUserRemovesEmbedSessions(t *testing.T, s storage.Store) {
 	got, err := s.EmbedSessionByDigest(t.Context(), bobSession.Digest)
 	require.NoError(t, err)
 	assertSession(t, bobSession, got)
+
+	// Removed, not hidden: a user made again with the same id has none.
+	require.NoError(t, s.CreateUser(t.Context(), alice, storage.UserLimit{}, nil))
+	for _, es := range aliceSessions {
+		_, err := s.EmbedSessionByDigest(t.Context(), es.Digest)
+		require.ErrorIs(t, err, storage.ErrNotFound, "session %s came back with its user's id", es.DiveID)
+	}
 }
 
 // After DeleteUser the username can be created again, and the new user
