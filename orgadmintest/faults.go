@@ -37,13 +37,12 @@ type Fault struct {
 	// Times is how many matching requests the fault takes, the next ones;
 	// 0 means every one until the fault is removed.
 	Times int
-	// Status, when not 0, is the status answered (200 to 999): with the API's JSON
-	// error envelope for a status the API has a code for (400, 401, 403,
-	// 404, 429, 500; a 429 is TOO_MANY_REQUESTS; a 400 has one issue,
-	// "Refused by an injected fault", as every 400 of the API has issues;
-	// a 401 has the API's WWW-Authenticate challenge),
-	// with its status text in plain text otherwise (a gateway's 502, 503
-	// or 504).
+	// Status, when not 0, is the status answered (200 to 999): with the
+	// API's JSON error envelope for a status the API has a code for (400,
+	// 401, 403, 404, 429, 500; a 429 is TOO_MANY_REQUESTS; a 400 has one
+	// issue, "Refused by an injected fault", as every 400 of the API has
+	// issues; a 401 has the API's WWW-Authenticate challenge), with its
+	// status text in plain text otherwise (a gateway's 502, 503 or 504).
 	Status int
 	// RetryAfter, when positive, is sent as the Retry-After header of the
 	// Status answer, in whole seconds, rounded up.
