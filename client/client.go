@@ -16,8 +16,10 @@
 // issues; errors.Is(err, orgadmin.ErrNotFound) (or client.ErrNotFound, the
 // same value) tests its code, and errors.As gets at it. A request the
 // client refuses before sending it (a TTL that is not whole seconds, a
-// token id of "..") is a *ValidationError. Transport failures are returned
-// as they come, wrapped.
+// token id of "..") is a *ValidationError; one the Client cannot send as
+// it is configured (a base URL that does not parse, a token or user agent
+// that no header may carry) is a plain error, never retried. Transport
+// failures are returned as they come, wrapped.
 //
 // Idempotent requests (GET, PUT, DELETE) are retried with exponential
 // backoff and jitter when the server answers 429, 502, 503 or 504,
