@@ -195,11 +195,11 @@ type CreateEmbedSessionInput struct {
 	// RequiredResources, when not nil, replaces the Dive's own.
 	RequiredResources []Resource
 	// InitialState, when not nil, is a JSON object of at most 64 KiB, in
-	// valid UTF-8 and valid Unicode (no lone surrogate escapes), none of whose objects
-	// names a key twice. It is kept compact, each string written with the
-	// fewest escapes ("\u00e9" as "é") but for U+2028 and U+2029, always
-	// escaped (as encoding/json writes them), and measured so: one value
-	// has one size, whichever escapes its writer chose.
+	// valid UTF-8 and valid Unicode (no lone surrogate escapes), none of
+	// whose objects names a key twice. It is kept compact, each string
+	// written with the fewest escapes ("\u00e9" as "é") but for U+2028 and
+	// U+2029, always escaped (as encoding/json writes them), and measured
+	// so: one value has one size, whichever escapes its writer chose.
 	InitialState json.RawMessage
 	// Version pins the Dive version, from 1 (BAD_REQUEST below) to the
 	// latest (NOT_FOUND above, however far).

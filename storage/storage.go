@@ -25,13 +25,13 @@
 //
 // CreateOrg, CreateUser, SetPrivileges, SetInstances, DeleteUser,
 // CreateToken, DeleteToken, PutDive, CreateDive and CreateEmbedSession
-// take as their last argument the Audit to record with the change (nil: none): the
-// store writes its event in the same atomic step as the change (one Lua
-// script, one SQL transaction, one lock), or, without multi-document transactions, in
-// writes ordered so that none is lost between the two (mongostore: the
-// event first, unconfirmed, then the change, then the confirmation; an
-// event left unconfirmed is settled as EventQuery.SettleBefore says), and
-// only when the method succeeds. After a crash there is never a change
+// take as their last argument the Audit to record with the change (nil:
+// none): the store writes its event in the same atomic step as the change
+// (one Lua script, one SQL transaction, one lock), or, without
+// multi-document transactions, in writes ordered so that none is lost
+// between the two (mongostore: the event first, unconfirmed, then the
+// change, then the confirmation; an event left unconfirmed is settled as
+// EventQuery.SettleBefore says), and only when the method succeeds. After a crash there is never a change
 // without its event, nor an event without its change (once settled). A
 // method that fails, or that changes nothing, records nothing (CreateOrg
 // for an existing org is ErrAlreadyExists and records nothing). A store
@@ -51,17 +51,16 @@
 //
 // # Sequence of events
 //
-// The store gives each event of an org its Seq, in the same
-// atomic step as the event and its change, from a counter of the org, so
-// that within an org Seq order is the order in which events become
-// visible to ListEvents: once an event of Seq n is listed, no event of
-// the org with a lower Seq appears any more (a store that writes in two
-// steps keeps this for each walk of pages; see EventQuery.BeforeSeq).
-// So a reader that pages down from the newest event, by BeforeSeq, sees
-// exactly the events visible when it read its first page, none twice;
-// whatever is written meanwhile, by any process and whatever its clock,
-// sorts above that page. At, the writer's clock, plays no part in the
-// order.
+// The store gives each event of an org its Seq, in the same atomic step
+// as the event and its change, from a counter of the org, so that within
+// an org Seq order is the order in which events become visible to
+// ListEvents: once an event of Seq n is listed, no event of the org with a
+// lower Seq appears any more (a store that writes in two steps keeps this
+// for each walk of pages; see EventQuery.BeforeSeq). So a reader that
+// pages down from the newest event, by BeforeSeq, sees exactly the events
+// visible when it read its first page, none twice; whatever is written
+// meanwhile, by any process and whatever its clock, sorts above that page.
+// At, the writer's clock, plays no part in the order.
 package storage
 
 import (
