@@ -121,6 +121,13 @@ func (c *Config) requestIDHeader() string {
 // it at the root of a mux, at "/v1/" beside other routes
 // (the document is then not served; serve OpenAPIHandler where you like),
 // or under a prefix (README, "Mounting").
+//
+// A panic below the Handler (in the Service, the store or an
+// authentication hook) is recovered: the client gets the 500 envelope,
+// and the panic's value and stack go to Config.Logger as the request's
+// internal error, so a middleware around the Handler does not see it (a
+// value that holds a secret is logged with it). http.ErrAbortHandler goes
+// on to net/http, as it is meant to.
 type Handler struct {
 	svc     *orgadmin.Service
 	log     *slog.Logger
@@ -194,13 +201,30 @@ func New(svc *orgadmin.Service, cfg Config) *Handler {
 func (o *observer) handler(inner http.Handler, tp trace.TracerProvider) http.Handler {
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { o.serve(w, r, inner) })
 	if tp != nil {
-		h = otelhttp.NewHandler(h, "orgadmin",
+		traced := otelhttp.NewHandler(h, "orgadmin",
 			otelhttp.WithTracerProvider(tp),
 			otelhttp.WithMeterProvider(noop.NewMeterProvider()), // metrics are Prometheus's
 			otelhttp.WithPropagators(propagation.TraceContext{}),
 			otelhttp.WithSpanNameFormatter(spanName))
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			traced.ServeHTTP(w, withoutPattern(r))
+		})
 	}
 	return h
+}
+
+// withoutPattern returns r without the pattern a router before the
+// Handler matched it with ("/admin/", say): otelhttp would give the span
+// that route, which is none of the Handler's. The Handler's own route, or
+// none for a request it has no route for, is set by its observer.
+func withoutPattern(r *http.Request) *http.Request {
+	if r.Pattern == "" {
+		return r
+	}
+	r2 := new(http.Request)
+	*r2 = *r
+	r2.Pattern = ""
+	return r2
 }
 
 // spanName names the server span of r: its method and route, as the

@@ -334,6 +334,27 @@ func TestRequestSpans(t *testing.T) {
 			assert.Equal(t, "GET /v1/users/{username}/instances", s.Name())
 		}
 	}
+	// A request the Handler has no route for has no route in its span
+	// either (as in its metrics), not the router's pattern.
+	for _, c := range []struct{ method, path string }{{"GET", "/v1/nope"}, {"DELETE", "/v1/users"}} {
+		rec.Reset()
+		r := httptest.NewRequest(c.method, c.path, nil)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		w := httptest.NewRecorder()
+		outer.ServeHTTP(w, r)
+		require.Contains(t, []int{404, 405}, w.Code)
+		var names []string
+		for _, s := range rec.Ended() {
+			if s.SpanKind() != trace.SpanKindServer {
+				continue
+			}
+			names = append(names, s.Name())
+			for _, kv := range s.Attributes() {
+				assert.NotEqual(t, attribute.Key("http.route"), kv.Key, "%s %s: route %s", c.method, c.path, kv.Value.AsString())
+			}
+		}
+		assert.Equal(t, []string{c.method}, names)
+	}
 
 	// Continued from the caller's trace.
 	rec.Reset()
