@@ -114,6 +114,12 @@ func TestMountedUnderAPrefix(t *testing.T) {
 			require.Equal(t, 200, resp.StatusCode)
 			assert.Equal(t, "/admin", serverURL(t, body))
 			assert.NotEmpty(t, resp.Header.Get("ETag"))
+			// However the client escapes the document's path.
+			for _, p := range []string{"/admin/%64ocs/specs", "/admin/docs/spec%73", "/admin/%64ocs/%73pecs"} {
+				resp, body = get(t, h, p)
+				require.Equal(t, 200, resp.StatusCode, p)
+				assert.Equal(t, "/admin", serverURL(t, body), p)
+			}
 
 			resp, _ = get(t, h, "/v1/users", "Authorization", "Bearer "+a.token)
 			assert.Equal(t, 404, resp.StatusCode, "not outside the prefix")

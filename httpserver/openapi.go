@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -64,16 +65,18 @@ func (h *openAPIHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 		return
 	}
-	url := h.serverURL
-	if p := requestPath(r); h.fromRequest && strings.HasSuffix(p, OpenAPIPath) {
-		url = strings.TrimSuffix(p, OpenAPIPath)
+	server := h.serverURL
+	if h.fromRequest {
+		if mount, ok := mountOf(requestPath(r)); ok {
+			server = mount
+		}
 	}
-	if url == "" {
-		url = "/"
+	if server == "" {
+		server = "/"
 	}
 	d := h.last.Load()
-	if d == nil || d.serverURL != url {
-		d = openAPIFor(url)
+	if d == nil || d.serverURL != server {
+		d = openAPIFor(server)
 		h.last.Store(d)
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -82,21 +85,40 @@ func (h *openAPIHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(d.body))
 }
 
+// mountOf returns the escaped path p, which the client asked for, without
+// its last segments, those of OpenAPIPath however they are escaped
+// ("/admin/%64ocs/specs" is "/admin/docs/specs" too): where the API is.
+// It reports false when p does not end with them.
+func mountOf(p string) (string, bool) {
+	want := OpenAPIPath
+	for want != "" {
+		i, j := strings.LastIndexByte(p, '/'), strings.LastIndexByte(want, '/')
+		if i < 0 {
+			return "", false
+		}
+		if seg, err := url.PathUnescape(p[i+1:]); err != nil || seg != want[j+1:] {
+			return "", false
+		}
+		p, want = p[:i], want[:j]
+	}
+	return p, true
+}
+
 // serversURL is the server URL of the embedded document, as it is
 // written there.
 const serversURL = `"servers": [
     {
       "url": "/",`
 
-// openAPIFor returns the document whose server URL is url.
-func openAPIFor(url string) *openAPIDoc {
+// openAPIFor returns the document whose server URL is server.
+func openAPIFor(server string) *openAPIDoc {
 	body := openAPIDocument
-	if url != "/" {
+	if server != "/" {
 		i := bytes.Index(openAPIDocument, []byte(serversURL))
-		enc, _ := json.Marshal(url) // a string always encodes
+		enc, _ := json.Marshal(server) // a string always encodes
 		head := openAPIDocument[:i+len(serversURL)-len(`"/",`)]
 		body = append(append(append(bytes.Clone(head), enc...), ','), openAPIDocument[i+len(serversURL):]...)
 	}
 	sum := sha256.Sum256(body)
-	return &openAPIDoc{serverURL: url, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
+	return &openAPIDoc{serverURL: server, body: body, etag: `"` + hex.EncodeToString(sum[:12]) + `"`}
 }
