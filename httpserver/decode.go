@@ -418,7 +418,16 @@ func (d *decoder) context(r *http.Request) context.Context {
 func (h *Handler) readBody(w http.ResponseWriter, r *http.Request) decoder {
 	// Returned by value: it stays in its handler's frame.
 	d := decoder{buf: bodies.Get().(*bodyBuffers)}
-	_, err := d.buf.text.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody))
+	var err error
+	if r.ContentLength > h.maxBody {
+		// Declared too big: not read at all. A client that sent "Expect:
+		// 100-continue" is not asked for it; after the answer net/http
+		// skips what was sent of a small body and closes the connection
+		// on a large one.
+		err = &http.MaxBytesError{Limit: h.maxBody}
+	} else {
+		_, err = d.buf.text.ReadFrom(http.MaxBytesReader(w, r.Body, h.maxBody))
+	}
 	body := d.buf.text.Bytes()
 	if err != nil {
 		var tooBig *http.MaxBytesError

@@ -1,6 +1,7 @@
 package httpserver_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -1819,6 +1821,36 @@ func TestRequestBodies(t *testing.T) {
 		env := requireError(t, f.do("POST", userPath("robot", "tokens"), bearer(f.admin), `{"name":"","ttl":"x","token_type":"nope"}`), 400)
 		assert.ElementsMatch(t, []string{`["name"]`, `["ttl"]`, `["token_type"]`}, env.paths())
 	})
+}
+
+// A body declared over the limit is not asked for: a client that sends
+// "Expect: 100-continue" gets the answer, not "100 Continue", and it is
+// the answer a body read in full would get (401 before 400, DESIGN §2).
+func TestBodyDeclaredTooBigIsNotAskedFor(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, orgadmin.Config{})
+	addr := strings.TrimPrefix(f.srv.URL, "http://")
+	for _, tc := range []struct {
+		auth   string
+		status string
+		body   string
+	}{
+		{"", "401 Unauthorized", `"code":"UNAUTHORIZED"`},
+		{"Authorization: Bearer " + f.admin + "\r\n", "400 Bad Request", `"message":"Body must be at most 1048576 bytes","path":[],"code":"too_big"`},
+	} {
+		conn, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer conn.Close()
+		require.NoError(t, conn.SetDeadline(time.Now().Add(10*time.Second)))
+		_, err = fmt.Fprintf(conn, "POST /v1/users HTTP/1.1\r\nHost: x\r\n%sContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", tc.auth, 2<<20)
+		require.NoError(t, err)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		require.NoError(t, err)
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		assert.Equal(t, tc.status, resp.Status, "no 100 Continue first")
+		assert.Contains(t, string(body), tc.body)
+	}
 }
 
 // ---------------------------------------------------------------------------
