@@ -187,6 +187,9 @@ func (o *observer) serve(rw http.ResponseWriter, r *http.Request, next http.Hand
 			id: id, method: r.Method, path: requestPath(r), remote: r.RemoteAddr,
 			status: rec.status, bytes: rec.bytes, start: start,
 		}
+		if r.Method == http.MethodHead {
+			line.bytes = 0 // net/http sends no body, whatever was written
+		}
 		if o.lines != nil {
 			line.write(o.lines)
 		} else {

@@ -112,6 +112,14 @@ func TestRequestLogLine(t *testing.T) {
 			assert.Len(t, line, 10)
 			assert.NotContains(t, buf.String(), "secret")
 			assert.Empty(t, logged.String())
+
+			// A HEAD request's body is never sent, whatever was written.
+			buf.Reset()
+			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("HEAD", "/v1/users", nil))
+			line = map[string]any{}
+			require.NoError(t, json.Unmarshal(buf.Bytes(), &line), buf.String())
+			assert.Equal(t, "HEAD", line["method"])
+			assert.EqualValues(t, 0, line["bytes"])
 		})
 	}
 }
