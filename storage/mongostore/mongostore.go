@@ -120,12 +120,15 @@ type Options struct {
 	// means DefaultTimeout.
 	Timeout time.Duration
 	// MaxInFlight bounds the operations the Store runs on the server at
-	// once. One more waits for its turn, for as long as its context
-	// allows, and its Timeout starts when its turn comes: a burst of
-	// requests queues in the process instead of piling onto the server,
-	// where every one of them would be slowed past its timeout and fail
-	// (possibly after its write was made). Zero means
-	// DefaultMaxInFlight; negative means no bound.
+	// once. One more waits for its turn, for at most Timeout (and no
+	// longer than its context allows), and its Timeout starts when its
+	// turn comes: a burst of requests queues in the process instead of
+	// piling onto the server, where every one of them would be slowed
+	// past its timeout and fail (possibly after its write was made). One
+	// that gets no turn in time fails with context.DeadlineExceeded,
+	// having sent nothing: a server that is down or hangs fails the
+	// queued operations within Timeout, rather than each in its turn.
+	// Zero means DefaultMaxInFlight; negative means no bound.
 	MaxInFlight int
 }
 
@@ -434,15 +437,25 @@ func (ix indexSpec) model() mongo.IndexModel {
 // returns ctx bounded by the per-operation timeout, and the function that
 // ends the operation and gives its turn to the next. An operation that an
 // operation runs (a listing that settles events) runs in its turn. When
-// ctx ends before its turn comes, the context returned is ctx, done.
+// ctx ends before its turn comes, the context returned is ctx, done; when
+// the timeout passes first, a context of ctx past its deadline.
 func (s *Store) op(ctx context.Context) (context.Context, context.CancelFunc) {
 	if s.turns == nil || ctx.Value(turnKey{}) != nil {
 		return context.WithTimeout(ctx, s.timeout)
 	}
 	select {
 	case s.turns <- struct{}{}:
-	case <-ctx.Done():
-		return ctx, func() {}
+	default: // a turn to wait for: only then a timer
+		wait := time.NewTimer(s.timeout)
+		select {
+		case s.turns <- struct{}{}:
+			wait.Stop()
+		case <-ctx.Done():
+			wait.Stop()
+			return ctx, func() {}
+		case <-wait.C:
+			return context.WithDeadline(ctx, time.Now())
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, turnKey{}, true), s.timeout)
 	return ctx, func() {
