@@ -1,15 +1,19 @@
 package sqlstore
 
 import (
+	"context"
 	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
+	"github.com/jackc/pgx/v5/stdlib"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
@@ -166,10 +170,13 @@ func sqliteCode(err error) int {
 // openPostgres opens a pool of connections to the PostgreSQL server of
 // dsn. It does not connect: the migration that follows does.
 func openPostgres(dsn string, opts Options) (*Store, error) {
-	db, err := sql.Open("pgx", dsn)
+	cfg, err := pgx.ParseConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("sqlstore: %s: %w", redact(dsn), err)
 	}
+	loss := &connLoss{}
+	cfg.Tracer = loss
+	db := stdlib.OpenDB(*cfg, stdlib.OptionShouldPing(loss.shouldPing))
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
 	return &Store{d: postgres, db: db, wdb: db}, nil
@@ -232,4 +239,69 @@ func openSQLite(path string, opts Options) (*Store, error) {
 	r.SetMaxOpenConns(opts.MaxConns)
 	r.SetMaxIdleConns(opts.MaxConns)
 	return &Store{d: sqliteDialect, db: r, wdb: w}, nil
+}
+
+// connLoss finds the pooled PostgreSQL connections that a cut one shows
+// may be cut too. When the server restarts, fails over or ends its
+// backends, every connection of the pool is cut, but a connection learns
+// it only when it is next used: each would fail one more operation (a
+// 500), up to the pool's size. So once a connection is found cut (a
+// statement failed and left it closed, or a ping failed), every
+// connection last taken from the pool before then is pinged when next
+// taken, and a dead one is replaced before any statement runs on it.
+// pgx itself pings only those idle for more than a second.
+type connLoss struct {
+	// at is when a connection was last found cut, in Unix nanoseconds; 0
+	// for never.
+	at atomic.Int64
+}
+
+// found notes that a connection was found cut.
+func (l *connLoss) found() { l.at.Store(time.Now().UnixNano()) }
+
+// TraceQueryStart implements pgx.QueryTracer.
+func (l *connLoss) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	return ctx
+}
+
+// TraceQueryEnd implements pgx.QueryTracer: a statement (or a
+// transaction's BEGIN or COMMIT) that failed and left its connection
+// closed found it cut.
+func (l *connLoss) TraceQueryEnd(_ context.Context, c *pgx.Conn, d pgx.TraceQueryEndData) {
+	if d.Err != nil && c.IsClosed() {
+		l.found()
+	}
+}
+
+// TracePrepareStart implements pgx.PrepareTracer.
+func (l *connLoss) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.TracePrepareStartData) context.Context {
+	return ctx
+}
+
+// TracePrepareEnd implements pgx.PrepareTracer: the first use of a kept
+// statement on a connection prepares it there, and may find it cut.
+func (l *connLoss) TracePrepareEnd(_ context.Context, c *pgx.Conn, d pgx.TracePrepareEndData) {
+	if d.Err != nil && c.IsClosed() {
+		l.found()
+	}
+}
+
+// shouldPing checks a connection taken from the pool when it has been
+// idle for more than a second (pgx's default) or was last taken before a
+// connection was found cut: it pings it, and notes a failure (the ping
+// closed it). It answers whether pgx should ping it too: only when this
+// ping failed, which pgx's then does at once, discarding the connection.
+func (l *connLoss) shouldPing(ctx context.Context, p stdlib.ShouldPingParams) bool {
+	suspect := p.IdleDuration > time.Second
+	if at := l.at.Load(); !suspect && at != 0 {
+		suspect = time.Now().Add(-p.IdleDuration).UnixNano() <= at
+	}
+	if !suspect {
+		return false
+	}
+	if err := p.Conn.PgConn().Ping(ctx); err != nil {
+		l.found()
+		return true
+	}
+	return false
 }
