@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -2051,6 +2052,78 @@ func TestCreateToken_WithdrawnTokenIsAudited(t *testing.T) {
 	assert.Contains(t, lines[0], created.ID)
 	assert.Contains(t, lines[1], `"action":"token.delete"`)
 	assert.Contains(t, lines[1], del.ID)
+}
+
+// failedWriteStore fails each token creation without storing it, and
+// counts the audited deletions of tokens it is asked for.
+type failedWriteStore struct {
+	*memstore.Store
+	deletions *atomic.Int32
+}
+
+func (s failedWriteStore) CreateToken(context.Context, storage.Token, storage.TokenLimit, *storage.Audit) error {
+	return errors.New("connection reset")
+}
+
+func (s failedWriteStore) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
+	if a != nil {
+		s.deletions.Add(1)
+	}
+	return s.Store.DeleteToken(ctx, org, userID, id, r, a)
+}
+
+// A token creation that fails before the store kept the token has nothing
+// to take out: the deletion asked of the store, for what of the token it
+// may have written, records no event (a store whose interrupted
+// deletion's event counts as made when the token is absent would record
+// the deletion, and the creation with it), and the trail holds neither.
+func TestCreateToken_NothingStoredNothingWithdrawn(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	svc := orgadmin.New(mem, orgadmin.Config{})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(ctx, token)
+	require.NoError(t, err)
+	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
+	require.NoError(t, err)
+
+	var deletions atomic.Int32
+	failing := orgadmin.New(failedWriteStore{mem, &deletions}, orgadmin.Config{})
+	_, err = failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
+	requireCode(t, err, orgadmin.ErrInternal)
+	assert.Zero(t, deletions.Load(), "audited deletions asked of the store")
+	page, err := svc.AuditEvents(ctx, admin, orgadmin.AuditQuery{TargetKind: orgadmin.TargetToken, TargetUsername: "robot"})
+	require.NoError(t, err)
+	assert.Empty(t, page.Events)
+}
+
+// A deletion of a token the user has not (an id never minted, another
+// user's token) is NOT_FOUND before any deletion is asked of the store.
+func TestDeleteToken_UnknownTokenAsksNoDeletion(t *testing.T) {
+	ctx := context.Background()
+	mem := memstore.New()
+	svc := orgadmin.New(mem, orgadmin.Config{})
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(ctx, token)
+	require.NoError(t, err)
+	for _, name := range []string{"robot", "other"} {
+		_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+	}
+	others, err := svc.CreateToken(ctx, admin, "other", orgadmin.CreateTokenInput{Name: "x"})
+	require.NoError(t, err)
+
+	var deletions atomic.Int32
+	counting := orgadmin.New(failedWriteStore{mem, &deletions}, orgadmin.Config{})
+	for _, id := range []string{"5eed0000-0000-4000-8000-00000000dead", others.ID} {
+		err = counting.DeleteToken(ctx, admin, "robot", id)
+		requireCode(t, err, orgadmin.ErrNotFound)
+	}
+	assert.Zero(t, deletions.Load(), "deletions asked of the store")
+	require.NoError(t, counting.DeleteToken(ctx, admin, "other", others.ID))
+	assert.EqualValues(t, 1, deletions.Load())
 }
 
 // Listings read the store's records into arrays the Service reuses from

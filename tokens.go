@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"slices"
 	"strings"
 	"time"
 
@@ -162,12 +163,23 @@ const withdrawTimeout = 5 * time.Second
 // withdrawToken deletes rec, a token whose creation failed and may have
 // been stored all the same. It is best effort: a store that failed may
 // fail again, and then the token stays listed, for its user or an Admin
-// to revoke. When it finds the token, its deletion is an audit event of
-// the same actor, after the token's creation's own, created: both go to
-// Config.AuditLog, as both are in the trail.
+// to revoke. It first looks for the token among its user's. When it
+// finds the token, its deletion is an audit event of the same actor,
+// after the token's creation's own, created: both go to Config.AuditLog,
+// as both are in the trail. When the token is not listed, it was never a
+// token, and its deletion takes out, with no event, whatever of it a
+// store that writes a token in steps (a Redis Cluster) may have written:
+// an event would record a change that never was, which a store that can
+// leave an interrupted deletion's event pending (mongostore) would count
+// as made, the token being absent, and the creation with it.
 func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, created storage.Event, username string, who actor) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
+	toks, err := s.store.ListTokens(ctx, rec.Org, rec.UserID, rec.CreatedAt)
+	if err == nil && !slices.ContainsFunc(toks, func(t storage.Token) bool { return t.ID == rec.ID }) {
+		_ = s.store.DeleteToken(ctx, rec.Org, rec.UserID, rec.ID, s.revocation(rec.CreatedAt), nil)
+		return
+	}
 	aud, ev, err := s.audited(ctx, rec.Org, who, change{action: ActionTokenDelete, kind: TargetToken, targetID: rec.ID, targetUsername: username})
 	if err != nil {
 		return
@@ -227,13 +239,22 @@ func (s *Service) DeleteToken(ctx context.Context, a Auth, username, tokenID str
 		tokenID = id // a UUID is the same in upper case (RFC 9562)
 	}
 	t := pathTarget(username)
-	var c call
-	if err := s.begin(ctx, &c, a, opDeleteToken, &t, readUser, is); err != nil {
+	recs := tokenRecords.get()
+	c := call{access: storage.Access{Tokens: *recs}}
+	defer func() { tokenRecords.put(recs, c.access.Tokens) }()
+	if err := s.begin(ctx, &c, a, opDeleteToken, &t, readTokens, is); err != nil {
 		return err
 	}
 	u, ok := c.target()
 	if !ok {
 		return notFound("user", "username")
+	}
+	// Only a token read live is deleted (the store checks again): a store
+	// that cannot tell an interrupted deletion from one made (mongostore
+	// counts one made when the token is absent) would otherwise record
+	// the deletion of a token that never was.
+	if !slices.ContainsFunc(c.access.Tokens, func(r storage.Token) bool { return r.ID == tokenID }) {
+		return notFound("token", "token_id")
 	}
 	aud, ev, err := s.audited(ctx, c.org, actorOf(c.Caller), change{action: ActionTokenDelete, kind: TargetToken, targetID: tokenID, targetUsername: u.Username})
 	if err != nil {
