@@ -271,6 +271,33 @@ func TestEventCrashPoints(t *testing.T) {
 	}
 }
 
+// A token deletion that failed before it took the token, retried: the
+// retry takes the token, and the failed call's event, left pending, is
+// not counted made by settling, though the token is gone.
+func TestTokenDeletionRetriedIsAuditedOnce(t *testing.T) {
+	later := t0.Add(pendingGrace + time.Second)
+	for _, byListing := range []bool{true, false} {
+		t.Run(map[bool]string{true: "listing", false: "Cleanup"}[byListing], func(t *testing.T) {
+			s := newTestStore(t)
+			w := newCrashWorld(t, s)
+			del := func(aud *storage.Audit) error {
+				return s.DeleteToken(t.Context(), w.org, w.alice.ID, w.token.ID, storage.Revocation{At: t0, KeepUntil: later}, aud)
+			}
+			failed, failedID := withEvent(w.org, "token.delete", w.token.ID)
+			crashAfter(s, stepEventPending)
+			require.ErrorIs(t, del(failed), errCrash)
+			s.afterStep = nil
+			retry, retryID := withEvent(w.org, "token.delete", w.token.ID)
+			require.NoError(t, del(retry))
+			for _, at := range []time.Time{t0, later} {
+				settle(t, s, w.org, at, byListing)
+				require.Equal(t, []string{retryID}, listed(t, s, w.org))
+				require.Zero(t, eventCount(t, s, failedID, false), "the failed deletion's event")
+			}
+		})
+	}
+}
+
 // A token's creation that finds its user deleted once the token is
 // stored takes the token out again and is NOT_FOUND, with no event, even
 // when the org's events are settled (by a listing or Cleanup) while the

@@ -382,6 +382,15 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	if err != nil {
 		return wrap("delete token", err)
 	}
+	// This call took the token: any other deletion of it left pending (a
+	// call that failed before it took it, whose caller may have retried
+	// as this one) was not made. Settling would count it made, the token
+	// being gone; it goes now. Should this fail, it stays so.
+	others := bson.D{{Key: "org", Value: org}, {Key: "act", Value: "token.delete"}, {Key: "tid", Value: id}}
+	if a != nil {
+		others = append(others, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: a.Event.ID}}})
+	}
+	_, _ = s.events.DeleteMany(ctx, others)
 	var t storage.Token
 	if td.Expires != nil {
 		t.ExpiresAt = *td.Expires
