@@ -2054,11 +2054,21 @@ func TestCreateToken_WithdrawnTokenIsAudited(t *testing.T) {
 	assert.Contains(t, lines[1], del.ID)
 }
 
-// failedWriteStore fails each token creation without storing it, and
-// counts the audited deletions of tokens it is asked for.
+// failedWriteStore fails each token creation without storing it (and
+// each listing of tokens, when listFails), and counts the deletions of
+// tokens it is asked for: audited ones in deletions, others in cleanups.
 type failedWriteStore struct {
 	*memstore.Store
 	deletions *atomic.Int32
+	listFails bool
+	cleanups  *atomic.Int32
+}
+
+func (s failedWriteStore) ListTokens(ctx context.Context, org, userID string, liveAt time.Time) ([]storage.Token, error) {
+	if s.listFails {
+		return nil, errors.New("connection reset")
+	}
+	return s.Store.ListTokens(ctx, org, userID, liveAt)
 }
 
 func (s failedWriteStore) CreateToken(context.Context, storage.Token, storage.TokenLimit, *storage.Audit) error {
@@ -2068,13 +2078,16 @@ func (s failedWriteStore) CreateToken(context.Context, storage.Token, storage.To
 func (s failedWriteStore) DeleteToken(ctx context.Context, org, userID, id string, r storage.Revocation, a *storage.Audit) error {
 	if a != nil {
 		s.deletions.Add(1)
+	} else if s.cleanups != nil {
+		s.cleanups.Add(1)
 	}
 	return s.Store.DeleteToken(ctx, org, userID, id, r, a)
 }
 
 // A token creation that fails before the store kept the token has nothing
 // to take out: the deletion asked of the store, for what of the token it
-// may have written, records no event (a store whose interrupted
+// may have written, records no event, nor is any asked when the token
+// cannot be looked for (a store whose interrupted
 // deletion's event counts as made when the token is absent would record
 // the deletion, and the creation with it), and the trail holds neither.
 func TestCreateToken_NothingStoredNothingWithdrawn(t *testing.T) {
@@ -2088,11 +2101,17 @@ func TestCreateToken_NothingStoredNothingWithdrawn(t *testing.T) {
 	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
 	require.NoError(t, err)
 
-	var deletions atomic.Int32
-	failing := orgadmin.New(failedWriteStore{mem, &deletions}, orgadmin.Config{})
-	_, err = failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
-	requireCode(t, err, orgadmin.ErrInternal)
-	assert.Zero(t, deletions.Load(), "audited deletions asked of the store")
+	for _, listFails := range []bool{false, true} {
+		var deletions, cleanups atomic.Int32
+		failing := orgadmin.New(failedWriteStore{mem, &deletions, listFails, &cleanups}, orgadmin.Config{})
+		_, err = failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
+		requireCode(t, err, orgadmin.ErrInternal)
+		assert.Zero(t, deletions.Load(), "audited deletions asked of the store (listing fails: %v)", listFails)
+		// A deletion without an event when the token is not listed; none
+		// when it cannot be looked for (it may be stored, and its creation
+		// counted).
+		assert.EqualValues(t, map[bool]int32{false: 1, true: 0}[listFails], cleanups.Load(), "deletions without an event (listing fails: %v)", listFails)
+	}
 	page, err := svc.AuditEvents(ctx, admin, orgadmin.AuditQuery{TargetKind: orgadmin.TargetToken, TargetUsername: "robot"})
 	require.NoError(t, err)
 	assert.Empty(t, page.Events)
@@ -2116,7 +2135,7 @@ func TestDeleteToken_UnknownTokenAsksNoDeletion(t *testing.T) {
 	require.NoError(t, err)
 
 	var deletions atomic.Int32
-	counting := orgadmin.New(failedWriteStore{mem, &deletions}, orgadmin.Config{})
+	counting := orgadmin.New(failedWriteStore{mem, &deletions, false, nil}, orgadmin.Config{})
 	for _, id := range []string{"5eed0000-0000-4000-8000-00000000dead", others.ID} {
 		err = counting.DeleteToken(ctx, admin, "robot", id)
 		requireCode(t, err, orgadmin.ErrNotFound)

@@ -163,7 +163,8 @@ const withdrawTimeout = 5 * time.Second
 // withdrawToken deletes rec, a token whose creation failed and may have
 // been stored all the same. It is best effort: a store that failed may
 // fail again, and then the token stays listed, for its user or an Admin
-// to revoke. It first looks for the token among its user's. When it
+// to revoke, as it does when the token cannot be looked for: it first
+// looks for the token among its user's. When it
 // finds the token, its deletion is an audit event of the same actor,
 // after the token's creation's own, created: both go to Config.AuditLog,
 // as both are in the trail. When the token is not listed, it was never a
@@ -176,7 +177,10 @@ func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, created 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
 	toks, err := s.store.ListTokens(ctx, rec.Org, rec.UserID, rec.CreatedAt)
-	if err == nil && !slices.ContainsFunc(toks, func(t storage.Token) bool { return t.ID == rec.ID }) {
+	switch {
+	case err != nil:
+		return // the store fails still: a token stored stays listed
+	case !slices.ContainsFunc(toks, func(t storage.Token) bool { return t.ID == rec.ID }):
 		_ = s.store.DeleteToken(ctx, rec.Org, rec.UserID, rec.ID, s.revocation(rec.CreatedAt), nil)
 		return
 	}
