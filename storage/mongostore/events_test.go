@@ -298,6 +298,27 @@ func TestTokenDeletionRetriedIsAuditedOnce(t *testing.T) {
 	}
 }
 
+// A token whose creation's event was left pending (its writer stopped
+// after storing it), deleted: the creation is made, and its event goes to
+// the trail before the deletion's, as the Service's withdrawal of a
+// failed creation needs.
+func TestTokenDeletedWithItsCreationPending(t *testing.T) {
+	s := newTestStore(t)
+	w := newCrashWorld(t, s)
+	tok := crashToken(w.alice, time.Time{})
+	created, createdID := withEvent(w.org, "token.create", tok.ID)
+	crashAfter(s, stepEventChanged)
+	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, created), "the token is stored; only its event's confirmation is lost")
+	s.afterStep = nil
+	require.Equal(t, int64(1), eventCount(t, s, createdID, true), "the creation's event is left pending")
+
+	deleted, deletedID := withEvent(w.org, "token.delete", tok.ID)
+	require.NoError(t, s.DeleteToken(t.Context(), w.org, w.alice.ID, tok.ID, storage.Revocation{At: t0}, deleted))
+	require.Equal(t, []string{deletedID, createdID}, listed(t, s, w.org), "newest first: the deletion after the creation")
+	settle(t, s, w.org, t0.Add(pendingGrace+time.Second), true)
+	require.Equal(t, []string{deletedID, createdID}, listed(t, s, w.org))
+}
+
 // A token's creation that finds its user deleted once the token is
 // stored takes the token out again and is NOT_FOUND, with no event, even
 // when the org's events are settled (by a listing or Cleanup) while the

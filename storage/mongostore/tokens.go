@@ -391,6 +391,11 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 		others = append(others, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: a.Event.ID}}})
 	}
 	_, _ = s.events.DeleteMany(ctx, others)
+	// And the token's creation was made: its event, if left pending,
+	// goes to the trail before this deletion's (the Service's withdrawal
+	// of a token whose creation failed deletes it with its creation's
+	// event pending). Should this fail, settling confirms it later.
+	_ = s.confirmEventsOf(ctx, s.tokens, org, bson.A{id}, "")
 	var t storage.Token
 	if td.Expires != nil {
 		t.ExpiresAt = *td.Expires
