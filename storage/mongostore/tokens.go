@@ -382,20 +382,13 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 	if err != nil {
 		return wrap("delete token", err)
 	}
-	// This call took the token: any other deletion of it left pending (a
-	// call that failed before it took it, whose caller may have retried
-	// as this one) was not made. Settling would count it made, the token
-	// being gone; it goes now. Should this fail, it stays so.
-	others := bson.D{{Key: "org", Value: org}, {Key: "act", Value: "token.delete"}, {Key: "tid", Value: id}}
-	if a != nil {
-		others = append(others, bson.E{Key: "_id", Value: bson.D{{Key: "$ne", Value: a.Event.ID}}})
-	}
-	_, _ = s.events.DeleteMany(ctx, others)
-	// And the token's creation was made: its event, if left pending,
-	// goes to the trail before this deletion's (the Service's withdrawal
-	// of a token whose creation failed deletes it with its creation's
-	// event pending). Should this fail, settling confirms it later.
-	_ = s.confirmEventsOf(ctx, s.tokens, org, bson.A{id}, "")
+	// Beside the tombstone, the events of the token left pending.
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		s.settleTaken(ctx, org, id, eventID(a))
+	}()
+	defer func() { <-settled }() // before end confirms this deletion's event
 	var t storage.Token
 	if td.Expires != nil {
 		t.ExpiresAt = *td.Expires
@@ -413,6 +406,36 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 		_ = s.boundRevoked(ctx, org, r.MaxPerOrg)
 	}
 	return nil
+}
+
+// settleTaken settles the events of the token id of org left pending,
+// other than own, once a deletion took the token: only one call can take
+// it, so any other deletion of it was not made (a call that failed
+// before it took it, whose caller may have retried as this one; settling
+// would count it made, the token being gone), and it goes; its creation
+// was made, and its event goes to the trail before the deletion's (the
+// Service's withdrawal of a token whose creation failed deletes it with
+// its creation's event pending). It is one find when there are none.
+// Should it fail, the events stay for settling.
+func (s *Store) settleTaken(ctx context.Context, org, id, own string) {
+	cur, err := s.events.Find(ctx, bson.D{{Key: "org", Value: org}, {Key: "tid", Value: id}, {Key: "p", Value: true}})
+	var docs []eventDoc
+	if err == nil {
+		err = cur.All(ctx, &docs)
+	}
+	if err != nil {
+		return
+	}
+	for _, d := range docs {
+		switch d.Action {
+		case "token.delete":
+			if d.ID != own {
+				_, _ = s.events.DeleteOne(ctx, bson.D{{Key: "_id", Value: d.ID}})
+			}
+		case "token.create", "token.seed":
+			_ = s.confirmEvent(ctx, d)
+		}
+	}
 }
 
 // takeToken deletes the token filter matches and returns it, or
