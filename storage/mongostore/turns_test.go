@@ -11,8 +11,8 @@ import (
 // TestOperationsWaitTheirTurn checks Options.MaxInFlight without a server:
 // an operation beyond the bound waits, gets its timeout only when its
 // turn comes, gives up when its context ends first or when no turn comes
-// within its timeout, and an operation run inside another runs in that
-// one's turn.
+// within MaxTurnWaits timeouts, and an operation run inside another runs
+// in that one's turn.
 func TestOperationsWaitTheirTurn(t *testing.T) {
 	s := &Store{timeout: time.Minute, turns: make(chan struct{}, 1)}
 
@@ -53,14 +53,14 @@ func TestOperationsWaitTheirTurn(t *testing.T) {
 	defer endWaited()
 	require.ErrorIs(t, waited.Err(), context.Canceled)
 
-	// One that gets no turn within the timeout gives up, past its
-	// deadline, and the turn it did not get stays with its holder.
+	// One that gets no turn within MaxTurnWaits timeouts gives up, past
+	// its deadline, and the turn it did not get stays with its holder.
 	short := &Store{timeout: 50 * time.Millisecond, turns: make(chan struct{}, 1)}
 	_, endHeld := short.op(context.Background())
 	start := time.Now()
 	late, endLate := short.op(context.Background())
 	require.ErrorIs(t, late.Err(), context.DeadlineExceeded)
-	require.GreaterOrEqual(t, time.Since(start), short.timeout, "gave up before the timeout")
+	require.GreaterOrEqual(t, time.Since(start), MaxTurnWaits*short.timeout, "gave up before its time")
 	endLate()
 	require.Len(t, short.turns, 1, "the turn is still held")
 	endHeld()
