@@ -1971,6 +1971,24 @@ func TestCanceledCallerIsNoInternalErrorWhateverTheDriverSays(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
+// adminOnMemory returns a memory store with the org acme, its Admin admin
+// and the service accounts named, and a Service of cfg on it.
+func adminOnMemory(t *testing.T, cfg orgadmin.Config, accounts ...string) (*memstore.Store, *orgadmin.Service, orgadmin.Caller) {
+	t.Helper()
+	ctx := t.Context()
+	mem := memstore.New()
+	svc := orgadmin.New(mem, cfg)
+	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
+	require.NoError(t, err)
+	admin, err := svc.Authenticate(ctx, token)
+	require.NoError(t, err)
+	for _, name := range accounts {
+		_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: name})
+		require.NoError(t, err)
+	}
+	return mem, svc, admin
+}
+
 // lostReplyStore stores each token it is asked to, then fails, as a store
 // whose answer was lost on its way back.
 type lostReplyStore struct {
@@ -1989,18 +2007,11 @@ func (s lostReplyStore) CreateToken(ctx context.Context, t storage.Token, lim st
 // the limit.
 func TestCreateToken_FailureLeavesNoToken(t *testing.T) {
 	ctx := context.Background()
-	mem := memstore.New()
-	svc := orgadmin.New(mem, orgadmin.Config{MaxTokensPerUser: 2})
-	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
-	require.NoError(t, err)
-	admin, err := svc.Authenticate(ctx, token)
-	require.NoError(t, err)
-	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
-	require.NoError(t, err)
+	mem, svc, admin := adminOnMemory(t, orgadmin.Config{MaxTokensPerUser: 2}, "robot")
 
 	failing := orgadmin.New(lostReplyStore{mem}, orgadmin.Config{MaxTokensPerUser: 2})
 	for range 3 {
-		_, err = failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
+		_, err := failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
 		requireCode(t, err, orgadmin.ErrInternal)
 	}
 	toks, err := svc.ListTokens(ctx, admin, "robot")
@@ -2018,18 +2029,11 @@ func TestCreateToken_FailureLeavesNoToken(t *testing.T) {
 // audit log.
 func TestCreateToken_WithdrawnTokenIsAudited(t *testing.T) {
 	ctx := context.Background()
-	mem := memstore.New()
-	svc := orgadmin.New(mem, orgadmin.Config{})
-	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
-	require.NoError(t, err)
-	admin, err := svc.Authenticate(ctx, token)
-	require.NoError(t, err)
-	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
-	require.NoError(t, err)
+	mem, svc, admin := adminOnMemory(t, orgadmin.Config{}, "robot")
 
 	var log bytes.Buffer
 	failing := orgadmin.New(lostReplyStore{mem}, orgadmin.Config{AuditLog: slog.New(slog.NewJSONHandler(&log, nil))})
-	_, err = failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
+	_, err := failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
 	requireCode(t, err, orgadmin.ErrInternal)
 
 	page, err := svc.AuditEvents(ctx, admin, orgadmin.AuditQuery{TargetKind: orgadmin.TargetToken, TargetUsername: "robot"})
@@ -2087,24 +2091,17 @@ func (s failedWriteStore) DeleteToken(ctx context.Context, org, userID, id strin
 // A token creation that fails before the store kept the token has nothing
 // to take out: the deletion asked of the store, for what of the token it
 // may have written, records no event, nor is any asked when the token
-// cannot be looked for (a store whose interrupted
-// deletion's event counts as made when the token is absent would record
-// the deletion, and the creation with it), and the trail holds neither.
+// cannot be looked for (a store whose interrupted deletion's event counts
+// as made when the token is absent would record the deletion, and the
+// creation with it), and the trail holds neither.
 func TestCreateToken_NothingStoredNothingWithdrawn(t *testing.T) {
 	ctx := context.Background()
-	mem := memstore.New()
-	svc := orgadmin.New(mem, orgadmin.Config{})
-	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
-	require.NoError(t, err)
-	admin, err := svc.Authenticate(ctx, token)
-	require.NoError(t, err)
-	_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: "robot"})
-	require.NoError(t, err)
+	mem, svc, admin := adminOnMemory(t, orgadmin.Config{}, "robot")
 
 	for _, listFails := range []bool{false, true} {
 		var deletions, cleanups atomic.Int32
 		failing := orgadmin.New(failedWriteStore{mem, &deletions, listFails, &cleanups}, orgadmin.Config{})
-		_, err = failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
+		_, err := failing.CreateToken(ctx, admin, "robot", orgadmin.CreateTokenInput{Name: "lost"})
 		requireCode(t, err, orgadmin.ErrInternal)
 		assert.Zero(t, deletions.Load(), "audited deletions asked of the store (listing fails: %v)", listFails)
 		// A deletion without an event when the token is not listed; none
@@ -2121,16 +2118,7 @@ func TestCreateToken_NothingStoredNothingWithdrawn(t *testing.T) {
 // user's token) is NOT_FOUND before any deletion is asked of the store.
 func TestDeleteToken_UnknownTokenAsksNoDeletion(t *testing.T) {
 	ctx := context.Background()
-	mem := memstore.New()
-	svc := orgadmin.New(mem, orgadmin.Config{})
-	token, err := svc.Bootstrap(ctx, orgadmin.BootstrapInput{Org: "acme", Username: "admin"})
-	require.NoError(t, err)
-	admin, err := svc.Authenticate(ctx, token)
-	require.NoError(t, err)
-	for _, name := range []string{"robot", "other"} {
-		_, err = svc.CreateServiceAccount(ctx, admin, orgadmin.CreateServiceAccountInput{Username: name})
-		require.NoError(t, err)
-	}
+	mem, svc, admin := adminOnMemory(t, orgadmin.Config{}, "robot", "other")
 	others, err := svc.CreateToken(ctx, admin, "other", orgadmin.CreateTokenInput{Name: "x"})
 	require.NoError(t, err)
 
