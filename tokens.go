@@ -161,18 +161,18 @@ func (s *Service) insertToken(ctx context.Context, u *storage.User, value string
 const withdrawTimeout = 5 * time.Second
 
 // withdrawToken deletes rec, a token whose creation failed and may have
-// been stored all the same. It is best effort: a store that failed may
-// fail again, and then the token stays listed, for its user or an Admin
-// to revoke, as it does when the token cannot be looked for: it first
-// looks for the token among its user's. When it
-// finds the token, its deletion is an audit event of the same actor,
-// after the token's creation's own, created: both go to Config.AuditLog,
-// as both are in the trail. When the token is not listed, it was never a
-// token, and its deletion takes out, with no event, whatever of it a
-// store that writes a token in steps (a Redis Cluster) may have written:
-// an event would record a change that never was, which a store that can
-// leave an interrupted deletion's event pending (mongostore) would count
-// as made, the token being absent, and the creation with it.
+// been stored all the same. It first looks for the token among its
+// user's. When it finds the token, its deletion is an audit event of the
+// same actor, after the token's creation's own, created: both go to
+// Config.AuditLog, as both are in the trail. When the token is not
+// listed, it was never a token, and its deletion takes out, with no
+// event, whatever of it a store that writes a token in steps (a Redis
+// Cluster) may have written: an event would record a change that never
+// was, which a store that can leave an interrupted deletion's event
+// pending (mongostore) would count as made, the token being absent, and
+// the creation with it. It is best effort: when the token cannot be
+// looked for, or the deletion fails, a token stored stays listed, for
+// its user or an Admin to revoke.
 func (s *Service) withdrawToken(ctx context.Context, rec storage.Token, created storage.Event, username string, who actor) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), withdrawTimeout)
 	defer cancel()
