@@ -179,7 +179,7 @@ func openPostgres(dsn string, opts Options) (*Store, error) {
 	db := stdlib.OpenDB(*cfg, stdlib.OptionShouldPing(loss.shouldPing))
 	db.SetMaxOpenConns(opts.MaxConns)
 	db.SetMaxIdleConns(opts.MaxConns)
-	return &Store{d: postgres, db: db, wdb: db}, nil
+	return &Store{d: postgres, db: db, wdb: db, loss: loss}, nil
 }
 
 // busyTimeout is how long a SQLite connection waits for the file's write

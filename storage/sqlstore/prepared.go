@@ -3,6 +3,7 @@ package sqlstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 )
 
@@ -17,6 +18,9 @@ type runner struct {
 	s  *Store
 	db *sql.DB
 	tx *sql.Tx
+	// read marks the read pool's runner (rd): its statements only read,
+	// and one that fails on a cut connection may run again (see again).
+	read bool
 }
 
 // prepKey names a kept statement: its pool and text.
@@ -52,10 +56,17 @@ func (r runner) stmt(ctx context.Context, q string) (*sql.Stmt, error) {
 }
 
 // row is the result of runner.QueryRowContext: a *sql.Row, or the error
-// that kept the statement from running.
+// that kept the statement from running; for a read, what running it
+// again needs (see again).
 type row struct {
 	r   *sql.Row
 	err error
+
+	run  runner
+	st   *sql.Stmt
+	ctx  context.Context
+	args []any
+	lost int64 // the read pool's connLoss.at before the statement ran
 }
 
 // Scan is (*sql.Row).Scan.
@@ -63,23 +74,63 @@ func (r row) Scan(dest ...any) error {
 	if r.err != nil {
 		return r.err
 	}
-	return r.r.Scan(dest...)
+	err := r.r.Scan(dest...)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) && r.run.again(r.ctx, r.lost) {
+		err = r.st.QueryRowContext(r.ctx, r.args...).Scan(dest...)
+	}
+	return err
+}
+
+// lostAt returns, for a read on PostgreSQL, when a connection of the pool
+// was last found cut (connLoss.at); 0 otherwise.
+func (r runner) lostAt() int64 {
+	if !r.read || r.s.loss == nil {
+		return 0
+	}
+	return r.s.loss.at.Load()
+}
+
+// again reports whether a read that failed is run once more: on
+// PostgreSQL, when a connection of the pool was found cut while it ran
+// (as its own was, when the server restarted or ended its backends), and
+// its context allows. The connection it then gets was pinged, or is new.
+func (r runner) again(ctx context.Context, lost int64) bool {
+	return r.read && r.s.loss != nil && r.s.loss.at.Load() != lost && ctx.Err() == nil
+}
+
+// readStmt is stmt, for a read prepared again when its first preparation
+// (on the pool, on a connection of its own) met a cut connection. It
+// returns the statement and the read pool's connLoss.at from then on.
+func (r runner) readStmt(ctx context.Context, q string) (*sql.Stmt, int64, error) {
+	lost := r.lostAt()
+	st, err := r.stmt(ctx, q)
+	if err != nil && r.again(ctx, lost) {
+		lost = r.lostAt()
+		st, err = r.stmt(ctx, q)
+	}
+	return st, lost, err
 }
 
 func (r runner) QueryRowContext(ctx context.Context, q string, args ...any) row {
-	st, err := r.stmt(ctx, q)
+	st, lost, err := r.readStmt(ctx, q)
 	if err != nil {
 		return row{err: err}
 	}
-	return row{r: st.QueryRowContext(ctx, r.s.d.escapeArgs(args)...)}
+	args = r.s.d.escapeArgs(args)
+	return row{r: st.QueryRowContext(ctx, args...), run: r, st: st, ctx: ctx, args: args, lost: lost}
 }
 
 func (r runner) QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	st, err := r.stmt(ctx, q)
+	st, lost, err := r.readStmt(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	return st.QueryContext(ctx, r.s.d.escapeArgs(args)...)
+	args = r.s.d.escapeArgs(args)
+	rows, err := st.QueryContext(ctx, args...)
+	if err != nil && r.again(ctx, lost) {
+		rows, err = st.QueryContext(ctx, args...)
+	}
+	return rows, err
 }
 
 func (r runner) ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error) {

@@ -93,10 +93,12 @@ type Store struct {
 	q       queries
 	eq      eventQueries
 	stmts   sync.Map // prepKey → *sql.Stmt; see runner
+	// loss watches PostgreSQL's pool for cut connections; nil on SQLite.
+	loss *connLoss
 }
 
 // rd runs statements on the read pool, wr on the write pool.
-func (s *Store) rd() runner { return runner{s: s, db: s.db} }
+func (s *Store) rd() runner { return runner{s: s, db: s.db, read: true} }
 func (s *Store) wr() runner { return runner{s: s, db: s.wdb} }
 
 var _ storage.Store = (*Store)(nil)
