@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -160,6 +161,28 @@ func TestCrashDeleteTokenDeletedAgainDropsItsPointers(t *testing.T) {
 	keys, err := w.s.c.Keys(ctx, w.s.prefix+"t*").Result()
 	require.NoError(t, err)
 	require.Empty(t, keys)
+}
+
+// The same through the Service, as a client does that got no answer and
+// deletes again: the Service answers NOT_FOUND (the token is not among
+// the user's), and still asks the store for the deletion, which removes
+// the pointers.
+func TestCrashDeleteTokenDeletedAgainThroughTheService(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	const credential = "robot-own-credential-value"
+	require.NoError(t, w.s.CreateToken(ctx, w.token(credential, time.Time{}), storage.TokenLimit{}, nil))
+	doomed := w.token("doomed-token-value", time.Time{})
+	require.NoError(t, w.s.CreateToken(ctx, doomed, storage.TokenLimit{}, nil))
+	svc := orgadmin.New(w.s, orgadmin.Config{})
+
+	w.stopAt(t, "delete token: pointers")
+	require.NoError(t, svc.DeleteToken(ctx, orgadmin.Bearer(credential), "Robot", doomed.ID))
+	err := svc.DeleteToken(ctx, orgadmin.Bearer(credential), "Robot", doomed.ID)
+	require.Equal(t, orgadmin.CodeNotFound, orgadmin.ErrorCode(err), "%v", err)
+	keys, err := w.s.c.Keys(ctx, w.s.prefix+"tid:"+doomed.ID).Result()
+	require.NoError(t, err)
+	require.Empty(t, keys, "the deleted token's id pointer")
 }
 
 // cancelAt returns a context that the Store cancels when it reaches step,
