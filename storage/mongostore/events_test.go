@@ -319,6 +319,26 @@ func TestTokenDeletedWithItsCreationPending(t *testing.T) {
 	require.Equal(t, []string{deletedID, createdID}, listed(t, s, w.org))
 }
 
+// The same token deleted without an event (the Service's clean-up of a
+// token it did not find listed, whose creation's insert landed after its
+// look): the creation is left pending, and settling, finding neither the
+// token nor a deletion, counts neither made.
+func TestTokenDeletedUnauditedLeavesItsCreationUnmade(t *testing.T) {
+	s := newTestStore(t)
+	w := newCrashWorld(t, s)
+	tok := crashToken(w.alice, time.Time{})
+	created, createdID := withEvent(w.org, "token.create", tok.ID)
+	crashAfter(s, stepEventChanged)
+	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, created))
+	s.afterStep = nil
+
+	require.NoError(t, s.DeleteToken(t.Context(), w.org, w.alice.ID, tok.ID, storage.Revocation{At: t0}, nil))
+	require.Empty(t, listed(t, s, w.org))
+	settle(t, s, w.org, t0.Add(pendingGrace+time.Second), true)
+	require.Empty(t, listed(t, s, w.org))
+	require.Zero(t, eventCount(t, s, createdID, false), "the creation's event")
+}
+
 // A token's creation that finds its user deleted once the token is
 // stored takes the token out again and is NOT_FOUND, with no event, even
 // when the org's events are settled (by a listing or Cleanup) while the

@@ -289,6 +289,8 @@ func New(ctx context.Context, db *mongo.Database, opts Options) (*Store, error) 
 		{s.events, []indexSpec{
 			// Listings, newest first, and the per-org bound.
 			index("org_at_id", false, "org", "at", "_id"),
+			// A token's pending events (settleTaken, resolveEvent).
+			index("org_tid", false, "org", "tid"),
 		}},
 		{s.trail, []indexSpec{
 			// An event is confirmed once.

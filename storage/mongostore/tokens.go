@@ -412,11 +412,16 @@ func (s *Store) DeleteToken(ctx context.Context, org, userID, id string, r stora
 // other than own, once a deletion took the token: only one call can take
 // it, so any other deletion of it was not made (a call that failed
 // before it took it, whose caller may have retried as this one; settling
-// would count it made, the token being gone), and it goes; its creation
-// was made, and its event goes to the trail before the deletion's (the
-// Service's withdrawal of a token whose creation failed deletes it with
-// its creation's event pending). It is one find when there are none.
-// Should it fail, the events stay for settling.
+// would count it made, the token being gone), and it goes. When the
+// deletion is audited (own is its event), the token's creation was made,
+// and its event goes to the trail before the deletion's (the Service's
+// withdrawal of a token whose creation failed deletes it with its
+// creation's event pending). An unaudited deletion (own empty: the
+// Service's clean-up of a token it did not find listed) leaves the
+// creation pending: settling, finding neither the token nor a deletion,
+// counts neither made, as the Service's audit log has neither. It is one
+// find when there are none. Should it fail, the events stay for
+// settling.
 func (s *Store) settleTaken(ctx context.Context, org, id, own string) {
 	cur, err := s.events.Find(ctx, bson.D{{Key: "org", Value: org}, {Key: "tid", Value: id}, {Key: "p", Value: true}})
 	var docs []eventDoc
@@ -433,7 +438,9 @@ func (s *Store) settleTaken(ctx context.Context, org, id, own string) {
 				_, _ = s.events.DeleteOne(ctx, bson.D{{Key: "_id", Value: d.ID}})
 			}
 		case "token.create", "token.seed":
-			_ = s.confirmEvent(ctx, d)
+			if own != "" {
+				_ = s.confirmEvent(ctx, d)
+			}
 		}
 	}
 }
