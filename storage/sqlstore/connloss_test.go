@@ -101,6 +101,45 @@ func TestPostgresCutConnectionsFailNoRead(t *testing.T) {
 	}
 }
 
+// A statement whose own context ends while it runs (a caller gone, an
+// operation's timeout) closes its connection, as a cut would, but says
+// nothing of the others: no connection of the pool is pinged for it.
+func TestPostgresCanceledStatementIsNoCut(t *testing.T) {
+	const conns = 8
+	s, err := Open(t.Context(), testdb.Postgres(t), Options{MaxConns: conns})
+	require.NoError(t, err)
+	t.Cleanup(s.Close)
+	takeAll := func() {
+		var held []*sql.Conn
+		for range conns {
+			c, err := s.db.Conn(t.Context())
+			require.NoError(t, err)
+			require.NoError(t, c.PingContext(t.Context()))
+			held = append(held, c)
+		}
+		for _, c := range held {
+			require.NoError(t, c.Close())
+		}
+	}
+	takeAll()
+	for _, end := range []func() (context.Context, context.CancelFunc){
+		func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(t.Context(), 50*time.Millisecond)
+		},
+		func() (context.Context, context.CancelFunc) {
+			ctx, cancel := context.WithCancel(t.Context())
+			time.AfterFunc(50*time.Millisecond, cancel)
+			return ctx, cancel
+		},
+	} {
+		ctx, cancel := end()
+		_, err = s.db.ExecContext(ctx, "SELECT pg_sleep(5)")
+		cancel()
+		require.Error(t, err)
+		require.Zero(t, s.loss.at.Load(), "a statement ended by its own context taken for a cut")
+	}
+}
+
 // appName is the application_name the connections of db give the server.
 func appName(ctx context.Context, db *sql.DB) (string, error) {
 	var name string

@@ -256,8 +256,16 @@ type connLoss struct {
 	at atomic.Int64
 }
 
-// found notes that a connection was found cut.
-func (l *connLoss) found() { l.at.Store(time.Now().UnixNano()) }
+// found notes that a connection was found cut, by err: not when err is
+// the end of the statement's own context, which closes a connection pgx
+// is reading from too (a caller gone, an operation's timeout), and says
+// nothing of the others.
+func (l *connLoss) found(err error) {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err) {
+		return
+	}
+	l.at.Store(time.Now().UnixNano())
+}
 
 // TraceQueryStart implements pgx.QueryTracer.
 func (l *connLoss) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
@@ -269,7 +277,7 @@ func (l *connLoss) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.Trace
 // closed found it cut.
 func (l *connLoss) TraceQueryEnd(_ context.Context, c *pgx.Conn, d pgx.TraceQueryEndData) {
 	if d.Err != nil && c.IsClosed() {
-		l.found()
+		l.found(d.Err)
 	}
 }
 
@@ -282,7 +290,7 @@ func (l *connLoss) TracePrepareStart(ctx context.Context, _ *pgx.Conn, _ pgx.Tra
 // statement on a connection prepares it there, and may find it cut.
 func (l *connLoss) TracePrepareEnd(_ context.Context, c *pgx.Conn, d pgx.TracePrepareEndData) {
 	if d.Err != nil && c.IsClosed() {
-		l.found()
+		l.found(d.Err)
 	}
 }
 
@@ -300,7 +308,9 @@ func (l *connLoss) shouldPing(ctx context.Context, p stdlib.ShouldPingParams) bo
 		return false
 	}
 	if err := p.Conn.PgConn().Ping(ctx); err != nil {
-		l.found()
+		if ctx.Err() == nil {
+			l.found(err)
+		}
 		return true
 	}
 	return false
