@@ -276,24 +276,31 @@ func TestEventCrashPoints(t *testing.T) {
 // not counted made by settling, though the token is gone.
 func TestTokenDeletionRetriedIsAuditedOnce(t *testing.T) {
 	later := t0.Add(pendingGrace + time.Second)
+	eachSettling(t, func(t *testing.T, s *Store, w crashWorld, byListing bool) {
+		del := func(aud *storage.Audit) error {
+			return s.DeleteToken(t.Context(), w.org, w.alice.ID, w.token.ID, storage.Revocation{At: t0, KeepUntil: later}, aud)
+		}
+		failed, failedID := withEvent(w.org, "token.delete", w.token.ID)
+		crashAfter(s, stepEventPending)
+		require.ErrorIs(t, del(failed), errCrash)
+		s.afterStep = nil
+		retry, retryID := withEvent(w.org, "token.delete", w.token.ID)
+		require.NoError(t, del(retry))
+		for _, at := range []time.Time{t0, later} {
+			settle(t, s, w.org, at, byListing)
+			require.Equal(t, []string{retryID}, listed(t, s, w.org))
+			require.Zero(t, eventCount(t, s, failedID, false), "the failed deletion's event")
+		}
+	})
+}
+
+// eachSettling runs f on a fresh store and crash world, once for each
+// way events are settled (a listing, Cleanup), as a subtest of its own.
+func eachSettling(t *testing.T, f func(t *testing.T, s *Store, w crashWorld, byListing bool)) {
 	for _, byListing := range []bool{true, false} {
 		t.Run(map[bool]string{true: "listing", false: "Cleanup"}[byListing], func(t *testing.T) {
 			s := newTestStore(t)
-			w := newCrashWorld(t, s)
-			del := func(aud *storage.Audit) error {
-				return s.DeleteToken(t.Context(), w.org, w.alice.ID, w.token.ID, storage.Revocation{At: t0, KeepUntil: later}, aud)
-			}
-			failed, failedID := withEvent(w.org, "token.delete", w.token.ID)
-			crashAfter(s, stepEventPending)
-			require.ErrorIs(t, del(failed), errCrash)
-			s.afterStep = nil
-			retry, retryID := withEvent(w.org, "token.delete", w.token.ID)
-			require.NoError(t, del(retry))
-			for _, at := range []time.Time{t0, later} {
-				settle(t, s, w.org, at, byListing)
-				require.Equal(t, []string{retryID}, listed(t, s, w.org))
-				require.Zero(t, eventCount(t, s, failedID, false), "the failed deletion's event")
-			}
+			f(t, s, newCrashWorld(t, s), byListing)
 		})
 	}
 }
@@ -346,29 +353,25 @@ func TestTokenDeletedUnauditedLeavesItsCreationUnmade(t *testing.T) {
 // made.
 func TestTokenCreationUndoneIsNotConfirmedBySettling(t *testing.T) {
 	later := t0.Add(pendingGrace + time.Second)
-	for _, byListing := range []bool{true, false} {
-		t.Run(map[bool]string{true: "listing", false: "Cleanup"}[byListing], func(t *testing.T) {
-			s := newTestStore(t)
-			w := newCrashWorld(t, s)
-			tok := crashToken(w.alice, time.Time{})
-			aud, id := withEvent(w.org, "token.create", tok.ID)
-			s.afterStep = func(step string) error {
-				if step != stepTokenStored {
-					return nil
-				}
-				_, err := s.users.DeleteOne(t.Context(), bson.D{{Key: "_id", Value: key(w.org, w.alice.ID)}})
-				settle(t, s, w.org, t0, byListing)
-				return err
+	eachSettling(t, func(t *testing.T, s *Store, w crashWorld, byListing bool) {
+		tok := crashToken(w.alice, time.Time{})
+		aud, id := withEvent(w.org, "token.create", tok.ID)
+		s.afterStep = func(step string) error {
+			if step != stepTokenStored {
+				return nil
 			}
-			err := s.CreateToken(t.Context(), tok, storage.TokenLimit{}, aud)
-			s.afterStep = nil
-			require.ErrorIs(t, err, storage.ErrNotFound)
-			require.Empty(t, listed(t, s, w.org), "refused: no event")
-			require.Zero(t, eventCount(t, s, id, false), "its writer removed the pending event")
-			settle(t, s, w.org, later, byListing)
-			require.Empty(t, listed(t, s, w.org), "refused: no event")
-		})
-	}
+			_, err := s.users.DeleteOne(t.Context(), bson.D{{Key: "_id", Value: key(w.org, w.alice.ID)}})
+			settle(t, s, w.org, t0, byListing)
+			return err
+		}
+		err := s.CreateToken(t.Context(), tok, storage.TokenLimit{}, aud)
+		s.afterStep = nil
+		require.ErrorIs(t, err, storage.ErrNotFound)
+		require.Empty(t, listed(t, s, w.org), "refused: no event")
+		require.Zero(t, eventCount(t, s, id, false), "its writer removed the pending event")
+		settle(t, s, w.org, later, byListing)
+		require.Empty(t, listed(t, s, w.org), "refused: no event")
+	})
 }
 
 // A token's or an embed session's creation left pending with its record
