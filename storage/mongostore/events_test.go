@@ -305,11 +305,11 @@ func eachSettling(t *testing.T, f func(t *testing.T, s *Store, w crashWorld, byL
 	}
 }
 
-// A token whose creation's event was left pending (its writer stopped
-// after storing it), deleted: the creation is made, and its event goes to
-// the trail before the deletion's, as the Service's withdrawal of a
-// failed creation needs.
-func TestTokenDeletedWithItsCreationPending(t *testing.T) {
+// tokenCreationLeftPending returns a store and crash world with a token
+// of Alice's whose creation's event is left pending (its writer stopped
+// after storing it), and that event's id.
+func tokenCreationLeftPending(t *testing.T) (*Store, crashWorld, storage.Token, string) {
+	t.Helper()
 	s := newTestStore(t)
 	w := newCrashWorld(t, s)
 	tok := crashToken(w.alice, time.Time{})
@@ -318,7 +318,15 @@ func TestTokenDeletedWithItsCreationPending(t *testing.T) {
 	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, created), "the token is stored; only its event's confirmation is lost")
 	s.afterStep = nil
 	require.Equal(t, int64(1), eventCount(t, s, createdID, true), "the creation's event is left pending")
+	return s, w, tok, createdID
+}
 
+// A token whose creation's event was left pending (its writer stopped
+// after storing it), deleted: the creation is made, and its event goes to
+// the trail before the deletion's, as the Service's withdrawal of a
+// failed creation needs.
+func TestTokenDeletedWithItsCreationPending(t *testing.T) {
+	s, w, tok, createdID := tokenCreationLeftPending(t)
 	deleted, deletedID := withEvent(w.org, "token.delete", tok.ID)
 	require.NoError(t, s.DeleteToken(t.Context(), w.org, w.alice.ID, tok.ID, storage.Revocation{At: t0}, deleted))
 	require.Equal(t, []string{deletedID, createdID}, listed(t, s, w.org), "newest first: the deletion after the creation")
@@ -331,14 +339,7 @@ func TestTokenDeletedWithItsCreationPending(t *testing.T) {
 // look): the creation is left pending, and settling, finding neither the
 // token nor a deletion, counts neither made.
 func TestTokenDeletedUnauditedLeavesItsCreationUnmade(t *testing.T) {
-	s := newTestStore(t)
-	w := newCrashWorld(t, s)
-	tok := crashToken(w.alice, time.Time{})
-	created, createdID := withEvent(w.org, "token.create", tok.ID)
-	crashAfter(s, stepEventChanged)
-	require.NoError(t, s.CreateToken(t.Context(), tok, storage.TokenLimit{}, created))
-	s.afterStep = nil
-
+	s, w, tok, createdID := tokenCreationLeftPending(t)
 	require.NoError(t, s.DeleteToken(t.Context(), w.org, w.alice.ID, tok.ID, storage.Revocation{At: t0}, nil))
 	require.Empty(t, listed(t, s, w.org))
 	settle(t, s, w.org, t0.Add(pendingGrace+time.Second), true)
