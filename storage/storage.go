@@ -184,7 +184,12 @@ type Store interface {
 	// digest (see Revocation). It returns ErrNotFound otherwise. Once it
 	// returns, ReadAccess no longer finds the token, and answers
 	// ErrRevoked for its digest while the tombstone lasts. It records a's
-	// event with the deletion (nil: none).
+	// event with the deletion (nil: none). The Service also calls it, with
+	// a nil, for a token the user is not found to hold (a deletion it
+	// answers NOT_FOUND, a failed creation whose token is not listed): a
+	// store that writes a token in steps removes there what a creation or
+	// deletion cut short left of it (redisstore on a Cluster); any other
+	// store just returns ErrNotFound.
 	DeleteToken(ctx context.Context, org, userID, id string, r Revocation, a *Audit) error
 
 	// SetDuckling records the latest activity report of one Duckling,
