@@ -99,7 +99,12 @@ func (s *Store) credentialAt(ctx context.Context, key string, loc location, list
 	if target != "" {
 		keys = append(keys, loc.base+"name:"+target)
 	}
-	vs, err := s.c.MGet(ctx, keys...).Result()
+	var vs []any
+	for wait := firstMoveWait; ; {
+		if vs, err = s.c.MGet(ctx, keys...).Result(); !again(ctx, err, &wait) {
+			break
+		}
+	}
 	if err != nil {
 		return atLocation{}, err
 	}

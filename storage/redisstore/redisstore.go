@@ -16,6 +16,10 @@
 // on a Cluster adds one each. A page of users is one round trip however
 // deep it starts (a sorted set read BYLEX from a keyset cursor).
 //
+// A Cluster may move an org's slot to another node while the Store
+// serves: the org's scripts and reads wait for the move to end, within
+// Options.Timeout (see Store.run).
+//
 // On a Cluster the pointer keys of a token or a session are reserved
 // before the org's script stores it, so a process that dies between the
 // two leaves them behind: they point at nothing and never authenticate.
@@ -179,12 +183,86 @@ func single(b bool) string {
 }
 
 // run runs a script of org: once, unless it is resendable.
+//
+// On a Cluster the script declares, beside the org's record, the org's
+// key "moving", which never exists. A script reaches keys it does not
+// declare (they share the org's slot), and while the slot moves from one
+// node to another Redis checks only the declared ones: a script would
+// then run on whichever node holds its record and find there some of the
+// org's keys and not others, failing half-way or, on the node the slot
+// moves to, writing a key that the move then cannot bring over (BUSYKEY):
+// two copies of the org. With a declared key missing on both nodes, each
+// refuses the script before it runs (TRYAGAIN), and run sends it again
+// (resendable or not, since it did not run) until the move is done or ctx
+// ends (see again).
 func (s *Store) run(ctx context.Context, sc *redis.Script, org string, args ...any) *redis.Cmd {
-	keys := []string{s.orgKey(org)}
+	if s.single {
+		return s.runOnce(ctx, sc, []string{s.orgKey(org)}, args)
+	}
+	base := s.orgBase(org)
+	keys := []string{base + "org", base + "moving"}
+	for wait := firstMoveWait; ; {
+		cmd := s.runOnce(ctx, sc, keys, args)
+		if !again(ctx, cmd.Err(), &wait) {
+			return cmd
+		}
+	}
+}
+
+// again reports whether to send again a command that failed with err,
+// an answer by which a Cluster tells that it did not run the command
+// because a slot the command reads is moving or has moved between nodes:
+// TRYAGAIN while its keys are split between the two, which lasts as long
+// as the move does; MOVED or ASK that go-redis did not follow within its
+// few redirects, as it does not for an MGET before its map of the slots
+// is read again (v9.22 routes MGET by slot from that map alone). It
+// waits *wait first, or until ctx ends (then it returns false), and
+// doubles *wait up to lastMoveWait.
+func again(ctx context.Context, err error, wait *time.Duration) bool {
+	if err == nil || !moving(err) || sleep(ctx, *wait) != nil {
+		return false
+	}
+	*wait = min(2**wait, lastMoveWait)
+	return true
+}
+
+// moving reports whether err is a Cluster's answer that a slot is moving
+// or has moved (see again).
+func moving(err error) bool {
+	if redis.IsTryAgainError(err) {
+		return true
+	}
+	if _, ok := redis.IsMovedError(err); ok {
+		return true
+	}
+	_, ok := redis.IsAskError(err)
+	return ok
+}
+
+// The first and the longest wait of again.
+const (
+	firstMoveWait = 5 * time.Millisecond
+	lastMoveWait  = 100 * time.Millisecond
+)
+
+// runOnce runs a script of org on keys: once, unless it is resendable.
+func (s *Store) runOnce(ctx context.Context, sc *redis.Script, keys []string, args []any) *redis.Cmd {
 	if resendable[sc] {
 		return sc.Run(ctx, s.c, keys, args...)
 	}
 	return sc.Run(ctx, once{s.c}, keys, args...)
+}
+
+// sleep waits for d, or until ctx ends, and then returns its error.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // resendable are the scripts that answer alike however often they run:

@@ -1,0 +1,283 @@
+package redisstore
+
+import (
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"net"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/internal/testdb"
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// slotMove moves the slot of an org's keys from the master that serves it
+// to another, as redis-cli --cluster reshard does (the importing and
+// migrating marks, MIGRATE of the keys, then the slot's new owner on
+// every master), one step at a time for the test.
+type slotMove struct {
+	t        *testing.T
+	slot     int64
+	src, dst *redis.Client
+	dstID    string
+	masters  []*redis.Client
+	done     bool
+}
+
+// startSlotMove marks the slot of org as moving to another master of c.
+// The move is finished when t ends, if the test has not finished it.
+func startSlotMove(t *testing.T, c *redis.ClusterClient, org string) *slotMove {
+	ctx := t.Context()
+	slot, err := c.ClusterKeySlot(ctx, "{o:"+org+"}").Result()
+	require.NoError(t, err)
+	ranges, err := c.ClusterSlots(ctx).Result()
+	require.NoError(t, err)
+	m := &slotMove{t: t, slot: slot}
+	var srcID string
+	masters := map[string]*redis.Client{} // by node id; a master serves one or more ranges
+	for _, r := range ranges {
+		n := r.Nodes[0]
+		if masters[n.ID] == nil {
+			client := redis.NewClient(&redis.Options{Addr: n.Addr})
+			t.Cleanup(func() { _ = client.Close() })
+			masters[n.ID] = client
+			m.masters = append(m.masters, client)
+		}
+		if int64(r.Start) <= slot && slot <= int64(r.End) {
+			m.src, srcID = masters[n.ID], n.ID
+		}
+	}
+	require.NotNil(t, m.src, "no master serves slot %d", slot)
+	for id, client := range masters {
+		if id != srcID {
+			m.dst, m.dstID = client, id
+		}
+	}
+	require.NotNil(t, m.dst, "the Cluster has one master")
+	require.NoError(t, m.dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	require.NoError(t, m.src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", m.dstID).Err())
+	t.Cleanup(m.finish)
+	return m
+}
+
+// migrate moves keys from the slot's first master to the second.
+func (m *slotMove) migrate(keys ...string) {
+	m.t.Helper()
+	m.migrateWith(nil, keys)
+}
+
+// migrateWith is migrate with the options opts of MIGRATE.
+func (m *slotMove) migrateWith(opts []any, keys []string) {
+	m.t.Helper()
+	host, port, err := net.SplitHostPort(m.dst.Options().Addr)
+	require.NoError(m.t, err)
+	args := append([]any{"MIGRATE", host, port, "", 0, 5000}, opts...)
+	args = append(args, "KEYS")
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	require.NoError(m.t, m.src.Do(context.Background(), args...).Err())
+}
+
+// keys returns the keys of the slot that n holds, sorted.
+func (m *slotMove) keys(n *redis.Client) []string {
+	m.t.Helper()
+	keys, err := n.ClusterGetKeysInSlot(context.Background(), int(m.slot), 100_000).Result()
+	require.NoError(m.t, err)
+	sort.Strings(keys)
+	return keys
+}
+
+// snapshot returns every key of the slot on either master, with its
+// serialized value.
+func (m *slotMove) snapshot() map[string]string {
+	m.t.Helper()
+	snap := map[string]string{}
+	for name, n := range map[string]*redis.Client{"first": m.src, "second": m.dst} {
+		for _, k := range m.keys(n) {
+			// The second master serves the key after ASKING only.
+			p := n.Pipeline()
+			p.Do(context.Background(), "ASKING")
+			v := p.Dump(context.Background(), k)
+			_, err := p.Exec(context.Background())
+			require.NoError(m.t, err)
+			snap[name+" "+k] = v.Val()
+		}
+	}
+	return snap
+}
+
+// finish moves the slot's remaining keys and makes the second master the
+// slot's owner: on itself first, then on the first and the others. A key
+// the second master holds already (which a write there made while the
+// slot moved) is replaced, so that the Cluster is left whole for other
+// tests even when this one failed.
+func (m *slotMove) finish() {
+	if m.done {
+		return
+	}
+	m.done = true
+	if rest := m.keys(m.src); len(rest) > 0 {
+		m.migrateWith([]any{"REPLACE"}, rest)
+	}
+	ctx := context.Background()
+	require.NoError(m.t, m.dst.Do(ctx, "CLUSTER", "SETSLOT", m.slot, "NODE", m.dstID).Err())
+	require.NoError(m.t, m.src.Do(ctx, "CLUSTER", "SETSLOT", m.slot, "NODE", m.dstID).Err())
+	for _, n := range m.masters {
+		if n != m.src && n != m.dst {
+			require.NoError(m.t, n.Do(ctx, "CLUSTER", "SETSLOT", m.slot, "NODE", m.dstID).Err())
+		}
+	}
+}
+
+// TestClusterSlotMove moves an org's slot to another master, key by key,
+// while the org's audited writes run: while the org's keys are split
+// between the two masters, neither runs a write, wherever the org's
+// record is (a write run there would find some keys and not others, and
+// a key it wrote on the second would stop the move with BUSYKEY); a write
+// sent then is done once the move ends; and the org is whole after it.
+func TestClusterSlotMove(t *testing.T) {
+	c := clusterClient(t)
+	s := newStore(t, c, false)
+	ctx := t.Context()
+	org := "moving-" + testdb.RandomHex(4)
+	t0 := time.Now().UTC().Truncate(time.Millisecond)
+	audit := func(action, target string) *storage.Audit {
+		return &storage.Audit{Event: storage.Event{
+			ID: uuid.NewString(), Org: org, At: t0, ActorUsername: "system", Action: action, TargetID: target,
+		}}
+	}
+	user := func(name string) storage.User {
+		return storage.User{
+			ID: uuid.NewString(), Org: org, Username: name, FoldedUsername: name,
+			IsServiceAccount: true, Role: "Member", CreatedAt: t0,
+		}
+	}
+	token := func(u storage.User, value string) storage.Token {
+		return storage.Token{
+			ID: uuid.NewString(), Org: org, UserID: u.ID, Digest: sha256.Sum256([]byte(value)),
+			Name: value, Type: "read_write", CreatedAt: t0,
+		}
+	}
+	config := storage.InstanceConfig{
+		ReadWrite:   storage.InstanceSide{Size: "jumbo"},
+		ReadScaling: storage.InstanceSide{Size: "pulse", FlockSize: 2},
+	}
+	robot, bot := user("robot"), user("bot")
+	first := token(robot, "first-token-value")
+	require.NoError(t, s.CreateOrg(ctx, storage.Org{ID: org, CreatedAt: t0}, audit("org.create", org)))
+	require.NoError(t, s.CreateUser(ctx, robot, storage.UserLimit{}, audit("user.create", robot.ID)))
+	require.NoError(t, s.CreateUser(ctx, bot, storage.UserLimit{}, audit("user.create", bot.ID)))
+	require.NoError(t, s.CreateToken(ctx, first, storage.TokenLimit{LiveAt: t0}, audit("token.create", first.ID)))
+
+	// Each write runs while the slot moves, with a fresh token value
+	// each time (a Cluster reserves a token's pointer before the org's
+	// script, and a refused creation may leave the reservation behind).
+	n := 0
+	writes := []struct {
+		name string
+		run  func(ctx context.Context) error
+	}{
+		{"create user", func(ctx context.Context) error {
+			return s.CreateUser(ctx, user("carol"), storage.UserLimit{}, audit("user.create", "carol"))
+		}},
+		{"set instances", func(ctx context.Context) error {
+			return s.SetInstances(ctx, org, robot.ID, config, audit("user.set_instances", robot.ID))
+		}},
+		{"create token", func(ctx context.Context) error {
+			n++
+			t := token(robot, "second-token-value-"+string(rune('a'+n)))
+			return s.CreateToken(ctx, t, storage.TokenLimit{LiveAt: t0}, audit("token.create", t.ID))
+		}},
+		{"delete user", func(ctx context.Context) error {
+			_, err := s.DeleteUser(ctx, org, bot.ID, audit("user.delete", bot.ID))
+			return err
+		}},
+	}
+	// The Store reads the credential of a token it has met with an MGET
+	// of the org's keys: on a Cluster, its user (name:<folded>) and its
+	// record (trec:<id>).
+	_, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: first.Digest})
+	require.NoError(t, err)
+
+	mv := startSlotMove(t, c, org)
+	refused := func(where string) {
+		t.Helper()
+		before := mv.snapshot()
+		for _, w := range writes {
+			wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			err := w.run(wctx)
+			cancel()
+			require.Error(t, err, "%s, with the org record on the %s master", w.name, where)
+		}
+		assert.Equal(t, before, mv.snapshot(), "the org's keys changed, with its record on the %s master", where)
+	}
+
+	base := s.orgBase(org)
+	mv.migrate(base+"users", base+"uid", base+"events", base+"name:robot")
+	refused("first")
+	mv.migrate(base + "org")
+	refused("second")
+
+	// A write go-redis would not send again, and a read of the
+	// credential, which it sends again a few times (MaxRedirects), both
+	// sent while the slot moves, are done when it ends.
+	wrote, read := make(chan error, 1), make(chan error, 1)
+	go func() {
+		wrote <- s.CreateUser(ctx, user("dave"), storage.UserLimit{}, audit("user.create", "dave"))
+	}()
+	go func() {
+		a, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: first.Digest})
+		if err == nil && a.Credential.Token.ID != first.ID {
+			err = fmt.Errorf("read the credential of token %s", a.Credential.Token.ID)
+		}
+		read <- err
+	}()
+	time.Sleep(200 * time.Millisecond) // longer than go-redis's redirects
+	mv.finish()
+	require.NoError(t, <-wrote, "create user sent while the slot moved")
+	require.NoError(t, <-read, "read access sent while the slot moved")
+	assert.Empty(t, mv.keys(mv.src), "keys left on the first master")
+
+	second := token(robot, "third-token-value")
+	require.NoError(t, s.SetInstances(ctx, org, robot.ID, config, audit("user.set_instances", robot.ID)))
+	require.NoError(t, s.CreateUser(ctx, user("carol"), storage.UserLimit{}, audit("user.create", "carol")))
+	require.NoError(t, s.CreateToken(ctx, second, storage.TokenLimit{LiveAt: t0}, audit("token.create", second.ID)))
+	_, err = s.DeleteUser(ctx, org, bot.ID, audit("user.delete", bot.ID))
+	require.NoError(t, err)
+
+	got, err := s.GetUser(ctx, org, "robot")
+	require.NoError(t, err)
+	assert.Equal(t, config, got.Instances)
+	page, err := s.ListUsers(ctx, org, storage.UserQuery{Limit: 10})
+	require.NoError(t, err)
+	var names []string
+	for _, u := range page.Users {
+		names = append(names, u.FoldedUsername)
+	}
+	assert.Equal(t, []string{"carol", "dave", "robot"}, names)
+	toks, err := s.ListTokens(ctx, org, robot.ID, t0)
+	require.NoError(t, err)
+	var ids []string
+	for _, tk := range toks {
+		ids = append(ids, tk.ID)
+	}
+	assert.ElementsMatch(t, []string{first.ID, second.ID}, ids)
+	events, err := s.ListEvents(ctx, org, storage.EventQuery{Limit: 100})
+	require.NoError(t, err)
+	var actions []string
+	for _, e := range events.Events {
+		actions = append(actions, e.Action)
+	}
+	assert.Equal(t, []string{
+		"user.delete", "token.create", "user.create", "user.set_instances",
+		"user.create", "token.create", "user.create", "user.create", "org.create",
+	}, actions, "the org's audit trail, newest first")
+}
