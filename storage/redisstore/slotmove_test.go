@@ -226,8 +226,8 @@ func TestClusterSlotMove(t *testing.T) {
 	mv.migrate(base + "org")
 	refused("second")
 
-	// A write go-redis would not send again, and a read of the
-	// credential, which it sends again a few times (MaxRedirects), both
+	// A write go-redis would not send again, and reads of several of the
+	// org's keys, which it sends again a few times (MaxRedirects), all
 	// sent while the slot moves, are done when it ends.
 	wrote, read := make(chan error, 1), make(chan error, 1)
 	go func() {
@@ -240,10 +240,19 @@ func TestClusterSlotMove(t *testing.T) {
 		}
 		read <- err
 	}()
+	listed := make(chan error, 1)
+	go func() {
+		page, err := s.ListUsers(ctx, org, storage.UserQuery{Limit: 10})
+		if err == nil && (len(page.Users) < 2 || page.Users[len(page.Users)-1].FoldedUsername != "robot") {
+			err = fmt.Errorf("listed %d users", len(page.Users))
+		}
+		listed <- err
+	}()
 	time.Sleep(200 * time.Millisecond) // longer than go-redis's redirects
 	mv.finish()
 	require.NoError(t, <-wrote, "create user sent while the slot moved")
 	require.NoError(t, <-read, "read access sent while the slot moved")
+	require.NoError(t, <-listed, "list users sent while the slot moved")
 	assert.Empty(t, mv.keys(mv.src), "keys left on the first master")
 
 	second := token(robot, "third-token-value")

@@ -217,12 +217,18 @@ func (s *Store) listAllUsers(ctx context.Context, org string, q storage.UserQuer
 	for migrated := false; ; migrated = true {
 		var members *redis.StringSliceCmd
 		var recs, users *redis.IntCmd
-		_, err := s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			members = p.ZRangeArgs(ctx, r)
-			recs = p.ZCard(ctx, base+"recs")
-			users = p.HLen(ctx, base+"users")
-			return nil
-		})
+		var err error
+		for wait := firstMoveWait; ; {
+			_, err = s.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				members = p.ZRangeArgs(ctx, r)
+				recs = p.ZCard(ctx, base+"recs")
+				users = p.HLen(ctx, base+"users")
+				return nil
+			})
+			if !again(ctx, err, &wait) {
+				break
+			}
+		}
 		if err != nil {
 			return storage.UserPage{}, failed("list users", err)
 		}
