@@ -130,6 +130,9 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		return nil
 	})
 	if err != nil {
+		// On a Cluster the keys live on different nodes: one that did
+		// not answer leaves the others set.
+		s.release(ctx, keys)
 		return nil, failed("reserve", err)
 	}
 	held := make(map[string]*redis.StringCmd)

@@ -1,0 +1,84 @@
+package redisstore
+
+import (
+	"context"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/orgadmin/orgadmin/storage"
+)
+
+// unreached is a go-redis hook that stands for a Cluster node no longer
+// reachable: a command on a key under prefix fails, unsent, with the
+// error of a refused connection; the other commands of its pipeline run.
+type unreached struct{ prefix string }
+
+func (h unreached) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h unreached) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.on(cmd) {
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (h unreached) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		var sent []redis.Cmder
+		var err error
+		for _, cmd := range cmds {
+			if h.on(cmd) {
+				err = cmd.Err()
+			} else {
+				sent = append(sent, cmd)
+			}
+		}
+		if len(sent) > 0 {
+			if e := next(ctx, sent); e != nil {
+				return e
+			}
+		}
+		return err
+	}
+}
+
+// on sets the error of cmd and reports true when cmd names a key under
+// h.prefix: its first key, or that of a script.
+func (h unreached) on(cmd redis.Cmder) bool {
+	args := cmd.Args()
+	i := 1
+	if name := cmd.Name(); name == "eval" || name == "evalsha" {
+		i = 3
+	}
+	if len(args) <= i {
+		return false
+	}
+	if k, ok := args[i].(string); !ok || !strings.HasPrefix(k, h.prefix) {
+		return false
+	}
+	cmd.SetErr(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+	return true
+}
+
+// A creation on a Cluster reserves its token's digest and id keys in one
+// pipeline, each in its own slot: when the id's node cannot be reached,
+// the digest's pointer, set on another node, goes again, rather than
+// stay (for ever, for a token without expiry) pointing at no token.
+func TestReservationOnAnUnreachedNodeIsUndone(t *testing.T) {
+	w := newCrashWorld(t)
+	w.s.c.AddHook(unreached{prefix: w.s.prefix + "tid:"})
+	tok := w.token("a-token-whose-id-node-is-down", time.Time{})
+	err := w.s.CreateToken(t.Context(), tok, storage.TokenLimit{LiveAt: crashT0}, audited("token.create", tok.ID))
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assertNoKey(t, w.s, w.s.prefix+"tok:"+hexDigest(tok.Digest), "the digest's pointer of a reservation that failed")
+	_, err = w.s.ReadAccess(t.Context(), storage.AccessQuery{Digest: tok.Digest})
+	require.ErrorIs(t, err, storage.ErrNotFound)
+}
