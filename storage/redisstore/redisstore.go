@@ -52,6 +52,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -112,6 +114,9 @@ type Store struct {
 	step func(name string) error
 	// locs is where the records of the tokens authenticated are.
 	locs bounded.Map[storage.Digest, location]
+	// reload, on a Cluster, has the client read the map of the slots
+	// again (see unreached); nil on one server.
+	reload func()
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -152,6 +157,7 @@ func New(c redis.UniversalClient, opts Options) (*Store, error) {
 		s.single, ctxTimeouts = true, c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
 		ctxTimeouts = c.Options().ContextTimeoutEnabled
+		s.reload = func() { c.ReloadState(context.Background()) }
 	default:
 		return nil, fmt.Errorf("redisstore: unsupported client %T (want *redis.Client or *redis.ClusterClient)", c)
 	}
@@ -204,8 +210,30 @@ func (s *Store) run(ctx context.Context, sc *redis.Script, org string, args ...a
 	for wait := firstMoveWait; ; {
 		cmd := s.runOnce(ctx, sc, keys, args)
 		if !again(ctx, cmd.Err(), &wait) {
+			s.unreached(cmd.Err())
 			return cmd
 		}
+	}
+}
+
+// unreached takes err, the error of an operation on a Cluster: when it
+// says that a node did not answer (a connection refused, cut or timed
+// out) or that the Cluster is down, the client reads its map of the
+// slots again, in the background (ClusterClient.ReloadState; at most
+// every 200 ms). go-redis reads the map again after a MOVED or ASK, which
+// a master that died never sends, and otherwise only every
+// ClusterStateReloadInterval (60 s by default): the requests for the
+// slots of a master whose replica has taken over would fail until then.
+// Every request reads its credential (ReadAccess), and every write runs
+// a script (run), so both tell.
+func (s *Store) unreached(err error) {
+	if s.reload == nil || err == nil {
+		return
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded) || redis.IsClusterDownError(err) {
+		s.reload()
 	}
 }
 

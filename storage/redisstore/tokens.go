@@ -439,6 +439,7 @@ func (s *Store) ReadAccess(ctx context.Context, q storage.AccessQuery) (storage.
 		return a, storage.ErrRevoked
 	}
 	if err != nil {
+		s.unreached(err)
 		return storage.Access{}, failed("read access", err)
 	}
 	a, err := r.access(q)

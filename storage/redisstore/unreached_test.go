@@ -2,13 +2,16 @@ package redisstore
 
 import (
 	"context"
+	"crypto/sha256"
 	"net"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/orgadmin/orgadmin/storage"
@@ -81,4 +84,40 @@ func TestReservationOnAnUnreachedNodeIsUndone(t *testing.T) {
 	assertNoKey(t, w.s, w.s.prefix+"tok:"+hexDigest(tok.Digest), "the digest's pointer of a reservation that failed")
 	_, err = w.s.ReadAccess(t.Context(), storage.AccessQuery{Digest: tok.Digest})
 	require.ErrorIs(t, err, storage.ErrNotFound)
+}
+
+// On a Cluster, an operation that reaches no node has the client read the
+// map of the slots again, so that the requests for the slots of a master
+// that died go to the replica that took over as soon as it has (a dead
+// master sends no MOVED, after which go-redis would read it); a reply of
+// Redis, such as an error of a command, does not.
+func TestUnreachedNodeReloadsTheSlotMap(t *testing.T) {
+	ctx := t.Context()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close()) // nothing listens there now
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = c.Close() })
+	s, err := New(c, Options{Timeout: time.Second})
+	require.NoError(t, err)
+	require.NotNil(t, s.reload, "a Store on a Cluster reloads its slot map")
+	var reloads atomic.Int64
+	s.reload = func() { reloads.Add(1) }
+
+	_, err = s.ReadAccess(ctx, storage.AccessQuery{Digest: sha256.Sum256([]byte("a-token"))})
+	require.Error(t, err)
+	assert.Equal(t, int64(1), reloads.Load(), "reloads after a read access that reached no node")
+	err = s.SetInstances(ctx, "acme", "some-user", storage.InstanceConfig{}, nil)
+	require.Error(t, err)
+	assert.Equal(t, int64(2), reloads.Load(), "reloads after a script that reached no node")
+
+	// A reply: the digest's pointer holds a hash, which GET refuses.
+	w := newCrashWorld(t)
+	w.s.reload = func() { reloads.Add(1) }
+	digest := sha256.Sum256([]byte("another-token"))
+	require.NoError(t, w.s.c.HSet(ctx, w.s.prefix+"tok:"+hexDigest(digest), "f", "v").Err())
+	_, err = w.s.ReadAccess(ctx, storage.AccessQuery{Digest: digest})
+	require.ErrorContains(t, err, "WRONGTYPE")
+	assert.Equal(t, int64(2), reloads.Load(), "reloads after a reply of Redis")
 }
