@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -37,21 +38,25 @@ func startSlotMove(t *testing.T, c *redis.ClusterClient, org string) *slotMove {
 	ctx := t.Context()
 	slot, err := c.ClusterKeySlot(ctx, "{o:"+org+"}").Result()
 	require.NoError(t, err)
-	ranges, err := c.ClusterSlots(ctx).Result()
+	shards, err := c.ClusterShards(ctx).Result()
 	require.NoError(t, err)
 	m := &slotMove{t: t, slot: slot}
 	var srcID string
-	masters := map[string]*redis.Client{} // by node id; a master serves one or more ranges
-	for _, r := range ranges {
-		n := r.Nodes[0]
-		if masters[n.ID] == nil {
-			client := redis.NewClient(&redis.Options{Addr: n.Addr})
+	masters := map[string]*redis.Client{} // by node id
+	for _, sh := range shards {
+		for _, n := range sh.Nodes {
+			if n.Role != "master" {
+				continue
+			}
+			client := redis.NewClient(&redis.Options{Addr: net.JoinHostPort(n.IP, strconv.FormatInt(n.Port, 10))})
 			t.Cleanup(func() { _ = client.Close() })
 			masters[n.ID] = client
 			m.masters = append(m.masters, client)
-		}
-		if int64(r.Start) <= slot && slot <= int64(r.End) {
-			m.src, srcID = masters[n.ID], n.ID
+			for _, r := range sh.Slots {
+				if r.Start <= slot && slot <= r.End {
+					m.src, srcID = client, n.ID
+				}
+			}
 		}
 	}
 	require.NotNil(t, m.src, "no master serves slot %d", slot)
