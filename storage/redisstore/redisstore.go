@@ -247,8 +247,13 @@ func (s *Store) unreached(err error) {
 // waits *wait first, or until ctx ends (then it returns false), and
 // doubles *wait up to lastMoveWait.
 func again(ctx context.Context, err error, wait *time.Duration) bool {
-	if err == nil || !moving(err) || sleep(ctx, *wait) != nil {
+	if err == nil || !moving(err) {
 		return false
+	}
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(*wait):
 	}
 	*wait = min(2**wait, lastMoveWait)
 	return true
@@ -279,18 +284,6 @@ func (s *Store) runOnce(ctx context.Context, sc *redis.Script, keys []string, ar
 		return sc.Run(ctx, s.c, keys, args...)
 	}
 	return sc.Run(ctx, once{s.c}, keys, args...)
-}
-
-// sleep waits for d, or until ctx ends, and then returns its error.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // resendable are the scripts that answer alike however often they run:
