@@ -41,6 +41,23 @@ func TestNewRefusesBadOptions(t *testing.T) {
 	defer ring.Close()
 	_, err = New(ring, Options{})
 	require.ErrorContains(t, err, "unsupported client")
+
+	// A Cluster client that reads from replicas, which lag their masters.
+	for name, o := range map[string]redis.ClusterOptions{
+		"ReadOnly":       {ReadOnly: true},
+		"RouteByLatency": {RouteByLatency: true},
+		"RouteRandomly":  {RouteRandomly: true},
+	} {
+		o.Addrs, o.ContextTimeoutEnabled = []string{"127.0.0.1:1"}, true
+		cc := redis.NewClusterClient(&o)
+		_, err = New(cc, Options{})
+		require.ErrorContains(t, err, "masters only", name)
+		require.NoError(t, cc.Close())
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{"127.0.0.1:1"}, ContextTimeoutEnabled: true})
+	defer cc.Close()
+	_, err = New(cc, Options{})
+	require.NoError(t, err, "a Cluster client that reads from masters")
 }
 
 // silentServer accepts connections, reads what comes and never answers:

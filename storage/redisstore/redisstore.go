@@ -124,7 +124,9 @@ var _ storage.Store = (*Store)(nil)
 // New returns a Store on c, which the caller owns and closes. c must be a
 // *redis.Client (one server, or Sentinel failover) or a
 // *redis.ClusterClient, created with ContextTimeoutEnabled so that
-// Options.Timeout bounds each call. New does not contact Redis: a
+// Options.Timeout bounds each call; a ClusterClient must read from
+// masters only (a replica lags: a token revoked would still work there
+// for a moment), and a Sentinel client must not be ReplicaOnly. New does not contact Redis: a
 // program calls Migrate once before the store serves, which re-keys what
 // an earlier version stored (one GET once done).
 func New(c redis.UniversalClient, opts Options) (*Store, error) {
@@ -156,7 +158,11 @@ func New(c redis.UniversalClient, opts Options) (*Store, error) {
 	case *redis.Client:
 		s.single, ctxTimeouts = true, c.Options().ContextTimeoutEnabled
 	case *redis.ClusterClient:
-		ctxTimeouts = c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		if o.ReadOnly { // which RouteByLatency and RouteRandomly set too
+			return nil, errors.New("redisstore: the Cluster client must read from masters only (not ReadOnly, RouteByLatency or RouteRandomly): a replica lags its master, and would still show a token revoked or a user deleted")
+		}
+		ctxTimeouts = o.ContextTimeoutEnabled
 		s.reload = func() { c.ReloadState(context.Background()) }
 	default:
 		return nil, fmt.Errorf("redisstore: unsupported client %T (want *redis.Client or *redis.ClusterClient)", c)
