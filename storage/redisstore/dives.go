@@ -102,8 +102,10 @@ func (s *Store) CreateEmbedSession(ctx context.Context, es storage.EmbedSession,
 	}
 	v, err := s.run(ctx, createSessionScript, es.Org, args...).Result()
 	v, gone := dropped(v)
-	if err = status("create embed session", v, err); err != nil && isRefusal(err) {
-		s.release(ctx, keys)
+	if err = status("create embed session", v, err); err != nil && (isRefusal(err) || moving(err)) {
+		undo, cancel := s.finishing(ctx)
+		s.release(undo, keys)
+		cancel()
 	}
 	// The sessions the script dropped as expired are gone: their
 	// pointers go too, so that their digests are free (but for this

@@ -196,7 +196,7 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 		if err != nil {
 			return storage.EventPage{}, failed("list events", err)
 		}
-		again := false
+		reread := false
 		for _, z := range zs {
 			if z.Score == 0 {
 				if sequenced {
@@ -210,7 +210,7 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 				if err := s.run(ctx, sequenceOldEventsScript, org).Err(); err != nil {
 					return storage.EventPage{}, failed("sequence old events", err)
 				}
-				sequenced, again = true, true
+				sequenced, reread = true, true
 				break
 			}
 			m, _ := z.Member.(string)
@@ -228,7 +228,7 @@ func (s *Store) ListEvents(ctx context.Context, org string, q storage.EventQuery
 			}
 			page.Events = append(page.Events, e)
 		}
-		if !again && len(zs) < eventChunk {
+		if !reread && len(zs) < eventChunk {
 			return page, nil
 		}
 	}

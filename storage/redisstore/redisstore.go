@@ -424,8 +424,12 @@ func (s *Store) AddFeedback(ctx context.Context, f storage.Feedback) error {
 	defer cancel()
 	doc := feedbackDoc{PagePath: f.PagePath, Text: f.Text, PageTitle: f.PageTitle, Source: f.Source, Created: millis(f.CreatedAt)}
 	keys := []string{s.prefix + "{fb}:h", s.prefix + "{fb}:q"}
-	v, err := addFeedbackScript.Run(ctx, once{s.c}, keys, f.ID, encode(doc), s.maxFB).Result()
-	return status("add feedback", v, err)
+	for wait := firstMoveWait; ; {
+		v, err := addFeedbackScript.Run(ctx, once{s.c}, keys, f.ID, encode(doc), s.maxFB).Result()
+		if !again(ctx, err, &wait) {
+			return status("add feedback", v, err)
+		}
+	}
 }
 
 // MarkSeeded implements storage.Store: the marks of an org are one set.

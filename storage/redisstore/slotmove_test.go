@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,10 +20,11 @@ import (
 	"github.com/orgadmin/orgadmin/storage"
 )
 
-// slotMove moves the slot of an org's keys from the master that serves it
-// to another, as redis-cli --cluster reshard does (the importing and
+// slotMove moves the slot of a hash tag from the master that serves it to
+// another, as redis-cli --cluster reshard does (the importing and
 // migrating marks, MIGRATE of the keys, then the slot's new owner on
-// every master), one step at a time for the test.
+// every master), one step at a time for the test. Other tests sharing the
+// Cluster may write keys of their own in the same slot meanwhile.
 type slotMove struct {
 	t        *testing.T
 	slot     int64
@@ -32,11 +34,12 @@ type slotMove struct {
 	done     bool
 }
 
-// startSlotMove marks the slot of org as moving to another master of c.
-// The move is finished when t ends, if the test has not finished it.
-func startSlotMove(t *testing.T, c *redis.ClusterClient, org string) *slotMove {
+// startSlotMove marks the slot of the keys tagged {tag} as moving to
+// another master of c. The move is finished when t ends, if the test has
+// not finished it (and however far it got).
+func startSlotMove(t *testing.T, c *redis.ClusterClient, tag string) *slotMove {
 	ctx := t.Context()
-	slot, err := c.ClusterKeySlot(ctx, "{o:"+org+"}").Result()
+	slot, err := c.ClusterKeySlot(ctx, "{"+tag+"}").Result()
 	require.NoError(t, err)
 	shards, err := c.ClusterShards(ctx).Result()
 	require.NoError(t, err)
@@ -66,47 +69,52 @@ func startSlotMove(t *testing.T, c *redis.ClusterClient, org string) *slotMove {
 		}
 	}
 	require.NotNil(t, m.dst, "the Cluster has one master")
+	t.Cleanup(m.finish)
 	require.NoError(t, m.dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
 	require.NoError(t, m.src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", m.dstID).Err())
-	t.Cleanup(m.finish)
 	return m
 }
 
 // migrate moves keys from the slot's first master to the second.
 func (m *slotMove) migrate(keys ...string) {
 	m.t.Helper()
-	m.migrateWith(nil, keys)
+	require.NoError(m.t, m.migrateWith(nil, keys))
 }
 
-// migrateWith is migrate with the options opts of MIGRATE.
-func (m *slotMove) migrateWith(opts []any, keys []string) {
-	m.t.Helper()
+// migrateWith sends MIGRATE of keys, with the options opts, to the first
+// master. A key gone meanwhile is skipped (NOKEY).
+func (m *slotMove) migrateWith(opts []any, keys []string) error {
 	host, port, err := net.SplitHostPort(m.dst.Options().Addr)
-	require.NoError(m.t, err)
+	if err != nil {
+		return err
+	}
 	args := append([]any{"MIGRATE", host, port, "", 0, 5000}, opts...)
 	args = append(args, "KEYS")
 	for _, k := range keys {
 		args = append(args, k)
 	}
-	require.NoError(m.t, m.src.Do(context.Background(), args...).Err())
+	return m.src.Do(context.Background(), args...).Err()
 }
 
 // keys returns the keys of the slot that n holds, sorted.
-func (m *slotMove) keys(n *redis.Client) []string {
-	m.t.Helper()
+func (m *slotMove) keys(n *redis.Client) ([]string, error) {
 	keys, err := n.ClusterGetKeysInSlot(context.Background(), int(m.slot), 100_000).Result()
-	require.NoError(m.t, err)
 	sort.Strings(keys)
-	return keys
+	return keys, err
 }
 
-// snapshot returns every key of the slot on either master, with its
-// serialized value.
-func (m *slotMove) snapshot() map[string]string {
+// snapshot returns the keys under prefix on either master, with their
+// serialized values.
+func (m *slotMove) snapshot(prefix string) map[string]string {
 	m.t.Helper()
 	snap := map[string]string{}
 	for name, n := range map[string]*redis.Client{"first": m.src, "second": m.dst} {
-		for _, k := range m.keys(n) {
+		keys, err := m.keys(n)
+		require.NoError(m.t, err)
+		for _, k := range keys {
+			if !strings.HasPrefix(k, prefix) {
+				continue // another test's
+			}
 			// The second master serves the key after ASKING only.
 			p := n.Pipeline()
 			p.Do(context.Background(), "ASKING")
@@ -120,24 +128,27 @@ func (m *slotMove) snapshot() map[string]string {
 }
 
 // finish moves the slot's remaining keys and makes the second master the
-// slot's owner: on itself first, then on the first and the others. A key
-// the second master holds already (which a write there made while the
-// slot moved) is replaced, so that the Cluster is left whole for other
-// tests even when this one failed.
+// slot's owner: on itself first, then on the first and the others. It
+// goes on after an error, which it reports, so that the Cluster is left
+// whole for other tests even when this one failed: a key the second
+// master holds already (which a write there made while the slot moved)
+// is replaced.
 func (m *slotMove) finish() {
 	if m.done {
 		return
 	}
 	m.done = true
-	if rest := m.keys(m.src); len(rest) > 0 {
-		m.migrateWith([]any{"REPLACE"}, rest)
+	rest, err := m.keys(m.src)
+	if err == nil && len(rest) > 0 {
+		err = m.migrateWith([]any{"REPLACE"}, rest)
+	}
+	if err != nil {
+		m.t.Errorf("moving the rest of slot %d: %v", m.slot, err)
 	}
 	ctx := context.Background()
-	require.NoError(m.t, m.dst.Do(ctx, "CLUSTER", "SETSLOT", m.slot, "NODE", m.dstID).Err())
-	require.NoError(m.t, m.src.Do(ctx, "CLUSTER", "SETSLOT", m.slot, "NODE", m.dstID).Err())
-	for _, n := range m.masters {
-		if n != m.src && n != m.dst {
-			require.NoError(m.t, n.Do(ctx, "CLUSTER", "SETSLOT", m.slot, "NODE", m.dstID).Err())
+	for _, n := range append([]*redis.Client{m.dst, m.src}, m.masters...) {
+		if err := n.Do(ctx, "CLUSTER", "SETSLOT", m.slot, "NODE", m.dstID).Err(); err != nil {
+			m.t.Errorf("CLUSTER SETSLOT %d NODE on %s: %v", m.slot, n.Options().Addr, err)
 		}
 	}
 }
@@ -182,10 +193,15 @@ func TestClusterSlotMove(t *testing.T) {
 	require.NoError(t, s.CreateUser(ctx, bot, storage.UserLimit{}, audit("user.create", bot.ID)))
 	require.NoError(t, s.CreateToken(ctx, first, storage.TokenLimit{LiveAt: t0}, audit("token.create", first.ID)))
 
-	// Each write runs while the slot moves, with a fresh token value
-	// each time (a Cluster reserves a token's pointer before the org's
-	// script, and a refused creation may leave the reservation behind).
-	n := 0
+	// Each write runs while the slot moves. A token or session creation
+	// reserves its pointer keys (in other slots) before the org's script:
+	// refused, it releases them, and the same value is created after the
+	// move.
+	value := "second-token-value"
+	session := storage.EmbedSession{
+		Digest: sha256.Sum256([]byte("a-session-value")), Org: org, DiveID: uuid.NewString(), Version: 1,
+		UserID: robot.ID, Username: robot.Username, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+	}
 	writes := []struct {
 		name string
 		run  func(ctx context.Context) error
@@ -197,9 +213,11 @@ func TestClusterSlotMove(t *testing.T) {
 			return s.SetInstances(ctx, org, robot.ID, config, audit("user.set_instances", robot.ID))
 		}},
 		{"create token", func(ctx context.Context) error {
-			n++
-			t := token(robot, "second-token-value-"+string(rune('a'+n)))
+			t := token(robot, value)
 			return s.CreateToken(ctx, t, storage.TokenLimit{LiveAt: t0}, audit("token.create", t.ID))
+		}},
+		{"create embed session", func(ctx context.Context) error {
+			return s.CreateEmbedSession(ctx, session, storage.SessionLimit{LiveAt: t0}, audit("session.create", robot.ID))
 		}},
 		{"delete user", func(ctx context.Context) error {
 			_, err := s.DeleteUser(ctx, org, bot.ID, audit("user.delete", bot.ID))
@@ -212,20 +230,20 @@ func TestClusterSlotMove(t *testing.T) {
 	_, err := s.ReadAccess(ctx, storage.AccessQuery{Digest: first.Digest})
 	require.NoError(t, err)
 
-	mv := startSlotMove(t, c, org)
+	mv := startSlotMove(t, c, "o:"+org)
+	base := s.orgBase(org)
 	refused := func(where string) {
 		t.Helper()
-		before := mv.snapshot()
+		before := mv.snapshot(base)
 		for _, w := range writes {
 			wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 			err := w.run(wctx)
 			cancel()
 			require.Error(t, err, "%s, with the org record on the %s master", w.name, where)
 		}
-		assert.Equal(t, before, mv.snapshot(), "the org's keys changed, with its record on the %s master", where)
+		assert.Equal(t, before, mv.snapshot(base), "the org's keys changed, with its record on the %s master", where)
 	}
 
-	base := s.orgBase(org)
 	mv.migrate(base+"users", base+"uid", base+"events", base+"name:robot")
 	refused("first")
 	mv.migrate(base + "org")
@@ -258,12 +276,15 @@ func TestClusterSlotMove(t *testing.T) {
 	require.NoError(t, <-wrote, "create user sent while the slot moved")
 	require.NoError(t, <-read, "read access sent while the slot moved")
 	require.NoError(t, <-listed, "list users sent while the slot moved")
-	assert.Empty(t, mv.keys(mv.src), "keys left on the first master")
+	for k := range mv.snapshot(base) {
+		assert.True(t, strings.HasPrefix(k, "second "), "%s: after the move, on the first master", k)
+	}
 
-	second := token(robot, "third-token-value")
+	second := token(robot, value)
 	require.NoError(t, s.SetInstances(ctx, org, robot.ID, config, audit("user.set_instances", robot.ID)))
 	require.NoError(t, s.CreateUser(ctx, user("carol"), storage.UserLimit{}, audit("user.create", "carol")))
 	require.NoError(t, s.CreateToken(ctx, second, storage.TokenLimit{LiveAt: t0}, audit("token.create", second.ID)))
+	require.NoError(t, s.CreateEmbedSession(ctx, session, storage.SessionLimit{LiveAt: t0}, audit("session.create", robot.ID)))
 	_, err = s.DeleteUser(ctx, org, bot.ID, audit("user.delete", bot.ID))
 	require.NoError(t, err)
 
@@ -291,7 +312,34 @@ func TestClusterSlotMove(t *testing.T) {
 		actions = append(actions, e.Action)
 	}
 	assert.Equal(t, []string{
-		"user.delete", "token.create", "user.create", "user.set_instances",
+		"user.delete", "session.create", "token.create", "user.create", "user.set_instances",
 		"user.create", "token.create", "user.create", "user.create", "org.create",
 	}, actions, "the org's audit trail, newest first")
+}
+
+// TestClusterFeedbackSlotMove moves the slot of the feedback's keys (one
+// slot for every org) while a submission is sent: its script, which
+// declares both keys, is refused while they are split between two
+// masters, and is done once the move ends.
+func TestClusterFeedbackSlotMove(t *testing.T) {
+	c := clusterClient(t)
+	s := newStore(t, c, false)
+	ctx := t.Context()
+	require.NoError(t, s.AddFeedback(ctx, storage.Feedback{ID: uuid.NewString(), PagePath: "/a", Text: "first", CreatedAt: time.Now()}))
+	mv := startSlotMove(t, c, "fb")
+	mv.migrate(s.prefix + "{fb}:h")
+	done := make(chan error, 1)
+	id := uuid.NewString()
+	go func() {
+		done <- s.AddFeedback(ctx, storage.Feedback{ID: id, PagePath: "/b", Text: "second", CreatedAt: time.Now()})
+	}()
+	time.Sleep(200 * time.Millisecond) // longer than go-redis's redirects
+	mv.finish()
+	require.NoError(t, <-done, "feedback sent while its slot moved")
+	ok, err := c.HExists(ctx, s.prefix+"{fb}:h", id).Result()
+	require.NoError(t, err)
+	assert.True(t, ok, "the feedback sent while its slot moved is stored")
+	n, err := c.LLen(ctx, s.prefix+"{fb}:q").Result()
+	require.NoError(t, err)
+	assert.Equal(t, int64(2), n, "the feedback's order")
 }

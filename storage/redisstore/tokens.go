@@ -70,8 +70,10 @@ func (s *Store) CreateToken(ctx context.Context, t storage.Token, lim storage.To
 	}
 	v, err := s.run(ctx, createTokenScript, t.Org, args...).Result()
 	v, gone := dropped(v)
-	if err = status("create token", v, err); err != nil && isRefusal(err) {
-		s.unreserve(ctx, keys, claimed)
+	if err = status("create token", v, err); err != nil && (isRefusal(err) || moving(err)) {
+		undo, cancel := s.finishing(ctx)
+		s.unreserve(undo, keys, claimed)
+		cancel()
 	}
 	if len(gone) > 0 {
 		// The tokens the script dropped as expired are gone: their
@@ -131,8 +133,10 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 	})
 	if err != nil {
 		// On a Cluster the keys live on different nodes: one that did
-		// not answer leaves the others set.
-		s.release(ctx, keys)
+		// not answer leaves the others set. When it hung, ctx has ended.
+		undo, cancel := s.finishing(ctx)
+		s.release(undo, keys)
+		cancel()
 		return nil, failed("reserve", err)
 	}
 	held := make(map[string]*redis.StringCmd)
@@ -155,9 +159,6 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, failed("reserve", err)
-	}
 	var claimed map[string]claimedTombstone
 	for k, c := range claims {
 		if v, ok := c.Val().([]any); ok && len(v) == 2 {
@@ -170,6 +171,17 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 			delete(held, k)
 		}
 	}
+	if err != nil {
+		// A claim may have been made on one node and not on another:
+		// each key goes while it holds this call's value, or holds again
+		// the tombstone claimed (one whose answer was lost goes, and its
+		// token's value reads unknown rather than revoked, as after a
+		// crash).
+		undo, cancel := s.finishing(ctx)
+		s.unreserve(undo, keys, claimed)
+		cancel()
+		return nil, failed("reserve", err)
+	}
 	if len(held) == 0 {
 		return claimed, nil
 	}
@@ -180,7 +192,9 @@ func (s *Store) reserve(ctx context.Context, keys map[string]string, life time.D
 		return nil
 	})
 	if err != nil && !errors.Is(err, redis.Nil) {
-		s.unreserve(ctx, keys, claimed)
+		undo, cancel := s.finishing(ctx)
+		s.unreserve(undo, keys, claimed)
+		cancel()
 		return nil, failed("reserve", err)
 	}
 	// The keys held by another call than this one (whose resent pipeline
@@ -356,7 +370,8 @@ func (s *Store) unreserve(ctx context.Context, keys map[string]string, claimed m
 }
 
 // isRefusal reports whether err is one of the contract's sentinels, the
-// answers after which the script has certainly written nothing.
+// answers after which the script has certainly written nothing. (So is
+// an answer that a Cluster's slot moved, by which run ends: moving.)
 func isRefusal(err error) bool {
 	return errors.Is(err, storage.ErrNotFound) || errors.Is(err, storage.ErrAlreadyExists) ||
 		errors.Is(err, storage.ErrLimitExceeded)

@@ -19,14 +19,19 @@ import (
 
 // unreached is a go-redis hook that stands for a Cluster node no longer
 // reachable: a command on a key under prefix fails, unsent, with the
-// error of a refused connection; the other commands of its pipeline run.
-type unreached struct{ prefix string }
+// error of a refused connection, or, with hang, once its context has
+// ended (a node that does not answer); the other commands of its pipeline
+// run.
+type unreached struct {
+	prefix string
+	hang   bool
+}
 
 func (h unreached) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (h unreached) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		if h.on(cmd) {
+		if h.on(ctx, cmd) {
 			return cmd.Err()
 		}
 		return next(ctx, cmd)
@@ -37,9 +42,10 @@ func (h unreached) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		var sent []redis.Cmder
 		var err error
+		var unsent []redis.Cmder
 		for _, cmd := range cmds {
-			if h.on(cmd) {
-				err = cmd.Err()
+			if h.matches(cmd) {
+				unsent = append(unsent, cmd)
 			} else {
 				sent = append(sent, cmd)
 			}
@@ -49,13 +55,32 @@ func (h unreached) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 				return e
 			}
 		}
+		for _, cmd := range unsent {
+			h.on(ctx, cmd)
+			err = cmd.Err()
+		}
 		return err
 	}
 }
 
 // on sets the error of cmd and reports true when cmd names a key under
-// h.prefix: its first key, or that of a script.
-func (h unreached) on(cmd redis.Cmder) bool {
+// h.prefix (see matches); with h.hang, once ctx has ended.
+func (h unreached) on(ctx context.Context, cmd redis.Cmder) bool {
+	if !h.matches(cmd) {
+		return false
+	}
+	if h.hang {
+		<-ctx.Done()
+		cmd.SetErr(ctx.Err())
+		return true
+	}
+	cmd.SetErr(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
+	return true
+}
+
+// matches reports whether cmd names a key under h.prefix: its first key,
+// or that of a script.
+func (h unreached) matches(cmd redis.Cmder) bool {
 	args := cmd.Args()
 	i := 1
 	if name := cmd.Name(); name == "eval" || name == "evalsha" {
@@ -64,26 +89,29 @@ func (h unreached) on(cmd redis.Cmder) bool {
 	if len(args) <= i {
 		return false
 	}
-	if k, ok := args[i].(string); !ok || !strings.HasPrefix(k, h.prefix) {
-		return false
-	}
-	cmd.SetErr(&net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED})
-	return true
+	k, ok := args[i].(string)
+	return ok && strings.HasPrefix(k, h.prefix)
 }
 
 // A creation on a Cluster reserves its token's digest and id keys in one
 // pipeline, each in its own slot: when the id's node cannot be reached,
-// the digest's pointer, set on another node, goes again, rather than
-// stay (for ever, for a token without expiry) pointing at no token.
+// or does not answer before the operation's time is up, the digest's
+// pointer, set on another node, goes again, rather than stay (for ever,
+// for a token without expiry) pointing at no token.
 func TestReservationOnAnUnreachedNodeIsUndone(t *testing.T) {
-	w := newCrashWorld(t)
-	w.s.c.AddHook(unreached{prefix: w.s.prefix + "tid:"})
-	tok := w.token("a-token-whose-id-node-is-down", time.Time{})
-	err := w.s.CreateToken(t.Context(), tok, storage.TokenLimit{LiveAt: crashT0}, audited("token.create", tok.ID))
-	require.ErrorIs(t, err, syscall.ECONNREFUSED)
-	assertNoKey(t, w.s, w.s.prefix+"tok:"+hexDigest(tok.Digest), "the digest's pointer of a reservation that failed")
-	_, err = w.s.ReadAccess(t.Context(), storage.AccessQuery{Digest: tok.Digest})
-	require.ErrorIs(t, err, storage.ErrNotFound)
+	for name, hang := range map[string]bool{"refused": false, "hung": true} {
+		t.Run(name, func(t *testing.T) {
+			w := newCrashWorld(t)
+			w.s.timeout = 100 * time.Millisecond
+			w.s.c.AddHook(unreached{prefix: w.s.prefix + "tid:", hang: hang})
+			tok := w.token("a-token-whose-id-node-is-down", time.Time{})
+			err := w.s.CreateToken(t.Context(), tok, storage.TokenLimit{LiveAt: crashT0}, audited("token.create", tok.ID))
+			require.Error(t, err)
+			assertNoKey(t, w.s, w.s.prefix+"tok:"+hexDigest(tok.Digest), "the digest's pointer of a reservation that failed")
+			_, err = w.s.ReadAccess(t.Context(), storage.AccessQuery{Digest: tok.Digest})
+			require.ErrorIs(t, err, storage.ErrNotFound)
+		})
+	}
 }
 
 // On a Cluster, an operation that reaches no node has the client read the
