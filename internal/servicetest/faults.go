@@ -1,6 +1,7 @@
 package servicetest
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,9 +128,17 @@ func newEnv(t *testing.T, tp *toxiproxy, target FaultTarget) *env {
 
 	svc := orgadmin.New(faulty, orgadmin.Config{})
 	e.faulty = svc
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	// The server's errors (an internal error's cause, above all) are
+	// shown when the test fails.
+	var logged lockedLog
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the server's errors:\n%s", logged.String())
+		}
+	})
+	errorsOnly := slog.New(slog.NewTextHandler(&logged, &slog.HandlerOptions{Level: slog.LevelError}))
 	mux := http.NewServeMux()
-	mux.Handle("/v1/", httpserver.New(svc, httpserver.Config{Logger: quiet}))
+	mux.Handle("/v1/", httpserver.New(svc, httpserver.Config{Logger: errorsOnly}))
 	mux.Handle("GET /healthz", httpserver.Health(svc))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -576,4 +586,22 @@ func configJSON(c orgadmin.InstanceConfig) any {
 		return m
 	}
 	return map[string]any{"read_write": side(c.ReadWrite, false), "read_scaling": side(c.ReadScaling, true)}
+}
+
+// lockedLog is a log that the server's goroutines write to at once.
+type lockedLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *lockedLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *lockedLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
