@@ -195,12 +195,17 @@ func TestClusterSlotMove(t *testing.T) {
 
 	// Each write runs while the slot moves. A token or session creation
 	// reserves its pointer keys (in other slots) before the org's script:
-	// refused, it releases them, and the same value is created after the
-	// move.
-	value := "second-token-value"
-	session := storage.EmbedSession{
-		Digest: sha256.Sum256([]byte("a-session-value")), Org: org, DiveID: uuid.NewString(), Version: 1,
-		UserID: robot.ID, Username: robot.Username, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+	// when it ends on the Cluster's refusal (rather than on its deadline
+	// while its script was under way, which may have run it), it has
+	// released them (pointers lists them, for each attempt).
+	var pointers []string
+	n := 0
+	session := func() storage.EmbedSession {
+		n++
+		return storage.EmbedSession{
+			Digest: sha256.Sum256(fmt.Appendf(nil, "a-session-value-%d", n)), Org: org, DiveID: uuid.NewString(),
+			Version: 1, UserID: robot.ID, Username: robot.Username, CreatedAt: t0, ExpiresAt: t0.Add(time.Hour),
+		}
 	}
 	writes := []struct {
 		name string
@@ -213,11 +218,15 @@ func TestClusterSlotMove(t *testing.T) {
 			return s.SetInstances(ctx, org, robot.ID, config, audit("user.set_instances", robot.ID))
 		}},
 		{"create token", func(ctx context.Context) error {
-			t := token(robot, value)
+			n++
+			t := token(robot, fmt.Sprintf("second-token-value-%d", n))
+			pointers = []string{s.prefix + "tok:" + hexDigest(t.Digest), s.prefix + "tid:" + t.ID}
 			return s.CreateToken(ctx, t, storage.TokenLimit{LiveAt: t0}, audit("token.create", t.ID))
 		}},
 		{"create embed session", func(ctx context.Context) error {
-			return s.CreateEmbedSession(ctx, session, storage.SessionLimit{LiveAt: t0}, audit("session.create", robot.ID))
+			es := session()
+			pointers = []string{s.prefix + "ses:" + hexDigest(es.Digest)}
+			return s.CreateEmbedSession(ctx, es, storage.SessionLimit{LiveAt: t0}, audit("session.create", robot.ID))
 		}},
 		{"delete user", func(ctx context.Context) error {
 			_, err := s.DeleteUser(ctx, org, bot.ID, audit("user.delete", bot.ID))
@@ -236,10 +245,16 @@ func TestClusterSlotMove(t *testing.T) {
 		t.Helper()
 		before := mv.snapshot(base)
 		for _, w := range writes {
+			pointers = nil
 			wctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 			err := w.run(wctx)
 			cancel()
 			require.Error(t, err, "%s, with the org record on the %s master", w.name, where)
+			if moving(err) {
+				for _, k := range pointers {
+					assertNoKey(t, s, k, "%s refused, with the org record on the %s master", w.name, where)
+				}
+			}
 		}
 		assert.Equal(t, before, mv.snapshot(base), "the org's keys changed, with its record on the %s master", where)
 	}
@@ -280,11 +295,11 @@ func TestClusterSlotMove(t *testing.T) {
 		assert.True(t, strings.HasPrefix(k, "second "), "%s: after the move, on the first master", k)
 	}
 
-	second := token(robot, value)
+	second := token(robot, "third-token-value")
 	require.NoError(t, s.SetInstances(ctx, org, robot.ID, config, audit("user.set_instances", robot.ID)))
 	require.NoError(t, s.CreateUser(ctx, user("carol"), storage.UserLimit{}, audit("user.create", "carol")))
 	require.NoError(t, s.CreateToken(ctx, second, storage.TokenLimit{LiveAt: t0}, audit("token.create", second.ID)))
-	require.NoError(t, s.CreateEmbedSession(ctx, session, storage.SessionLimit{LiveAt: t0}, audit("session.create", robot.ID)))
+	require.NoError(t, s.CreateEmbedSession(ctx, session(), storage.SessionLimit{LiveAt: t0}, audit("session.create", robot.ID)))
 	_, err = s.DeleteUser(ctx, org, bot.ID, audit("user.delete", bot.ID))
 	require.NoError(t, err)
 
