@@ -1,7 +1,6 @@
 package orgadmin_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,6 +18,7 @@ import (
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
 	"github.com/orgadmin/orgadmin/internal/everystore"
+	"github.com/orgadmin/orgadmin/internal/testdb"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -129,23 +129,13 @@ func httpWrites(w *cancelWorld) []httpWrite {
 	}
 }
 
-// syncLog is a log destination safe for the server's goroutines.
-type syncLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *syncLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+// syncLog is a log destination safe for the server's goroutines, read
+// line by line.
+type syncLog struct{ testdb.SyncBuffer }
 
 func (l *syncLog) lines() []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
 	var out []map[string]any
-	for _, line := range strings.Split(strings.TrimSpace(l.buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(l.String()), "\n") {
 		if line == "" {
 			continue
 		}

@@ -1,7 +1,6 @@
 package servicetest
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 
 	"github.com/orgadmin/orgadmin"
 	"github.com/orgadmin/orgadmin/httpserver"
+	"github.com/orgadmin/orgadmin/internal/testdb"
 	"github.com/orgadmin/orgadmin/storage"
 )
 
@@ -130,7 +129,7 @@ func newEnv(t *testing.T, tp *toxiproxy, target FaultTarget) *env {
 	e.faulty = svc
 	// The server's errors (an internal error's cause, above all) are
 	// shown when the test fails.
-	var logged lockedLog
+	var logged testdb.SyncBuffer
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("the server's errors:\n%s", logged.String())
@@ -586,22 +585,4 @@ func configJSON(c orgadmin.InstanceConfig) any {
 		return m
 	}
 	return map[string]any{"read_write": side(c.ReadWrite, false), "read_scaling": side(c.ReadScaling, true)}
-}
-
-// lockedLog is a log that the server's goroutines write to at once.
-type lockedLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
