@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -21,10 +22,11 @@ import (
 // reachable: a command on a key under prefix fails, unsent, with the
 // error of a refused connection, or, with hang, once its context has
 // ended (a node that does not answer); the other commands of its pipeline
-// run.
+// run. With scripts, only scripts fail so.
 type unreached struct {
-	prefix string
-	hang   bool
+	prefix  string
+	hang    bool
+	scripts bool
 }
 
 func (h unreached) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -85,6 +87,8 @@ func (h unreached) matches(cmd redis.Cmder) bool {
 	i := 1
 	if name := cmd.Name(); name == "eval" || name == "evalsha" {
 		i = 3
+	} else if h.scripts {
+		return false
 	}
 	if len(args) <= i {
 		return false
@@ -112,6 +116,25 @@ func TestReservationOnAnUnreachedNodeIsUndone(t *testing.T) {
 			require.ErrorIs(t, err, storage.ErrNotFound)
 		})
 	}
+}
+
+// A creation of a revoked token's value claims the digest's key over its
+// tombstone, in a pipeline after the reservation's: when the digest's node
+// cannot be reached then, the id key the reservation set goes again, and
+// the tombstone stays.
+func TestClaimOnAnUnreachedNodeIsUndone(t *testing.T) {
+	w := newCrashWorld(t)
+	ctx := t.Context()
+	revoked := w.token("a-token-revoked-then-created-again", crashT0.Add(time.Hour))
+	require.NoError(t, w.s.CreateToken(ctx, revoked, storage.TokenLimit{LiveAt: crashT0}, nil))
+	require.NoError(t, w.s.DeleteToken(ctx, "acme", w.user.ID, revoked.ID, storage.Revocation{At: crashT0}, nil))
+	w.s.c.AddHook(unreached{prefix: w.s.prefix + "tok:", scripts: true})
+	again := w.token("a-token-revoked-then-created-again", crashT0.Add(time.Hour))
+	err := w.s.CreateToken(ctx, again, storage.TokenLimit{LiveAt: crashT0}, nil)
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assertNoKey(t, w.s, w.s.prefix+"tid:"+again.ID, "the id's key of a claim that failed")
+	_, err = w.s.ReadAccess(ctx, storage.AccessQuery{Digest: again.Digest, LiveAt: crashT0})
+	require.ErrorIs(t, err, storage.ErrRevoked, "the tombstone stays")
 }
 
 // On a Cluster, an operation that reaches no node has the client read the
@@ -148,4 +171,35 @@ func TestUnreachedNodeReloadsTheSlotMap(t *testing.T) {
 	_, err = w.s.ReadAccess(ctx, storage.AccessQuery{Digest: digest})
 	require.ErrorContains(t, err, "WRONGTYPE")
 	assert.Equal(t, int64(2), reloads.Load(), "reloads after a reply of Redis")
+}
+
+// again sends a command again on the answers by which a Cluster tells that
+// it did not run it while a slot moved, and on no other; never once ctx
+// has ended.
+func TestAgainOnlyOnASlotMoving(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{errors.New("TRYAGAIN Multiple keys request during rehashing of slot"), true},
+		{errors.New("MOVED 3999 127.0.0.1:6381"), true},
+		{errors.New("ASK 3999 127.0.0.1:6381"), true},
+		{errors.New("ERR Script attempted to access a non local key in a cluster node script"), false},
+		{errors.New("CLUSTERDOWN The cluster is down"), false},
+		{redis.Nil, false},
+		{nil, false},
+	} {
+		wait := time.Millisecond
+		assert.Equal(t, c.want, again(t.Context(), c.err, &wait), "%v", c.err)
+		if c.want {
+			assert.Equal(t, 2*time.Millisecond, wait, "the next wait, after %v", c.err)
+		}
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	wait := time.Hour
+	assert.False(t, again(ctx, errors.New("TRYAGAIN Multiple keys request during rehashing of slot"), &wait), "after ctx ended")
+	wait = lastMoveWait
+	require.True(t, again(t.Context(), errors.New("ASK 1 127.0.0.1:6381"), &wait))
+	assert.Equal(t, lastMoveWait, wait, "the longest wait")
 }
